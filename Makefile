@@ -1,0 +1,60 @@
+# Superstep — run `make help` for the targets.
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+GO        ?= go
+ADDR      ?= 127.0.0.1:8080
+BENCH     ?= .
+BENCHTIME ?= 1s
+COUNT     ?= 1
+PKG       ?= ./...
+
+# The local Postgres URL: starts the throwaway cluster when needed.
+DEV_DB = $$(scripts/dev-postgres | tail -n 1 | cut -d= -f2-)
+
+.PHONY: help
+help: ## List the targets with what they do
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_\/-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: run
+run: generate ## Start the local Postgres, migrate it, and serve the Studio on $(ADDR)
+	DATABASE_URL="$(DEV_DB)" $(GO) run ./cmd/studio -addr $(ADDR)
+
+.PHONY: test
+test: ## Start the local Postgres, then run every test with the race detector
+	TEST_DATABASE_URL="$(DEV_DB)" $(GO) test -race -count=$(COUNT) $(PKG)
+
+.PHONY: test/short
+test/short: ## Run the tests that need no database (database tests skip outside CI)
+	$(GO) test -count=1 $(PKG)
+
+.PHONY: bench
+bench: ## Run benchmarks (BENCH=regexp PKG=./engine COUNT=6) against the local Postgres
+	TEST_DATABASE_URL="$(DEV_DB)" $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) -count $(COUNT) $(PKG)
+
+.PHONY: generate
+generate: ## Regenerate templ components (*_templ.go)
+	$(GO) tool templ generate -log-level warn
+
+.PHONY: lint
+lint: ## gofmt, go vet, staticcheck, go.mod tidiness, generated files up to date
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.pg/*')); \
+	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
+	$(GO) mod tidy -diff
+	$(GO) tool templ generate -log-level warn
+	@git diff --exit-code -- '*_templ.go' || { echo "generated templ files are stale: run 'make generate' and commit"; exit 1; }
+
+.PHONY: pg/start pg/stop pg/reset
+pg/start: ## Start the local Postgres (installs PostgreSQL 15 + pgvector when missing)
+	scripts/dev-postgres start
+pg/stop: ## Stop the local Postgres
+	scripts/dev-postgres stop
+pg/reset: ## Delete the local Postgres cluster and start a fresh one
+	scripts/dev-postgres reset
+
+.PHONY: build
+build: ## Build the studio binary into bin/
+	$(GO) build -o bin/studio ./cmd/studio

@@ -1,0 +1,62 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"time"
+)
+
+// Backends names the implementation behind each persistence interface, as
+// reported by /healthz and the index page ("memory" or "postgres").
+type Backends struct {
+	Checkpoints string `json:"checkpoints"`
+	Store       string `json:"store"`
+	Cache       string `json:"cache"`
+}
+
+// Pinger is what Health needs from a database: a cheap round trip.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Health answers /healthz: 200 with the backends in use when everything it
+// depends on answers, 503 with the reason otherwise.
+type Health struct {
+	Backends Backends
+	// DB is pinged on every request; nil when no database is configured.
+	DB     Pinger
+	Logger *slog.Logger
+}
+
+type healthResponse struct {
+	Status   string   `json:"status"`
+	Backends Backends `json:"backends"`
+	Error    string   `json:"error,omitempty"`
+}
+
+func (h Health) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	resp := healthResponse{Status: "ok", Backends: h.Backends}
+	code := http.StatusOK
+	if h.DB != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := h.DB.Ping(ctx); err != nil {
+			logger(h.Logger).Error("healthz: database ping failed", slog.Any("error", err))
+			resp.Status, resp.Error = "unavailable", "database unreachable: "+err.Error()
+			code = http.StatusServiceUnavailable
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(resp)
+}
+
+func logger(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return slog.Default()
+	}
+	return l
+}

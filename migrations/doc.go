@@ -1,0 +1,13 @@
+// Package migrations holds Superstep's Postgres schema as numbered .sql
+// files, embedded into the binary and applied with tern
+// (github.com/jackc/tern/v2), which is pgx-native, runs every migration in a
+// transaction, and takes an advisory lock so that several Studio replicas
+// starting together apply each migration exactly once.
+//
+// Each file holds its up migration, the marker line
+//
+//	---- create above / drop below ----
+//
+// and its down migration. Files are never edited once released; a change is
+// a new file with the next number.
+package migrations

@@ -1,0 +1,125 @@
+package studio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/superstep-dev/superstep/handlers"
+	"github.com/superstep-dev/superstep/migrations"
+)
+
+// Config is everything a program decides about the Studio it serves.
+type Config struct {
+	// DatabaseURL points at Postgres (pgvector required). Empty means
+	// in-memory backends: nothing survives a restart.
+	DatabaseURL string
+	// Addr is the listen address for Serve; default 127.0.0.1:8080.
+	Addr string
+	// Logger receives the Studio's logs; default slog.Default().
+	Logger *slog.Logger
+}
+
+// DefaultAddr is where Serve listens when Config.Addr is empty.
+const DefaultAddr = "127.0.0.1:8080"
+
+// Studio is an assembled Studio: its backends and its HTTP handler.
+type Studio struct {
+	backends handlers.Backends
+	pool     *pgxpool.Pool
+	handler  http.Handler
+}
+
+// Open connects to the configured backends (applying migrations to
+// Postgres) and builds the router. Close releases what it opened.
+func Open(ctx context.Context, cfg Config) (*Studio, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Studio{backends: handlers.Backends{Checkpoints: "memory", Store: "memory", Cache: "memory"}}
+	var db handlers.Pinger
+	if cfg.DatabaseURL != "" {
+		pool, err := pgxpool.New(ctx, cfg.DatabaseURL)
+		if err != nil {
+			return nil, fmt.Errorf("studio: DATABASE_URL: %w", err)
+		}
+		if err := pool.Ping(ctx); err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("studio: cannot reach the database at DATABASE_URL: %w", err)
+		}
+		if err := migrations.Up(ctx, pool); err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("studio: %w", err)
+		}
+		s.pool, db = pool, pool
+		s.backends = handlers.Backends{Checkpoints: "postgres", Store: "postgres", Cache: "postgres"}
+	}
+
+	r := chi.NewRouter()
+	r.Use(middleware.Recoverer)
+	r.Method(http.MethodGet, "/healthz", handlers.Health{Backends: s.backends, DB: db, Logger: log})
+	r.Method(http.MethodGet, "/", handlers.Index{Backends: s.backends, Logger: log})
+	s.handler = r
+	return s, nil
+}
+
+// Backends reports the implementation behind each persistence interface.
+func (s *Studio) Backends() handlers.Backends { return s.backends }
+
+// Handler is the Studio's HTTP handler.
+func (s *Studio) Handler() http.Handler { return s.handler }
+
+// Close releases the database pool, if any.
+func (s *Studio) Close() {
+	if s.pool != nil {
+		s.pool.Close()
+	}
+}
+
+// Serve opens the Studio and serves it on cfg.Addr until ctx is done, then
+// shuts down gracefully. ready, when non-nil, is called with the bound
+// address once the listener is open.
+func Serve(ctx context.Context, cfg Config, ready func(addr net.Addr)) error {
+	s, err := Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	addr := cfg.Addr
+	if addr == "" {
+		addr = DefaultAddr
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("studio: listen on %s: %w", addr, err)
+	}
+	if ready != nil {
+		ready(ln.Addr())
+	}
+	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("studio: serve: %w", err)
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil {
+		return fmt.Errorf("studio: shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("studio: serve: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,88 @@
+package studio_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/superstep-dev/superstep/handlers"
+	"github.com/superstep-dev/superstep/internal/pgtest"
+	"github.com/superstep-dev/superstep/studio"
+)
+
+// TestServeWithPostgres is `make run` in miniature: the Studio starts on a
+// real database, migrates it, and /healthz names the Postgres backends.
+func TestServeWithPostgres(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	pgtest.Pool(t) // the database is reachable and migrated
+	body := serveAndGet(t, studio.Config{DatabaseURL: url, Addr: "127.0.0.1:0"}, "/healthz")
+	var got struct {
+		Status   string
+		Backends handlers.Backends
+	}
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatalf("healthz body %q: %v", body, err)
+	}
+	want := handlers.Backends{Checkpoints: "postgres", Store: "postgres", Cache: "postgres"}
+	if got.Status != "ok" || got.Backends != want {
+		t.Fatalf("healthz = %+v, want ok with %+v", got, want)
+	}
+}
+
+func TestServeInMemory(t *testing.T) {
+	t.Parallel()
+	body := serveAndGet(t, studio.Config{Addr: "127.0.0.1:0"}, "/healthz")
+	if !strings.Contains(body, `"checkpoints":"memory"`) {
+		t.Fatalf("healthz = %s, want memory backends", body)
+	}
+}
+
+func TestOpenRejectsUnreachableDatabase(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	// Port 1 on loopback refuses connections.
+	_, err := studio.Open(ctx, studio.Config{DatabaseURL: "postgres://nobody@127.0.0.1:1/x?sslmode=disable&connect_timeout=2"})
+	if err == nil || !strings.Contains(err.Error(), "cannot reach the database") {
+		t.Fatalf("Open = %v, want a clear unreachable-database error", err)
+	}
+}
+
+func serveAndGet(t *testing.T, cfg studio.Config, path string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	addrc := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	go func() { done <- studio.Serve(ctx, cfg, func(a net.Addr) { addrc <- a }) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	var addr net.Addr
+	select {
+	case addr = <-addrc:
+	case err := <-done:
+		t.Fatalf("Serve returned early: %v", err)
+	}
+	resp, err := http.Get("http://" + addr.String() + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s = %d: %s", path, resp.StatusCode, b)
+	}
+	return string(b)
+}
