@@ -1,0 +1,212 @@
+package checkpoints
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// FormatVersion is the Checkpoint.V written by this package.
+const FormatVersion = 1
+
+// Special write channels. Writes to them use fixed indexes (WriteIndex) and
+// are upserted; writes to any other channel are first-write-wins per
+// (task, index), so a re-run task never overwrites its earlier writes.
+const (
+	ErrorChannel     = "__error__"
+	ScheduledChannel = "__scheduled__"
+	InterruptChannel = "__interrupt__"
+	ResumeChannel    = "__resume__"
+	TasksChannel     = "__pregel_tasks"
+)
+
+// WriteIndex returns the stored index of the i-th write of a task to
+// channel: upstream's WRITES_IDX_MAP for the special channels, i otherwise.
+func WriteIndex(channel string, i int) int {
+	switch channel {
+	case ErrorChannel:
+		return -1
+	case ScheduledChannel:
+		return -2
+	case InterruptChannel:
+		return -3
+	case ResumeChannel:
+		return -4
+	}
+	return i
+}
+
+// IsSpecial reports whether channel is one of the upserted special channels.
+func IsSpecial(channel string) bool { return WriteIndex(channel, 0) < 0 }
+
+// Config addresses a checkpoint: a thread, a namespace within it ("" for
+// the root graph, "node:<task id>" for subgraphs, nested with "|"), and a
+// checkpoint id ("" means the latest in that thread and namespace).
+type Config struct {
+	ThreadID     string `json:"thread_id"`
+	Namespace    string `json:"checkpoint_ns"`
+	CheckpointID string `json:"checkpoint_id,omitempty"`
+}
+
+// Checkpoint is the state of a thread's channels after one superstep.
+type Checkpoint struct {
+	// V is the format version (FormatVersion).
+	V int `json:"v"`
+	// ID is a time-ordered UUIDv7; it is also the checkpoint's identity in
+	// its thread and namespace.
+	ID string `json:"id"`
+	// TS is when the checkpoint was created.
+	TS time.Time `json:"ts"`
+	// ChannelValues holds the JSON encoding of each channel that has a
+	// value. Channels with a version but no value (a cleared ephemeral
+	// channel) are absent.
+	ChannelValues map[string]json.RawMessage `json:"channel_values"`
+	// ChannelVersions holds every channel's version; versions increase and
+	// one superstep gives every channel it changes the same new version.
+	ChannelVersions map[string]int64 `json:"channel_versions"`
+	// VersionsSeen records, per node (and the "__input__" and
+	// "__interrupt__" pseudo-nodes), the versions of the trigger channels
+	// it last ran on.
+	VersionsSeen map[string]map[string]int64 `json:"versions_seen"`
+	// UpdatedChannels are the channels updated by the step that produced
+	// this checkpoint, sorted; nil when unknown.
+	UpdatedChannels []string `json:"updated_channels"`
+}
+
+// Source says what produced a checkpoint.
+type Source string
+
+// The checkpoint sources, as upstream.
+const (
+	SourceInput  Source = "input"  // input to invoke/stream
+	SourceLoop   Source = "loop"   // a superstep of the loop
+	SourceUpdate Source = "update" // a manual state update
+	SourceFork   Source = "fork"   // a copy of another checkpoint (replay, __copy__)
+)
+
+// Metadata describes a checkpoint. It is stored as a flat JSON object:
+// the known fields plus every key of Extra (user keys from the run's
+// configuration). Filters match against that object.
+type Metadata struct {
+	Source Source `json:"source"`
+	// Step is -1 for the first input checkpoint, 0 for the first loop step.
+	Step int `json:"step"`
+	// Parents maps each parent namespace to the checkpoint id the
+	// subgraph ran under ({} at the root).
+	Parents map[string]string `json:"parents"`
+	// RunID identifies the run that wrote the checkpoint, if known.
+	RunID string `json:"run_id,omitempty"`
+	// Extra holds any other keys. Keys that collide with the fields above
+	// are ignored when encoding.
+	Extra map[string]any `json:"-"`
+}
+
+// Write is one value written by a task to a channel.
+type Write struct {
+	Channel string          `json:"channel"`
+	Value   json.RawMessage `json:"value"`
+}
+
+// PendingWrite is a write saved against a checkpoint by the task that made
+// it, before the next checkpoint exists.
+type PendingWrite struct {
+	TaskID  string          `json:"task_id"`
+	Channel string          `json:"channel"`
+	Value   json.RawMessage `json:"value"`
+}
+
+// Tuple is a saved checkpoint with everything needed to resume from it.
+type Tuple struct {
+	Config     Config
+	Checkpoint *Checkpoint
+	Metadata   Metadata
+	// ParentConfig addresses the checkpoint this one followed, nil for the
+	// first checkpoint of a namespace.
+	ParentConfig *Config
+	// PendingWrites are the writes saved against this checkpoint, ordered
+	// by task id then write index.
+	PendingWrites []PendingWrite
+}
+
+// ListOptions narrow List. The zero value lists everything, newest first.
+type ListOptions struct {
+	// Filter keeps checkpoints whose metadata contains every key/value
+	// here (JSON containment: nested objects and arrays match as subsets;
+	// null matches null).
+	Filter map[string]any
+	// Before keeps checkpoints older than this checkpoint id.
+	Before string
+	// Limit caps the number of tuples; 0 means no limit.
+	Limit int
+	// MetadataOnly leaves Checkpoint.ChannelValues and PendingWrites nil,
+	// so a history page loads no channel values.
+	MetadataOnly bool
+}
+
+// PruneStrategy says what Prune keeps.
+type PruneStrategy int
+
+const (
+	// KeepLatest keeps the newest checkpoint of each namespace of each
+	// thread, with its pending writes.
+	KeepLatest PruneStrategy = iota + 1
+	// DeleteAll removes every checkpoint of the threads.
+	DeleteAll
+)
+
+// Saver persists checkpoints. Implementations are safe for concurrent use
+// and pass the conformance suite in package checkpointstest.
+type Saver interface {
+	// Get returns the checkpoint cfg addresses (the latest of the thread
+	// and namespace when cfg.CheckpointID is empty), or nil, nil when there
+	// is none or cfg.ThreadID is empty.
+	Get(ctx context.Context, cfg Config) (*Tuple, error)
+	// List returns the checkpoints q covers, newest first, narrowed by
+	// opts. The zero ListQuery covers only the root namespace of every
+	// thread; see ListQuery.
+	List(ctx context.Context, q ListQuery, opts ListOptions) ([]*Tuple, error)
+	// Put saves cp as the successor of cfg.CheckpointID (its parent, when
+	// not empty) and returns the new checkpoint's config. Only the values
+	// of channels in newVersions are stored; other channels' values are
+	// read back from earlier checkpoints of the thread with the same
+	// version, as upstream.
+	Put(ctx context.Context, cfg Config, cp *Checkpoint, md Metadata, newVersions map[string]int64) (Config, error)
+	// PutWrites saves writes of one task against the checkpoint cfg
+	// addresses (cfg.CheckpointID is required).
+	PutWrites(ctx context.Context, cfg Config, writes []Write, taskID, taskPath string) error
+	// DeleteThread removes every checkpoint and write of a thread, in all
+	// namespaces. A missing thread is not an error.
+	DeleteThread(ctx context.Context, threadID string) error
+	// CopyThread copies every checkpoint and write of src to dst, keeping
+	// ids and order. A missing source leaves dst empty.
+	CopyThread(ctx context.Context, src, dst string) error
+	// Prune applies strategy to each of the threads.
+	Prune(ctx context.Context, threadIDs []string, strategy PruneStrategy) error
+	// DeleteForRuns removes the checkpoints (and their writes) whose
+	// metadata run_id is one of runIDs.
+	DeleteForRuns(ctx context.Context, runIDs []string) error
+}
+
+// ListQuery says which threads and namespaces List covers.
+type ListQuery struct {
+	// ThreadID limits the listing to one thread; empty means all threads.
+	ThreadID string
+	// Namespace limits the listing to one namespace when AllNamespaces is
+	// false. The root namespace is "".
+	Namespace string
+	// AllNamespaces lists every namespace.
+	AllNamespaces bool
+}
+
+// Errors a Saver returns; test with errors.Is.
+var (
+	// ErrInvalidConfig means a required part of a Config (thread id,
+	// checkpoint id) is missing.
+	ErrInvalidConfig = errors.New("checkpoints: invalid config")
+	// ErrInvalidFilter means a metadata filter key or value cannot be used.
+	ErrInvalidFilter = errors.New("checkpoints: invalid metadata filter")
+	// ErrInvalidValue means a value or metadata string cannot be stored
+	// (NUL byte, lone surrogate, invalid JSON).
+	ErrInvalidValue = errors.New("checkpoints: invalid value")
+)

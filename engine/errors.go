@@ -1,0 +1,14 @@
+package engine
+
+import "errors"
+
+// Sentinel errors; test with errors.Is. Messages wrapping them say what was
+// wrong and what to do.
+var (
+	// ErrInvalidUpdate means writes could not be applied to a channel: two
+	// values for a LastValue in one step, two Overwrites in one step, a
+	// value of the wrong type, an unknown barrier name.
+	ErrInvalidUpdate = errors.New("invalid update")
+	// ErrEmptyChannel means a channel that has no value was read.
+	ErrEmptyChannel = errors.New("empty channel")
+)
