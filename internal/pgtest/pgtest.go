@@ -13,7 +13,11 @@ package pgtest
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"maps"
 	"os"
 	"sync"
 	"testing"
@@ -49,32 +53,17 @@ var shared struct {
 	err  error
 }
 
-// Pool returns the process-wide pool on the test database, migrated to the
-// latest version in its default schema. Tests must not commit through it
-// (use Tx); it is closed when the process exits.
+// Pool returns the process-wide pool on the test database. Its connections
+// use a schema named after a hash of the embedded migration files, migrated
+// to the latest version, so a test never runs against a schema built by
+// older migrations. Tests must not commit through it (use Tx).
 func Pool(tb testing.TB) *pgxpool.Pool {
 	tb.Helper()
 	url := URL(tb)
 	shared.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		cfg, err := pgxpool.ParseConfig(url)
-		if err != nil {
-			shared.err = err
-			return
-		}
-		cfg.MaxConns = 10
-		pool, err := pgxpool.NewWithConfig(ctx, cfg)
-		if err != nil {
-			shared.err = err
-			return
-		}
-		if err := migrations.Up(ctx, pool); err != nil {
-			pool.Close()
-			shared.err = err
-			return
-		}
-		shared.pool = pool
+		shared.pool, shared.err = openShared(ctx, url)
 	})
 	if shared.err != nil {
 		tb.Fatalf("pgtest: open the test database: %v", shared.err)
@@ -118,6 +107,7 @@ func Schema(tb testing.TB, opts *SchemaOptions) *pgxpool.Pool {
 		tb.Fatalf("pgtest: create schema: %v", err)
 	}
 	cfg := admin.Config().Copy()
+	cfg.ConnConfig.RuntimeParams = maps.Clone(cfg.ConnConfig.RuntimeParams)
 	cfg.ConnConfig.RuntimeParams["search_path"] = name + ",public"
 	cfg.MaxConns = 4
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -136,6 +126,63 @@ func Schema(tb testing.TB, opts *SchemaOptions) *pgxpool.Pool {
 		}
 	}
 	return pool
+}
+
+func openShared(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	schema, err := migrationsSchema()
+	if err != nil {
+		return nil, err
+	}
+	// Create the schema under an advisory lock: test binaries of several
+	// packages start at once, and CREATE SCHEMA IF NOT EXISTS races.
+	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock(hashtext('superstep-pgtest'))"); err != nil {
+		return nil, err
+	}
+	defer conn.Exec(context.Background(), "SELECT pg_advisory_unlock(hashtext('superstep-pgtest'))") //nolint:errcheck
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil {
+		return nil, err
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema + ",public"
+	cfg.MaxConns = 10
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := migrations.Up(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return pool, nil
+}
+
+// migrationsSchema names the shared schema after the migration files.
+func migrationsSchema() (string, error) {
+	h := sha256.New()
+	err := fs.WalkDir(migrations.FS(), ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(migrations.FS(), path)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", path, len(b))
+		h.Write(b)
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return "pgtest_" + hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
 func randomHex(tb testing.TB, n int) string {
