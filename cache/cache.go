@@ -48,3 +48,11 @@ type Cache interface {
 	// newest first, at most limit (0 = no limit).
 	List(ctx context.Context, namespace string, limit int) ([]Info, error)
 }
+
+// Sweeper is implemented by caches that hold expired entries until a sweep
+// removes them (both implementations here). Reads already hide expired
+// entries; sweeping only reclaims their space.
+type Sweeper interface {
+	// Sweep removes the entries that have expired and reports how many.
+	Sweep(ctx context.Context) (int, error)
+}
