@@ -49,9 +49,9 @@ func Exercise(t *testing.T, newCache NewCache) {
 		t.Parallel()
 		c, _ := setup(t)
 		want := map[cache.Key][]byte{
-			key("a|f|node", "k1"): []byte(`{"writes":[["x",1]]}`),
-			key("a|f|node", "k2"): {0, 1, 2, 255},
-			key("b|g|other", "k1"): []byte("different namespace, same key"),
+			key("a|f|node", "k1"):    []byte(`{"writes":[["x",1]]}`),
+			key("a|f|node", "k2"):    {0, 1, 2, 255},
+			key("b|g|other", "k1"):   []byte("different namespace, same key"),
 			key("a|f|node", "empty"): {},
 		}
 		mustSet(t, c, entriesOf(want, 0)...)
