@@ -11,4 +11,8 @@ var (
 	ErrInvalidUpdate = errors.New("invalid update")
 	// ErrEmptyChannel means a channel that has no value was read.
 	ErrEmptyChannel = errors.New("empty channel")
+	// ErrInvalidCheckpoint means saved channel data could not be restored:
+	// malformed JSON, a value that does not decode into the channel's type,
+	// or a barrier name the channel does not expect.
+	ErrInvalidCheckpoint = errors.New("invalid channel checkpoint")
 )
