@@ -60,7 +60,10 @@ type Checkpoint struct {
 	TS time.Time `json:"ts"`
 	// ChannelValues holds the JSON encoding of each channel that has a
 	// value. Channels with a version but no value (a cleared ephemeral
-	// channel) are absent.
+	// channel) are absent. Passed to Saver.Put it may hold only the
+	// channels in newVersions (the engine encodes only what changed);
+	// returned by Saver.Get it holds every channel of ChannelVersions that
+	// has a value, and is never nil.
 	ChannelValues map[string]json.RawMessage `json:"channel_values"`
 	// ChannelVersions holds every channel's version; versions increase and
 	// one superstep gives every channel it changes the same new version.
@@ -132,12 +135,24 @@ type Tuple struct {
 // ListOptions narrow List. The zero value lists everything, newest first.
 type ListOptions struct {
 	// Filter keeps checkpoints whose metadata contains every key/value
-	// here (JSON containment: nested objects and arrays match as subsets;
-	// null matches null).
+	// here, with the semantics of Postgres jsonb containment (@>): nested
+	// objects match as subsets, every element of a filter array must be
+	// contained in some element of the stored array, null matches only
+	// null, and numbers compare by value (42 matches 42.0). Keys are
+	// literal: "a.b" is the key "a.b", not a path; nest objects to reach
+	// inside. Strings with NUL or lone surrogates are an error wrapping
+	// ErrInvalidFilter (nothing stored can contain them).
 	Filter map[string]any
-	// Before keeps checkpoints older than this checkpoint id.
+	// Before keeps checkpoints older than this checkpoint id. When the
+	// listing is limited to one thread and Before names a checkpoint of
+	// that thread, "older" means earlier in the thread's sequence (the
+	// order in which checkpoints were saved), so a page cursor is exact
+	// even when ids from different processes are not in clock order;
+	// otherwise ids are compared as strings, as upstream.
 	Before string
-	// Limit caps the number of tuples; 0 means no limit.
+	// Limit caps the number of tuples; 0 means no limit (the Go zero
+	// value, where upstream's limit=0 returns nothing) and a negative
+	// limit is an error wrapping ErrInvalidFilter.
 	Limit int
 	// MetadataOnly leaves Checkpoint.ChannelValues and PendingWrites nil,
 	// so a history page loads no channel values.
@@ -157,6 +172,20 @@ const (
 
 // Saver persists checkpoints. Implementations are safe for concurrent use
 // and pass the conformance suite in package checkpointstest.
+//
+// Ordering: every checkpoint gets a per-thread sequence number when it is
+// first saved. "Latest" is the highest sequence of a thread and namespace,
+// and a listing of one thread is newest first by that sequence (checkpoint
+// ids, time-ordered UUIDv7s from NewID, break ties). A listing across
+// threads is newest first by checkpoint id.
+//
+// Strings: values, pending writes and metadata must be valid JSON in valid
+// UTF-8 without NUL characters (raw or as \u0000) and without lone UTF-16
+// surrogate escapes. Such input is rejected with an error wrapping
+// ErrInvalidValue rather than silently altered (upstream strips NUL from
+// metadata): Postgres jsonb cannot hold either, and a value that comes back
+// different from what was saved is worse than a clear error. Nothing is
+// written when Put or PutWrites fails.
 type Saver interface {
 	// Get returns the checkpoint cfg addresses (the latest of the thread
 	// and namespace when cfg.CheckpointID is empty), or nil, nil when there
@@ -167,24 +196,38 @@ type Saver interface {
 	// thread; see ListQuery.
 	List(ctx context.Context, q ListQuery, opts ListOptions) ([]*Tuple, error)
 	// Put saves cp as the successor of cfg.CheckpointID (its parent, when
-	// not empty) and returns the new checkpoint's config. Only the values
-	// of channels in newVersions are stored; other channels' values are
-	// read back from earlier checkpoints of the thread with the same
-	// version, as upstream.
+	// not empty) and returns the new checkpoint's config: exactly the
+	// thread, namespace and cp.ID. Only the values of channels in
+	// newVersions are stored, and cp.ChannelValues may hold only those.
+	// Every other channel of cp.ChannelVersions takes the value the parent
+	// checkpoint had at the same version, else the value saved earlier in
+	// the thread and namespace for that channel and version (as upstream),
+	// else none. Looking at the parent first keeps forks correct when two
+	// branches give different values the same version number. Saving an id
+	// again replaces its checkpoint and metadata and keeps its writes and
+	// position. An empty cfg.ThreadID or cp.ID is ErrInvalidConfig.
 	Put(ctx context.Context, cfg Config, cp *Checkpoint, md Metadata, newVersions map[string]int64) (Config, error)
 	// PutWrites saves writes of one task against the checkpoint cfg
-	// addresses (cfg.CheckpointID is required).
+	// addresses (cfg.ThreadID and cfg.CheckpointID are required, else
+	// ErrInvalidConfig). The i-th write is stored at WriteIndex(channel, i):
+	// a regular write that already exists for (taskID, index) is kept
+	// (first write wins, so saving again is idempotent), a special one is
+	// replaced. taskPath is accepted for upstream parity and not returned.
 	PutWrites(ctx context.Context, cfg Config, writes []Write, taskID, taskPath string) error
 	// DeleteThread removes every checkpoint and write of a thread, in all
 	// namespaces. A missing thread is not an error.
 	DeleteThread(ctx context.Context, threadID string) error
 	// CopyThread copies every checkpoint and write of src to dst, keeping
-	// ids and order. A missing source leaves dst empty.
+	// ids and order. A missing source leaves dst empty. dst must have no
+	// checkpoints (ErrThreadExists otherwise), and src and dst must be
+	// different non-empty ids (ErrInvalidConfig).
 	CopyThread(ctx context.Context, src, dst string) error
-	// Prune applies strategy to each of the threads.
+	// Prune applies strategy to each of the threads. Missing threads are
+	// skipped; an unknown strategy is ErrInvalidConfig.
 	Prune(ctx context.Context, threadIDs []string, strategy PruneStrategy) error
 	// DeleteForRuns removes the checkpoints (and their writes) whose
-	// metadata run_id is one of runIDs.
+	// metadata run_id is one of runIDs, in every thread and namespace. An
+	// empty list is a no-op.
 	DeleteForRuns(ctx context.Context, runIDs []string) error
 }
 
@@ -204,8 +247,12 @@ var (
 	// ErrInvalidConfig means a required part of a Config (thread id,
 	// checkpoint id) is missing.
 	ErrInvalidConfig = errors.New("checkpoints: invalid config")
-	// ErrInvalidFilter means a metadata filter key or value cannot be used.
+	// ErrInvalidFilter means a list option (a metadata filter key or
+	// value, a negative limit) cannot be used.
 	ErrInvalidFilter = errors.New("checkpoints: invalid metadata filter")
+	// ErrThreadExists means CopyThread's destination already has
+	// checkpoints.
+	ErrThreadExists = errors.New("checkpoints: thread already exists")
 	// ErrInvalidValue means a value or metadata string cannot be stored
 	// (NUL byte, lone surrogate, invalid JSON).
 	ErrInvalidValue = errors.New("checkpoints: invalid value")

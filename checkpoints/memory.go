@@ -1,0 +1,519 @@
+package checkpoints
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+)
+
+// Memory is a Saver that keeps every checkpoint of every thread in memory,
+// for tests and for running without a database. It copies values in and
+// out, so callers can never change what it stores. Channel values are
+// stored once per (thread, namespace, channel, version), as upstream, and
+// shared by the checkpoints that carry that version.
+type Memory struct {
+	mu      sync.RWMutex
+	threads map[string]*memThread
+}
+
+var _ Saver = (*Memory)(nil)
+
+type memThread struct {
+	lastSeq    int64
+	namespaces map[string]*memNS
+}
+
+type memNS struct {
+	byID map[string]*memCP
+	// order holds the checkpoints by ascending seq: the newest is last.
+	order []*memCP
+	// byVersion finds the value saved for a channel at a version, for
+	// checkpoints that carry a channel unchanged from other than their
+	// parent.
+	byVersion map[chanVersion][]byte
+	// writes holds pending writes by checkpoint id, sorted by task and
+	// index. They live apart from the checkpoints because a write may be
+	// saved before its checkpoint (or without one, if a put is lost).
+	writes map[string][]memWrite
+}
+
+type chanVersion struct {
+	channel string
+	version int64
+}
+
+// memCP is a stored checkpoint. Its byte slices are never modified once
+// stored, so checkpoints share them.
+type memCP struct {
+	thread, ns string
+	seq        int64
+	parent     string
+	cp         Checkpoint // ChannelValues is nil
+	values     map[string][]byte
+	md         Metadata
+	doc        any // the metadata decoded for filters
+}
+
+type memWrite struct {
+	task    string
+	idx     int
+	channel string
+	value   []byte
+}
+
+// NewMemory returns an empty in-memory saver.
+func NewMemory() *Memory {
+	return &Memory{threads: map[string]*memThread{}}
+}
+
+// Put implements Saver.
+func (m *Memory) Put(ctx context.Context, cfg Config, cp *Checkpoint, md Metadata, newVersions map[string]int64) (Config, error) {
+	if err := ctx.Err(); err != nil {
+		return Config{}, err
+	}
+	p, err := PreparePut(cfg, cp, md, newVersions)
+	if err != nil {
+		return Config{}, err
+	}
+	stored := &memCP{thread: cfg.ThreadID, ns: cfg.Namespace, parent: p.Parent, cp: copyCheckpoint(&p.Checkpoint)}
+	if err := json.Unmarshal(p.Metadata, &stored.md); err != nil {
+		return Config{}, fmt.Errorf("checkpoints: decode metadata: %w", err)
+	}
+	if stored.doc, err = decodeJSON(p.Metadata); err != nil {
+		return Config{}, fmt.Errorf("checkpoints: decode metadata: %w", err)
+	}
+	fresh := make(map[string][]byte, len(p.Values))
+	for ch, v := range p.Values {
+		fresh[ch] = slices.Clone(v)
+	}
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	th := m.threads[cfg.ThreadID]
+	if th == nil {
+		th = &memThread{namespaces: map[string]*memNS{}}
+		m.threads[cfg.ThreadID] = th
+	}
+	ns := th.namespaces[cfg.Namespace]
+	if ns == nil {
+		ns = &memNS{byID: map[string]*memCP{}, byVersion: map[chanVersion][]byte{}, writes: map[string][]memWrite{}}
+		th.namespaces[cfg.Namespace] = ns
+	}
+	parent := ns.byID[p.Parent]
+	stored.values = make(map[string][]byte, len(stored.cp.ChannelVersions))
+	for ch, ver := range stored.cp.ChannelVersions {
+		if _, isNew := newVersions[ch]; isNew {
+			if v, ok := fresh[ch]; ok {
+				stored.values[ch] = v
+			}
+			continue
+		}
+		if parent != nil {
+			if pv, ok := parent.cp.ChannelVersions[ch]; ok && pv == ver {
+				if v, ok := parent.values[ch]; ok {
+					stored.values[ch] = v
+					continue
+				}
+			}
+		}
+		if v, ok := ns.byVersion[chanVersion{ch, ver}]; ok {
+			stored.values[ch] = v
+		}
+	}
+	for ch, v := range fresh {
+		key := chanVersion{ch, newVersions[ch]}
+		if _, ok := ns.byVersion[key]; !ok {
+			ns.byVersion[key] = v
+		}
+	}
+	if old := ns.byID[cp.ID]; old != nil {
+		stored.seq = old.seq
+		*old = *stored
+	} else {
+		th.lastSeq++
+		stored.seq = th.lastSeq
+		ns.byID[cp.ID] = stored
+		ns.order = append(ns.order, stored)
+	}
+	return p.Config, nil
+}
+
+// PutWrites implements Saver.
+func (m *Memory) PutWrites(ctx context.Context, cfg Config, writes []Write, taskID, taskPath string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := ValidateWrites(cfg, writes, taskID); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	th := m.threads[cfg.ThreadID]
+	if th == nil {
+		th = &memThread{namespaces: map[string]*memNS{}}
+		m.threads[cfg.ThreadID] = th
+	}
+	ns := th.namespaces[cfg.Namespace]
+	if ns == nil {
+		ns = &memNS{byID: map[string]*memCP{}, byVersion: map[chanVersion][]byte{}, writes: map[string][]memWrite{}}
+		th.namespaces[cfg.Namespace] = ns
+	}
+	list := ns.writes[cfg.CheckpointID]
+	for i, w := range writes {
+		mw := memWrite{task: taskID, idx: WriteIndex(w.Channel, i), channel: w.Channel, value: slices.Clone([]byte(w.Value))}
+		at, found := slices.BinarySearchFunc(list, mw, cmpWrite)
+		switch {
+		case !found:
+			list = slices.Insert(list, at, mw)
+		case IsSpecial(w.Channel):
+			list[at] = mw
+		}
+	}
+	ns.writes[cfg.CheckpointID] = list
+	return nil
+}
+
+func cmpWrite(a, b memWrite) int {
+	return cmp.Or(cmp.Compare(a.task, b.task), cmp.Compare(a.idx, b.idx))
+}
+
+// Get implements Saver.
+func (m *Memory) Get(ctx context.Context, cfg Config) (*Tuple, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if cfg.ThreadID == "" {
+		return nil, nil
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	ns := m.namespace(cfg.ThreadID, cfg.Namespace)
+	if ns == nil {
+		return nil, nil
+	}
+	var c *memCP
+	if cfg.CheckpointID != "" {
+		c = ns.byID[cfg.CheckpointID]
+	} else if len(ns.order) > 0 {
+		c = ns.order[len(ns.order)-1]
+	}
+	if c == nil {
+		return nil, nil
+	}
+	return c.tuple(ns, false), nil
+}
+
+func (m *Memory) namespace(thread, ns string) *memNS {
+	if th := m.threads[thread]; th != nil {
+		return th.namespaces[ns]
+	}
+	return nil
+}
+
+// List implements Saver.
+func (m *Memory) List(ctx context.Context, q ListQuery, opts ListOptions) ([]*Tuple, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if opts.Limit < 0 {
+		return nil, fmt.Errorf("%w: limit %d is negative", ErrInvalidFilter, opts.Limit)
+	}
+	fb, err := EncodeFilter(opts.Filter)
+	if err != nil {
+		return nil, err
+	}
+	var filter any
+	if fb != nil {
+		if filter, err = decodeJSON(fb); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidFilter, err)
+		}
+	}
+	match := func(c *memCP) bool { return filter == nil || contains(c.doc, filter) }
+
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var found []*memCP
+	if q.ThreadID != "" {
+		th := m.threads[q.ThreadID]
+		if th == nil {
+			return nil, nil
+		}
+		// Within a thread, Before is a position in the thread's sequence
+		// when it names one of its checkpoints.
+		beforeSeq := int64(-1)
+		if opts.Before != "" {
+			for _, ns := range th.namespaces {
+				if c := ns.byID[opts.Before]; c != nil {
+					beforeSeq = c.seq
+					break
+				}
+			}
+		}
+		older := func(c *memCP) bool {
+			switch {
+			case opts.Before == "":
+				return true
+			case beforeSeq >= 0:
+				return c.seq < beforeSeq
+			default:
+				return c.cp.ID < opts.Before
+			}
+		}
+		if !q.AllNamespaces {
+			ns := th.namespaces[q.Namespace]
+			if ns == nil {
+				return nil, nil
+			}
+			// The fast path of a history page: walk back from the newest.
+			for i := len(ns.order) - 1; i >= 0; i-- {
+				c := ns.order[i]
+				if older(c) && match(c) {
+					found = append(found, c)
+					if len(found) == opts.Limit {
+						break
+					}
+				}
+			}
+		} else {
+			for _, ns := range th.namespaces {
+				for _, c := range ns.order {
+					if older(c) && match(c) {
+						found = append(found, c)
+					}
+				}
+			}
+			slices.SortFunc(found, func(a, b *memCP) int {
+				return cmp.Or(cmp.Compare(b.seq, a.seq), cmp.Compare(b.cp.ID, a.cp.ID))
+			})
+		}
+	} else {
+		for _, th := range m.threads {
+			for name, ns := range th.namespaces {
+				if !q.AllNamespaces && name != q.Namespace {
+					continue
+				}
+				for _, c := range ns.order {
+					if (opts.Before == "" || c.cp.ID < opts.Before) && match(c) {
+						found = append(found, c)
+					}
+				}
+			}
+		}
+		slices.SortFunc(found, func(a, b *memCP) int {
+			return cmp.Or(cmp.Compare(b.cp.ID, a.cp.ID), cmp.Compare(a.thread, b.thread), cmp.Compare(a.ns, b.ns))
+		})
+	}
+	if opts.Limit > 0 && len(found) > opts.Limit {
+		found = found[:opts.Limit]
+	}
+	out := make([]*Tuple, len(found))
+	for i, c := range found {
+		out[i] = c.tuple(m.threads[c.thread].namespaces[c.ns], opts.MetadataOnly)
+	}
+	return out, nil
+}
+
+// tuple copies a stored checkpoint out.
+func (c *memCP) tuple(ns *memNS, metadataOnly bool) *Tuple {
+	cp := copyCheckpoint(&c.cp)
+	t := &Tuple{
+		Config:     Config{ThreadID: c.thread, Namespace: c.ns, CheckpointID: c.cp.ID},
+		Checkpoint: &cp,
+		Metadata:   copyMetadata(c.md),
+	}
+	if c.parent != "" {
+		t.ParentConfig = &Config{ThreadID: c.thread, Namespace: c.ns, CheckpointID: c.parent}
+	}
+	if metadataOnly {
+		return t
+	}
+	cp.ChannelValues = make(map[string]json.RawMessage, len(c.values))
+	for ch, v := range c.values {
+		cp.ChannelValues[ch] = slices.Clone(v)
+	}
+	for _, w := range ns.writes[c.cp.ID] {
+		t.PendingWrites = append(t.PendingWrites, PendingWrite{TaskID: w.task, Channel: w.channel, Value: slices.Clone(w.value)})
+	}
+	return t
+}
+
+// DeleteThread implements Saver.
+func (m *Memory) DeleteThread(ctx context.Context, threadID string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if threadID == "" {
+		return fmt.Errorf("%w: delete thread needs a thread id", ErrInvalidConfig)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.threads, threadID)
+	return nil
+}
+
+// CopyThread implements Saver.
+func (m *Memory) CopyThread(ctx context.Context, src, dst string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := CheckCopy(src, dst); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if th := m.threads[dst]; th != nil {
+		for _, ns := range th.namespaces {
+			if len(ns.order) > 0 {
+				return fmt.Errorf("%w: cannot copy thread %q into %q, which has checkpoints", ErrThreadExists, src, dst)
+			}
+		}
+	}
+	from := m.threads[src]
+	if from == nil {
+		return nil
+	}
+	to := &memThread{lastSeq: from.lastSeq, namespaces: make(map[string]*memNS, len(from.namespaces))}
+	for name, ns := range from.namespaces {
+		c := &memNS{
+			byID:      make(map[string]*memCP, len(ns.byID)),
+			order:     make([]*memCP, len(ns.order)),
+			byVersion: maps.Clone(ns.byVersion),
+			writes:    make(map[string][]memWrite, len(ns.writes)),
+		}
+		for i, cp := range ns.order {
+			cc := *cp
+			cc.thread = dst
+			c.order[i] = &cc
+			c.byID[cc.cp.ID] = &cc
+		}
+		for id, ws := range ns.writes {
+			c.writes[id] = slices.Clone(ws)
+		}
+		to.namespaces[name] = c
+	}
+	m.threads[dst] = to
+	return nil
+}
+
+// Prune implements Saver.
+func (m *Memory) Prune(ctx context.Context, threadIDs []string, strategy PruneStrategy) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := CheckPrune(threadIDs, strategy); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, id := range threadIDs {
+		th := m.threads[id]
+		if th == nil {
+			continue
+		}
+		if strategy == DeleteAll {
+			delete(m.threads, id)
+			continue
+		}
+		for _, ns := range th.namespaces {
+			if len(ns.order) > 1 {
+				ns.keep(func(c *memCP) bool { return c == ns.order[len(ns.order)-1] })
+			}
+		}
+	}
+	return nil
+}
+
+// DeleteForRuns implements Saver.
+func (m *Memory) DeleteForRuns(ctx context.Context, runIDs []string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(runIDs) == 0 {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, th := range m.threads {
+		for _, ns := range th.namespaces {
+			if slices.ContainsFunc(ns.order, func(c *memCP) bool { return c.md.RunID != "" && slices.Contains(runIDs, c.md.RunID) }) {
+				ns.keep(func(c *memCP) bool { return c.md.RunID == "" || !slices.Contains(runIDs, c.md.RunID) })
+			}
+		}
+	}
+	return nil
+}
+
+// keep drops the checkpoints for which keep is false, every write not
+// saved against a kept checkpoint, and the values no kept checkpoint
+// carries.
+func (ns *memNS) keep(keep func(*memCP) bool) {
+	kept := ns.order[:0:0]
+	for _, c := range ns.order {
+		if keep(c) {
+			kept = append(kept, c)
+		} else {
+			delete(ns.byID, c.cp.ID)
+		}
+	}
+	ns.order = kept
+	for id := range ns.writes {
+		if ns.byID[id] == nil {
+			delete(ns.writes, id)
+		}
+	}
+	ns.byVersion = map[chanVersion][]byte{}
+	for _, c := range kept {
+		for ch, v := range c.values {
+			ns.byVersion[chanVersion{ch, c.cp.ChannelVersions[ch]}] = v
+		}
+	}
+}
+
+func copyCheckpoint(cp *Checkpoint) Checkpoint {
+	out := *cp
+	out.ChannelValues = nil
+	if cp.ChannelVersions != nil {
+		out.ChannelVersions = maps.Clone(cp.ChannelVersions)
+	}
+	if cp.VersionsSeen != nil {
+		out.VersionsSeen = make(map[string]map[string]int64, len(cp.VersionsSeen))
+		for k, v := range cp.VersionsSeen {
+			out.VersionsSeen[k] = maps.Clone(v)
+		}
+	}
+	out.UpdatedChannels = slices.Clone(cp.UpdatedChannels)
+	return out
+}
+
+func copyMetadata(md Metadata) Metadata {
+	out := md
+	out.Parents = maps.Clone(md.Parents)
+	if md.Extra != nil {
+		out.Extra = copyJSON(md.Extra).(map[string]any)
+	}
+	return out
+}
+
+// copyJSON deep-copies a value decoded by encoding/json.
+func copyJSON(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = copyJSON(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = copyJSON(e)
+		}
+		return out
+	default:
+		return v
+	}
+}
