@@ -1,0 +1,123 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/superstep-dev/superstep/checkpoints"
+)
+
+// Event is something that happened during a run. The loop builds events
+// only when a Listener is set; a listener is called from the loop and from
+// task goroutines one event at a time (calls are serialised), and must not
+// block for long.
+type Event interface{ isEvent() }
+
+// TaskInfo identifies a task in events.
+type TaskInfo struct {
+	ID       string
+	Name     string
+	Step     int
+	Triggers []string
+	// Path is "__pregel_pull" for nodes triggered by channels, or
+	// "__pregel_push" with Index for Sends.
+	Path  string
+	Index int
+	// Namespace is the checkpoint namespace of the graph running the task
+	// ("" at the root).
+	Namespace string
+	Input     any
+}
+
+// ChannelBump is one channel whose version the barrier changed.
+type ChannelBump struct {
+	Channel string
+	Old     int64
+	New     int64
+}
+
+// RunStarted opens a run.
+type RunStarted struct {
+	RunID    string
+	ThreadID string
+	Input    any
+}
+
+// StepPlanned lists the tasks of a superstep before any of them runs.
+type StepPlanned struct {
+	Step  int
+	Tasks []TaskInfo
+}
+
+// TaskStarted reports that a task's node function is about to run.
+type TaskStarted struct {
+	Task    TaskInfo
+	Attempt int
+}
+
+// TaskRetried reports a failed attempt that will be retried after Backoff.
+type TaskRetried struct {
+	Task    TaskInfo
+	Attempt int
+	Err     error
+	Backoff time.Duration
+}
+
+// TaskFinished reports a task's writes. Cached is true when the writes
+// came from the node cache or from a previous run's pending writes and the
+// node did not run.
+type TaskFinished struct {
+	Task     TaskInfo
+	Writes   []KV
+	Duration time.Duration
+	Cached   bool
+	Attempts int
+}
+
+// TaskFailed reports a task that failed for good.
+type TaskFailed struct {
+	Task     TaskInfo
+	Err      error
+	Attempts int
+}
+
+// BarrierApplied reports the end of a superstep: every channel whose
+// version changed, and the channels updated (those that may trigger nodes).
+type BarrierApplied struct {
+	Step    int
+	Bumps   []ChannelBump
+	Updated []string
+}
+
+// CheckpointSaved reports a checkpoint (also when no checkpointer is set:
+// then Config.CheckpointID names the in-memory checkpoint).
+type CheckpointSaved struct {
+	Config   checkpoints.Config
+	Parent   *checkpoints.Config
+	Metadata checkpoints.Metadata
+	Values   map[string]any
+	Next     []string
+}
+
+// Custom is a payload a node emitted with Emit.
+type Custom struct {
+	Task    TaskInfo
+	Payload any
+}
+
+// RunFinished closes a run; Err is nil on success.
+type RunFinished struct {
+	RunID  string
+	Output any
+	Err    error
+}
+
+func (RunStarted) isEvent()      {}
+func (StepPlanned) isEvent()     {}
+func (TaskStarted) isEvent()     {}
+func (TaskRetried) isEvent()     {}
+func (TaskFinished) isEvent()    {}
+func (TaskFailed) isEvent()      {}
+func (BarrierApplied) isEvent()  {}
+func (CheckpointSaved) isEvent() {}
+func (Custom) isEvent()          {}
+func (RunFinished) isEvent()     {}

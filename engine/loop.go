@@ -1,0 +1,984 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/superstep-dev/superstep/cache"
+	"github.com/superstep-dev/superstep/checkpoints"
+	"github.com/superstep-dev/superstep/engine/channels"
+)
+
+// DefaultRecursionLimit is upstream's default number of supersteps a run
+// may take.
+const DefaultRecursionLimit = 10007
+
+// Durability says when checkpoints are written.
+type Durability int
+
+const (
+	// DurabilityAsync saves each checkpoint in the background while the
+	// next superstep runs, in order (upstream's default).
+	DurabilityAsync Durability = iota
+	// DurabilitySync saves each checkpoint before the next superstep
+	// starts.
+	DurabilitySync
+	// DurabilityExit saves only when the run ends (success, error or
+	// interrupt): fastest, but a crash loses the whole run.
+	DurabilityExit
+)
+
+// RunOptions configure one run.
+type RunOptions struct {
+	// ThreadID selects the thread whose checkpoints the run continues; it
+	// is required when the graph has a checkpointer.
+	ThreadID string
+	// CheckpointID runs from that checkpoint instead of the latest.
+	CheckpointID string
+	// RecursionLimit caps supersteps (0 means DefaultRecursionLimit).
+	RecursionLimit int
+	Durability     Durability
+	// Metadata is copied into every checkpoint's metadata.
+	Metadata map[string]any
+	// RunID identifies the run in checkpoint metadata.
+	RunID string
+	// Listener receives the run's events; nil builds none.
+	Listener func(Event)
+}
+
+type loop struct {
+	g     *Pregel
+	opts  RunOptions
+	saver checkpoints.Saver
+	ns    string
+
+	chans    map[string]channels.Channel
+	versions map[string]int64
+	seen     map[string]map[string]int64
+	updated  []string // nil: unknown, every node is a candidate
+	step     int
+	stop     int
+
+	ckptID    string
+	ckptBytes [16]byte
+	ckptCfg   checkpoints.Config
+	parentCfg *checkpoints.Config
+	pending   []checkpoints.PendingWrite
+	saved     map[string]int64 // versions at the last put
+	hasSaved  bool
+
+	hasher  taskIDHasher
+	emit    *emitter
+	persist *persister
+
+	exitMu     sync.Mutex
+	exitWrites []exitWrite
+
+	tasks      []*task
+	candidates []string
+	grouped    map[string][]any
+	touched    []string
+	bumps      []ChannelBump
+}
+
+type exitWrite struct {
+	taskID string
+	writes []checkpoints.Write
+}
+
+// Invoke runs the graph to completion and returns its output. A nil input
+// continues the thread from its latest (or the given) checkpoint.
+func (g *Pregel) Invoke(ctx context.Context, input any, opts *RunOptions) (out any, err error) {
+	l, err := g.newLoop(opts)
+	if err != nil {
+		return nil, err
+	}
+	if l.emit != nil {
+		l.emit.send(RunStarted{RunID: l.opts.RunID, ThreadID: l.opts.ThreadID, Input: input})
+		defer func() { l.emit.send(RunFinished{RunID: l.opts.RunID, Output: out, Err: err}) }()
+	}
+	err = l.run(ctx, input)
+	if perr := l.finishPersist(ctx, err); err == nil {
+		err = perr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return l.output()
+}
+
+func (g *Pregel) newLoop(opts *RunOptions) (*loop, error) {
+	l := &loop{g: g, saver: g.cfg.Checkpointer, grouped: map[string][]any{}}
+	if opts != nil {
+		l.opts = *opts
+	}
+	if l.opts.RecursionLimit == 0 {
+		l.opts.RecursionLimit = DefaultRecursionLimit
+	}
+	if l.opts.RecursionLimit < 1 {
+		return nil, fmt.Errorf("recursion limit must be at least 1, got %d", l.opts.RecursionLimit)
+	}
+	if l.saver != nil && l.opts.ThreadID == "" {
+		return nil, fmt.Errorf("%w: the graph has a checkpointer, so RunOptions.ThreadID is required", checkpoints.ErrInvalidConfig)
+	}
+	if l.opts.Listener != nil {
+		l.emit = &emitter{fn: l.opts.Listener}
+	}
+	if l.saver != nil && l.opts.Durability == DurabilityAsync {
+		l.persist = newPersister()
+	}
+	return l, nil
+}
+
+func (l *loop) run(ctx context.Context, input any) error {
+	if err := l.load(ctx); err != nil {
+		return err
+	}
+	if err := l.first(ctx, input); err != nil {
+		return err
+	}
+	for {
+		if l.step > l.stop {
+			return &RecursionError{Limit: l.opts.RecursionLimit}
+		}
+		tasks, err := l.prepare()
+		if err != nil {
+			return err
+		}
+		if len(tasks) == 0 {
+			return nil
+		}
+		if err := l.tick(ctx, tasks); err != nil {
+			return err
+		}
+	}
+}
+
+// load restores the thread's checkpoint, or starts empty.
+func (l *loop) load(ctx context.Context) error {
+	l.chans = make(map[string]channels.Channel, len(l.g.channels))
+	l.versions = map[string]int64{}
+	l.seen = map[string]map[string]int64{}
+	l.step = -1
+	var tup *checkpoints.Tuple
+	if l.saver != nil {
+		var err error
+		tup, err = l.saver.Get(ctx, checkpoints.Config{ThreadID: l.opts.ThreadID, Namespace: l.ns, CheckpointID: l.opts.CheckpointID})
+		if err != nil {
+			return fmt.Errorf("load checkpoint: %w", err)
+		}
+		if tup == nil && l.opts.CheckpointID != "" {
+			return fmt.Errorf("%w: thread %q has no checkpoint %q", checkpoints.ErrInvalidConfig, l.opts.ThreadID, l.opts.CheckpointID)
+		}
+	}
+	if tup == nil {
+		for name, spec := range l.g.channels {
+			ch, err := spec.FromCheckpoint(nil)
+			if err != nil {
+				return err
+			}
+			l.chans[name] = ch
+		}
+		l.newCheckpointID()
+		return nil
+	}
+	cp := tup.Checkpoint
+	for name, spec := range l.g.channels {
+		ch, err := spec.FromCheckpoint(cp.ChannelValues[name])
+		if err != nil {
+			return fmt.Errorf("restore channel %q from checkpoint %s: %w", name, cp.ID, err)
+		}
+		l.chans[name] = ch
+	}
+	maps.Copy(l.versions, cp.ChannelVersions)
+	for k, v := range cp.VersionsSeen {
+		l.seen[k] = maps.Clone(v)
+	}
+	if cp.UpdatedChannels != nil {
+		l.updated = slices.Clone(cp.UpdatedChannels)
+	}
+	l.step = tup.Metadata.Step + 1
+	l.setCheckpointID(cp.ID)
+	l.ckptCfg = tup.Config
+	l.saved = maps.Clone(cp.ChannelVersions)
+	l.hasSaved = true
+	l.pending = tup.PendingWrites
+	return nil
+}
+
+func (l *loop) newCheckpointID() { l.setCheckpointID(newCheckpointID()) }
+
+func (l *loop) setCheckpointID(id string) {
+	l.ckptID = id
+	l.ckptBytes = idBytes(id)
+}
+
+// first applies the run's input before the first superstep.
+func (l *loop) first(ctx context.Context, input any) error {
+	l.stop = l.step + l.opts.RecursionLimit + 1
+	if input == nil {
+		if len(l.versions) == 0 {
+			return fmt.Errorf("%w: nothing to resume on thread %q; pass an input", ErrEmptyInput, l.opts.ThreadID)
+		}
+		// Resuming: acknowledge breakpoints so they do not fire again
+		// until something changes.
+		l.seen[interruptKey] = maps.Clone(l.versions)
+		return nil
+	}
+	writes, err := l.mapInput(input)
+	if err != nil {
+		return err
+	}
+	if len(writes) == 0 {
+		return fmt.Errorf("%w: the input wrote no channel", ErrEmptyInput)
+	}
+	// New input on a thread: tasks that were pending are discarded, and
+	// their triggers marked seen together with the input writes.
+	discard, err := l.prepare()
+	if err != nil {
+		return err
+	}
+	in := &task{l: l, name: inputTask, writes: writes}
+	all := append(slices.Clone(discard), in)
+	if _, err := l.apply(all); err != nil {
+		return err
+	}
+	l.pending = nil
+	return l.putCheckpoint(ctx, checkpoints.SourceInput)
+}
+
+func (l *loop) mapInput(input any) ([]KV, error) {
+	if l.g.mapInput != nil {
+		return l.g.mapInput(input)
+	}
+	in := l.g.cfg.InputChannels
+	if len(in) == 1 {
+		return []KV{{Key: in[0], Value: input}}, nil
+	}
+	m, ok := input.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("input must be a map keyed by the input channels %v, got %T", in, input)
+	}
+	var out []KV
+	for _, c := range in {
+		if v, ok := m[c]; ok {
+			out = append(out, KV{Key: c, Value: v})
+		}
+	}
+	return out, nil
+}
+
+// prepare plans the next superstep's tasks: Sends first, then nodes whose
+// triggers have newer versions than they last saw.
+func (l *loop) prepare() ([]*task, error) {
+	tasks := l.tasks[:0]
+	if tch := l.chans[tasksChannel]; tch.IsAvailable() {
+		v, _ := tch.Get()
+		sends, err := asSends(v)
+		if err != nil {
+			return nil, err
+		}
+		for idx, s := range sends {
+			n, ok := l.g.nodes[s.Node]
+			if !ok {
+				return nil, fmt.Errorf("%w: Send to unknown node %q", ErrInvalidUpdate, s.Node)
+			}
+			arg, err := decodeArg(n, s.Arg)
+			if err != nil {
+				return nil, err
+			}
+			t := &task{l: l, name: n.Name, node: n, push: true, idx: idx, triggers: pushTriggers, input: arg}
+			t.id = l.hasher.pushID(l.ckptBytes, l.taskNS(n.Name), l.step, n.Name, idx)
+			if err := l.prepareCache(t); err != nil {
+				return nil, err
+			}
+			tasks = append(tasks, t)
+		}
+	}
+	for _, name := range l.pullCandidates() {
+		n := l.g.nodes[name]
+		if !l.triggered(n) {
+			continue
+		}
+		in, ok, err := l.readInput(n)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		t := &task{l: l, name: name, node: n, triggers: n.sortedTriggers(), input: in, idx: -1}
+		t.id = l.hasher.pullID(l.ckptBytes, l.taskNS(name), l.step, name, t.triggers)
+		if err := l.prepareCache(t); err != nil {
+			return nil, err
+		}
+		tasks = append(tasks, t)
+	}
+	l.tasks = tasks[:0]
+	return tasks, nil
+}
+
+var pushTriggers = []string{pushKind}
+
+func (l *loop) taskNS(name string) string {
+	if l.ns == "" {
+		return name
+	}
+	return l.ns + "|" + name
+}
+
+func (l *loop) pullCandidates() []string {
+	if l.updated == nil {
+		return l.g.nodeNames
+	}
+	c := l.candidates[:0]
+	for _, ch := range l.updated {
+		c = append(c, l.g.triggerToNodes[ch]...)
+	}
+	if len(c) > 1 {
+		slices.Sort(c)
+		c = slices.Compact(c)
+	}
+	l.candidates = c
+	return c
+}
+
+func (l *loop) triggered(n *Node) bool {
+	seen := l.seen[n.Name]
+	for _, c := range n.Triggers {
+		if !l.chans[c].IsAvailable() {
+			continue
+		}
+		if seen == nil || l.versions[c] > seen[c] {
+			return true
+		}
+	}
+	return false
+}
+
+func (n *Node) sortedTriggers() []string {
+	if !slices.IsSorted(n.Triggers) {
+		n.Triggers = slices.Sorted(slices.Values(n.Triggers))
+	}
+	return n.Triggers
+}
+
+func (l *loop) prepareCache(t *task) error {
+	if t.node.Cache == nil || l.g.cfg.Cache == nil {
+		return nil
+	}
+	k, err := t.node.Cache.key(t.node, t.input)
+	if err != nil {
+		return fmt.Errorf("node %q: %w", t.name, err)
+	}
+	t.cacheKey, t.useCache = k, true
+	return nil
+}
+
+func asSends(v any) ([]Send, error) {
+	switch x := v.(type) {
+	case []Send:
+		return x, nil
+	case []any:
+		out := make([]Send, 0, len(x))
+		for _, e := range x {
+			switch s := e.(type) {
+			case Send:
+				out = append(out, s)
+			case *Send:
+				out = append(out, *s)
+			default:
+				return nil, fmt.Errorf("%w: %T written to the tasks channel is not a Send", ErrInvalidUpdate, e)
+			}
+		}
+		return out, nil
+	case nil:
+		return nil, nil
+	}
+	rv := reflect.ValueOf(v)
+	if rv.Kind() == reflect.Slice {
+		out := make([]Send, 0, rv.Len())
+		for i := range rv.Len() {
+			s, ok := rv.Index(i).Interface().(Send)
+			if !ok {
+				return nil, fmt.Errorf("%w: %s written to the tasks channel is not a Send", ErrInvalidUpdate, rv.Index(i).Type())
+			}
+			out = append(out, s)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("%w: tasks channel holds %T", ErrInvalidUpdate, v)
+}
+
+// tick runs one superstep: cached and pending writes first, then the
+// tasks, then the barrier and the checkpoint.
+func (l *loop) tick(ctx context.Context, tasks []*task) error {
+	if len(l.pending) > 0 {
+		l.reapplyPending(tasks)
+	}
+	if l.emit != nil {
+		infos := make([]TaskInfo, len(tasks))
+		for i, t := range tasks {
+			infos[i] = t.info()
+		}
+		l.emit.send(StepPlanned{Step: l.step, Tasks: infos})
+	}
+	if err := l.matchCache(ctx, tasks); err != nil {
+		return err
+	}
+	if l.emit != nil {
+		for _, t := range tasks {
+			if t.cached {
+				l.emit.send(TaskFinished{Task: t.info(), Writes: slices.Clone(t.writes), Cached: true})
+			}
+		}
+	}
+	if err := l.runTasks(ctx, tasks); err != nil {
+		return err
+	}
+	if _, err := l.apply(tasks); err != nil {
+		return err
+	}
+	l.pending = nil
+	return l.putCheckpoint(ctx, checkpoints.SourceLoop)
+}
+
+// reapplyPending gives tasks that succeeded in an earlier, interrupted or
+// failed, attempt at this superstep their saved writes, so they do not run
+// again.
+func (l *loop) reapplyPending(tasks []*task) {
+	byID := map[string]*task{}
+	for _, t := range tasks {
+		byID[t.id] = t
+	}
+	for _, pw := range l.pending {
+		t, ok := byID[pw.TaskID]
+		if !ok || pw.Channel == errorKey || pw.Channel == interruptKey || pw.Channel == resumeKey || pw.Channel == "__error_source_node__" {
+			continue
+		}
+		t.cached = true
+		if pw.Channel == noWritesKey {
+			continue
+		}
+		v, err := l.decodeWrite(pw.Channel, pw.Value)
+		if err != nil {
+			// Undecodable writes cannot be trusted: run the task again.
+			t.cached, t.writes = false, nil
+			delete(byID, pw.TaskID)
+			continue
+		}
+		t.addWrite(pw.Channel, v)
+	}
+}
+
+func (l *loop) matchCache(ctx context.Context, tasks []*task) error {
+	var keys []cache.Key
+	for _, t := range tasks {
+		if t.useCache && !t.cached {
+			keys = append(keys, t.cacheKey)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	hits, err := l.g.cfg.Cache.Get(ctx, keys)
+	if err != nil {
+		return fmt.Errorf("node cache: %w", err)
+	}
+	for _, t := range tasks {
+		b, ok := hits[t.cacheKey]
+		if !t.useCache || t.cached || !ok {
+			continue
+		}
+		var cw []cachedWrite
+		if err := json.Unmarshal(b, &cw); err != nil {
+			continue // a corrupt entry is a miss
+		}
+		writes := make([]KV, 0, len(cw))
+		valid := true
+		for _, w := range cw {
+			v, err := l.decodeWrite(w.Channel, w.Value)
+			if err != nil {
+				valid = false
+				break
+			}
+			writes = append(writes, KV{Key: w.Channel, Value: v})
+		}
+		if valid {
+			t.writes, t.cached = writes, true
+		}
+	}
+	return nil
+}
+
+// decodeWrite decodes a write read back from storage into the channel's
+// value type (or, for reducers over slices, its element type).
+func (l *loop) decodeWrite(channel string, raw json.RawMessage) (any, error) {
+	if channel == tasksChannel {
+		var s Send
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+	typ := l.g.cfg.ChannelTypes[channel]
+	if typ == nil {
+		var v any
+		err := json.Unmarshal(raw, &v)
+		return v, err
+	}
+	p := reflect.New(typ)
+	err := json.Unmarshal(raw, p.Interface())
+	if err == nil {
+		return p.Elem().Interface(), nil
+	}
+	if typ.Kind() == reflect.Slice {
+		e := reflect.New(typ.Elem())
+		if json.Unmarshal(raw, e.Interface()) == nil {
+			return e.Elem().Interface(), nil
+		}
+	}
+	return nil, fmt.Errorf("write to %q does not decode into %s: %w", channel, typ, err)
+}
+
+func (l *loop) runTasks(ctx context.Context, tasks []*task) error {
+	var run []*task
+	for _, t := range tasks {
+		if !t.cached {
+			run = append(run, t)
+		}
+	}
+	switch len(run) {
+	case 0:
+		return nil
+	case 1:
+		return run[0].execute(ctx)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	for _, t := range run {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := t.execute(cctx); err != nil {
+				mu.Lock()
+				if firstErr == nil && (cctx.Err() == nil || !errors.Is(err, context.Canceled)) {
+					firstErr = err
+				}
+				mu.Unlock()
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr == nil {
+		firstErr = ctx.Err()
+	}
+	return firstErr
+}
+
+func (l *loop) commitSuccess(ctx context.Context, t *task, d time.Duration) error {
+	if l.emit != nil {
+		l.emit.send(TaskFinished{Task: t.info(), Writes: slices.Clone(t.writes), Duration: d, Attempts: t.attempts})
+	}
+	needEncode := l.saver != nil || t.useCache
+	if !needEncode {
+		return nil
+	}
+	encoded, err := encodeWrites(t.writes)
+	if err != nil {
+		return fmt.Errorf("node %q: %w", t.name, err)
+	}
+	if t.useCache {
+		cw := make([]cachedWrite, len(encoded))
+		for i, w := range encoded {
+			cw[i] = cachedWrite{Channel: w.Channel, Value: w.Value}
+		}
+		if b, err := json.Marshal(cw); err == nil {
+			if err := l.g.cfg.Cache.Set(ctx, []cache.Entry{{Key: t.cacheKey, Value: b, TTL: t.node.Cache.TTL}}); err != nil {
+				return fmt.Errorf("node cache: %w", err)
+			}
+		}
+	}
+	if l.saver == nil {
+		return nil
+	}
+	if len(encoded) == 0 {
+		encoded = []checkpoints.Write{{Channel: noWritesKey, Value: json.RawMessage("null")}}
+	}
+	return l.putWrites(ctx, t.id, encoded)
+}
+
+func (l *loop) commitError(ctx context.Context, t *task) {
+	if l.emit != nil {
+		l.emit.send(TaskFailed{Task: t.info(), Err: t.err, Attempts: t.attempts})
+	}
+	if l.saver == nil {
+		return
+	}
+	msg, _ := json.Marshal(t.err.Error())
+	_ = l.putWrites(ctx, t.id, []checkpoints.Write{{Channel: errorKey, Value: msg}})
+}
+
+func encodeWrites(ws []KV) ([]checkpoints.Write, error) {
+	out := make([]checkpoints.Write, 0, len(ws))
+	for _, w := range ws {
+		b, err := json.Marshal(w.Value)
+		if err != nil {
+			return nil, fmt.Errorf("write to %q is not JSON-encodable: %w", w.Key, err)
+		}
+		out = append(out, checkpoints.Write{Channel: w.Key, Value: b})
+	}
+	return out, nil
+}
+
+func (l *loop) putWrites(ctx context.Context, taskID string, ws []checkpoints.Write) error {
+	switch {
+	case l.opts.Durability == DurabilityExit:
+		l.exitMu.Lock()
+		l.exitWrites = append(l.exitWrites, exitWrite{taskID: taskID, writes: ws})
+		l.exitMu.Unlock()
+		return nil
+	case l.persist != nil:
+		cfg := l.ckptCfg
+		l.persist.submit(func(ctx context.Context) error {
+			return l.saver.PutWrites(ctx, cfg, ws, taskID, "")
+		})
+		return nil
+	}
+	if err := l.saver.PutWrites(ctx, l.ckptCfg, ws, taskID, ""); err != nil {
+		return fmt.Errorf("save writes of task %s: %w", taskID, err)
+	}
+	return nil
+}
+
+// apply is upstream's apply_writes: the barrier at the end of a superstep.
+// It returns the channels updated (those that can trigger nodes next).
+func (l *loop) apply(tasks []*task) ([]string, error) {
+	sortTasks(tasks)
+	bump := false
+	for _, t := range tasks {
+		if len(t.triggers) > 0 {
+			bump = true
+		}
+		if t.node == nil && t.name == inputTask {
+			continue
+		}
+		s := l.seen[t.name]
+		if s == nil {
+			s = make(map[string]int64, len(t.triggers))
+			l.seen[t.name] = s
+		}
+		for _, c := range t.triggers {
+			if v, ok := l.versions[c]; ok {
+				s[c] = v
+			}
+		}
+	}
+	var maxV int64
+	for _, v := range l.versions {
+		maxV = max(maxV, v)
+	}
+	next := maxV + 1
+	l.bumps = l.bumps[:0]
+	setVersion := func(c string) {
+		if l.emit != nil {
+			l.bumps = append(l.bumps, ChannelBump{Channel: c, Old: l.versions[c], New: next})
+		}
+		l.versions[c] = next
+	}
+	for _, t := range tasks {
+		for _, c := range t.triggers {
+			if ch, ok := l.chans[c]; ok && l.versions[c] != next && ch.Consume() {
+				setVersion(c)
+			}
+		}
+	}
+	// Group writes by channel in barrier order.
+	for _, c := range l.touched {
+		l.grouped[c] = l.grouped[c][:0]
+	}
+	l.touched = l.touched[:0]
+	for _, t := range tasks {
+		for _, w := range t.writes {
+			if reservedWrite(w.Key) {
+				continue
+			}
+			if _, ok := l.chans[w.Key]; !ok {
+				return nil, fmt.Errorf("%w: node %q wrote to unknown channel %q", ErrInvalidUpdate, t.name, w.Key)
+			}
+			vals, seen := l.grouped[w.Key]
+			if !seen || len(vals) == 0 {
+				if !slices.Contains(l.touched, w.Key) {
+					l.touched = append(l.touched, w.Key)
+				}
+			}
+			l.grouped[w.Key] = append(vals, w.Value)
+		}
+	}
+	updated := l.updated[:0]
+	if l.updated == nil {
+		updated = nil
+	}
+	for _, c := range l.touched {
+		ch := l.chans[c]
+		changed, err := ch.Update(l.grouped[c])
+		if err != nil {
+			return nil, fmt.Errorf("at key %q: %w", c, err)
+		}
+		if changed {
+			setVersion(c)
+			if ch.IsAvailable() {
+				updated = append(updated, c)
+			}
+		}
+	}
+	if bump {
+		for _, c := range l.g.chanNames {
+			if slices.Contains(l.touched, c) {
+				continue
+			}
+			ch := l.chans[c]
+			if changed, _ := ch.Update(nil); changed {
+				setVersion(c)
+				if ch.IsAvailable() {
+					updated = append(updated, c)
+				}
+			}
+		}
+		triggers := false
+		for _, c := range updated {
+			if _, ok := l.g.triggerToNodes[c]; ok {
+				triggers = true
+				break
+			}
+		}
+		if !triggers {
+			for _, c := range l.g.chanNames {
+				ch := l.chans[c]
+				if ch.Finish() {
+					setVersion(c)
+					if ch.IsAvailable() && !slices.Contains(updated, c) {
+						updated = append(updated, c)
+					}
+				}
+			}
+		}
+	}
+	if updated == nil {
+		updated = []string{}
+	}
+	slices.Sort(updated)
+	l.updated = updated
+	if l.emit != nil {
+		l.emit.send(BarrierApplied{Step: l.step, Bumps: slices.Clone(l.bumps), Updated: slices.Clone(updated)})
+	}
+	return updated, nil
+}
+
+// putCheckpoint records the state after a step (or the input) as a new
+// checkpoint and advances the step.
+func (l *loop) putCheckpoint(ctx context.Context, source checkpoints.Source) error {
+	l.newCheckpointID()
+	defer func() { l.step++ }()
+	if l.saver == nil {
+		if l.emit != nil {
+			l.emit.send(CheckpointSaved{Config: checkpoints.Config{ThreadID: l.opts.ThreadID, Namespace: l.ns, CheckpointID: l.ckptID},
+				Metadata: l.metadata(source), Values: l.values(), Next: nil})
+		}
+		return nil
+	}
+	if l.opts.Durability == DurabilityExit {
+		return nil
+	}
+	return l.saveCheckpoint(ctx, source)
+}
+
+func (l *loop) metadata(source checkpoints.Source) checkpoints.Metadata {
+	md := checkpoints.Metadata{Source: source, Step: l.step, Parents: map[string]string{}, RunID: l.opts.RunID}
+	if len(l.opts.Metadata) > 0 {
+		md.Extra = maps.Clone(l.opts.Metadata)
+	}
+	return md
+}
+
+func (l *loop) saveCheckpoint(ctx context.Context, source checkpoints.Source) error {
+	cp := &checkpoints.Checkpoint{
+		V:               checkpoints.FormatVersion,
+		ID:              l.ckptID,
+		TS:              time.Now().UTC(),
+		ChannelValues:   map[string]json.RawMessage{},
+		ChannelVersions: maps.Clone(l.versions),
+		VersionsSeen:    make(map[string]map[string]int64, len(l.seen)),
+		UpdatedChannels: slices.Clone(l.updated),
+	}
+	for k, v := range l.seen {
+		cp.VersionsSeen[k] = maps.Clone(v)
+	}
+	newVersions := map[string]int64{}
+	for c, v := range l.versions {
+		if l.hasSaved && l.saved[c] == v {
+			continue
+		}
+		newVersions[c] = v
+		raw, ok, err := l.chans[c].Checkpoint()
+		if err != nil {
+			return fmt.Errorf("encode channel %q: %w", c, err)
+		}
+		if ok {
+			cp.ChannelValues[c] = raw
+		}
+	}
+	md := l.metadata(source)
+	parent := l.ckptCfg
+	l.saved = maps.Clone(l.versions)
+	l.hasSaved = true
+	next := checkpoints.Config{ThreadID: l.opts.ThreadID, Namespace: l.ns, CheckpointID: cp.ID}
+	var parentPtr *checkpoints.Config
+	if parent.CheckpointID != "" {
+		p := parent
+		parentPtr = &p
+	}
+	l.parentCfg = parentPtr
+	l.ckptCfg = next
+	if l.emit != nil {
+		l.emit.send(CheckpointSaved{Config: next, Parent: parentPtr, Metadata: md, Values: l.values()})
+	}
+	put := func(ctx context.Context) error {
+		if _, err := l.saver.Put(ctx, parent, cp, md, newVersions); err != nil {
+			return fmt.Errorf("save checkpoint %s: %w", cp.ID, err)
+		}
+		return nil
+	}
+	if l.persist != nil {
+		l.persist.submit(put)
+		return nil
+	}
+	return put(ctx)
+}
+
+// finishPersist flushes background saves, and in exit durability saves the
+// final checkpoint and the pending writes of the step that stopped.
+func (l *loop) finishPersist(ctx context.Context, runErr error) error {
+	if l.saver == nil {
+		return nil
+	}
+	if l.opts.Durability == DurabilityExit && l.ckptCfg.CheckpointID != l.ckptID {
+		pctx := context.WithoutCancel(ctx)
+		if runErr == nil || l.ckptID != "" {
+			if err := l.saveCheckpointAt(pctx); err != nil {
+				return err
+			}
+		}
+		for _, w := range l.exitWrites {
+			if err := l.saver.PutWrites(pctx, l.ckptCfg, w.writes, w.taskID, ""); err != nil {
+				return err
+			}
+		}
+	}
+	if l.persist != nil {
+		return l.persist.wait()
+	}
+	return nil
+}
+
+// saveCheckpointAt saves the in-memory current checkpoint (exit
+// durability) with the step it was created at.
+func (l *loop) saveCheckpointAt(ctx context.Context) error {
+	if len(l.versions) == 0 {
+		return nil
+	}
+	l.step--
+	defer func() { l.step++ }()
+	src := checkpoints.SourceLoop
+	if l.step < 0 {
+		src = checkpoints.SourceInput
+	}
+	return l.saveCheckpoint(ctx, src)
+}
+
+func (l *loop) values() map[string]any {
+	out := map[string]any{}
+	for _, c := range l.g.streamChannels() {
+		if v, ok := l.chans[c].Get(); ok {
+			out[c] = v
+		}
+	}
+	return out
+}
+
+func (l *loop) output() (any, error) {
+	outs := l.g.cfg.OutputChannels
+	if l.g.mapOutput != nil {
+		m := make(map[string]any, len(outs))
+		for _, c := range outs {
+			if v, ok := l.chans[c].Get(); ok {
+				m[c] = v
+			}
+		}
+		return l.g.mapOutput(m)
+	}
+	if len(outs) == 1 {
+		v, _ := l.chans[outs[0]].Get()
+		return v, nil
+	}
+	m := make(map[string]any, len(outs))
+	for _, c := range outs {
+		if v, ok := l.chans[c].Get(); ok {
+			m[c] = v
+		}
+	}
+	return m, nil
+}
+
+// emitter serialises listener calls.
+type emitter struct {
+	mu sync.Mutex
+	fn func(Event)
+}
+
+func (e *emitter) send(ev Event) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.fn(ev)
+}
+
+// persister runs saves in the background, in submission order.
+type persister struct {
+	jobs chan func(context.Context) error
+	done chan struct{}
+	err  error
+}
+
+func newPersister() *persister {
+	p := &persister{jobs: make(chan func(context.Context) error, 64), done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		for job := range p.jobs {
+			if p.err == nil {
+				p.err = job(context.Background())
+			}
+		}
+	}()
+	return p
+}
+
+func (p *persister) submit(job func(context.Context) error) { p.jobs <- job }
+
+func (p *persister) wait() error {
+	close(p.jobs)
+	<-p.done
+	return p.err
+}

@@ -1,0 +1,130 @@
+package engine
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"sort"
+
+	"github.com/superstep-dev/superstep/cache"
+	"github.com/superstep-dev/superstep/checkpoints"
+	"github.com/superstep-dev/superstep/engine/channels"
+)
+
+// PregelConfig describes a low-level graph: channels, nodes, and how input
+// and output map onto channels.
+type PregelConfig struct {
+	Name     string
+	Channels map[string]channels.Channel
+	// ChannelTypes gives the Go type of values written to a channel, used
+	// to decode writes read back from a checkpointer. Channels without an
+	// entry decode into generic JSON values.
+	ChannelTypes map[string]reflect.Type
+	Nodes        []*Node
+	// InputChannels receive the input: with one channel the input is
+	// written to it raw; with several the input must be a map keyed by
+	// channel.
+	InputChannels []string
+	// OutputChannels are read for the output: one channel gives its raw
+	// value, several give a map of the available ones.
+	OutputChannels []string
+	// StreamChannels are the channels shown in "values" events and
+	// snapshots (default OutputChannels).
+	StreamChannels []string
+	Checkpointer   checkpoints.Saver
+	Cache          cache.Cache
+	// Retry is the default for nodes without policies of their own.
+	Retry           []RetryPolicy
+	InterruptBefore []string
+	InterruptAfter  []string
+}
+
+// Pregel is a compiled graph. It is immutable and safe for concurrent runs
+// (on different threads).
+type Pregel struct {
+	cfg            PregelConfig
+	channels       map[string]channels.Channel
+	chanNames      []string
+	nodes          map[string]*Node
+	nodeNames      []string
+	triggerToNodes map[string][]string
+	// mapInput converts the run input into writes (StateGraph sets it).
+	mapInput func(input any) ([]KV, error)
+	// mapOutput converts the output channel values (StateGraph sets it).
+	mapOutput func(values map[string]any) (any, error)
+}
+
+// NewPregel validates cfg and compiles it.
+func NewPregel(cfg PregelConfig) (*Pregel, error) {
+	g := &Pregel{cfg: cfg, channels: map[string]channels.Channel{}, nodes: map[string]*Node{}, triggerToNodes: map[string][]string{}}
+	for name, ch := range cfg.Channels {
+		if ch == nil {
+			return nil, fmt.Errorf("%w: channel %q is nil", ErrInvalidGraph, name)
+		}
+		g.channels[name] = ch
+	}
+	if _, ok := g.channels[tasksChannel]; !ok {
+		g.channels[tasksChannel] = channels.NewTopic(reflect.TypeFor[Send](), false)
+	}
+	for name := range g.channels {
+		g.chanNames = append(g.chanNames, name)
+	}
+	sort.Strings(g.chanNames)
+	if len(cfg.InputChannels) == 0 {
+		return nil, fmt.Errorf("%w: no input channels", ErrInvalidGraph)
+	}
+	for _, c := range slices.Concat(cfg.InputChannels, cfg.OutputChannels, cfg.StreamChannels) {
+		if _, ok := g.channels[c]; !ok {
+			return nil, fmt.Errorf("%w: input/output channel %q is not declared", ErrInvalidGraph, c)
+		}
+	}
+	for _, n := range cfg.Nodes {
+		if n == nil || n.Name == "" {
+			return nil, fmt.Errorf("%w: a node has no name", ErrInvalidGraph)
+		}
+		if _, dup := g.nodes[n.Name]; dup {
+			return nil, fmt.Errorf("%w: node %q is declared twice", ErrInvalidGraph, n.Name)
+		}
+		if n.Func == nil {
+			return nil, fmt.Errorf("%w: node %q: %v", ErrInvalidGraph, n.Name, errNodeFuncMissing)
+		}
+		for _, c := range slices.Concat(n.Triggers, n.Channels) {
+			if _, ok := g.channels[c]; !ok {
+				return nil, fmt.Errorf("%w: node %q uses channel %q, which is not declared", ErrInvalidGraph, n.Name, c)
+			}
+		}
+		g.nodes[n.Name] = n
+		g.nodeNames = append(g.nodeNames, n.Name)
+		for _, c := range n.Triggers {
+			g.triggerToNodes[c] = append(g.triggerToNodes[c], n.Name)
+		}
+	}
+	sort.Strings(g.nodeNames)
+	for _, names := range g.triggerToNodes {
+		sort.Strings(names)
+	}
+	for _, list := range [][]string{cfg.InterruptBefore, cfg.InterruptAfter} {
+		for _, name := range list {
+			if _, ok := g.nodes[name]; !ok && name != "*" {
+				return nil, fmt.Errorf("%w: breakpoint on unknown node %q", ErrInvalidGraph, name)
+			}
+		}
+	}
+	return g, nil
+}
+
+// Name is the graph's name.
+func (g *Pregel) Name() string { return g.cfg.Name }
+
+// Checkpointer is the graph's saver (nil when none).
+func (g *Pregel) Checkpointer() checkpoints.Saver { return g.cfg.Checkpointer }
+
+// NodeNames lists the nodes, sorted.
+func (g *Pregel) NodeNames() []string { return slices.Clone(g.nodeNames) }
+
+func (g *Pregel) streamChannels() []string {
+	if len(g.cfg.StreamChannels) > 0 {
+		return g.cfg.StreamChannels
+	}
+	return g.cfg.OutputChannels
+}

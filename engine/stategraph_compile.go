@@ -1,0 +1,460 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/superstep-dev/superstep/engine/channels"
+)
+
+var anyType = reflect.TypeFor[any]()
+
+func (g *StateGraph[S]) compile(opts CompileOptions) (*Pregel, error) {
+	chans := map[string]channels.Channel{}
+	types := map[string]reflect.Type{}
+	var stateKeys []string
+	for _, f := range g.fields {
+		switch {
+		case f.channel != nil:
+			chans[f.name] = f.channel
+		case f.reducer != nil:
+			chans[f.name] = channels.NewBinaryOperator(f.typ, f.reducer)
+		default:
+			chans[f.name] = channels.NewLastValue(f.typ)
+		}
+		types[f.name] = f.typ
+		stateKeys = append(stateKeys, f.name)
+	}
+	chans[Start] = channels.NewEphemeralValue(anyType, true)
+	for _, name := range g.order {
+		if g.nodes[name].deferred {
+			chans[branchPrefix+name] = channels.NewLastValueAfterFinish(anyType)
+		} else {
+			chans[branchPrefix+name] = channels.NewEphemeralValue(anyType, false)
+		}
+	}
+	joins := map[string][]string{} // node → join channels it triggers on
+	joinWrites := map[string][]string{}
+	for _, w := range g.waiting {
+		ch := joinPrefix + strings.Join(w.from, "+") + ":" + w.to
+		if to := g.nodes[w.to]; to != nil && to.deferred {
+			chans[ch] = channels.NewNamedBarrierValueAfterFinish(w.from)
+		} else {
+			chans[ch] = channels.NewNamedBarrierValue(w.from)
+		}
+		joins[w.to] = append(joins[w.to], ch)
+		for _, f := range w.from {
+			joinWrites[f] = append(joinWrites[f], ch)
+		}
+	}
+	w := &stateWriter[S]{g: g}
+	startNode := &Node{
+		Name: Start, Triggers: []string{Start}, Channels: []string{Start}, ReadSingle: true,
+		Func:    func(_ context.Context, in any) (any, error) { return in, nil },
+		Writers: []Writer{startWriter{}}, Tags: []string{tagHidden}, hidden: true,
+	}
+	startNode.Writers = append(startNode.Writers, g.edgeWriters(Start, joinWrites)...)
+	nodes := []*Node{startNode}
+	for _, name := range g.order {
+		sn := g.nodes[name]
+		n := &Node{
+			Name:     name,
+			Triggers: append([]string{branchPrefix + name}, joins[name]...),
+			Channels: stateKeys,
+			Func:     nodeFunc(sn),
+			Writers:  append([]Writer{w}, g.edgeWriters(name, joinWrites)...),
+			Retry:    sn.retry,
+			Cache:    sn.cache,
+			identity: sn.identity,
+			inType:   sn.inType,
+		}
+		if n.identity == "" {
+			n.identity = name
+		}
+		plan := sn.plan
+		n.input = func(r reader) (any, error) { return plan.build(r) }
+		nodes = append(nodes, n)
+	}
+	p, err := NewPregel(PregelConfig{
+		Name: opts.Name, Channels: chans, ChannelTypes: types, Nodes: nodes,
+		InputChannels: []string{Start}, OutputChannels: stateKeys,
+		Checkpointer: opts.Checkpointer, Cache: opts.Cache, Retry: opts.Retry,
+		InterruptBefore: opts.InterruptBefore, InterruptAfter: opts.InterruptAfter,
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.mapInput = func(input any) ([]KV, error) {
+		u, err := g.inputUpdate(input)
+		if err != nil {
+			return nil, err
+		}
+		return []KV{{Key: Start, Value: u}}, nil
+	}
+	statePlan, _ := newInputPlan(reflect.TypeFor[S](), g.byName)
+	p.mapOutput = func(values map[string]any) (any, error) {
+		return statePlan.build(mapReader(values))
+	}
+	return p, nil
+}
+
+type mapReader map[string]any
+
+func (m mapReader) read(c string) (any, bool) {
+	v, ok := m[c]
+	return v, ok
+}
+
+func nodeFunc(sn *sgNode) NodeFunc {
+	return func(ctx context.Context, in any) (any, error) {
+		out, err := sn.fn(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+}
+
+// edgeWriters are the writes a node makes after it runs, whatever it
+// returned: plain edges, joins and conditional edges.
+func (g *StateGraph[S]) edgeWriters(name string, joinWrites map[string][]string) []Writer {
+	var ws []Writer
+	for _, e := range g.edges {
+		if e[0] == name && e[1] != End {
+			ws = append(ws, WriteEntry{Channel: branchPrefix + e[1], Fixed: true})
+		}
+	}
+	for _, ch := range joinWrites[name] {
+		ws = append(ws, WriteEntry{Channel: ch, Value: name, Fixed: true})
+	}
+	for _, b := range g.branches[name] {
+		ws = append(ws, branchWriter[S]{g: g, b: b, src: name})
+	}
+	return ws
+}
+
+// startWriter maps the validated input update onto state keys.
+type startWriter struct{}
+
+func (startWriter) write(t *task, out any) error {
+	u, _ := out.(Updates)
+	for _, kv := range u {
+		t.addWrite(kv.Key, kv.Value)
+	}
+	return nil
+}
+
+// inputUpdate validates a run input (Update, Updates or map[string]any).
+func (g *StateGraph[S]) inputUpdate(input any) (Updates, error) {
+	var out Output
+	switch x := input.(type) {
+	case Update:
+		out = x
+	case Updates:
+		out = x
+	case map[string]any:
+		out = Update(x)
+	case S:
+		return nil, fmt.Errorf("%w: pass the input as an engine.Update keyed by json names (a whole %T cannot tell written zero values from unwritten ones)", ErrInvalidUpdate, x)
+	default:
+		return nil, fmt.Errorf("%w: input must be an engine.Update, got %T", ErrInvalidUpdate, input)
+	}
+	var kvs Updates
+	err := g.validate(Start, out, func(k string, v any) { kvs = append(kvs, KV{Key: k, Value: v}) })
+	return kvs, err
+}
+
+// validate checks an update against the state and calls emit with each
+// key and its converted value, in a deterministic order.
+func (g *StateGraph[S]) validate(node string, out Output, emit func(string, any)) error {
+	switch u := out.(type) {
+	case nil:
+		return nil
+	case Update:
+		keys := make([]string, 0, len(u))
+		for k := range u {
+			keys = append(keys, k)
+		}
+		if len(keys) > 1 {
+			sort.Strings(keys)
+		}
+		for _, k := range keys {
+			v, err := g.convert(node, k, u[k])
+			if err != nil {
+				return err
+			}
+			emit(k, v)
+		}
+	case Updates:
+		for _, kv := range u {
+			v, err := g.convert(node, kv.Key, kv.Value)
+			if err != nil {
+				return err
+			}
+			emit(kv.Key, v)
+		}
+	default:
+		return fmt.Errorf("%w: node %q: a %T cannot be used as a state update", ErrInvalidUpdate, node, out)
+	}
+	return nil
+}
+
+func (g *StateGraph[S]) convert(node, key string, v any) (any, error) {
+	i, ok := g.byName[key]
+	if !ok {
+		return nil, fmt.Errorf("%w: node %q wrote unknown state key %q (state keys: %s)", ErrInvalidUpdate, node, key, strings.Join(g.keys(), ", "))
+	}
+	f := g.fields[i]
+	if v == nil {
+		return reflect.Zero(f.typ).Interface(), nil
+	}
+	vt := reflect.TypeOf(v)
+	if vt == f.typ || f.typ.Kind() == reflect.Interface {
+		return v, nil
+	}
+	switch x := v.(type) {
+	case Overwrite:
+		inner, err := g.convert(node, key, x.Value)
+		return Overwrite{Value: inner}, err
+	case map[string]any:
+		if _, ok := x["__overwrite__"]; ok {
+			return v, nil
+		}
+		if t, _ := x["type"].(string); t == "__overwrite__" {
+			return v, nil
+		}
+	}
+	if f.reducer != nil && f.typ.Kind() == reflect.Slice && vt.AssignableTo(f.typ.Elem()) {
+		return v, nil
+	}
+	if vt.AssignableTo(f.typ) {
+		return v, nil
+	}
+	if numeric(vt.Kind()) && numeric(f.typ.Kind()) {
+		rv := reflect.ValueOf(v)
+		if rv.CanConvert(f.typ) {
+			c := rv.Convert(f.typ)
+			if c.Convert(vt).Equal(rv) {
+				return c.Interface(), nil
+			}
+		}
+		return nil, fmt.Errorf("%w: node %q wrote %v to key %q, which does not fit %s", ErrInvalidUpdate, node, v, key, f.typ)
+	}
+	return nil, fmt.Errorf("%w: node %q wrote a %s to key %q, which holds %s", ErrInvalidUpdate, node, vt, key, f.typ)
+}
+
+func numeric(k reflect.Kind) bool {
+	return (k >= reflect.Int && k <= reflect.Uint64) || k == reflect.Float32 || k == reflect.Float64
+}
+
+func (g *StateGraph[S]) keys() []string {
+	out := make([]string, len(g.fields))
+	for i, f := range g.fields {
+		out[i] = f.name
+	}
+	return out
+}
+
+// stateWriter turns a node's Output into state writes and Command routes.
+type stateWriter[S any] struct{ g *StateGraph[S] }
+
+func (w *stateWriter[S]) write(t *task, out any) error {
+	o, _ := out.(Output)
+	switch c := o.(type) {
+	case Command:
+		return w.command(t, &c)
+	case *Command:
+		if c == nil {
+			return nil
+		}
+		return w.command(t, c)
+	}
+	return w.g.validate(t.name, o, t.addWrite)
+}
+
+func (w *stateWriter[S]) command(t *task, c *Command) error {
+	if c.Resume != nil {
+		return fmt.Errorf("%w: node %q returned a Command with Resume; Resume is only valid as run input", ErrInvalidUpdate, t.name)
+	}
+	if err := w.g.validate(t.name, c.Update, t.addWrite); err != nil {
+		return err
+	}
+	for _, dest := range c.Goto {
+		switch d := dest.(type) {
+		case string:
+			if d == End {
+				continue
+			}
+			if w.g.nodes[d] == nil {
+				return fmt.Errorf("%w: node %q routes to unknown node %q", ErrInvalidUpdate, t.name, d)
+			}
+			t.addWrite(branchPrefix+d, nil)
+		case Send:
+			if err := w.send(t, d); err != nil {
+				return err
+			}
+		case *Send:
+			if err := w.send(t, *d); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("%w: node %q: Command.Goto holds %T; use node names or Sends", ErrInvalidUpdate, t.name, dest)
+		}
+	}
+	return nil
+}
+
+func (w *stateWriter[S]) send(t *task, s Send) error {
+	if s.Node == End {
+		return fmt.Errorf("%w: node %q sends to %s", ErrInvalidUpdate, t.name, End)
+	}
+	if w.g.nodes[s.Node] == nil {
+		return fmt.Errorf("%w: node %q sends to unknown node %q", ErrInvalidUpdate, t.name, s.Node)
+	}
+	t.addWrite(tasksChannel, s)
+	return nil
+}
+
+// branchWriter evaluates a conditional edge on the state as the source
+// node's own writes left it.
+type branchWriter[S any] struct {
+	g   *StateGraph[S]
+	b   *sgBranch
+	src string
+}
+
+func (w branchWriter[S]) write(t *task, _ any) error {
+	r, err := t.localRead()
+	if err != nil {
+		return err
+	}
+	statePlan, err := newInputPlan(reflect.TypeFor[S](), w.g.byName)
+	if err != nil {
+		return err
+	}
+	st, err := statePlan.build(r)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	if t.l != nil {
+		ctx = context.WithValue(ctx, taskCtxKey{}, t)
+	}
+	route, err := w.b.router(ctx, st)
+	if err != nil {
+		return fmt.Errorf("router after %q: %w", w.src, err)
+	}
+	sw := &stateWriter[S]{g: w.g}
+	for _, dest := range route.To {
+		if w.b.pathMap != nil {
+			mapped, ok := w.b.pathMap[dest]
+			if !ok {
+				return fmt.Errorf("%w: router after %q returned %q, which its path map does not list", ErrInvalidUpdate, w.src, dest)
+			}
+			dest = mapped
+		}
+		switch {
+		case dest == End:
+		case dest == Start || dest == "":
+			return fmt.Errorf("%w: router after %q returned %q", ErrInvalidUpdate, w.src, dest)
+		case w.g.nodes[dest] == nil:
+			return fmt.Errorf("%w: router after %q returned unknown node %q", ErrInvalidUpdate, w.src, dest)
+		default:
+			t.addWrite(branchPrefix+dest, nil)
+		}
+	}
+	for _, s := range route.Sends {
+		if err := sw.send(t, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// inputPlan builds a struct of type typ from state channels by json name.
+type inputPlan struct {
+	typ    reflect.Type
+	fields []planField
+	raw    bool // not a struct over state keys: only Sends deliver it
+}
+
+type planField struct {
+	index   int
+	channel string
+	typ     reflect.Type
+}
+
+func newInputPlan(typ reflect.Type, byName map[string]int) (*inputPlan, error) {
+	p := &inputPlan{typ: typ}
+	if typ.Kind() != reflect.Struct {
+		p.raw = true
+		return p, nil
+	}
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		name, ok := jsonName(f)
+		if !ok {
+			continue
+		}
+		if _, known := byName[name]; !known {
+			// A field that is not a state key: the type is delivered by
+			// Sends, or the field stays zero when read from state.
+			continue
+		}
+		p.fields = append(p.fields, planField{index: i, channel: name, typ: f.Type})
+	}
+	return p, nil
+}
+
+func (p *inputPlan) build(r reader) (any, error) {
+	if p.raw {
+		return reflect.Zero(p.typ).Interface(), nil
+	}
+	v := reflect.New(p.typ).Elem()
+	for _, f := range p.fields {
+		x, ok := r.read(f.channel)
+		if !ok || x == nil {
+			continue
+		}
+		xv := reflect.ValueOf(x)
+		if !xv.Type().AssignableTo(f.typ) {
+			if !xv.CanConvert(f.typ) {
+				return nil, fmt.Errorf("state key %q holds %s, not %s", f.channel, xv.Type(), f.typ)
+			}
+			xv = xv.Convert(f.typ)
+		}
+		v.Field(f.index).Set(xv)
+	}
+	return v.Interface(), nil
+}
+
+// Invoke runs the graph with input (an Update; nil resumes the thread) and
+// returns the final state.
+func (g *Graph[S]) Invoke(ctx context.Context, input any, opts *RunOptions) (S, error) {
+	var zero S
+	if u, ok := input.(Update); ok && u == nil {
+		input = nil
+	}
+	out, err := g.pregel.Invoke(ctx, input, opts)
+	if err != nil {
+		return zero, err
+	}
+	s, ok := out.(S)
+	if !ok {
+		return zero, fmt.Errorf("output is %T, want %T", out, zero)
+	}
+	return s, nil
+}
+
+// Pregel is the compiled low-level graph.
+func (g *Graph[S]) Pregel() *Pregel { return g.pregel }
+
+// Warnings are the topology lint's findings.
+func (g *Graph[S]) Warnings() []Warning { return slices.Clone(g.warnings) }
+
+// Topology describes the graph for drawing.
+func (g *Graph[S]) Topology() Topology { return g.topology }

@@ -1,0 +1,101 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/superstep-dev/superstep/engine/channels"
+)
+
+// Send schedules Node to run in the next superstep with Arg as its whole
+// input (no state read). Sends fan work out: a node or router returning
+// several Sends to one node runs that node once per Send, in parallel.
+type Send struct {
+	Node string `json:"node"`
+	Arg  any    `json:"arg"`
+}
+
+// Overwrite, written to a reducer channel, replaces its value instead of
+// being folded in. See channels.Overwrite.
+type Overwrite = channels.Overwrite
+
+// Output is what a StateGraph node returns: an Update, Updates, a Command,
+// or nil for "wrote nothing".
+type Output interface{ isOutput() }
+
+// Update is a partial state update keyed by the state's json names. A key
+// that is absent was not written; a key with a zero value was written zero.
+type Update map[string]any
+
+// KV is one keyed write.
+type KV struct {
+	Key   string
+	Value any
+}
+
+// Updates is an ordered list of writes; unlike Update it may write one key
+// several times (a reducer folds them in order).
+type Updates []KV
+
+// Command updates state and routes in one return value.
+type Command struct {
+	// Update is applied like a node's Update (Update, Updates, or nil).
+	Update Output
+	// Goto names nodes to run next (strings) or Sends to schedule.
+	Goto []any
+	// Resume answers pending interrupts (reserved for the interrupt API).
+	Resume any
+}
+
+func (Update) isOutput()   {}
+func (Updates) isOutput()  {}
+func (Command) isOutput()  {}
+
+// Errors returned by graphs; test with errors.Is.
+var (
+	// ErrInvalidUpdate: writes that cannot be applied (two values for a
+	// LastValue key in one step, a wrong type, an unknown key).
+	ErrInvalidUpdate = channels.ErrInvalidUpdate
+	// ErrRecursionLimit: the run needed more supersteps than allowed.
+	ErrRecursionLimit = errors.New("recursion limit reached")
+	// ErrInvalidGraph: the graph definition is wrong (unknown node,
+	// missing entry point, ...). Returned by Compile.
+	ErrInvalidGraph = errors.New("invalid graph")
+	// ErrEmptyInput: a run was started with no input on a thread with no
+	// checkpoint to resume.
+	ErrEmptyInput = errors.New("empty input")
+)
+
+// RecursionError is returned when a run exceeds its recursion limit.
+type RecursionError struct {
+	Limit int
+}
+
+func (e *RecursionError) Error() string {
+	return fmt.Sprintf("recursion limit of %d supersteps reached without hitting a stop condition; "+
+		"raise it with RunOptions.RecursionLimit if the graph really needs more steps", e.Limit)
+}
+
+// Is makes errors.Is(err, ErrRecursionLimit) true.
+func (e *RecursionError) Is(target error) bool { return target == ErrRecursionLimit }
+
+// permanentError marks an error that must not be retried.
+type permanentError struct{ err error }
+
+func (e permanentError) Error() string { return e.err.Error() }
+func (e permanentError) Unwrap() error { return e.err }
+
+// Permanent wraps err so that the default retry classifier never retries
+// it.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return permanentError{err}
+}
+
+// IsPermanent reports whether err was marked Permanent.
+func IsPermanent(err error) bool {
+	var p permanentError
+	return errors.As(err, &p)
+}
