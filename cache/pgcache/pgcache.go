@@ -203,6 +203,7 @@ func (c *Cache) Get(ctx context.Context, keys []cache.Key) (map[cache.Key][]byte
 		digest := sha256.Sum256(value)
 		if !c.signer.valid(mac, k.Namespace, k.Key, created, expiresTime(expires), &digest) {
 			forged = append(forged, forgedRow{k, mac})
+			mac = nil // kept by forged; the next Scan must not reuse it
 			continue
 		}
 		if value == nil {
