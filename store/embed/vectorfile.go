@@ -156,10 +156,11 @@ func parseWordVectors(data []byte) (*wordVectors, error) {
 		return nil, fmt.Errorf("%w: %d rows from a vocabulary of %d", ErrVectorFile, rows, vocab)
 	}
 	f := &wordVectors{dim: dim, vocabSize: vocab, data: data}
-	vecEnd := vectorHeaderSize + rows*f.stride()
-	if vecEnd > len(data) {
-		return nil, fmt.Errorf("%w: truncated: %d rows of %d bytes need %d bytes, file has %d", ErrVectorFile, rows, f.stride(), vecEnd, len(data))
+	// Divide rather than multiply, so a corrupt row count cannot overflow.
+	if rows > (len(data)-vectorHeaderSize)/f.stride() {
+		return nil, fmt.Errorf("%w: truncated: %d rows of %d bytes do not fit in %d bytes", ErrVectorFile, rows, f.stride(), len(data))
 	}
+	vecEnd := vectorHeaderSize + rows*f.stride()
 	f.scales = make([]float32, rows)
 	for i := range rows {
 		s := math.Float32frombits(binary.LittleEndian.Uint32(data[vectorHeaderSize+i*f.stride():]))
