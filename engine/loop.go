@@ -51,6 +51,11 @@ type RunOptions struct {
 	RunID string
 	// Listener receives the run's events; nil builds none.
 	Listener func(Event)
+	// InterruptBefore and InterruptAfter, when set, replace the graph's
+	// compiled breakpoints for this run ("*" = every visible node). Like
+	// upstream, they are not persisted.
+	InterruptBefore []string
+	InterruptAfter  []string
 }
 
 type loop struct {
@@ -81,7 +86,12 @@ type loop struct {
 	exitMu     sync.Mutex
 	exitWrites []exitWrite
 
+	lastSaved  *CheckpointSaved
+	interrupt  *Interrupted
 	tasks      []*task
+	free       []*task
+	needIDs    bool
+	ckptLazy   bool
 	candidates []string
 	grouped    map[string][]any
 	touched    []string
@@ -105,13 +115,17 @@ func (g *Pregel) Invoke(ctx context.Context, input any, opts *RunOptions) (out a
 		defer func() { l.emit.send(RunFinished{RunID: l.opts.RunID, Output: out, Err: err}) }()
 	}
 	err = l.run(ctx, input)
-	if perr := l.finishPersist(ctx, err); err == nil {
+	if perr := l.finishPersist(ctx, err); perr != nil && (err == nil || errors.Is(err, ErrInterrupted)) {
 		err = perr
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrInterrupted) {
 		return nil, err
 	}
-	return l.output()
+	out, oerr := l.output()
+	if oerr != nil {
+		return nil, oerr
+	}
+	return out, err
 }
 
 func (g *Pregel) newLoop(opts *RunOptions) (*loop, error) {
@@ -134,6 +148,7 @@ func (g *Pregel) newLoop(opts *RunOptions) (*loop, error) {
 	if l.saver != nil && l.opts.Durability == DurabilityAsync {
 		l.persist = newPersister()
 	}
+	l.needIDs = l.saver != nil || l.emit != nil
 	return l, nil
 }
 
@@ -152,13 +167,73 @@ func (l *loop) run(ctx context.Context, input any) error {
 		if err != nil {
 			return err
 		}
+		l.emitCheckpoint(tasks)
 		if len(tasks) == 0 {
 			return nil
 		}
 		if err := l.tick(ctx, tasks); err != nil {
 			return err
 		}
+		if l.interrupt != nil {
+			return l.interrupt
+		}
 	}
+}
+
+// emitCheckpoint reports the checkpoint the coming tasks run against, now
+// that its next tasks are known.
+func (l *loop) emitCheckpoint(tasks []*task) {
+	if l.emit == nil || l.lastSaved == nil {
+		return
+	}
+	ev := *l.lastSaved
+	l.lastSaved = nil
+	ev.Next = make([]string, len(tasks))
+	for i, t := range tasks {
+		ev.Next[i] = t.name
+	}
+	l.emit.send(ev)
+}
+
+func (l *loop) breakpoints(after bool) []string {
+	if after {
+		if l.opts.InterruptAfter != nil {
+			return l.opts.InterruptAfter
+		}
+		return l.g.cfg.InterruptAfter
+	}
+	if l.opts.InterruptBefore != nil {
+		return l.opts.InterruptBefore
+	}
+	return l.g.cfg.InterruptBefore
+}
+
+// shouldInterrupt is upstream's should_interrupt: a breakpoint fires when
+// some channel changed since breakpoints were last acknowledged and one of
+// the tasks is a breakpoint node.
+func (l *loop) shouldInterrupt(names []string, tasks []*task) []string {
+	if len(names) == 0 {
+		return nil
+	}
+	seen := l.seen[interruptKey]
+	anyNew := false
+	for c, v := range l.versions {
+		if v > seen[c] {
+			anyNew = true
+			break
+		}
+	}
+	if !anyNew {
+		return nil
+	}
+	var hit []string
+	all := slices.Contains(names, "*")
+	for _, t := range tasks {
+		if (all && !t.node.hidden) || slices.Contains(names, t.name) {
+			hit = append(hit, t.name)
+		}
+	}
+	return hit
 }
 
 // load restores the thread's checkpoint, or starts empty.
@@ -213,7 +288,23 @@ func (l *loop) load(ctx context.Context) error {
 	return nil
 }
 
-func (l *loop) newCheckpointID() { l.setCheckpointID(newCheckpointID()) }
+// newCheckpointID starts a new checkpoint. Its id is materialised only
+// when something observes it (a saver, a listener, a cache, a task id).
+func (l *loop) newCheckpointID() {
+	if l.needIDs {
+		l.setCheckpointID(newCheckpointID())
+		return
+	}
+	l.ckptID, l.ckptLazy = "", true
+}
+
+func (l *loop) checkpointBytes() [16]byte {
+	if l.ckptLazy {
+		l.setCheckpointID(newCheckpointID())
+		l.ckptLazy = false
+	}
+	return l.ckptBytes
+}
 
 func (l *loop) setCheckpointID(id string) {
 	l.ckptID = id
@@ -294,8 +385,8 @@ func (l *loop) prepare() ([]*task, error) {
 			if err != nil {
 				return nil, err
 			}
-			t := &task{l: l, name: n.Name, node: n, push: true, idx: idx, triggers: pushTriggers, input: arg}
-			t.id = l.hasher.pushID(l.ckptBytes, l.taskNS(n.Name), l.step, n.Name, idx)
+			t := l.newTask(n)
+			t.push, t.idx, t.triggers, t.input = true, idx, pushTriggers, arg
 			if err := l.prepareCache(t); err != nil {
 				return nil, err
 			}
@@ -314,8 +405,8 @@ func (l *loop) prepare() ([]*task, error) {
 		if !ok {
 			continue
 		}
-		t := &task{l: l, name: name, node: n, triggers: n.sortedTriggers(), input: in, idx: -1}
-		t.id = l.hasher.pullID(l.ckptBytes, l.taskNS(name), l.step, name, t.triggers)
+		t := l.newTask(n)
+		t.triggers, t.input, t.idx = n.sortedTriggers(), in, -1
 		if err := l.prepareCache(t); err != nil {
 			return nil, err
 		}
@@ -326,6 +417,37 @@ func (l *loop) prepare() ([]*task, error) {
 }
 
 var pushTriggers = []string{pushKind}
+
+// newTask takes a task from the loop's pool: tasks of a finished step are
+// reused, so a long run allocates none per step.
+func (l *loop) newTask(n *Node) *task {
+	var t *task
+	if len(l.free) > 0 {
+		t = l.free[len(l.free)-1]
+		l.free = l.free[:len(l.free)-1]
+		writes, ovn, ovv := t.writes[:0], t.ov.names[:0], t.ov.vals[:0]
+		*t = task{writes: writes}
+		t.ov.names, t.ov.vals = ovn, ovv
+	} else {
+		t = &task{}
+	}
+	t.l, t.name, t.node = l, n.Name, n
+	if l.needIDs {
+		t.ckpt = l.checkpointBytes()
+	} else {
+		t.ckpt = l.ckptBytes
+	}
+	return t
+}
+
+// recycle returns a finished step's tasks to the pool, unless events or
+// a saver may still hold them.
+func (l *loop) recycle(tasks []*task) {
+	if l.emit != nil {
+		return
+	}
+	l.free = append(l.free, tasks...)
+}
 
 func (l *loop) taskNS(name string) string {
 	if l.ns == "" {
@@ -423,6 +545,10 @@ func (l *loop) tick(ctx context.Context, tasks []*task) error {
 	if len(l.pending) > 0 {
 		l.reapplyPending(tasks)
 	}
+	if hit := l.shouldInterrupt(l.breakpoints(false), tasks); hit != nil {
+		l.interrupt = &Interrupted{Before: hit}
+		return nil
+	}
 	if l.emit != nil {
 		infos := make([]TaskInfo, len(tasks))
 		for i, t := range tasks {
@@ -447,7 +573,18 @@ func (l *loop) tick(ctx context.Context, tasks []*task) error {
 		return err
 	}
 	l.pending = nil
-	return l.putCheckpoint(ctx, checkpoints.SourceLoop)
+	names := make([]string, 0, 1)
+	if bp := l.breakpoints(true); len(bp) > 0 {
+		names = l.shouldInterrupt(bp, tasks)
+	}
+	l.recycle(tasks)
+	if err := l.putCheckpoint(ctx, checkpoints.SourceLoop); err != nil {
+		return err
+	}
+	if len(names) > 0 {
+		l.interrupt = &Interrupted{After: names}
+	}
+	return nil
 }
 
 // reapplyPending gives tasks that succeeded in an earlier, interrupted or
@@ -456,7 +593,7 @@ func (l *loop) tick(ctx context.Context, tasks []*task) error {
 func (l *loop) reapplyPending(tasks []*task) {
 	byID := map[string]*task{}
 	for _, t := range tasks {
-		byID[t.id] = t
+		byID[t.ID()] = t
 	}
 	for _, pw := range l.pending {
 		t, ok := byID[pw.TaskID]
@@ -618,7 +755,7 @@ func (l *loop) commitSuccess(ctx context.Context, t *task, d time.Duration) erro
 	if len(encoded) == 0 {
 		encoded = []checkpoints.Write{{Channel: noWritesKey, Value: json.RawMessage("null")}}
 	}
-	return l.putWrites(ctx, t.id, encoded)
+	return l.putWrites(ctx, t.ID(), encoded)
 }
 
 func (l *loop) commitError(ctx context.Context, t *task) {
@@ -629,7 +766,7 @@ func (l *loop) commitError(ctx context.Context, t *task) {
 		return
 	}
 	msg, _ := json.Marshal(t.err.Error())
-	_ = l.putWrites(ctx, t.id, []checkpoints.Write{{Channel: errorKey, Value: msg}})
+	_ = l.putWrites(ctx, t.ID(), []checkpoints.Write{{Channel: errorKey, Value: msg}})
 }
 
 func encodeWrites(ws []KV) ([]checkpoints.Write, error) {
@@ -795,8 +932,13 @@ func (l *loop) putCheckpoint(ctx context.Context, source checkpoints.Source) err
 	defer func() { l.step++ }()
 	if l.saver == nil {
 		if l.emit != nil {
-			l.emit.send(CheckpointSaved{Config: checkpoints.Config{ThreadID: l.opts.ThreadID, Namespace: l.ns, CheckpointID: l.ckptID},
-				Metadata: l.metadata(source), Values: l.values(), Next: nil})
+			var parent *checkpoints.Config
+			if l.ckptCfg.CheckpointID != "" {
+				p := l.ckptCfg
+				parent = &p
+			}
+			l.ckptCfg = checkpoints.Config{ThreadID: l.opts.ThreadID, Namespace: l.ns, CheckpointID: l.ckptID}
+			l.lastSaved = &CheckpointSaved{Config: l.ckptCfg, Parent: parent, Metadata: l.metadata(source), Values: l.values()}
 		}
 		return nil
 	}
@@ -854,7 +996,7 @@ func (l *loop) saveCheckpoint(ctx context.Context, source checkpoints.Source) er
 	l.parentCfg = parentPtr
 	l.ckptCfg = next
 	if l.emit != nil {
-		l.emit.send(CheckpointSaved{Config: next, Parent: parentPtr, Metadata: md, Values: l.values()})
+		l.lastSaved = &CheckpointSaved{Config: next, Parent: parentPtr, Metadata: md, Values: l.values()}
 	}
 	put := func(ctx context.Context) error {
 		if _, err := l.saver.Put(ctx, parent, cp, md, newVersions); err != nil {
@@ -875,7 +1017,7 @@ func (l *loop) finishPersist(ctx context.Context, runErr error) error {
 	if l.saver == nil {
 		return nil
 	}
-	if l.opts.Durability == DurabilityExit && l.ckptCfg.CheckpointID != l.ckptID {
+	if l.opts.Durability == DurabilityExit && l.ckptID != "" && l.ckptCfg.CheckpointID != l.ckptID {
 		pctx := context.WithoutCancel(ctx)
 		if runErr == nil || l.ckptID != "" {
 			if err := l.saveCheckpointAt(pctx); err != nil {

@@ -132,7 +132,8 @@ func (g *StateGraph[S]) edgeWriters(name string, joinWrites map[string][]string)
 		ws = append(ws, WriteEntry{Channel: ch, Value: name, Fixed: true})
 	}
 	for _, b := range g.branches[name] {
-		ws = append(ws, branchWriter[S]{g: g, b: b, src: name})
+		plan, _ := newInputPlan(reflect.TypeFor[S](), g.byName)
+		ws = append(ws, branchWriter[S]{g: g, b: b, src: name, plan: plan})
 	}
 	return ws
 }
@@ -322,9 +323,10 @@ func (w *stateWriter[S]) send(t *task, s Send) error {
 // branchWriter evaluates a conditional edge on the state as the source
 // node's own writes left it.
 type branchWriter[S any] struct {
-	g   *StateGraph[S]
-	b   *sgBranch
-	src string
+	g    *StateGraph[S]
+	b    *sgBranch
+	src  string
+	plan *inputPlan
 }
 
 func (w branchWriter[S]) write(t *task, _ any) error {
@@ -332,23 +334,19 @@ func (w branchWriter[S]) write(t *task, _ any) error {
 	if err != nil {
 		return err
 	}
-	statePlan, err := newInputPlan(reflect.TypeFor[S](), w.g.byName)
+	st, err := w.plan.build(r)
 	if err != nil {
 		return err
 	}
-	st, err := statePlan.build(r)
-	if err != nil {
-		return err
-	}
-	ctx := context.Background()
-	if t.l != nil {
-		ctx = context.WithValue(ctx, taskCtxKey{}, t)
+	var ctx context.Context = &t.tctx
+	if t.tctx.Context == nil {
+		ctx = context.WithValue(context.Background(), taskCtxKey{}, t)
 	}
 	route, err := w.b.router(ctx, st)
 	if err != nil {
 		return fmt.Errorf("router after %q: %w", w.src, err)
 	}
-	sw := &stateWriter[S]{g: w.g}
+	sw := stateWriter[S]{g: w.g}
 	for _, dest := range route.To {
 		if w.b.pathMap != nil {
 			mapped, ok := w.b.pathMap[dest]
@@ -440,14 +438,14 @@ func (g *Graph[S]) Invoke(ctx context.Context, input any, opts *RunOptions) (S, 
 		input = nil
 	}
 	out, err := g.pregel.Invoke(ctx, input, opts)
-	if err != nil {
+	if out == nil {
 		return zero, err
 	}
 	s, ok := out.(S)
 	if !ok {
 		return zero, fmt.Errorf("output is %T, want %T", out, zero)
 	}
-	return s, nil
+	return s, err
 }
 
 // Pregel is the compiled low-level graph.

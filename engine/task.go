@@ -8,7 +8,6 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/superstep-dev/superstep/cache"
@@ -18,7 +17,8 @@ import (
 // task is one node execution within a superstep.
 type task struct {
 	l        *loop
-	id       string
+	id       string // computed lazily by ID
+	ckpt     [16]byte
 	name     string
 	node     *Node
 	push     bool
@@ -33,7 +33,39 @@ type task struct {
 	useCache bool
 	attempts int
 	err      error
-	mu       sync.Mutex // guards writes while a node emits concurrently
+	tctx     taskContext
+	ov       overlay
+}
+
+// ID is the task's deterministic id (upstream's derivation), computed on
+// first use: runs without a checkpointer, listener or cache never need it.
+func (t *task) ID() string {
+	if t.id == "" {
+		l := t.l
+		ns := l.taskNS(t.name)
+		if t.push {
+			t.id = l.hasher.pushID(t.ckpt, ns, t.step(), t.name, t.idx)
+		} else {
+			t.id = l.hasher.pullID(t.ckpt, ns, t.step(), t.name, t.triggers)
+		}
+	}
+	return t.id
+}
+
+func (t *task) step() int { return t.l.step }
+
+// taskContext carries the task to Attempt, Emit and friends without a
+// context.WithValue allocation per execution.
+type taskContext struct {
+	context.Context
+	t *task
+}
+
+func (c *taskContext) Value(key any) any {
+	if key == (taskCtxKey{}) {
+		return c.t
+	}
+	return c.Context.Value(key)
 }
 
 func (t *task) addWrite(channel string, v any) {
@@ -45,7 +77,7 @@ func (t *task) info() TaskInfo {
 	if t.push {
 		path = pushKind
 	}
-	return TaskInfo{ID: t.id, Name: t.name, Step: t.l.step, Triggers: t.triggers, Path: path, Index: t.idx, Namespace: t.l.ns, Input: t.input}
+	return TaskInfo{ID: t.ID(), Name: t.name, Step: t.l.step, Triggers: t.triggers, Path: path, Index: t.idx, Namespace: t.l.ns, Input: t.input}
 }
 
 // less orders tasks as upstream's barrier does: pull tasks by node name,
@@ -121,7 +153,8 @@ func (t *task) execute(ctx context.Context) error {
 	if len(policies) == 0 {
 		policies = l.g.cfg.Retry
 	}
-	tctx := context.WithValue(ctx, taskCtxKey{}, t)
+	t.tctx = taskContext{Context: ctx, t: t}
+	tctx := &t.tctx
 	start := time.Now()
 	for {
 		t.attempts++
@@ -204,30 +237,61 @@ func (r chanReader) read(c string) (any, bool) {
 func (l *loop) reader() reader { return chanReader(l.chans) }
 
 // localRead gives the state as it would be after applying only this task's
-// writes: what a conditional edge sees (upstream's fresh local read).
+// writes: what a conditional edge sees (upstream's fresh local read). The
+// overlay reuses the task's buffers.
 func (t *task) localRead() (reader, error) {
 	l := t.l
-	touched := map[string][]any{}
-	for _, w := range t.writes {
-		if _, ok := l.chans[w.Key]; ok && !reservedWrite(w.Key) {
-			touched[w.Key] = append(touched[w.Key], w.Value)
+	ov := &t.ov
+	ov.base = chanReader(l.chans)
+	ov.names, ov.vals = ov.names[:0], ov.vals[:0]
+	for i, w := range t.writes {
+		ch, ok := l.chans[w.Key]
+		if !ok || reservedWrite(w.Key) || slices.Contains(ov.names, w.Key) {
+			continue
 		}
-	}
-	if len(touched) == 0 {
-		return l.reader(), nil
-	}
-	r := make(chanReader, len(l.chans))
-	for name, ch := range l.chans {
-		r[name] = ch
-	}
-	for name, vals := range touched {
-		c := l.chans[name].Copy()
+		n := 0
+		for _, w2 := range t.writes[i:] {
+			if w2.Key == w.Key {
+				n++
+			}
+		}
+		if _, last := ch.(*channels.LastValue); last && n == 1 {
+			ov.names, ov.vals = append(ov.names, w.Key), append(ov.vals, w.Value)
+			continue
+		}
+		var vals []any
+		for _, w2 := range t.writes[i:] {
+			if w2.Key == w.Key {
+				vals = append(vals, w2.Value)
+			}
+		}
+		c := ch.Copy()
 		if _, err := c.Update(vals); err != nil {
-			return nil, fmt.Errorf("at key %q: %w", name, err)
+			return nil, fmt.Errorf("at key %q: %w", w.Key, err)
 		}
-		r[name] = c
+		v, _ := c.Get()
+		ov.names, ov.vals = append(ov.names, w.Key), append(ov.vals, v)
 	}
-	return r, nil
+	if len(ov.names) == 0 {
+		return ov.base, nil
+	}
+	return ov, nil
+}
+
+// overlay reads channels with some values replaced.
+type overlay struct {
+	base  chanReader
+	names []string
+	vals  []any
+}
+
+func (o *overlay) read(c string) (any, bool) {
+	for i, n := range o.names {
+		if n == c {
+			return o.vals[i], true
+		}
+	}
+	return o.base.read(c)
 }
 
 // decodeArg turns a Send argument read back from a checkpoint into the

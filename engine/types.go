@@ -66,6 +66,30 @@ var (
 	ErrEmptyInput = errors.New("empty input")
 )
 
+// ErrInterrupted matches the error of a run that stopped at a breakpoint
+// or an interrupt; the thread resumes with a nil input (or a Command).
+var ErrInterrupted = errors.New("interrupted")
+
+// Interrupted is returned, together with the state at that point, by a run
+// that stopped at a breakpoint. Before and After name the breakpoint nodes.
+type Interrupted struct {
+	Before []string
+	After  []string
+}
+
+func (e *Interrupted) Error() string {
+	switch {
+	case len(e.Before) > 0:
+		return fmt.Sprintf("interrupted before %v; resume with a nil input", e.Before)
+	case len(e.After) > 0:
+		return fmt.Sprintf("interrupted after %v; resume with a nil input", e.After)
+	}
+	return "interrupted"
+}
+
+// Is makes errors.Is(err, ErrInterrupted) true.
+func (e *Interrupted) Is(target error) bool { return target == ErrInterrupted }
+
 // RecursionError is returned when a run exceeds its recursion limit.
 type RecursionError struct {
 	Limit int
