@@ -46,10 +46,10 @@ func fanIn(t *testing.T, join, deferC bool) *engine.Graph[logState] {
 func TestFanInUnevenPaths(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name        string
+		name           string
 		join, deferred bool
-		want        []string
-		wantWarning bool
+		want           []string
+		wantWarning    bool
 	}{
 		{"plain edges run c twice", false, false, []string{"a", "b1", "b2", "c", "c"}, true},
 		{"join runs c once", true, false, []string{"a", "b1", "b2", "c"}, false},

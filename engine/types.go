@@ -47,9 +47,9 @@ type Command struct {
 	Resume any
 }
 
-func (Update) isOutput()   {}
-func (Updates) isOutput()  {}
-func (Command) isOutput()  {}
+func (Update) isOutput()  {}
+func (Updates) isOutput() {}
+func (Command) isOutput() {}
 
 // Errors returned by graphs; test with errors.Is.
 var (
