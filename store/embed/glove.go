@@ -42,7 +42,7 @@ var gloveData []byte
 // embeds as the zero vector; cosine similarity with a zero vector is
 // undefined, and callers must treat it as 0.
 //
-// The vectors load on first use (about 30 ms and 6 MB of heap) and are
+// The vectors load on first use (about 20 ms and 4 MB of heap) and are
 // shared by every GloVe value; a GloVe is safe for concurrent use.
 type GloVe struct{}
 

@@ -80,6 +80,8 @@ func (o *OpenAI) Dim() int { return o.h.dim }
 
 // Embed returns one vector per text, in input order, sending at most
 // BatchSize texts per request. It fails as a whole: no partial results.
+// OpenAI's own API rejects empty strings (a 400 *StatusError); callers
+// that may index empty fields should skip them.
 func (o *OpenAI) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	return o.h.embed(ctx, texts)
 }

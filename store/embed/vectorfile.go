@@ -173,6 +173,9 @@ func parseWordVectors(data []byte) (*wordVectors, error) {
 	f.ranks = make([]int, rows)
 	f.index = make(map[string]int32, rows)
 	rest := data[vecEnd:]
+	// One string for the whole word list, sliced per word: one allocation
+	// instead of 50,000 at load time.
+	text := string(rest)
 	prevRank := uint64(0)
 	for i := range rows {
 		rank, n := binary.Uvarint(rest)
@@ -185,6 +188,7 @@ func parseWordVectors(data []byte) (*wordVectors, error) {
 			return nil, fmt.Errorf("%w: word list truncated at row %d", ErrVectorFile, i)
 		}
 		rest = rest[n:]
+		start := len(text) - len(rest)
 		word := rest[:wlen]
 		rest = rest[wlen:]
 		if rank <= prevRank || rank > uint64(vocab) {
@@ -194,7 +198,7 @@ func parseWordVectors(data []byte) (*wordVectors, error) {
 		if !utf8.Valid(word) {
 			return nil, fmt.Errorf("%w: row %d word is not UTF-8", ErrVectorFile, i)
 		}
-		w := string(word)
+		w := text[start : start+int(wlen)]
 		if _, dup := f.index[w]; dup {
 			return nil, fmt.Errorf("%w: duplicate word %q at row %d", ErrVectorFile, w, i)
 		}
