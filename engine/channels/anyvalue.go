@@ -55,7 +55,7 @@ func (c *AnyValue) Checkpoint() (json.RawMessage, bool, error) {
 	if !c.has {
 		return nil, false, nil
 	}
-	data, err := encodeValue(c.value)
+	data, err := c.vt.encode(c.value)
 	return data, err == nil, err
 }
 

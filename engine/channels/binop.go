@@ -167,7 +167,7 @@ func (c *BinaryOperator) Checkpoint() (json.RawMessage, bool, error) {
 	if !c.has {
 		return nil, false, nil
 	}
-	data, err := encodeValue(c.value)
+	data, err := c.vt.encode(c.value)
 	return data, err == nil, err
 }
 

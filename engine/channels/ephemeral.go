@@ -61,7 +61,7 @@ func (c *EphemeralValue) Checkpoint() (json.RawMessage, bool, error) {
 	if !c.has {
 		return nil, false, nil
 	}
-	data, err := encodeValue(c.value)
+	data, err := c.vt.encode(c.value)
 	return data, err == nil, err
 }
 

@@ -63,7 +63,7 @@ func (c *LastValue) Checkpoint() (json.RawMessage, bool, error) {
 	if !c.has {
 		return nil, false, nil
 	}
-	data, err := encodeValue(c.value)
+	data, err := c.vt.encode(c.value)
 	return data, err == nil, err
 }
 
@@ -162,7 +162,7 @@ func (c *LastValueAfterFinish) Checkpoint() (json.RawMessage, bool, error) {
 	if !c.has {
 		return nil, false, nil
 	}
-	v, err := encodeValue(c.value)
+	v, err := c.vt.encode(c.value)
 	if err != nil {
 		return nil, false, err
 	}

@@ -523,3 +523,57 @@ func TestBarrierJoinsAcrossSteps(t *testing.T) {
 		t.Fatal("consume did not reset the barrier")
 	}
 }
+
+// celsius saves itself as "21C" through pointer-receiver methods, which
+// encoding/json only uses on addressable values.
+type celsius struct{ deg int }
+
+func (c *celsius) MarshalJSON() ([]byte, error) { return json.Marshal(fmt.Sprintf("%dC", c.deg)) }
+
+func (c *celsius) UnmarshalJSON(data []byte) error {
+	var s string
+	if err := json.Unmarshal(data, &s); err != nil {
+		return err
+	}
+	_, err := fmt.Sscanf(s, "%dC", &c.deg)
+	return err
+}
+
+func TestCheckpointUsesPointerReceiverMarshalers(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		ch    Channel
+		write any
+		saved string
+		want  any
+	}{
+		{name: "LastValue", ch: LastValueOf[celsius](), write: celsius{21}, saved: `"21C"`, want: celsius{21}},
+		{name: "BinaryOperator", ch: BinaryOperatorOf[celsius](ReducerFunc(func(_, n celsius) celsius { return n })), write: celsius{5}, saved: `"5C"`, want: celsius{5}},
+		{name: "Topic", ch: TopicOf[celsius](true), write: celsius{3}, saved: `["3C"]`, want: []celsius{{3}}},
+		{name: "LastValueAfterFinish", ch: LastValueAfterFinishOf[celsius](), write: celsius{7}, saved: `{"value":"7C","finished":false}`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			mustUpdate(t, tc.ch, tc.write)
+			data, _, err := tc.ch.Checkpoint()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(data) != tc.saved {
+				t.Fatalf("saved %s, want %s", data, tc.saved)
+			}
+			restored, err := tc.ch.FromCheckpoint(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.want == nil {
+				return
+			}
+			if got := mustGet(t, restored); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("restored %#v, want %#v", got, tc.want)
+			}
+		})
+	}
+}

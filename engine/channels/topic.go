@@ -28,6 +28,8 @@ type Topic struct {
 
 var _ Channel = (*Topic)(nil)
 
+var anySliceType = reflect.TypeFor[[]any]()
+
 // NewTopic returns an empty Topic of elements of elemType (nil: any). Get
 // returns a slice of elemType.
 func NewTopic(elemType reflect.Type, accumulate bool) *Topic {
@@ -128,7 +130,7 @@ func (c *Topic) Get() (any, bool) {
 // vals itself, capacity-clipped, and marked shared.
 func (c *Topic) buildView() any {
 	n := len(c.vals)
-	if c.sliceType == reflect.TypeFor[[]any]() {
+	if c.sliceType == anySliceType {
 		c.shared = true
 		return c.vals[:n:n]
 	}
@@ -156,8 +158,18 @@ func (c *Topic) Checkpoint() (json.RawMessage, bool, error) {
 	if len(c.vals) == 0 {
 		return nil, false, nil
 	}
-	data, err := encodeValue(c.vals)
-	return data, err == nil, err
+	// The typed view, not vals: its elements are addressable, so the
+	// encoding matches what FromCheckpoint decodes into a []elem.
+	// ([]any is encoded directly: Get would mark its array shared.)
+	var view any = c.vals
+	if c.sliceType != anySliceType {
+		view, _ = c.Get()
+	}
+	data, err := json.Marshal(view)
+	if err != nil {
+		return nil, false, fmt.Errorf("encoding a list of %s: %w", c.elem.typ, err)
+	}
+	return data, true, nil
 }
 
 // FromCheckpoint returns a Topic of the same element type and mode holding

@@ -230,11 +230,19 @@ func decodeValue(vt *valueType, data json.RawMessage) (any, error) {
 	return out.Elem().Interface(), nil
 }
 
-// encodeValue encodes a channel value for a checkpoint.
-func encodeValue(v any) (json.RawMessage, error) {
+// encode encodes a value of vt's type for a checkpoint. It encodes through
+// a pointer so that a MarshalJSON method with a pointer receiver is used,
+// exactly as decodeValue uses a pointer-receiver UnmarshalJSON: what is
+// saved is what will be restored.
+func (vt *valueType) encode(v any) (json.RawMessage, error) {
+	if v != nil && vt.typ.Kind() != reflect.Interface {
+		p := reflect.New(vt.typ)
+		p.Elem().Set(reflect.ValueOf(v))
+		v = p.Interface()
+	}
 	data, err := json.Marshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("encoding a channel value of type %T: %w", v, err)
+		return nil, fmt.Errorf("encoding a channel value of type %s: %w", vt.typ, err)
 	}
 	return data, nil
 }
