@@ -15,6 +15,9 @@ CREATE TABLE store_items (
     -- The item's time to live in microseconds, kept so reads can refresh
     -- expires_at; NULL when the item has no TTL.
     ttl_us     bigint CHECK (ttl_us > 0),
+    -- The put's index field list (a JSON array of paths), NULL for the
+    -- store's default fields; kept so a re-embed redoes what each put asked.
+    index_fields jsonb,
     PRIMARY KEY (prefix, key)
 );
 

@@ -1,0 +1,355 @@
+// Package pgstore is the Postgres implementation of store.Store, with
+// pgvector for semantic search. Its schema is migrations/002_store.sql.
+//
+// Vectors are sent as text ('[0.1,0.2,…]'::vector), so the store works on
+// any pgx pool or transaction without registering pgvector types on its
+// connections. The vectors table has an untyped vector column; at open the
+// store creates an HNSW index (vector_cosine_ops) on embedding::vector(dim)
+// for the dimension recorded in store_index.
+//
+// A search with a query is exact (a scan of the filtered items' vectors)
+// when at most Options.ExactSearchMax vectors pass the namespace prefix
+// and filter, and otherwise uses the HNSW index with pgvector's iterative
+// scan, widening the candidate set until enough distinct items are found.
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/superstep-dev/superstep/store"
+)
+
+// DB is what the store needs from pgx: a *pgxpool.Pool, a *pgx.Conn or a
+// pgx.Tx (whose Begin makes a savepoint) all satisfy it.
+type DB interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Options configure a Postgres store.
+type Options struct {
+	store.Options
+	// ExactSearchMax is the largest number of candidate vectors a query
+	// scans exactly; above it the HNSW index is used. 0 means 20000.
+	ExactSearchMax int
+	// EFSearch is hnsw.ef_search for index scans; 0 means 100.
+	EFSearch int
+}
+
+// Store is the Postgres store. It is safe for concurrent use when its DB
+// is (a pool is; a single connection or transaction is not).
+type Store struct {
+	db   DB
+	opts Options
+	now  func() time.Time
+	dims int
+}
+
+var _ store.Store = (*Store)(nil)
+
+// New opens the store on a database migrated with package migrations.
+// With an IndexConfig it checks the recorded embedder: a first open
+// records it, a different name or dimension fails with
+// store.ErrEmbedderMismatch unless IndexConfig.Reembed is set, in which
+// case every item is embedded again before New returns.
+func New(ctx context.Context, db DB, opts Options) (*Store, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.ExactSearchMax <= 0 {
+		opts.ExactSearchMax = 20000
+	}
+	if opts.EFSearch <= 0 {
+		opts.EFSearch = 100
+	}
+	s := &Store{db: db, opts: opts, now: opts.Clock()}
+	if opts.Index == nil {
+		return s, nil
+	}
+	s.dims = opts.Index.Embedder.Dim()
+	if err := s.openIndex(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func hnswIndexName(dims int) string { return "store_vectors_hnsw_d" + strconv.Itoa(dims) }
+
+func (s *Store) openIndex(ctx context.Context) error {
+	emb := s.opts.Index.Embedder
+	return pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		// Two processes opening at once must not both re-embed or race on
+		// CREATE INDEX.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('superstep.store.' || current_schema()))`); err != nil {
+			return fmt.Errorf("pgstore: lock index metadata: %w", err)
+		}
+		var name string
+		var dims int
+		err := tx.QueryRow(ctx, `SELECT embedder, dims FROM store_index`).Scan(&name, &dims)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			if _, err := tx.Exec(ctx, `INSERT INTO store_index (embedder, dims) VALUES ($1, $2)`, emb.Name(), emb.Dim()); err != nil {
+				return fmt.Errorf("pgstore: record embedder: %w", err)
+			}
+		case err != nil:
+			return fmt.Errorf("pgstore: read index metadata: %w", err)
+		case name == emb.Name() && dims == emb.Dim():
+		case !s.opts.Index.Reembed:
+			return fmt.Errorf("%w: the stored vectors are from %q (%d dimensions), the store is opened with %q (%d); set IndexConfig.Reembed to re-embed every item",
+				store.ErrEmbedderMismatch, name, dims, emb.Name(), emb.Dim())
+		default:
+			if _, err := tx.Exec(ctx, `DROP INDEX IF EXISTS `+hnswIndexName(dims)); err != nil {
+				return fmt.Errorf("pgstore: drop old vector index: %w", err)
+			}
+			if _, err := tx.Exec(ctx, `UPDATE store_index SET embedder = $1, dims = $2, updated_at = now()`, emb.Name(), emb.Dim()); err != nil {
+				return fmt.Errorf("pgstore: record embedder: %w", err)
+			}
+			if err := s.reembed(ctx, tx); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, `CREATE INDEX IF NOT EXISTS `+hnswIndexName(emb.Dim())+
+			` ON store_vectors USING hnsw ((embedding::vector(`+strconv.Itoa(emb.Dim())+`)) vector_cosine_ops)`); err != nil {
+			return fmt.Errorf("pgstore: create vector index: %w", err)
+		}
+		return nil
+	})
+}
+
+// reembedChunk is how many items a re-embed reads and embeds at a time.
+const reembedChunk = 500
+
+func (s *Store) reembed(ctx context.Context, tx pgx.Tx) error {
+	if _, err := tx.Exec(ctx, `DELETE FROM store_vectors`); err != nil {
+		return fmt.Errorf("pgstore: re-embed: %w", err)
+	}
+	lastPrefix, lastKey := "", ""
+	for {
+		rows, err := tx.Query(ctx, `SELECT prefix, key, value, index_fields FROM store_items
+			WHERE (prefix, key) > ($1, $2) ORDER BY prefix, key LIMIT `+strconv.Itoa(reembedChunk), lastPrefix, lastKey)
+		if err != nil {
+			return fmt.Errorf("pgstore: re-embed: read items: %w", err)
+		}
+		var puts []store.PreparedPut
+		var ops []store.Op
+		for rows.Next() {
+			var prefix, key string
+			var value map[string]any
+			var fields []string
+			if err := rows.Scan(&prefix, &key, &value, &fields); err != nil {
+				rows.Close()
+				return fmt.Errorf("pgstore: re-embed: %w", err)
+			}
+			lastPrefix, lastKey = prefix, key
+			ops = append(ops, store.PutOp{Namespace: store.SplitNamespace(prefix), Key: key, Value: value, Index: fields, TTL: store.NoTTL})
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("pgstore: re-embed: %w", err)
+		}
+		if len(ops) == 0 {
+			return nil
+		}
+		p, err := store.Prepare(ctx, ops, s.opts.Options)
+		if err != nil {
+			return fmt.Errorf("pgstore: re-embed: %w", err)
+		}
+		puts = p.Puts
+		if err := insertVectors(ctx, tx, puts); err != nil {
+			return err
+		}
+	}
+}
+
+// Batch implements store.Store.
+func (s *Store) Batch(ctx context.Context, ops []store.Op) ([]store.Result, error) {
+	p, err := store.Prepare(ctx, ops, s.opts.Options)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	res := make([]store.Result, p.N)
+	err = pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		for _, g := range p.Gets {
+			it, err := s.get(ctx, tx, g, now)
+			if err != nil {
+				return err
+			}
+			res[g.Index].Item = it
+		}
+		for _, sr := range p.Searches {
+			items, err := s.search(ctx, tx, sr, now)
+			if err != nil {
+				return err
+			}
+			res[sr.Index].Items = items
+		}
+		for _, l := range p.Lists {
+			ns, err := list(ctx, tx, l, now)
+			if err != nil {
+				return err
+			}
+			res[l.Index].Namespaces = ns
+		}
+		return applyPuts(ctx, tx, p.Puts, now)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+const notExpired = `(i.expires_at IS NULL OR i.expires_at > $1::timestamptz)`
+
+func (s *Store) get(ctx context.Context, tx pgx.Tx, g store.PreparedGet, now time.Time) (*store.Item, error) {
+	it := &store.Item{Namespace: g.Namespace, Key: g.Key}
+	err := tx.QueryRow(ctx, `SELECT i.value, i.created_at, i.updated_at FROM store_items i
+		WHERE i.prefix = $2 AND i.key = $3 AND `+notExpired, now, store.JoinNamespace(g.Namespace), g.Key).
+		Scan(&it.Value, &it.CreatedAt, &it.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: get: %w", err)
+	}
+	if g.Refresh {
+		if err := refresh(ctx, tx, []string{store.JoinNamespace(g.Namespace)}, []string{g.Key}, now); err != nil {
+			return nil, err
+		}
+	}
+	it.CreatedAt, it.UpdatedAt = it.CreatedAt.UTC(), it.UpdatedAt.UTC()
+	return it, nil
+}
+
+func refresh(ctx context.Context, tx pgx.Tx, prefixes, keys []string, now time.Time) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `UPDATE store_items i SET expires_at = $1::timestamptz + i.ttl_us * interval '1 microsecond'
+		FROM unnest($2::text[], $3::text[]) AS u(prefix, key)
+		WHERE i.prefix = u.prefix AND i.key = u.key AND i.ttl_us IS NOT NULL`, now, prefixes, keys)
+	if err != nil {
+		return fmt.Errorf("pgstore: refresh TTL: %w", err)
+	}
+	return nil
+}
+
+func applyPuts(ctx context.Context, tx pgx.Tx, puts []store.PreparedPut, now time.Time) error {
+	if len(puts) == 0 {
+		return nil
+	}
+	var delP, delK, upP, upK, upV []string
+	var upTTL []*int64
+	var upFields []*string
+	for _, put := range puts {
+		prefix := store.JoinNamespace(put.Namespace)
+		if put.Value == nil {
+			delP, delK = append(delP, prefix), append(delK, put.Key)
+			continue
+		}
+		v, err := jsonText(put.Value)
+		if err != nil {
+			return err
+		}
+		upP, upK, upV = append(upP, prefix), append(upK, put.Key), append(upV, v)
+		var ttl *int64
+		if put.TTL > 0 {
+			us := put.TTL.Microseconds()
+			ttl = &us
+		}
+		upTTL = append(upTTL, ttl)
+		var fields *string
+		if put.IndexSpec != nil {
+			f, err := jsonText(put.IndexSpec)
+			if err != nil {
+				return err
+			}
+			fields = &f
+		}
+		upFields = append(upFields, fields)
+	}
+	if len(delP) > 0 {
+		if _, err := tx.Exec(ctx, `DELETE FROM store_items i USING unnest($1::text[], $2::text[]) AS u(prefix, key)
+			WHERE i.prefix = u.prefix AND i.key = u.key`, delP, delK); err != nil {
+			return fmt.Errorf("pgstore: delete: %w", err)
+		}
+	}
+	if len(upP) == 0 {
+		return nil
+	}
+	// An expired but unswept item is gone for readers, so a put over it
+	// starts a new item (a fresh created_at), as in the memory store.
+	if _, err := tx.Exec(ctx, `INSERT INTO store_items AS i (prefix, key, value, created_at, updated_at, expires_at, ttl_us, index_fields)
+		SELECT u.prefix, u.key, u.value::jsonb, $1::timestamptz, $1::timestamptz, $1::timestamptz + u.ttl_us * interval '1 microsecond', u.ttl_us, u.fields::jsonb
+		FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[]) AS u(prefix, key, value, ttl_us, fields)
+		ON CONFLICT (prefix, key) DO UPDATE SET
+			value = EXCLUDED.value,
+			created_at = CASE WHEN i.expires_at IS NOT NULL AND i.expires_at <= EXCLUDED.updated_at THEN EXCLUDED.created_at ELSE i.created_at END,
+			updated_at = EXCLUDED.updated_at,
+			expires_at = EXCLUDED.expires_at,
+			ttl_us = EXCLUDED.ttl_us,
+			index_fields = EXCLUDED.index_fields`,
+		now, upP, upK, upV, upTTL, upFields); err != nil {
+		return fmt.Errorf("pgstore: put: %w", err)
+	}
+	// The item's vectors are replaced, never merged: a re-put with fewer
+	// matches or without indexing leaves nothing stale behind.
+	if _, err := tx.Exec(ctx, `DELETE FROM store_vectors v USING unnest($1::text[], $2::text[]) AS u(prefix, key)
+		WHERE v.prefix = u.prefix AND v.key = u.key`, upP, upK); err != nil {
+		return fmt.Errorf("pgstore: replace vectors: %w", err)
+	}
+	return insertVectors(ctx, tx, puts)
+}
+
+func insertVectors(ctx context.Context, tx pgx.Tx, puts []store.PreparedPut) error {
+	var vp, vk, vf, vv []string
+	for _, put := range puts {
+		prefix := store.JoinNamespace(put.Namespace)
+		for _, fv := range put.Vectors {
+			vp, vk, vf, vv = append(vp, prefix), append(vk, put.Key), append(vf, fv.Field), append(vv, VectorText(fv.Vector))
+		}
+	}
+	if len(vp) == 0 {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO store_vectors (prefix, key, field, embedding)
+		SELECT u.prefix, u.key, u.field, u.embedding::vector
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(prefix, key, field, embedding)`, vp, vk, vf, vv); err != nil {
+		return fmt.Errorf("pgstore: insert vectors: %w", err)
+	}
+	return nil
+}
+
+// VectorText formats v in pgvector's text form.
+func VectorText(v []float32) string {
+	var b strings.Builder
+	b.Grow(len(v) * 10)
+	b.WriteByte('[')
+	for i, x := range v {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.FormatFloat(float64(x), 'g', -1, 32))
+	}
+	b.WriteByte(']')
+	return b.String()
+}
+
+// Sweep implements store.Store.
+func (s *Store) Sweep(ctx context.Context) (int, error) {
+	tag, err := s.db.Exec(ctx, `DELETE FROM store_items WHERE expires_at <= $1`, s.now())
+	if err != nil {
+		return 0, fmt.Errorf("pgstore: sweep: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
