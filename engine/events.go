@@ -86,6 +86,9 @@ type BarrierApplied struct {
 	Step    int
 	Bumps   []ChannelBump
 	Updated []string
+	// Values is the state after the barrier when a stream channel changed
+	// (upstream's "values" stream), nil otherwise.
+	Values map[string]any
 }
 
 // CheckpointSaved reports a checkpoint (also when no checkpointer is set:

@@ -87,6 +87,7 @@ type loop struct {
 	exitWrites []exitWrite
 
 	lastSaved  *CheckpointSaved
+	evParent   *checkpoints.Config
 	interrupt  *Interrupted
 	tasks      []*task
 	free       []*task
@@ -573,6 +574,13 @@ func (l *loop) tick(ctx context.Context, tasks []*task) error {
 		return err
 	}
 	l.pending = nil
+	if l.opts.Durability == DurabilityExit {
+		// Writes of a finished step live on in the next checkpoint's
+		// values; only the step that stops the run keeps pending writes.
+		l.exitMu.Lock()
+		l.exitWrites = l.exitWrites[:0]
+		l.exitMu.Unlock()
+	}
 	names := make([]string, 0, 1)
 	if bp := l.breakpoints(true); len(bp) > 0 {
 		names = l.shouldInterrupt(bp, tasks)
@@ -920,7 +928,14 @@ func (l *loop) apply(tasks []*task) ([]string, error) {
 	slices.Sort(updated)
 	l.updated = updated
 	if l.emit != nil {
-		l.emit.send(BarrierApplied{Step: l.step, Bumps: slices.Clone(l.bumps), Updated: slices.Clone(updated)})
+		ev := BarrierApplied{Step: l.step, Bumps: slices.Clone(l.bumps), Updated: slices.Clone(updated)}
+		for _, c := range l.g.streamChannels() {
+			if slices.Contains(updated, c) {
+				ev.Values = l.values()
+				break
+			}
+		}
+		l.emit.send(ev)
 	}
 	return updated, nil
 }
@@ -930,19 +945,12 @@ func (l *loop) apply(tasks []*task) ([]string, error) {
 func (l *loop) putCheckpoint(ctx context.Context, source checkpoints.Source) error {
 	l.newCheckpointID()
 	defer func() { l.step++ }()
-	if l.saver == nil {
+	if l.saver == nil || l.opts.Durability == DurabilityExit {
 		if l.emit != nil {
-			var parent *checkpoints.Config
-			if l.ckptCfg.CheckpointID != "" {
-				p := l.ckptCfg
-				parent = &p
-			}
-			l.ckptCfg = checkpoints.Config{ThreadID: l.opts.ThreadID, Namespace: l.ns, CheckpointID: l.ckptID}
-			l.lastSaved = &CheckpointSaved{Config: l.ckptCfg, Parent: parent, Metadata: l.metadata(source), Values: l.values()}
+			cfg := checkpoints.Config{ThreadID: l.opts.ThreadID, Namespace: l.ns, CheckpointID: l.ckptID}
+			l.lastSaved = &CheckpointSaved{Config: cfg, Parent: l.evParent, Metadata: l.metadata(source), Values: l.values()}
+			l.evParent = &cfg
 		}
-		return nil
-	}
-	if l.opts.Durability == DurabilityExit {
 		return nil
 	}
 	return l.saveCheckpoint(ctx, source)
@@ -985,6 +993,7 @@ func (l *loop) saveCheckpoint(ctx context.Context, source checkpoints.Source) er
 	}
 	md := l.metadata(source)
 	parent := l.ckptCfg
+	parent.ThreadID, parent.Namespace = l.opts.ThreadID, l.ns
 	l.saved = maps.Clone(l.versions)
 	l.hasSaved = true
 	next := checkpoints.Config{ThreadID: l.opts.ThreadID, Namespace: l.ns, CheckpointID: cp.ID}
@@ -997,6 +1006,7 @@ func (l *loop) saveCheckpoint(ctx context.Context, source checkpoints.Source) er
 	l.ckptCfg = next
 	if l.emit != nil {
 		l.lastSaved = &CheckpointSaved{Config: next, Parent: parentPtr, Metadata: md, Values: l.values()}
+		l.evParent = &next
 	}
 	put := func(ctx context.Context) error {
 		if _, err := l.saver.Put(ctx, parent, cp, md, newVersions); err != nil {

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"iter"
 	"reflect"
 	"slices"
 	"sort"
@@ -456,3 +457,13 @@ func (g *Graph[S]) Warnings() []Warning { return slices.Clone(g.warnings) }
 
 // Topology describes the graph for drawing.
 func (g *Graph[S]) Topology() Topology { return g.topology }
+
+// Stream runs the graph and yields the requested projections of its events
+// (see StreamMode); values parts carry the state as a map keyed by json
+// names.
+func (g *Graph[S]) Stream(ctx context.Context, input any, opts *RunOptions, modes ...StreamMode) iter.Seq2[StreamPart, error] {
+	if u, ok := input.(Update); ok && u == nil {
+		input = nil
+	}
+	return g.pregel.Stream(ctx, input, opts, modes...)
+}

@@ -1,0 +1,271 @@
+package engine
+
+import (
+	"context"
+	"iter"
+	"slices"
+	"time"
+)
+
+// StreamMode selects a projection of a run's events, with upstream
+// LangGraph's payload shapes.
+type StreamMode string
+
+// The stream modes.
+const (
+	// StreamValues: the full state after each superstep that changed it.
+	StreamValues StreamMode = "values"
+	// StreamUpdates: {node: update} as each task finishes; cached tasks add
+	// "__metadata__": {"cached": true}; a breakpoint gives
+	// {"__interrupt__": []}.
+	StreamUpdates StreamMode = "updates"
+	// StreamTasks: task start and task result payloads.
+	StreamTasks StreamMode = "tasks"
+	// StreamCheckpoints: each checkpoint with its next tasks.
+	StreamCheckpoints StreamMode = "checkpoints"
+	// StreamDebug: checkpoints and tasks wrapped with step, timestamp and
+	// type.
+	StreamDebug StreamMode = "debug"
+	// StreamCustom: payloads nodes emitted with Emit.
+	StreamCustom StreamMode = "custom"
+)
+
+// StreamPart is one streamed item.
+type StreamPart struct {
+	Mode StreamMode
+	// Namespace is the path of subgraph namespaces ("node:<task id>"),
+	// empty at the root.
+	Namespace []string
+	Data      any
+}
+
+// Stream runs the graph and yields the parts of the requested modes
+// (default StreamValues), then a final error if the run failed (an
+// *Interrupted error when it stopped at a breakpoint). Breaking out of the
+// loop cancels the run.
+func (g *Pregel) Stream(ctx context.Context, input any, opts *RunOptions, modes ...StreamMode) iter.Seq2[StreamPart, error] {
+	if len(modes) == 0 {
+		modes = []StreamMode{StreamValues}
+	}
+	return func(yield func(StreamPart, error) bool) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		parts := make(chan StreamPart, 64)
+		done := make(chan error, 1)
+		o := RunOptions{}
+		if opts != nil {
+			o = *opts
+		}
+		user := o.Listener
+		p := &projector{modes: modes, out: parts, ctx: ctx}
+		o.Listener = func(ev Event) {
+			if user != nil {
+				user(ev)
+			}
+			p.project(ev)
+		}
+		go func() {
+			_, err := g.Invoke(ctx, input, &o)
+			close(parts)
+			done <- err
+		}()
+		for part := range parts {
+			if !yield(part, nil) {
+				cancel()
+				for range parts {
+				}
+				<-done
+				return
+			}
+		}
+		if err := <-done; err != nil {
+			yield(StreamPart{}, err)
+		}
+	}
+}
+
+type projector struct {
+	modes []StreamMode
+	out   chan<- StreamPart
+	ctx   context.Context
+}
+
+func (p *projector) on(m StreamMode) bool { return slices.Contains(p.modes, m) }
+
+func (p *projector) send(m StreamMode, data any) {
+	select {
+	case p.out <- StreamPart{Mode: m, Namespace: []string{}, Data: data}:
+	case <-p.ctx.Done():
+	}
+}
+
+func (p *projector) project(ev Event) {
+	switch e := ev.(type) {
+	case BarrierApplied:
+		if e.Values != nil && p.on(StreamValues) {
+			p.send(StreamValues, e.Values)
+		}
+	case StepPlanned:
+		for _, t := range e.Tasks {
+			if t.Name == Start {
+				continue
+			}
+			payload := map[string]any{"id": t.ID, "name": t.Name, "input": t.Input, "triggers": t.Triggers}
+			if p.on(StreamTasks) {
+				p.send(StreamTasks, payload)
+			}
+			if p.on(StreamDebug) {
+				p.send(StreamDebug, debugEnvelope(e.Step, "task", payload))
+			}
+		}
+	case TaskFinished:
+		if e.Task.Name == Start {
+			return
+		}
+		if p.on(StreamUpdates) {
+			u := map[string]any{e.Task.Name: updatePayload(e.Writes)}
+			if e.Cached {
+				u["__metadata__"] = map[string]any{"cached": true}
+			}
+			p.send(StreamUpdates, u)
+		}
+		if !e.Cached {
+			payload := map[string]any{"id": e.Task.ID, "name": e.Task.Name, "error": nil, "result": resultPayload(e.Writes), "interrupts": []any{}}
+			if p.on(StreamTasks) {
+				p.send(StreamTasks, payload)
+			}
+			if p.on(StreamDebug) {
+				p.send(StreamDebug, debugEnvelope(e.Task.Step, "task_result", payload))
+			}
+		}
+	case TaskFailed:
+		payload := map[string]any{"id": e.Task.ID, "name": e.Task.Name, "error": e.Err.Error(), "result": nil, "interrupts": []any{}}
+		if p.on(StreamTasks) {
+			p.send(StreamTasks, payload)
+		}
+		if p.on(StreamDebug) {
+			p.send(StreamDebug, debugEnvelope(e.Task.Step, "task_result", payload))
+		}
+	case CheckpointSaved:
+		if !p.on(StreamCheckpoints) && !p.on(StreamDebug) {
+			return
+		}
+		payload := checkpointPayload(e)
+		if p.on(StreamCheckpoints) {
+			p.send(StreamCheckpoints, payload)
+		}
+		if p.on(StreamDebug) {
+			p.send(StreamDebug, debugEnvelope(e.Metadata.Step, "checkpoint", payload))
+		}
+	case Custom:
+		if p.on(StreamCustom) {
+			p.send(StreamCustom, e.Payload)
+		}
+	case RunFinished:
+		if interrupted, ok := e.Err.(*Interrupted); ok && p.on(StreamUpdates) && interrupted != nil {
+			p.send(StreamUpdates, map[string]any{"__interrupt__": []any{}})
+		}
+	}
+}
+
+func debugEnvelope(step int, typ string, payload any) map[string]any {
+	return map[string]any{"step": step, "timestamp": time.Now().UTC().Format(time.RFC3339Nano), "type": typ, "payload": payload}
+}
+
+// stateWrites are a task's writes to state keys (not routing channels).
+func stateWrites(ws []KV) []KV {
+	out := make([]KV, 0, len(ws))
+	for _, w := range ws {
+		if isStateChannel(w.Key) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func isStateChannel(c string) bool {
+	return c != tasksChannel && !reservedWrite(c) && c != Start &&
+		!hasPrefix(c, branchPrefix) && !hasPrefix(c, joinPrefix)
+}
+
+func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
+
+// updatePayload is upstream's "updates" value for one task: nil for no
+// writes, a map when each key is written once, a list of one-key maps when
+// a key is written several times.
+func updatePayload(ws []KV) any {
+	sw := stateWrites(ws)
+	if len(sw) == 0 {
+		return nil
+	}
+	seen := map[string]bool{}
+	repeated := false
+	for _, w := range sw {
+		if seen[w.Key] {
+			repeated = true
+		}
+		seen[w.Key] = true
+	}
+	if repeated {
+		list := make([]any, len(sw))
+		for i, w := range sw {
+			list[i] = map[string]any{w.Key: w.Value}
+		}
+		return list
+	}
+	m := make(map[string]any, len(sw))
+	for _, w := range sw {
+		m[w.Key] = w.Value
+	}
+	return m
+}
+
+// resultPayload is upstream's task result: each key's value, or
+// {"$writes": [...]} when written several times.
+func resultPayload(ws []KV) map[string]any {
+	sw := stateWrites(ws)
+	out := map[string]any{}
+	counts := map[string]int{}
+	for _, w := range sw {
+		counts[w.Key]++
+	}
+	for _, w := range sw {
+		if counts[w.Key] > 1 {
+			m, _ := out[w.Key].(map[string]any)
+			if m == nil {
+				m = map[string]any{"$writes": []any{}}
+				out[w.Key] = m
+			}
+			m["$writes"] = append(m["$writes"].([]any), w.Value)
+			continue
+		}
+		out[w.Key] = w.Value
+	}
+	return out
+}
+
+func checkpointPayload(e CheckpointSaved) map[string]any {
+	cfg := map[string]any{"configurable": map[string]any{"thread_id": e.Config.ThreadID, "checkpoint_ns": e.Config.Namespace, "checkpoint_id": e.Config.CheckpointID}}
+	var parent any
+	if e.Parent != nil {
+		parent = map[string]any{"configurable": map[string]any{"thread_id": e.Parent.ThreadID, "checkpoint_ns": e.Parent.Namespace, "checkpoint_id": e.Parent.CheckpointID}}
+	}
+	next := e.Next
+	if next == nil {
+		next = []string{}
+	}
+	tasks := make([]any, 0, len(next))
+	for _, n := range next {
+		tasks = append(tasks, map[string]any{"name": n})
+	}
+	md := map[string]any{"source": string(e.Metadata.Source), "step": e.Metadata.Step, "parents": e.Metadata.Parents}
+	for k, v := range e.Metadata.Extra {
+		if _, known := md[k]; !known {
+			md[k] = v
+		}
+	}
+	if e.Metadata.RunID != "" {
+		md["run_id"] = e.Metadata.RunID
+	}
+	return map[string]any{"config": cfg, "parent_config": parent, "values": e.Values, "metadata": md, "next": next, "tasks": tasks}
+}
