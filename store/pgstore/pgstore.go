@@ -119,7 +119,10 @@ func (s *Store) openIndex(ctx context.Context) error {
 			}
 		}
 		if _, err := tx.Exec(ctx, `CREATE INDEX IF NOT EXISTS `+hnswIndexName(emb.Dim())+
-			` ON store_vectors USING hnsw ((embedding::vector(`+strconv.Itoa(emb.Dim())+`)) vector_cosine_ops)`); err != nil {
+			` ON store_vectors USING hnsw ((embedding::vector(`+strconv.Itoa(emb.Dim())+`)) vector_cosine_ops)`+
+			// Partial: an index build also reads rows deleted by this
+			// transaction (a re-embed's old vectors), whose cast would fail.
+			` WHERE vector_dims(embedding) = `+strconv.Itoa(emb.Dim())); err != nil {
 			return fmt.Errorf("pgstore: create vector index: %w", err)
 		}
 		return nil

@@ -192,7 +192,7 @@ func (s *Store) vectorSearch(ctx context.Context, tx pgx.Tx, sr store.PreparedSe
 	sql := `WITH c AS MATERIALIZED (
 			SELECT v.prefix, v.key, v.embedding::vector(` + dim + `) <=> ` + qv + `::vector(` + dim + `) AS dist
 			FROM store_vectors v JOIN store_items i ON i.prefix = v.prefix AND i.key = v.key
-			WHERE ` + cond + `
+			WHERE ` + cond + ` AND vector_dims(v.embedding) = ` + dim + `
 			ORDER BY v.embedding::vector(` + dim + `) <=> ` + qv + `::vector(` + dim + `)
 			LIMIT ` + limitArg + `)
 		SELECT i.prefix, i.key, i.value, i.created_at, i.updated_at, s.dist, (SELECT count(*) FROM c)

@@ -1,0 +1,187 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/superstep-dev/superstep/internal/pgtest"
+	"github.com/superstep-dev/superstep/store"
+	"github.com/superstep-dev/superstep/store/pgstore"
+	"github.com/superstep-dev/superstep/store/storetest"
+)
+
+var ctx = context.Background()
+
+func open(t *testing.T, pool *pgxpool.Pool, emb store.Embedder, reembed bool, fields ...string) (*pgstore.Store, error) {
+	t.Helper()
+	return pgstore.New(ctx, pool, pgstore.Options{Options: store.Options{
+		Index: &store.IndexConfig{Embedder: emb, Fields: fields, Reembed: reembed},
+	}})
+}
+
+func vectorRows(t *testing.T, pool *pgxpool.Pool, key string) []string {
+	t.Helper()
+	rows, err := pool.Query(ctx, `SELECT field FROM store_vectors WHERE key = $1 ORDER BY field`, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var f string
+		if err := rows.Scan(&f); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// TestVectorRowsReplaced checks the table itself: upstream leaves stale
+// rows behind on a re-put with fewer matches or with indexing off.
+func TestVectorRowsReplaced(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Schema(t, nil)
+	s, err := open(t, pool, storetest.NewWordEmbedder(), false, "msgs[*].content")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := []string{"chat"}
+	msgs := func(n int) map[string]any {
+		var m []any
+		for i := range n {
+			m = append(m, map[string]any{"content": fmt.Sprintf("message %d", i)})
+		}
+		return map[string]any{"msgs": m}
+	}
+	if err := store.Put(ctx, s, ns, "t", msgs(3)); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"msgs[*].content.0", "msgs[*].content.1", "msgs[*].content.2"}
+	if got := vectorRows(t, pool, "t"); !reflect.DeepEqual(got, want) {
+		t.Fatalf("fields = %v, want %v", got, want)
+	}
+	if err := store.Put(ctx, s, ns, "t", msgs(1)); err != nil {
+		t.Fatal(err)
+	}
+	if got := vectorRows(t, pool, "t"); !reflect.DeepEqual(got, []string{"msgs[*].content"}) {
+		t.Errorf("after a re-put with one message, fields = %v", got)
+	}
+	if _, err := store.Do(ctx, s, store.PutOp{Namespace: ns, Key: "t", Value: msgs(2), Index: store.NoIndex}); err != nil {
+		t.Fatal(err)
+	}
+	if got := vectorRows(t, pool, "t"); len(got) != 0 {
+		t.Errorf("after a re-put with NoIndex, fields = %v, want none", got)
+	}
+}
+
+func TestEmbedderMismatchAndReembed(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Schema(t, nil)
+	first := storetest.NewWordEmbedder()
+	s, err := open(t, pool, first, false, "text")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, text := range []string{"apple pie", "car engine", "apple"} {
+		if err := store.Put(ctx, s, []string{"r"}, fmt.Sprint(i), map[string]any{"text": text}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Item 3 asked for no vectors; a re-embed must respect that.
+	if _, err := store.Do(ctx, s, store.PutOp{Namespace: []string{"r"}, Key: "3", Value: map[string]any{"text": "apple"}, Index: store.NoIndex}); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, other := range []*storetest.WordEmbedder{{ID: "b", Dims: 1024}, {ID: "a", Dims: 512}} {
+		_, err := open(t, pool, other, false, "text")
+		if !errors.Is(err, store.ErrEmbedderMismatch) || !strings.Contains(err.Error(), first.Name()) || !strings.Contains(err.Error(), other.Name()) {
+			t.Errorf("open with %s: %v, want ErrEmbedderMismatch naming both embedders", other.Name(), err)
+		}
+	}
+	// Opening again with the same embedder is fine and embeds nothing.
+	if _, err := open(t, pool, first, false, "text"); err != nil || first.Texts() != 3 {
+		t.Errorf("reopen with the same embedder: %v, %d texts embedded, want 3", err, first.Texts())
+	}
+
+	smaller := &storetest.WordEmbedder{ID: "c", Dims: 512}
+	s2, err := open(t, pool, smaller, true, "text")
+	if err != nil {
+		t.Fatalf("re-embed: %v", err)
+	}
+	if smaller.Texts() != 3 {
+		t.Errorf("re-embed embedded %d texts, want 3 (the NoIndex item is skipped)", smaller.Texts())
+	}
+	var name string
+	var dims int
+	if err := pool.QueryRow(ctx, `SELECT embedder, dims FROM store_index`).Scan(&name, &dims); err != nil || name != smaller.Name() || dims != 512 {
+		t.Errorf("store_index = %q/%d, %v; want %q/512", name, dims, err, smaller.Name())
+	}
+	got, err := store.Search(ctx, s2, store.SearchOp{Query: "apple"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := keysOf(got); !reflect.DeepEqual(k, []string{"2", "0", "1"}) || math.Abs(*got[0].Score-1) > 1e-6 {
+		t.Errorf("search after re-embed = %v (top score %v), want [2 0 1] with 1", k, got[0].Score)
+	}
+	var idx int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema() AND indexname LIKE 'store_vectors_hnsw_d%'`).Scan(&idx); err != nil || idx != 1 {
+		t.Errorf("%d HNSW indexes, %v; want exactly the new one", idx, err)
+	}
+}
+
+func keysOf(items []store.SearchItem) []string {
+	var out []string
+	for _, it := range items {
+		out = append(out, it.Key)
+	}
+	return out
+}
+
+// TestIndexPathMatchesExact forces the HNSW path (ExactSearchMax 1) and
+// checks it returns what the exact path returns, including deep pages.
+func TestIndexPathMatchesExact(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Schema(t, nil)
+	emb := storetest.NewWordEmbedder()
+	exact, err := open(t, pool, emb, false, "v[*]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	approx, err := pgstore.New(ctx, pool, pgstore.Options{ExactSearchMax: 1, Options: store.Options{Index: &store.IndexConfig{Embedder: emb, Fields: []string{"v[*]"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ops []store.Op
+	for i := range 40 {
+		ops = append(ops, store.PutOp{Namespace: []string{"n", fmt.Sprint(i % 3)}, Key: fmt.Sprintf("k%02d", i),
+			Value: map[string]any{"i": i, "v": []any{"apple " + strings.Repeat("x ", i), "car", "apple " + strings.Repeat("y ", i+2)}}})
+	}
+	if _, err := exact.Batch(ctx, ops); err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range []store.SearchOp{
+		{Query: "apple", Limit: 10},
+		{Query: "apple", Limit: 7, Offset: 28},
+		{Query: "apple", NamespacePrefix: []string{"n", "1"}, Filter: map[string]any{"i": map[string]any{"$gte": 10}}},
+	} {
+		want, err := store.Search(ctx, exact, op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := store.Search(ctx, approx, op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(keysOf(got), keysOf(want)) || len(got) == 0 {
+			t.Errorf("%+v: index path %v, exact %v", op, keysOf(got), keysOf(want))
+		}
+	}
+}
