@@ -239,10 +239,6 @@ func (l *loop) shouldInterrupt(names []string, tasks []*task) []string {
 
 // load restores the thread's checkpoint, or starts empty.
 func (l *loop) load(ctx context.Context) error {
-	l.chans = make(map[string]channels.Channel, len(l.g.channels))
-	l.versions = map[string]int64{}
-	l.seen = map[string]map[string]int64{}
-	l.step = -1
 	var tup *checkpoints.Tuple
 	if l.saver != nil {
 		var err error
@@ -254,6 +250,15 @@ func (l *loop) load(ctx context.Context) error {
 			return fmt.Errorf("%w: thread %q has no checkpoint %q", checkpoints.ErrInvalidConfig, l.opts.ThreadID, l.opts.CheckpointID)
 		}
 	}
+	return l.restore(tup)
+}
+
+// restore sets the loop's state from a saved checkpoint (nil: empty).
+func (l *loop) restore(tup *checkpoints.Tuple) error {
+	l.chans = make(map[string]channels.Channel, len(l.g.channels))
+	l.versions = map[string]int64{}
+	l.seen = map[string]map[string]int64{}
+	l.step = -1
 	if tup == nil {
 		for name, spec := range l.g.channels {
 			ch, err := spec.FromCheckpoint(nil)
@@ -735,6 +740,9 @@ func (l *loop) runTasks(ctx context.Context, tasks []*task) error {
 }
 
 func (l *loop) commitSuccess(ctx context.Context, t *task, d time.Duration) error {
+	// A successful task's writes are saved even when a sibling's failure
+	// has cancelled the step: they are what lets a resume skip this task.
+	ctx = context.WithoutCancel(ctx)
 	if l.emit != nil {
 		l.emit.send(TaskFinished{Task: t.info(), Writes: slices.Clone(t.writes), Duration: d, Attempts: t.attempts})
 	}
@@ -767,6 +775,7 @@ func (l *loop) commitSuccess(ctx context.Context, t *task, d time.Duration) erro
 }
 
 func (l *loop) commitError(ctx context.Context, t *task) {
+	ctx = context.WithoutCancel(ctx)
 	if l.emit != nil {
 		l.emit.send(TaskFailed{Task: t.info(), Err: t.err, Attempts: t.attempts})
 	}

@@ -1,0 +1,177 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/superstep-dev/superstep/checkpoints"
+)
+
+// StateSnapshot is a thread's state at one checkpoint: what the channels
+// held, which tasks run next, and what each of those tasks produced when it
+// already ran (its result, its error).
+type StateSnapshot struct {
+	// Values are the state keys with a value (nil in metadata-only
+	// history).
+	Values       map[string]any
+	Next         []string
+	Config       checkpoints.Config
+	ParentConfig *checkpoints.Config
+	Metadata     checkpoints.Metadata
+	CreatedAt    time.Time
+	Tasks        []TaskState
+}
+
+// TaskState is a task planned at a checkpoint, with its outcome if it ran.
+type TaskState struct {
+	ID   string
+	Name string
+	// Error is the error the task failed with, "" otherwise.
+	Error string
+	// Result holds the task's writes to state keys (a key written several
+	// times maps to {"$writes": [...]}); nil when the task has not run.
+	Result map[string]any
+}
+
+// GetState returns the thread's state at cfg.CheckpointID, or at its latest
+// checkpoint. At the latest checkpoint the writes of tasks that already
+// succeeded are applied and those tasks leave Next, as upstream; at an
+// explicit checkpoint the values are those the step started with.
+func (g *Pregel) GetState(ctx context.Context, cfg checkpoints.Config) (*StateSnapshot, error) {
+	if g.cfg.Checkpointer == nil {
+		return nil, fmt.Errorf("%w: GetState needs a graph compiled with a checkpointer", checkpoints.ErrInvalidConfig)
+	}
+	tup, err := g.cfg.Checkpointer.Get(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if tup == nil {
+		if cfg.CheckpointID != "" {
+			return nil, fmt.Errorf("%w: thread %q has no checkpoint %q", checkpoints.ErrInvalidConfig, cfg.ThreadID, cfg.CheckpointID)
+		}
+		return &StateSnapshot{Values: map[string]any{}, Config: cfg}, nil
+	}
+	return g.snapshot(tup, cfg.CheckpointID == "")
+}
+
+// HistoryOptions narrow GetStateHistory.
+type HistoryOptions = checkpoints.ListOptions
+
+// GetStateHistory lists the thread's checkpoints newest first. With
+// MetadataOnly no channel values are loaded and Values, Next and Tasks are
+// left empty: a cheap listing for a history page.
+func (g *Pregel) GetStateHistory(ctx context.Context, cfg checkpoints.Config, opts HistoryOptions) ([]*StateSnapshot, error) {
+	if g.cfg.Checkpointer == nil {
+		return nil, fmt.Errorf("%w: GetStateHistory needs a graph compiled with a checkpointer", checkpoints.ErrInvalidConfig)
+	}
+	if cfg.ThreadID == "" {
+		return nil, fmt.Errorf("%w: GetStateHistory needs a thread id", checkpoints.ErrInvalidConfig)
+	}
+	if cfg.CheckpointID != "" && opts.Before == "" {
+		opts.Before = cfg.CheckpointID
+	}
+	tups, err := g.cfg.Checkpointer.List(ctx, checkpoints.ListQuery{ThreadID: cfg.ThreadID, Namespace: cfg.Namespace}, opts)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*StateSnapshot, 0, len(tups))
+	for _, tup := range tups {
+		if opts.MetadataOnly {
+			out = append(out, &StateSnapshot{Config: tup.Config, ParentConfig: tup.ParentConfig, Metadata: tup.Metadata, CreatedAt: tup.Checkpoint.TS})
+			continue
+		}
+		s, err := g.snapshot(tup, false)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func (g *Pregel) snapshot(tup *checkpoints.Tuple, applyPending bool) (*StateSnapshot, error) {
+	l := &loop{g: g, grouped: map[string][]any{}, needIDs: true, opts: RunOptions{ThreadID: tup.Config.ThreadID}}
+	l.ns = tup.Config.Namespace
+	if err := l.restore(tup); err != nil {
+		return nil, err
+	}
+	tasks, err := l.prepare()
+	if err != nil {
+		return nil, err
+	}
+	tasks = slices.Clone(tasks)
+	byID := make(map[string]*TaskState, len(tasks))
+	states := make([]TaskState, len(tasks))
+	for i, t := range tasks {
+		states[i] = TaskState{ID: t.ID(), Name: t.name}
+		byID[t.ID()] = &states[i]
+	}
+	ran := map[string]bool{}
+	var applied []*task
+	for _, t := range tasks {
+		var ws []KV
+		st := byID[t.ID()]
+		for _, pw := range tup.PendingWrites {
+			if pw.TaskID != t.ID() {
+				continue
+			}
+			switch pw.Channel {
+			case errorKey:
+				var msg string
+				if json.Unmarshal(pw.Value, &msg) != nil {
+					msg = string(pw.Value)
+				}
+				st.Error = msg
+				continue
+			case interruptKey, resumeKey:
+				continue
+			}
+			ran[t.ID()] = true
+			if pw.Channel == noWritesKey {
+				continue
+			}
+			v, err := l.decodeWrite(pw.Channel, pw.Value)
+			if err != nil {
+				return nil, err
+			}
+			ws = append(ws, KV{Key: pw.Channel, Value: v})
+		}
+		if ran[t.ID()] {
+			st.Result = resultPayload(ws)
+			t.writes = ws
+			applied = append(applied, t)
+		}
+	}
+	next := make([]string, 0, len(tasks))
+	if applyPending && len(applied) > 0 {
+		if _, err := l.apply(applied); err != nil {
+			return nil, err
+		}
+		for _, t := range tasks {
+			if !ran[t.ID()] {
+				next = append(next, t.name)
+			}
+		}
+	} else {
+		for _, t := range tasks {
+			next = append(next, t.name)
+		}
+	}
+	return &StateSnapshot{
+		Values: l.values(), Next: next, Config: tup.Config, ParentConfig: tup.ParentConfig,
+		Metadata: tup.Metadata, CreatedAt: tup.Checkpoint.TS, Tasks: states,
+	}, nil
+}
+
+// GetState returns the thread's state; see Pregel.GetState.
+func (g *Graph[S]) GetState(ctx context.Context, cfg checkpoints.Config) (*StateSnapshot, error) {
+	return g.pregel.GetState(ctx, cfg)
+}
+
+// GetStateHistory lists the thread's checkpoints; see Pregel.GetStateHistory.
+func (g *Graph[S]) GetStateHistory(ctx context.Context, cfg checkpoints.Config, opts HistoryOptions) ([]*StateSnapshot, error) {
+	return g.pregel.GetStateHistory(ctx, cfg, opts)
+}
