@@ -147,7 +147,7 @@ func (m *Memory) PutWrites(ctx context.Context, cfg Config, writes []Write, task
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := ValidateWrites(cfg, writes, taskID); err != nil {
+	if err := ValidateWrites(cfg, writes, taskID, taskPath); err != nil {
 		return err
 	}
 	m.mu.Lock()

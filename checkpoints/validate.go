@@ -269,7 +269,7 @@ func checkAny(v any) error {
 
 // ValidateWrites checks PutWrites' arguments. Errors wrap ErrInvalidConfig
 // or ErrInvalidValue.
-func ValidateWrites(cfg Config, writes []Write, taskID string) error {
+func ValidateWrites(cfg Config, writes []Write, taskID, taskPath string) error {
 	if cfg.ThreadID == "" || cfg.CheckpointID == "" {
 		return fmt.Errorf("%w: put writes needs a thread id and a checkpoint id", ErrInvalidConfig)
 	}
@@ -278,8 +278,8 @@ func ValidateWrites(cfg Config, writes []Write, taskID string) error {
 			return fmt.Errorf("%w: ids must be valid UTF-8 without NUL: %q", ErrInvalidConfig, s)
 		}
 	}
-	if !ValidText(taskID) {
-		return fmt.Errorf("%w: task id %q is not valid UTF-8 without NUL", ErrInvalidValue, taskID)
+	if !ValidText(taskID) || !ValidText(taskPath) {
+		return fmt.Errorf("%w: task id %q and path %q must be valid UTF-8 without NUL", ErrInvalidValue, taskID, taskPath)
 	}
 	for i, w := range writes {
 		if !ValidText(w.Channel) {

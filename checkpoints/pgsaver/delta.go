@@ -1,0 +1,187 @@
+package pgsaver
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/zeebo/xxh3"
+)
+
+// Blob encodings. A decoder never does more than copy bytes: there is no
+// type tag that names code to run, and an unknown encoding is an error.
+const (
+	encJSON   = "json"        // the value's JSON, as given
+	encAppend = "json-append" // the elements appended to the base array
+)
+
+// ErrCorrupt means a stored row cannot be decoded: an unknown encoding, a
+// missing base blob, or a value whose hash does not match its key. Rows
+// are only ever read as bytes, so a tampered row is an error, never code.
+var ErrCorrupt = errors.New("pgsaver: corrupt checkpoint data")
+
+type hash [16]byte
+
+func hashOf(b []byte) hash { return hash(xxh3.Hash128(b).Bytes()) }
+
+// appendDelta returns the bytes to store for next as a delta on prev when
+// next is the JSON array prev with elements appended (byte for byte, as
+// encoding/json writes a grown slice), or ok=false.
+func appendDelta(prev, next []byte) (delta []byte, ok bool) {
+	n, m := len(prev), len(next)
+	if n < 2 || prev[0] != '[' || prev[n-1] != ']' || m <= n || next[m-1] != ']' {
+		return nil, false
+	}
+	if n == 2 { // "[]": everything inside next is appended
+		if next[0] != '[' {
+			return nil, false
+		}
+		return next[1 : m-1], true
+	}
+	if !bytes.Equal(next[:n-1], prev[:n-1]) || next[n-1] != ',' {
+		return nil, false
+	}
+	return next[n : m-1], true
+}
+
+// applyDelta rebuilds the value appendDelta was given as next.
+func applyDelta(base, delta []byte) []byte {
+	if len(base) == 2 {
+		out := make([]byte, 0, len(delta)+2)
+		return append(append(append(out, '['), delta...), ']')
+	}
+	out := make([]byte, 0, len(base)+len(delta)+1)
+	out = append(out, base[:len(base)-1]...)
+	out = append(out, ',')
+	out = append(out, delta...)
+	return append(out, ']')
+}
+
+// storedBlob is a checkpoint_blobs row as read.
+type storedBlob struct {
+	encoding string
+	base     []byte
+	data     []byte
+}
+
+// resolveBlobs rebuilds the value of each wanted hash from rows, which
+// must hold every blob of the wanted hashes' delta chains. Each rebuilt
+// value is checked against its hash.
+func resolveBlobs(rows map[hash]storedBlob, wanted [][]byte) (map[hash][]byte, error) {
+	out := make(map[hash][]byte, len(wanted))
+	for _, w := range wanted {
+		if len(w) != len(hash{}) {
+			return nil, fmt.Errorf("%w: blob key of %d bytes", ErrCorrupt, len(w))
+		}
+		h := hash(w)
+		if _, done := out[h]; done {
+			continue
+		}
+		// Walk down to a full value (or one already rebuilt), then back up.
+		var chain []hash
+		cur := h
+		var val []byte
+		for {
+			if v, ok := out[cur]; ok {
+				val = v
+				break
+			}
+			b, ok := rows[cur]
+			if !ok {
+				return nil, fmt.Errorf("%w: blob %x is missing", ErrCorrupt, cur)
+			}
+			if b.encoding == encJSON {
+				val = b.data
+				if hashOf(val) != cur {
+					return nil, fmt.Errorf("%w: blob %x does not match its hash", ErrCorrupt, cur)
+				}
+				out[cur] = val
+				break
+			}
+			if b.encoding != encAppend || len(b.base) != len(hash{}) {
+				return nil, fmt.Errorf("%w: blob %x has unknown encoding %q", ErrCorrupt, cur, b.encoding)
+			}
+			if len(chain) > len(rows) {
+				return nil, fmt.Errorf("%w: blob %x is in a cycle", ErrCorrupt, cur)
+			}
+			chain = append(chain, cur)
+			cur = hash(b.base)
+		}
+		for i := len(chain) - 1; i >= 0; i-- {
+			val = applyDelta(val, rows[chain[i]].data)
+			if hashOf(val) != chain[i] {
+				return nil, fmt.Errorf("%w: blob %x does not match its hash", ErrCorrupt, chain[i])
+			}
+			out[chain[i]] = val
+		}
+	}
+	return out, nil
+}
+
+// lastValues remembers, per (thread, namespace, channel), the last value
+// this saver wrote, so that Put can store a grown list as a delta without
+// reading the old value back. It is only an optimisation: a miss stores the
+// full value, and a stale entry is harmless because blobs are immutable and
+// a delta's base is guarded by a foreign key.
+type lastValues struct {
+	mu      sync.Mutex
+	entries map[valueKey]*lastValue
+	bytes   int
+	max     int
+}
+
+type valueKey struct{ thread, ns, channel string }
+
+type lastValue struct {
+	hash  hash
+	value []byte
+	// depth is the number of deltas between this value and its nearest
+	// full snapshot; sinceSnapshot their total size; snapshot the size of
+	// that snapshot.
+	depth, sinceSnapshot, snapshot int
+}
+
+func (c *lastValues) get(k valueKey) *lastValue {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.entries[k]
+}
+
+func (c *lastValues) put(k valueKey, v *lastValue) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old := c.entries[k]; old != nil {
+		c.bytes -= len(old.value)
+	}
+	if len(v.value) > c.max {
+		delete(c.entries, k)
+		return
+	}
+	c.entries[k] = v
+	c.bytes += len(v.value)
+	// Evict arbitrary entries: a miss costs one full snapshot, no more.
+	for key, e := range c.entries {
+		if c.bytes <= c.max {
+			break
+		}
+		if key != k {
+			delete(c.entries, key)
+			c.bytes -= len(e.value)
+		}
+	}
+}
+
+func (c *lastValues) dropThreads(threads ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, e := range c.entries {
+		for _, t := range threads {
+			if k.thread == t {
+				delete(c.entries, k)
+				c.bytes -= len(e.value)
+				break
+			}
+		}
+	}
+}

@@ -1,0 +1,322 @@
+package pgsaver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/superstep-dev/superstep/checkpoints"
+)
+
+// sqlGet reads one checkpoint with its values' blobs (whole delta chains,
+// through a recursive CTE) and its pending writes in one statement. %s is
+// the condition that picks the checkpoint.
+const sqlGet = `
+WITH RECURSIVE c AS (
+    SELECT checkpoint_id, parent_checkpoint_id, checkpoint, metadata, blob_channels, blob_hashes
+    FROM checkpoints
+    WHERE thread_id = $1 AND checkpoint_ns = $2 %s
+    ORDER BY seq DESC, checkpoint_id DESC
+    LIMIT 1
+), chain AS (
+    SELECT b.hash, b.encoding, b.base, b.data
+    FROM c, unnest(c.blob_hashes) AS h(hash)
+    JOIN checkpoint_blobs b ON b.thread_id = $1 AND b.hash = h.hash
+    UNION
+    SELECT b.hash, b.encoding, b.base, b.data
+    FROM chain JOIN checkpoint_blobs b ON b.thread_id = $1 AND b.hash = chain.base
+)
+SELECT c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint, c.metadata, c.blob_channels, c.blob_hashes,
+       bl.hashes, bl.encodings, bl.bases, bl.datas, w.tasks, w.channels, w.encodings, w.vals
+FROM c
+CROSS JOIN LATERAL (
+    SELECT array_agg(hash), array_agg(encoding), array_agg(base), array_agg(data) FROM chain
+) AS bl(hashes, encodings, bases, datas)
+CROSS JOIN LATERAL (` + sqlWritesOf + `) AS w(tasks, channels, encodings, vals)`
+
+// sqlWritesOf aggregates the pending writes of checkpoint c, in order.
+const sqlWritesOf = `
+    SELECT array_agg(w.task_id ORDER BY w.task_id, w.idx), array_agg(w.channel ORDER BY w.task_id, w.idx),
+           array_agg(w.encoding ORDER BY w.task_id, w.idx), array_agg(w.value ORDER BY w.task_id, w.idx)
+    FROM checkpoint_writes w
+    WHERE w.thread_id = $1 AND w.checkpoint_ns = $2 AND w.checkpoint_id = c.checkpoint_id`
+
+var (
+	sqlGetByID   = fmt.Sprintf(sqlGet, "AND checkpoint_id = $3")
+	sqlGetLatest = fmt.Sprintf(sqlGet, "")
+)
+
+// Get implements checkpoints.Saver.
+func (s *Saver) Get(ctx context.Context, cfg checkpoints.Config) (*checkpoints.Tuple, error) {
+	if cfg.ThreadID == "" || !checkpoints.ValidText(cfg.ThreadID) || !checkpoints.ValidText(cfg.Namespace) || !checkpoints.ValidText(cfg.CheckpointID) {
+		return nil, nil
+	}
+	var row pgx.Row
+	if cfg.CheckpointID != "" {
+		row = s.pool.QueryRow(ctx, sqlGetByID, cfg.ThreadID, cfg.Namespace, cfg.CheckpointID)
+	} else {
+		row = s.pool.QueryRow(ctx, sqlGetLatest, cfg.ThreadID, cfg.Namespace)
+	}
+	var r rowData
+	var bHash, bBase, bData [][]byte
+	var bEnc []string
+	err := row.Scan(&r.id, &r.parent, &r.body, &r.metadata, &r.channels, &r.hashes,
+		&bHash, &bEnc, &bBase, &bData, &r.wTasks, &r.wChannels, &r.wEncodings, &r.wValues)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pgsaver: get %+v: %w", cfg, err)
+	}
+	blobs := make(map[hash]storedBlob, len(bHash))
+	for i, h := range bHash {
+		if len(h) == len(hash{}) {
+			blobs[hash(h)] = storedBlob{encoding: bEnc[i], base: bBase[i], data: bData[i]}
+		}
+	}
+	values, err := resolveBlobs(blobs, r.hashes)
+	if err != nil {
+		return nil, err
+	}
+	r.thread, r.ns = cfg.ThreadID, cfg.Namespace
+	return r.tuple(values, true)
+}
+
+// rowData is a checkpoint row as scanned.
+type rowData struct {
+	thread, ns, id string
+	parent         *string
+	body, metadata []byte
+	channels       []string
+	hashes         [][]byte
+	wTasks         []string
+	wChannels      []string
+	wEncodings     []string
+	wValues        [][]byte
+}
+
+func (r *rowData) tuple(values map[hash][]byte, withValues bool) (*checkpoints.Tuple, error) {
+	t := &checkpoints.Tuple{
+		Config:     checkpoints.Config{ThreadID: r.thread, Namespace: r.ns, CheckpointID: r.id},
+		Checkpoint: &checkpoints.Checkpoint{},
+	}
+	if err := json.Unmarshal(r.body, t.Checkpoint); err != nil {
+		return nil, fmt.Errorf("%w: checkpoint %s: %v", ErrCorrupt, r.id, err)
+	}
+	t.Checkpoint.ChannelValues = nil
+	if err := json.Unmarshal(r.metadata, &t.Metadata); err != nil {
+		return nil, fmt.Errorf("%w: metadata of %s: %v", ErrCorrupt, r.id, err)
+	}
+	if r.parent != nil {
+		t.ParentConfig = &checkpoints.Config{ThreadID: r.thread, Namespace: r.ns, CheckpointID: *r.parent}
+	}
+	if !withValues {
+		return t, nil
+	}
+	if len(r.channels) != len(r.hashes) {
+		return nil, fmt.Errorf("%w: checkpoint %s has %d channels and %d blob keys", ErrCorrupt, r.id, len(r.channels), len(r.hashes))
+	}
+	t.Checkpoint.ChannelValues = make(map[string]json.RawMessage, len(r.channels))
+	for i, ch := range r.channels {
+		v, ok := values[hash(r.hashes[i])]
+		if !ok {
+			return nil, fmt.Errorf("%w: checkpoint %s: value of %q is missing", ErrCorrupt, r.id, ch)
+		}
+		t.Checkpoint.ChannelValues[ch] = json.RawMessage(v)
+	}
+	for i, task := range r.wTasks {
+		if r.wEncodings[i] != encJSON || !json.Valid(r.wValues[i]) {
+			return nil, fmt.Errorf("%w: write %d of checkpoint %s has encoding %q", ErrCorrupt, i, r.id, r.wEncodings[i])
+		}
+		t.PendingWrites = append(t.PendingWrites, checkpoints.PendingWrite{TaskID: task, Channel: r.wChannels[i], Value: r.wValues[i]})
+	}
+	return t, nil
+}
+
+// List implements checkpoints.Saver.
+func (s *Saver) List(ctx context.Context, q checkpoints.ListQuery, opts checkpoints.ListOptions) ([]*checkpoints.Tuple, error) {
+	if opts.Limit < 0 {
+		return nil, fmt.Errorf("%w: limit %d is negative", checkpoints.ErrInvalidFilter, opts.Limit)
+	}
+	filter, err := checkpoints.EncodeFilter(opts.Filter)
+	if err != nil {
+		return nil, err
+	}
+	if !checkpoints.ValidText(q.ThreadID) || !checkpoints.ValidText(q.Namespace) || !checkpoints.ValidText(opts.Before) {
+		return nil, nil
+	}
+	sql, args := buildList(q, opts, filter)
+	if opts.MetadataOnly {
+		rows, err := s.pool.Query(ctx, sql, args...)
+		if err != nil {
+			return nil, fmt.Errorf("pgsaver: list: %w", err)
+		}
+		return collectTuples(rows, false, nil)
+	}
+	// Rows and blobs must come from one snapshot, or a concurrent prune
+	// could remove a blob between the two reads.
+	var out []*checkpoints.Tuple
+	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		out, err = collectTuples(rows, true, func(datas []*rowData) (map[hash][]byte, error) {
+			return loadBlobs(ctx, tx, datas)
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgsaver: list: %w", err)
+	}
+	return out, nil
+}
+
+// buildList writes the listing query. Every value is a parameter; only
+// fixed SQL fragments are concatenated.
+func buildList(q checkpoints.ListQuery, opts checkpoints.ListOptions, filter []byte) (string, []any) {
+	var sb strings.Builder
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	sb.WriteString("SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint, c.metadata")
+	if !opts.MetadataOnly {
+		sb.WriteString(`, c.blob_channels, c.blob_hashes, w.tasks, w.channels, w.encodings, w.vals
+FROM checkpoints c CROSS JOIN LATERAL (
+    SELECT array_agg(w.task_id ORDER BY w.task_id, w.idx), array_agg(w.channel ORDER BY w.task_id, w.idx),
+           array_agg(w.encoding ORDER BY w.task_id, w.idx), array_agg(w.value ORDER BY w.task_id, w.idx)
+    FROM checkpoint_writes w
+    WHERE w.thread_id = c.thread_id AND w.checkpoint_ns = c.checkpoint_ns AND w.checkpoint_id = c.checkpoint_id
+) AS w(tasks, channels, encodings, vals)`)
+	} else {
+		sb.WriteString("\nFROM checkpoints c")
+	}
+	sb.WriteString("\nWHERE true")
+	var thread string
+	if q.ThreadID != "" {
+		thread = arg(q.ThreadID)
+		sb.WriteString(" AND c.thread_id = " + thread)
+	}
+	if !q.AllNamespaces {
+		sb.WriteString(" AND c.checkpoint_ns = " + arg(q.Namespace))
+	}
+	if filter != nil {
+		sb.WriteString(" AND c.metadata @> " + arg(string(filter)) + "::jsonb")
+	}
+	if opts.Before != "" {
+		before := arg(opts.Before)
+		if thread != "" {
+			// A position in the thread's sequence when Before is one of
+			// its checkpoints, else an id comparison.
+			sb.WriteString(" AND coalesce(c.seq < (SELECT b.seq FROM checkpoints b WHERE b.thread_id = " + thread +
+				" AND b.checkpoint_id = " + before + " ORDER BY b.seq DESC LIMIT 1), c.checkpoint_id < " + before + ")")
+		} else {
+			sb.WriteString(" AND c.checkpoint_id < " + before)
+		}
+	}
+	if thread != "" {
+		sb.WriteString("\nORDER BY c.seq DESC, c.checkpoint_id DESC")
+	} else {
+		sb.WriteString("\nORDER BY c.checkpoint_id DESC, c.thread_id, c.checkpoint_ns")
+	}
+	if opts.Limit > 0 {
+		sb.WriteString(" LIMIT " + arg(opts.Limit))
+	}
+	return sb.String(), args
+}
+
+func collectTuples(rows pgx.Rows, withValues bool, load func([]*rowData) (map[hash][]byte, error)) ([]*checkpoints.Tuple, error) {
+	var datas []*rowData
+	for rows.Next() {
+		r := &rowData{}
+		dest := []any{&r.thread, &r.ns, &r.id, &r.parent, &r.body, &r.metadata}
+		if withValues {
+			dest = append(dest, &r.channels, &r.hashes, &r.wTasks, &r.wChannels, &r.wEncodings, &r.wValues)
+		}
+		if err := rows.Scan(dest...); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		datas = append(datas, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var values map[hash][]byte
+	if withValues && len(datas) > 0 {
+		var err error
+		if values, err = load(datas); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]*checkpoints.Tuple, len(datas))
+	for i, r := range datas {
+		t, err := r.tuple(values, withValues)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = t
+	}
+	return out, nil
+}
+
+const sqlLoadBlobs = `
+WITH RECURSIVE chain AS (
+    SELECT b.thread_id, b.hash, b.encoding, b.base, b.data
+    FROM unnest($1::text[], $2::bytea[]) AS k(t, h)
+    JOIN checkpoint_blobs b ON b.thread_id = k.t AND b.hash = k.h
+    UNION
+    SELECT b.thread_id, b.hash, b.encoding, b.base, b.data
+    FROM chain JOIN checkpoint_blobs b ON b.thread_id = chain.thread_id AND b.hash = chain.base
+)
+SELECT thread_id, hash, encoding, base, data FROM chain`
+
+// loadBlobs reads and rebuilds the values of the listed checkpoints. Blobs
+// are per thread; a hash names the same content in every thread, so the
+// rebuilt values are keyed by hash alone.
+func loadBlobs(ctx context.Context, tx pgx.Tx, datas []*rowData) (map[hash][]byte, error) {
+	var threads []string
+	var hashes [][]byte
+	seen := map[string]map[hash]bool{}
+	for _, r := range datas {
+		if seen[r.thread] == nil {
+			seen[r.thread] = map[hash]bool{}
+		}
+		for _, h := range r.hashes {
+			if len(h) == len(hash{}) && !seen[r.thread][hash(h)] {
+				seen[r.thread][hash(h)] = true
+				threads, hashes = append(threads, r.thread), append(hashes, h)
+			}
+		}
+	}
+	if len(hashes) == 0 {
+		return map[hash][]byte{}, nil
+	}
+	rows, err := tx.Query(ctx, sqlLoadBlobs, threads, hashes)
+	if err != nil {
+		return nil, err
+	}
+	blobs := map[hash]storedBlob{}
+	for rows.Next() {
+		var thread, enc string
+		var h, base, data []byte
+		if err := rows.Scan(&thread, &h, &enc, &base, &data); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if len(h) == len(hash{}) {
+			blobs[hash(h)] = storedBlob{encoding: enc, base: base, data: data}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return resolveBlobs(blobs, hashes)
+}
