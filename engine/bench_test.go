@@ -2,7 +2,10 @@ package engine_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
+
+	"github.com/superstep-dev/superstep/checkpoints"
 
 	"github.com/superstep-dev/superstep/engine"
 )
@@ -20,4 +23,134 @@ func BenchmarkLoop1000(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1001, "ns/superstep")
+}
+
+// BenchmarkLoop1000Checkpointed is BenchmarkLoop1000 with the in-memory
+// saver keeping full history, durability sync.
+func BenchmarkLoop1000Checkpointed(b *testing.B) {
+	g := engine.NewStateGraph[counter]()
+	g.AddNode("inc", func(_ context.Context, s counter) (engine.Output, error) {
+		return engine.Update{"n": s.N + 1}, nil
+	})
+	g.AddEdge(engine.Start, "inc")
+	g.AddConditionalEdges("inc", func(_ context.Context, s counter) (engine.Route, error) {
+		if s.N >= 1000 {
+			return engine.To(engine.End), nil
+		}
+		return engine.To("inc"), nil
+	}, nil)
+	cg, err := g.Compile(engine.CompileOptions{Checkpointer: checkpoints.NewMemory()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	in := engine.Update{"n": 0}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		if _, err := cg.Invoke(ctx, in, &engine.RunOptions{ThreadID: strconv.Itoa(i), Durability: engine.DurabilitySync}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1001, "ns/superstep")
+}
+
+type fanState struct {
+	Sum   int   `json:"sum"`
+	Parts []int `json:"parts" reduce:"append"`
+}
+
+// BenchmarkFanOut100: START → 100 parallel trivial nodes → one join node
+// summing them.
+func BenchmarkFanOut100(b *testing.B) {
+	g := engine.NewStateGraph[fanState]()
+	var names []string
+	for i := range 100 {
+		name := "n" + strconv.Itoa(i)
+		names = append(names, name)
+		g.AddNode(name, func(context.Context, fanState) (engine.Output, error) { return engine.Update{"parts": i}, nil })
+		g.AddEdge(engine.Start, name)
+	}
+	g.AddNode("total", func(_ context.Context, s fanState) (engine.Output, error) {
+		t := 0
+		for _, p := range s.Parts {
+			t += p
+		}
+		return engine.Update{"sum": t}, nil
+	})
+	g.AddJoin(names, "total")
+	cg, err := g.Compile(engine.CompileOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		out, err := cg.Invoke(ctx, engine.Update{"sum": 0}, nil)
+		if err != nil || out.Sum != 4950 {
+			b.Fatal(out, err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/run")
+}
+
+type sendState struct {
+	N       int   `json:"n"`
+	Results []int `json:"results" reduce:"append"`
+}
+
+// BenchmarkSend100: a node Sends 100 tasks whose results are reduced.
+func BenchmarkSend100(b *testing.B) {
+	g := engine.NewStateGraph[sendState]()
+	g.AddNode("plan", func(context.Context, sendState) (engine.Output, error) { return nil, nil })
+	engine.AddNodeFunc(g, "work", func(_ context.Context, x int) (engine.Output, error) {
+		return engine.Update{"results": x * 2}, nil
+	})
+	g.AddEdge(engine.Start, "plan")
+	g.AddConditionalEdges("plan", func(_ context.Context, s sendState) (engine.Route, error) {
+		sends := make([]engine.Send, s.N)
+		for i := range sends {
+			sends[i] = engine.Send{Node: "work", Arg: i}
+		}
+		return engine.SendTo(sends...), nil
+	}, nil)
+	cg, err := g.Compile(engine.CompileOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		out, err := cg.Invoke(ctx, engine.Update{"n": 100}, nil)
+		if err != nil || len(out.Results) != 100 {
+			b.Fatal(out, err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/run")
+}
+
+// BenchmarkChain10: a 10-node chain appending to a list reducer.
+func BenchmarkChain10(b *testing.B) {
+	g := engine.NewStateGraph[logState]()
+	prev := engine.Start
+	for i := range 10 {
+		name := "n" + strconv.Itoa(i)
+		g.AddNode(name, logNode(name))
+		g.AddEdge(prev, name)
+		prev = name
+	}
+	cg, err := g.Compile(engine.CompileOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		out, err := cg.Invoke(ctx, engine.Update{"log": []string{}}, nil)
+		if err != nil || len(out.Log) != 10 {
+			b.Fatal(out, err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/run")
 }
