@@ -64,11 +64,17 @@ type loop struct {
 	saver checkpoints.Saver
 	ns    string
 
-	chans    map[string]channels.Channel
-	versions map[string]int64
-	seen     map[string]map[string]int64
-	updated  []string // nil: unknown, every node is a candidate
-	step     int
+	chans    []channels.Channel // by channel index
+	versions []int64            // by channel index; 0 = no version yet
+	// seen[node][k] is the version of the node's k-th trigger it last ran
+	// on; nil when the node never ran. seenInterrupt acknowledges
+	// breakpoints (upstream's versions_seen["__interrupt__"]).
+	seen          [][]int64
+	seenInterrupt []int64
+	extraSeen     map[string]map[string]int64 // entries for other names, kept as loaded
+	updated       []int // updated channel indexes of the last step
+	updatedKnown  bool  // false: every node is a candidate
+	step          int
 	stop     int
 
 	ckptID    string
@@ -76,7 +82,7 @@ type loop struct {
 	ckptCfg   checkpoints.Config
 	parentCfg *checkpoints.Config
 	pending   []checkpoints.PendingWrite
-	saved     map[string]int64 // versions at the last put
+	saved     []int64 // versions at the last put
 	hasSaved  bool
 
 	hasher  taskIDHasher
@@ -93,9 +99,10 @@ type loop struct {
 	free       []*task
 	needIDs    bool
 	ckptLazy   bool
-	candidates []string
-	grouped    map[string][]any
-	touched    []string
+	candidates []int
+	grouped    [][]any
+	touched    []int
+	touchedSet []bool
 	bumps      []ChannelBump
 }
 
@@ -130,7 +137,7 @@ func (g *Pregel) Invoke(ctx context.Context, input any, opts *RunOptions) (out a
 }
 
 func (g *Pregel) newLoop(opts *RunOptions) (*loop, error) {
-	l := &loop{g: g, saver: g.cfg.Checkpointer, grouped: map[string][]any{}}
+	l := &loop{g: g, saver: g.cfg.Checkpointer}
 	if opts != nil {
 		l.opts = *opts
 	}
@@ -216,12 +223,13 @@ func (l *loop) shouldInterrupt(names []string, tasks []*task) []string {
 	if len(names) == 0 {
 		return nil
 	}
-	seen := l.seen[interruptKey]
 	anyNew := false
 	for c, v := range l.versions {
-		if v > seen[c] {
-			anyNew = true
-			break
+		if l.seenInterrupt == nil || v > l.seenInterrupt[c] {
+			anyNew = v > 0 || anyNew
+			if anyNew {
+				break
+			}
 		}
 	}
 	if !anyNew {
@@ -255,43 +263,90 @@ func (l *loop) load(ctx context.Context) error {
 
 // restore sets the loop's state from a saved checkpoint (nil: empty).
 func (l *loop) restore(tup *checkpoints.Tuple) error {
-	l.chans = make(map[string]channels.Channel, len(l.g.channels))
-	l.versions = map[string]int64{}
-	l.seen = map[string]map[string]int64{}
+	n := len(l.g.specs)
+	l.chans = make([]channels.Channel, n)
+	l.versions = make([]int64, n)
+	l.seen = make([][]int64, len(l.g.nodeList))
+	l.grouped = make([][]any, n)
+	l.touchedSet = make([]bool, n)
 	l.step = -1
 	if tup == nil {
-		for name, spec := range l.g.channels {
+		for i, spec := range l.g.specs {
 			ch, err := spec.FromCheckpoint(nil)
 			if err != nil {
 				return err
 			}
-			l.chans[name] = ch
+			l.chans[i] = ch
 		}
 		l.newCheckpointID()
 		return nil
 	}
 	cp := tup.Checkpoint
-	for name, spec := range l.g.channels {
-		ch, err := spec.FromCheckpoint(cp.ChannelValues[name])
+	for i, spec := range l.g.specs {
+		ch, err := spec.FromCheckpoint(cp.ChannelValues[l.g.chanNames[i]])
 		if err != nil {
-			return fmt.Errorf("restore channel %q from checkpoint %s: %w", name, cp.ID, err)
+			return fmt.Errorf("restore channel %q from checkpoint %s: %w", l.g.chanNames[i], cp.ID, err)
 		}
-		l.chans[name] = ch
+		l.chans[i] = ch
 	}
-	maps.Copy(l.versions, cp.ChannelVersions)
-	for k, v := range cp.VersionsSeen {
-		l.seen[k] = maps.Clone(v)
+	for c, v := range cp.ChannelVersions {
+		if i, ok := l.g.chanIdx[c]; ok {
+			l.versions[i] = v
+		}
+	}
+	for name, vs := range cp.VersionsSeen {
+		if name == interruptKey {
+			l.seenInterrupt = l.versionsFromMap(vs)
+			continue
+		}
+		node, ok := l.g.nodes[name]
+		if !ok {
+			if l.extraSeen == nil {
+				l.extraSeen = map[string]map[string]int64{}
+			}
+			l.extraSeen[name] = maps.Clone(vs)
+			continue
+		}
+		s := make([]int64, len(node.trig))
+		for k, t := range node.Triggers {
+			s[k] = vs[t]
+		}
+		l.seen[node.idx] = s
 	}
 	if cp.UpdatedChannels != nil {
-		l.updated = slices.Clone(cp.UpdatedChannels)
+		l.updatedKnown = true
+		for _, c := range cp.UpdatedChannels {
+			if i, ok := l.g.chanIdx[c]; ok {
+				l.updated = append(l.updated, i)
+			}
+		}
 	}
 	l.step = tup.Metadata.Step + 1
 	l.setCheckpointID(cp.ID)
 	l.ckptCfg = tup.Config
-	l.saved = maps.Clone(cp.ChannelVersions)
+	l.saved = slices.Clone(l.versions)
 	l.hasSaved = true
 	l.pending = tup.PendingWrites
 	return nil
+}
+
+func (l *loop) versionsFromMap(m map[string]int64) []int64 {
+	out := make([]int64, len(l.g.specs))
+	for c, v := range m {
+		if i, ok := l.g.chanIdx[c]; ok {
+			out[i] = v
+		}
+	}
+	return out
+}
+
+func (l *loop) hasVersions() bool {
+	for _, v := range l.versions {
+		if v > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // newCheckpointID starts a new checkpoint. Its id is materialised only
@@ -321,12 +376,12 @@ func (l *loop) setCheckpointID(id string) {
 func (l *loop) first(ctx context.Context, input any) error {
 	l.stop = l.step + l.opts.RecursionLimit + 1
 	if input == nil {
-		if len(l.versions) == 0 {
+		if !l.hasVersions() {
 			return fmt.Errorf("%w: nothing to resume on thread %q; pass an input", ErrEmptyInput, l.opts.ThreadID)
 		}
 		// Resuming: acknowledge breakpoints so they do not fire again
 		// until something changes.
-		l.seen[interruptKey] = maps.Clone(l.versions)
+		l.seenInterrupt = slices.Clone(l.versions)
 		return nil
 	}
 	writes, err := l.mapInput(input)
@@ -376,7 +431,7 @@ func (l *loop) mapInput(input any) ([]KV, error) {
 // triggers have newer versions than they last saw.
 func (l *loop) prepare() ([]*task, error) {
 	tasks := l.tasks[:0]
-	if tch := l.chans[tasksChannel]; tch.IsAvailable() {
+	if tch := l.chans[l.g.tasksIdx]; tch.IsAvailable() {
 		v, _ := tch.Get()
 		sends, err := asSends(v)
 		if err != nil {
@@ -399,8 +454,8 @@ func (l *loop) prepare() ([]*task, error) {
 			tasks = append(tasks, t)
 		}
 	}
-	for _, name := range l.pullCandidates() {
-		n := l.g.nodes[name]
+	for _, ni := range l.pullCandidates() {
+		n := l.g.nodeList[ni]
 		if !l.triggered(n) {
 			continue
 		}
@@ -462,29 +517,32 @@ func (l *loop) taskNS(name string) string {
 	return l.ns + "|" + name
 }
 
-func (l *loop) pullCandidates() []string {
-	if l.updated == nil {
-		return l.g.nodeNames
-	}
+func (l *loop) pullCandidates() []int {
 	c := l.candidates[:0]
-	for _, ch := range l.updated {
-		c = append(c, l.g.triggerToNodes[ch]...)
-	}
-	if len(c) > 1 {
-		slices.Sort(c)
-		c = slices.Compact(c)
+	if !l.updatedKnown {
+		for i := range l.g.nodeList {
+			c = append(c, i)
+		}
+	} else {
+		for _, ch := range l.updated {
+			c = append(c, l.g.trigNodes[ch]...)
+		}
+		if len(c) > 1 {
+			slices.Sort(c)
+			c = slices.Compact(c)
+		}
 	}
 	l.candidates = c
 	return c
 }
 
 func (l *loop) triggered(n *Node) bool {
-	seen := l.seen[n.Name]
-	for _, c := range n.Triggers {
+	seen := l.seen[n.idx]
+	for k, c := range n.trig {
 		if !l.chans[c].IsAvailable() {
 			continue
 		}
-		if seen == nil || l.versions[c] > seen[c] {
+		if seen == nil || l.versions[c] > seen[k] {
 			return true
 		}
 	}
@@ -819,25 +877,29 @@ func (l *loop) putWrites(ctx context.Context, taskID string, ws []checkpoints.Wr
 }
 
 // apply is upstream's apply_writes: the barrier at the end of a superstep.
-// It returns the channels updated (those that can trigger nodes next).
-func (l *loop) apply(tasks []*task) ([]string, error) {
+// It returns the indexes of the channels updated (those that can trigger
+// nodes next).
+func (l *loop) apply(tasks []*task) ([]int, error) {
 	sortTasks(tasks)
 	bump := false
 	for _, t := range tasks {
 		if len(t.triggers) > 0 {
 			bump = true
 		}
-		if t.node == nil && t.name == inputTask {
+		n := t.node
+		if n == nil {
 			continue
 		}
-		s := l.seen[t.name]
+		s := l.seen[n.idx]
 		if s == nil {
-			s = make(map[string]int64, len(t.triggers))
-			l.seen[t.name] = s
+			s = make([]int64, len(n.trig))
+			l.seen[n.idx] = s
 		}
-		for _, c := range t.triggers {
-			if v, ok := l.versions[c]; ok {
-				s[c] = v
+		if !t.push {
+			for k, c := range n.trig {
+				if v := l.versions[c]; v > 0 {
+					s[k] = v
+				}
 			}
 		}
 	}
@@ -847,15 +909,18 @@ func (l *loop) apply(tasks []*task) ([]string, error) {
 	}
 	next := maxV + 1
 	l.bumps = l.bumps[:0]
-	setVersion := func(c string) {
+	setVersion := func(c int) {
 		if l.emit != nil {
-			l.bumps = append(l.bumps, ChannelBump{Channel: c, Old: l.versions[c], New: next})
+			l.bumps = append(l.bumps, ChannelBump{Channel: l.g.chanNames[c], Old: l.versions[c], New: next})
 		}
 		l.versions[c] = next
 	}
 	for _, t := range tasks {
-		for _, c := range t.triggers {
-			if ch, ok := l.chans[c]; ok && l.versions[c] != next && ch.Consume() {
+		if t.node == nil || t.push {
+			continue
+		}
+		for _, c := range t.node.trig {
+			if l.versions[c] != next && l.chans[c].Consume() {
 				setVersion(c)
 			}
 		}
@@ -863,6 +928,7 @@ func (l *loop) apply(tasks []*task) ([]string, error) {
 	// Group writes by channel in barrier order.
 	for _, c := range l.touched {
 		l.grouped[c] = l.grouped[c][:0]
+		l.touchedSet[c] = false
 	}
 	l.touched = l.touched[:0]
 	for _, t := range tasks {
@@ -870,27 +936,23 @@ func (l *loop) apply(tasks []*task) ([]string, error) {
 			if reservedWrite(w.Key) {
 				continue
 			}
-			if _, ok := l.chans[w.Key]; !ok {
+			c, ok := l.g.chanIdx[w.Key]
+			if !ok {
 				return nil, fmt.Errorf("%w: node %q wrote to unknown channel %q", ErrInvalidUpdate, t.name, w.Key)
 			}
-			vals, seen := l.grouped[w.Key]
-			if !seen || len(vals) == 0 {
-				if !slices.Contains(l.touched, w.Key) {
-					l.touched = append(l.touched, w.Key)
-				}
+			if !l.touchedSet[c] {
+				l.touchedSet[c] = true
+				l.touched = append(l.touched, c)
 			}
-			l.grouped[w.Key] = append(vals, w.Value)
+			l.grouped[c] = append(l.grouped[c], w.Value)
 		}
 	}
 	updated := l.updated[:0]
-	if l.updated == nil {
-		updated = nil
-	}
 	for _, c := range l.touched {
 		ch := l.chans[c]
 		changed, err := ch.Update(l.grouped[c])
 		if err != nil {
-			return nil, fmt.Errorf("at key %q: %w", c, err)
+			return nil, fmt.Errorf("at key %q: %w", l.g.chanNames[c], err)
 		}
 		if changed {
 			setVersion(c)
@@ -900,11 +962,10 @@ func (l *loop) apply(tasks []*task) ([]string, error) {
 		}
 	}
 	if bump {
-		for _, c := range l.g.chanNames {
-			if slices.Contains(l.touched, c) {
+		for c, ch := range l.chans {
+			if l.touchedSet[c] {
 				continue
 			}
-			ch := l.chans[c]
 			if changed, _ := ch.Update(nil); changed {
 				setVersion(c)
 				if ch.IsAvailable() {
@@ -914,14 +975,13 @@ func (l *loop) apply(tasks []*task) ([]string, error) {
 		}
 		triggers := false
 		for _, c := range updated {
-			if _, ok := l.g.triggerToNodes[c]; ok {
+			if len(l.g.trigNodes[c]) > 0 {
 				triggers = true
 				break
 			}
 		}
 		if !triggers {
-			for _, c := range l.g.chanNames {
-				ch := l.chans[c]
+			for c, ch := range l.chans {
 				if ch.Finish() {
 					setVersion(c)
 					if ch.IsAvailable() && !slices.Contains(updated, c) {
@@ -931,14 +991,15 @@ func (l *loop) apply(tasks []*task) ([]string, error) {
 			}
 		}
 	}
-	if updated == nil {
-		updated = []string{}
-	}
 	slices.Sort(updated)
-	l.updated = updated
+	l.updated, l.updatedKnown = updated, true
 	if l.emit != nil {
-		ev := BarrierApplied{Step: l.step, Bumps: slices.Clone(l.bumps), Updated: slices.Clone(updated)}
-		for _, c := range l.g.streamChannels() {
+		names := make([]string, len(updated))
+		for i, c := range updated {
+			names[i] = l.g.chanNames[c]
+		}
+		ev := BarrierApplied{Step: l.step, Bumps: slices.Clone(l.bumps), Updated: names}
+		for _, c := range l.g.streamIdx {
 			if slices.Contains(updated, c) {
 				ev.Values = l.values()
 				break
@@ -973,37 +1034,78 @@ func (l *loop) metadata(source checkpoints.Source) checkpoints.Metadata {
 	return md
 }
 
+// versionsSeenMap is versions_seen in upstream's form.
+func (l *loop) versionsSeenMap() map[string]map[string]int64 {
+	out := make(map[string]map[string]int64, len(l.seen)+2)
+	for name, vs := range l.extraSeen {
+		out[name] = maps.Clone(vs)
+	}
+	if _, ok := out[inputTask]; !ok {
+		out[inputTask] = map[string]int64{}
+	}
+	for i, s := range l.seen {
+		if s == nil {
+			continue
+		}
+		n := l.g.nodeList[i]
+		m := make(map[string]int64, len(s))
+		for k, v := range s {
+			if v > 0 {
+				m[n.Triggers[k]] = v
+			}
+		}
+		out[n.Name] = m
+	}
+	if l.seenInterrupt != nil {
+		m := map[string]int64{}
+		for c, v := range l.seenInterrupt {
+			if v > 0 {
+				m[l.g.chanNames[c]] = v
+			}
+		}
+		out[interruptKey] = m
+	}
+	return out
+}
+
 func (l *loop) saveCheckpoint(ctx context.Context, source checkpoints.Source) error {
 	cp := &checkpoints.Checkpoint{
 		V:               checkpoints.FormatVersion,
 		ID:              l.ckptID,
 		TS:              time.Now().UTC(),
 		ChannelValues:   map[string]json.RawMessage{},
-		ChannelVersions: maps.Clone(l.versions),
-		VersionsSeen:    make(map[string]map[string]int64, len(l.seen)),
-		UpdatedChannels: slices.Clone(l.updated),
+		ChannelVersions: make(map[string]int64, len(l.versions)),
+		VersionsSeen:    l.versionsSeenMap(),
 	}
-	for k, v := range l.seen {
-		cp.VersionsSeen[k] = maps.Clone(v)
+	if l.updatedKnown {
+		cp.UpdatedChannels = make([]string, len(l.updated))
+		for i, c := range l.updated {
+			cp.UpdatedChannels[i] = l.g.chanNames[c]
+		}
 	}
 	newVersions := map[string]int64{}
 	for c, v := range l.versions {
+		if v == 0 {
+			continue
+		}
+		name := l.g.chanNames[c]
+		cp.ChannelVersions[name] = v
 		if l.hasSaved && l.saved[c] == v {
 			continue
 		}
-		newVersions[c] = v
+		newVersions[name] = v
 		raw, ok, err := l.chans[c].Checkpoint()
 		if err != nil {
-			return fmt.Errorf("encode channel %q: %w", c, err)
+			return fmt.Errorf("encode channel %q: %w", name, err)
 		}
 		if ok {
-			cp.ChannelValues[c] = raw
+			cp.ChannelValues[name] = raw
 		}
 	}
 	md := l.metadata(source)
 	parent := l.ckptCfg
 	parent.ThreadID, parent.Namespace = l.opts.ThreadID, l.ns
-	l.saved = maps.Clone(l.versions)
+	l.saved = slices.Clone(l.versions)
 	l.hasSaved = true
 	next := checkpoints.Config{ThreadID: l.opts.ThreadID, Namespace: l.ns, CheckpointID: cp.ID}
 	var parentPtr *checkpoints.Config
@@ -1058,7 +1160,7 @@ func (l *loop) finishPersist(ctx context.Context, runErr error) error {
 // saveCheckpointAt saves the in-memory current checkpoint (exit
 // durability) with the step it was created at.
 func (l *loop) saveCheckpointAt(ctx context.Context) error {
-	if len(l.versions) == 0 {
+	if !l.hasVersions() {
 		return nil
 	}
 	l.step--
@@ -1071,26 +1173,20 @@ func (l *loop) saveCheckpointAt(ctx context.Context) error {
 }
 
 func (l *loop) values() map[string]any {
-	out := map[string]any{}
-	for _, c := range l.g.streamChannels() {
+	out := make(map[string]any, len(l.g.streamIdx))
+	for _, c := range l.g.streamIdx {
 		if v, ok := l.chans[c].Get(); ok {
-			out[c] = v
+			out[l.g.chanNames[c]] = v
 		}
 	}
 	return out
 }
 
 func (l *loop) output() (any, error) {
-	outs := l.g.cfg.OutputChannels
 	if l.g.mapOutput != nil {
-		m := make(map[string]any, len(outs))
-		for _, c := range outs {
-			if v, ok := l.chans[c].Get(); ok {
-				m[c] = v
-			}
-		}
-		return l.g.mapOutput(m)
+		return l.g.mapOutput(l.reader())
 	}
+	outs := l.g.outIdx
 	if len(outs) == 1 {
 		v, _ := l.chans[outs[0]].Get()
 		return v, nil
@@ -1098,7 +1194,7 @@ func (l *loop) output() (any, error) {
 	m := make(map[string]any, len(outs))
 	for _, c := range outs {
 		if v, ok := l.chans[c].Get(); ok {
-			m[c] = v
+			m[l.g.chanNames[c]] = v
 		}
 	}
 	return m, nil

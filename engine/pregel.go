@@ -48,10 +48,20 @@ type Pregel struct {
 	nodes          map[string]*Node
 	nodeNames      []string
 	triggerToNodes map[string][]string
+
+	// Index form used by the loop: channels and nodes by position in
+	// chanNames / nodeNames, so a superstep does no map lookups.
+	chanIdx   map[string]int
+	specs     []channels.Channel
+	nodeList  []*Node
+	trigNodes [][]int // channel → nodes it triggers, in name order
+	tasksIdx  int
+	streamIdx []int
+	outIdx    []int
 	// mapInput converts the run input into writes (StateGraph sets it).
 	mapInput func(input any) ([]KV, error)
-	// mapOutput converts the output channel values (StateGraph sets it).
-	mapOutput func(values map[string]any) (any, error)
+	// mapOutput builds the output from the channels (StateGraph sets it).
+	mapOutput func(r reader) (any, error)
 }
 
 // NewPregel validates cfg and compiles it.
@@ -93,6 +103,7 @@ func NewPregel(cfg PregelConfig) (*Pregel, error) {
 				return nil, fmt.Errorf("%w: node %q uses channel %q, which is not declared", ErrInvalidGraph, n.Name, c)
 			}
 		}
+		n = cloneNode(n) // the compiled graph owns its copy
 		g.nodes[n.Name] = n
 		g.nodeNames = append(g.nodeNames, n.Name)
 		for _, c := range n.Triggers {
@@ -102,6 +113,34 @@ func NewPregel(cfg PregelConfig) (*Pregel, error) {
 	sort.Strings(g.nodeNames)
 	for _, names := range g.triggerToNodes {
 		sort.Strings(names)
+	}
+	g.chanIdx = make(map[string]int, len(g.chanNames))
+	for i, c := range g.chanNames {
+		g.chanIdx[c] = i
+		g.specs = append(g.specs, g.channels[c])
+	}
+	g.tasksIdx = g.chanIdx[tasksChannel]
+	g.trigNodes = make([][]int, len(g.chanNames))
+	for i, name := range g.nodeNames {
+		n := g.nodes[name]
+		n.idx = i
+		n.sortedTriggers()
+		n.trig = n.trig[:0]
+		for _, c := range n.Triggers {
+			n.trig = append(n.trig, g.chanIdx[c])
+			g.trigNodes[g.chanIdx[c]] = append(g.trigNodes[g.chanIdx[c]], i)
+		}
+		n.read = n.read[:0]
+		for _, c := range n.Channels {
+			n.read = append(n.read, g.chanIdx[c])
+		}
+		g.nodeList = append(g.nodeList, n)
+	}
+	for _, c := range g.streamChannels() {
+		g.streamIdx = append(g.streamIdx, g.chanIdx[c])
+	}
+	for _, c := range cfg.OutputChannels {
+		g.outIdx = append(g.outIdx, g.chanIdx[c])
 	}
 	for _, list := range [][]string{cfg.InterruptBefore, cfg.InterruptAfter} {
 		for _, name := range list {
@@ -127,4 +166,13 @@ func (g *Pregel) streamChannels() []string {
 		return g.cfg.StreamChannels
 	}
 	return g.cfg.OutputChannels
+}
+
+func cloneNode(n *Node) *Node {
+	c := *n
+	c.Triggers = slices.Clone(n.Triggers)
+	c.Channels = slices.Clone(n.Channels)
+	c.Writers = slices.Clone(n.Writers)
+	c.trig, c.read = nil, nil
+	return &c
 }

@@ -93,7 +93,7 @@ func (g *Pregel) GetStateHistory(ctx context.Context, cfg checkpoints.Config, op
 }
 
 func (g *Pregel) snapshot(tup *checkpoints.Tuple, applyPending bool) (*StateSnapshot, error) {
-	l := &loop{g: g, grouped: map[string][]any{}, needIDs: true, opts: RunOptions{ThreadID: tup.Config.ThreadID}}
+	l := &loop{g: g, needIDs: true, opts: RunOptions{ThreadID: tup.Config.ThreadID}}
 	l.ns = tup.Config.Namespace
 	if err := l.restore(tup); err != nil {
 		return nil, err

@@ -56,9 +56,10 @@ func (g *StateGraph[S]) compile(opts CompileOptions) (*Pregel, error) {
 	startNode := &Node{
 		Name: Start, Triggers: []string{Start}, Channels: []string{Start}, ReadSingle: true,
 		Func:    func(_ context.Context, in any) (any, error) { return in, nil },
-		Writers: []Writer{startWriter{}}, Tags: []string{tagHidden}, hidden: true,
+		Writers: []Writer{startWriter[S]{g: g}}, Tags: []string{tagHidden}, hidden: true,
 	}
-	startNode.Writers = append(startNode.Writers, g.edgeWriters(Start, joinWrites)...)
+	var plans []*inputPlan
+	startNode.Writers = append(startNode.Writers, g.edgeWriters(Start, joinWrites, &plans)...)
 	nodes := []*Node{startNode}
 	for _, name := range g.order {
 		sn := g.nodes[name]
@@ -67,7 +68,7 @@ func (g *StateGraph[S]) compile(opts CompileOptions) (*Pregel, error) {
 			Triggers: append([]string{branchPrefix + name}, joins[name]...),
 			Channels: stateKeys,
 			Func:     nodeFunc(sn),
-			Writers:  append([]Writer{w}, g.edgeWriters(name, joinWrites)...),
+			Writers:  append([]Writer{w}, g.edgeWriters(name, joinWrites, &plans)...),
 			Retry:    sn.retry,
 			Cache:    sn.cache,
 			identity: sn.identity,
@@ -76,8 +77,9 @@ func (g *StateGraph[S]) compile(opts CompileOptions) (*Pregel, error) {
 		if n.identity == "" {
 			n.identity = name
 		}
-		plan := sn.plan
-		n.input = func(r reader) (any, error) { return plan.build(r) }
+		plan := sn.plan.clone()
+		plans = append(plans, plan)
+		n.input = plan.build
 		nodes = append(nodes, n)
 	}
 	p, err := NewPregel(PregelConfig{
@@ -97,17 +99,12 @@ func (g *StateGraph[S]) compile(opts CompileOptions) (*Pregel, error) {
 		return []KV{{Key: Start, Value: u}}, nil
 	}
 	statePlan, _ := newInputPlan(reflect.TypeFor[S](), g.byName)
-	p.mapOutput = func(values map[string]any) (any, error) {
-		return statePlan.build(mapReader(values))
+	plans = append(plans, statePlan)
+	for _, pl := range plans {
+		pl.resolve(p.chanIdx)
 	}
+	p.mapOutput = statePlan.build
 	return p, nil
-}
-
-type mapReader map[string]any
-
-func (m mapReader) read(c string) (any, bool) {
-	v, ok := m[c]
-	return v, ok
 }
 
 func nodeFunc(sn *sgNode) NodeFunc {
@@ -122,7 +119,7 @@ func nodeFunc(sn *sgNode) NodeFunc {
 
 // edgeWriters are the writes a node makes after it runs, whatever it
 // returned: plain edges, joins and conditional edges.
-func (g *StateGraph[S]) edgeWriters(name string, joinWrites map[string][]string) []Writer {
+func (g *StateGraph[S]) edgeWriters(name string, joinWrites map[string][]string, plans *[]*inputPlan) []Writer {
 	var ws []Writer
 	for _, e := range g.edges {
 		if e[0] == name && e[1] != End {
@@ -134,24 +131,48 @@ func (g *StateGraph[S]) edgeWriters(name string, joinWrites map[string][]string)
 	}
 	for _, b := range g.branches[name] {
 		plan, _ := newInputPlan(reflect.TypeFor[S](), g.byName)
+		*plans = append(*plans, plan)
 		ws = append(ws, branchWriter[S]{g: g, b: b, src: name, plan: plan})
 	}
 	return ws
 }
 
-// startWriter maps the validated input update onto state keys.
-type startWriter struct{}
+// startWriter maps the input (as stored in the __start__ channel, possibly
+// read back from a checkpoint as plain JSON) onto state keys.
+type startWriter[S any] struct{ g *StateGraph[S] }
 
-func (startWriter) write(t *task, out any) error {
-	u, _ := out.(Updates)
-	for _, kv := range u {
-		t.addWrite(kv.Key, kv.Value)
+func (w startWriter[S]) write(t *task, out any) error {
+	var o Output
+	switch x := out.(type) {
+	case Update:
+		o = x
+	case Updates:
+		o = x
+	case map[string]any:
+		o = Update(x)
+	case []any: // Updates read back from JSON
+		var u Updates
+		for _, e := range x {
+			m, ok := e.(map[string]any)
+			key, _ := m["key"].(string)
+			if !ok || key == "" {
+				return fmt.Errorf("%w: stored input is malformed", ErrInvalidUpdate)
+			}
+			u = append(u, KV{Key: key, Value: m["value"]})
+		}
+		o = u
+	case nil:
+		return nil
+	default:
+		return fmt.Errorf("%w: stored input is a %T", ErrInvalidUpdate, out)
 	}
-	return nil
+	return w.g.validate(Start, o, t.addWrite)
 }
 
-// inputUpdate validates a run input (Update, Updates or map[string]any).
-func (g *StateGraph[S]) inputUpdate(input any) (Updates, error) {
+// inputUpdate validates a run input (Update, Updates or map[string]any)
+// and returns what the __start__ channel stores: an Update map (upstream
+// stores the input object), or Updates when the input repeats a key.
+func (g *StateGraph[S]) inputUpdate(input any) (Output, error) {
 	var out Output
 	switch x := input.(type) {
 	case Update:
@@ -166,8 +187,17 @@ func (g *StateGraph[S]) inputUpdate(input any) (Updates, error) {
 		return nil, fmt.Errorf("%w: input must be an engine.Update, got %T", ErrInvalidUpdate, input)
 	}
 	var kvs Updates
-	err := g.validate(Start, out, func(k string, v any) { kvs = append(kvs, KV{Key: k, Value: v}) })
-	return kvs, err
+	if err := g.validate(Start, out, func(k string, v any) { kvs = append(kvs, KV{Key: k, Value: v}) }); err != nil {
+		return nil, err
+	}
+	if _, ordered := out.(Updates); ordered {
+		return kvs, nil
+	}
+	u := make(Update, len(kvs))
+	for _, kv := range kvs {
+		u[kv.Key] = kv.Value
+	}
+	return u, nil
 }
 
 // validate checks an update against the state and calls emit with each
@@ -384,7 +414,22 @@ type inputPlan struct {
 type planField struct {
 	index   int
 	channel string
+	idx     int // channel index, set by resolve
 	typ     reflect.Type
+}
+
+func (p *inputPlan) clone() *inputPlan {
+	c := *p
+	c.fields = slices.Clone(p.fields)
+	return &c
+}
+
+// resolve binds the plan's channel names to a compiled graph's indexes.
+// Plans are compiled per graph, so each is resolved once.
+func (p *inputPlan) resolve(idx map[string]int) {
+	for i := range p.fields {
+		p.fields[i].idx = idx[p.fields[i].channel]
+	}
 }
 
 func newInputPlan(typ reflect.Type, byName map[string]int) (*inputPlan, error) {
@@ -415,7 +460,7 @@ func (p *inputPlan) build(r reader) (any, error) {
 	}
 	v := reflect.New(p.typ).Elem()
 	for _, f := range p.fields {
-		x, ok := r.read(f.channel)
+		x, ok := r.read(f.idx)
 		if !ok || x == nil {
 			continue
 		}

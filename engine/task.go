@@ -195,16 +195,16 @@ func (l *loop) readInput(n *Node) (any, bool, error) {
 	}
 	var in any
 	if n.ReadSingle {
-		v, ok := l.chans[n.Channels[0]].Get()
+		v, ok := l.chans[n.read[0]].Get()
 		if !ok {
 			return nil, false, nil
 		}
 		in = v
 	} else {
-		m := make(map[string]any, len(n.Channels))
-		for _, c := range n.Channels {
+		m := make(map[string]any, len(n.read))
+		for k, c := range n.read {
 			if v, ok := l.chans[c].Get(); ok {
-				m[c] = v
+				m[n.Channels[k]] = v
 			}
 		}
 		in = m
@@ -219,19 +219,18 @@ func (l *loop) readInput(n *Node) (any, bool, error) {
 	return in, true, nil
 }
 
-// reader reads channels; StateGraph input builders use it.
+// reader reads channels by index; StateGraph input builders use it.
 type reader interface {
-	read(channel string) (any, bool)
+	read(channel int) (any, bool)
 }
 
-type chanReader map[string]channels.Channel
+type chanReader []channels.Channel
 
-func (r chanReader) read(c string) (any, bool) {
-	ch, ok := r[c]
-	if !ok {
+func (r chanReader) read(c int) (any, bool) {
+	if c < 0 || c >= len(r) {
 		return nil, false
 	}
-	return ch.Get()
+	return r[c].Get()
 }
 
 func (l *loop) reader() reader { return chanReader(l.chans) }
@@ -245,10 +244,14 @@ func (t *task) localRead() (reader, error) {
 	ov.base = chanReader(l.chans)
 	ov.names, ov.vals = ov.names[:0], ov.vals[:0]
 	for i, w := range t.writes {
-		ch, ok := l.chans[w.Key]
-		if !ok || reservedWrite(w.Key) || slices.Contains(ov.names, w.Key) {
+		if reservedWrite(w.Key) {
 			continue
 		}
+		ci, ok := l.g.chanIdx[w.Key]
+		if !ok || slices.Contains(ov.names, ci) {
+			continue
+		}
+		ch := l.chans[ci]
 		n := 0
 		for _, w2 := range t.writes[i:] {
 			if w2.Key == w.Key {
@@ -256,7 +259,7 @@ func (t *task) localRead() (reader, error) {
 			}
 		}
 		if _, last := ch.(*channels.LastValue); last && n == 1 {
-			ov.names, ov.vals = append(ov.names, w.Key), append(ov.vals, w.Value)
+			ov.names, ov.vals = append(ov.names, ci), append(ov.vals, w.Value)
 			continue
 		}
 		var vals []any
@@ -270,7 +273,7 @@ func (t *task) localRead() (reader, error) {
 			return nil, fmt.Errorf("at key %q: %w", w.Key, err)
 		}
 		v, _ := c.Get()
-		ov.names, ov.vals = append(ov.names, w.Key), append(ov.vals, v)
+		ov.names, ov.vals = append(ov.names, ci), append(ov.vals, v)
 	}
 	if len(ov.names) == 0 {
 		return ov.base, nil
@@ -281,11 +284,11 @@ func (t *task) localRead() (reader, error) {
 // overlay reads channels with some values replaced.
 type overlay struct {
 	base  chanReader
-	names []string
+	names []int
 	vals  []any
 }
 
-func (o *overlay) read(c string) (any, bool) {
+func (o *overlay) read(c int) (any, bool) {
 	for i, n := range o.names {
 		if n == c {
 			return o.vals[i], true

@@ -29,8 +29,8 @@ type Update map[string]any
 
 // KV is one keyed write.
 type KV struct {
-	Key   string
-	Value any
+	Key   string `json:"key"`
+	Value any    `json:"value"`
 }
 
 // Updates is an ordered list of writes; unlike Update it may write one key
