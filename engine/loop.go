@@ -72,10 +72,10 @@ type loop struct {
 	seen          [][]int64
 	seenInterrupt []int64
 	extraSeen     map[string]map[string]int64 // entries for other names, kept as loaded
-	updated       []int // updated channel indexes of the last step
-	updatedKnown  bool  // false: every node is a candidate
+	updated       []int                       // updated channel indexes of the last step
+	updatedKnown  bool                        // false: every node is a candidate
 	step          int
-	stop     int
+	stop          int
 
 	ckptID    string
 	ckptBytes [16]byte
