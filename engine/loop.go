@@ -92,6 +92,7 @@ type loop struct {
 	exitMu     sync.Mutex
 	exitWrites []exitWrite
 
+	rd         reader
 	lastSaved  *CheckpointSaved
 	evParent   *checkpoints.Config
 	interrupt  *Interrupted
@@ -264,6 +265,7 @@ func (l *loop) load(ctx context.Context) error {
 // restore sets the loop's state from a saved checkpoint (nil: empty).
 func (l *loop) restore(tup *checkpoints.Tuple) error {
 	n := len(l.g.specs)
+	l.rd = nil
 	l.chans = make([]channels.Channel, n)
 	l.versions = make([]int64, n)
 	l.seen = make([][]int64, len(l.g.nodeList))
@@ -644,7 +646,7 @@ func (l *loop) tick(ctx context.Context, tasks []*task) error {
 		l.exitWrites = l.exitWrites[:0]
 		l.exitMu.Unlock()
 	}
-	names := make([]string, 0, 1)
+	var names []string
 	if bp := l.breakpoints(true); len(bp) > 0 {
 		names = l.shouldInterrupt(bp, tasks)
 	}
@@ -798,9 +800,6 @@ func (l *loop) runTasks(ctx context.Context, tasks []*task) error {
 }
 
 func (l *loop) commitSuccess(ctx context.Context, t *task, d time.Duration) error {
-	// A successful task's writes are saved even when a sibling's failure
-	// has cancelled the step: they are what lets a resume skip this task.
-	ctx = context.WithoutCancel(ctx)
 	if l.emit != nil {
 		l.emit.send(TaskFinished{Task: t.info(), Writes: slices.Clone(t.writes), Duration: d, Attempts: t.attempts})
 	}
@@ -808,6 +807,9 @@ func (l *loop) commitSuccess(ctx context.Context, t *task, d time.Duration) erro
 	if !needEncode {
 		return nil
 	}
+	// A successful task's writes are saved even when a sibling's failure
+	// has cancelled the step: they are what lets a resume skip this task.
+	ctx = context.WithoutCancel(ctx)
 	encoded, err := encodeWrites(t.writes)
 	if err != nil {
 		return fmt.Errorf("node %q: %w", t.name, err)

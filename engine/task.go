@@ -233,7 +233,14 @@ func (r chanReader) read(c int) (any, bool) {
 	return r[c].Get()
 }
 
-func (l *loop) reader() reader { return chanReader(l.chans) }
+// reader returns the loop's channels as a reader; the interface value is
+// made once per run (converting a slice to an interface allocates).
+func (l *loop) reader() reader {
+	if l.rd == nil {
+		l.rd = chanReader(l.chans)
+	}
+	return l.rd
+}
 
 // localRead gives the state as it would be after applying only this task's
 // writes: what a conditional edge sees (upstream's fresh local read). The
@@ -276,7 +283,7 @@ func (t *task) localRead() (reader, error) {
 		ov.names, ov.vals = append(ov.names, ci), append(ov.vals, v)
 	}
 	if len(ov.names) == 0 {
-		return ov.base, nil
+		return l.reader(), nil
 	}
 	return ov, nil
 }
