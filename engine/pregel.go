@@ -9,6 +9,7 @@ import (
 	"github.com/superstep-dev/superstep/cache"
 	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/engine/channels"
+	"github.com/superstep-dev/superstep/store"
 )
 
 // PregelConfig describes a low-level graph: channels, nodes, and how input
@@ -33,6 +34,8 @@ type PregelConfig struct {
 	StreamChannels []string
 	Checkpointer   checkpoints.Saver
 	Cache          cache.Cache
+	// Store is the long-term memory nodes reach with StoreFrom.
+	Store store.Store
 	// Retry is the default for nodes without policies of their own.
 	Retry           []RetryPolicy
 	InterruptBefore []string

@@ -11,6 +11,7 @@ import (
 	"github.com/superstep-dev/superstep/cache"
 	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/engine/channels"
+	"github.com/superstep-dev/superstep/store"
 )
 
 // StateGraph builds a graph over a typed state S, a struct whose json-tagged
@@ -297,6 +298,8 @@ type CompileOptions struct {
 	Name         string
 	Checkpointer checkpoints.Saver
 	Cache        cache.Cache
+	// Store is the long-term memory nodes reach with StoreFrom.
+	Store store.Store
 	// Retry is the default policy of nodes without their own.
 	Retry           []RetryPolicy
 	InterruptBefore []string

@@ -85,7 +85,7 @@ func (g *StateGraph[S]) compile(opts CompileOptions) (*Pregel, error) {
 	p, err := NewPregel(PregelConfig{
 		Name: opts.Name, Channels: chans, ChannelTypes: types, Nodes: nodes,
 		InputChannels: []string{Start}, OutputChannels: stateKeys,
-		Checkpointer: opts.Checkpointer, Cache: opts.Cache, Retry: opts.Retry,
+		Checkpointer: opts.Checkpointer, Cache: opts.Cache, Store: opts.Store, Retry: opts.Retry,
 		InterruptBefore: opts.InterruptBefore, InterruptAfter: opts.InterruptAfter,
 	})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/superstep-dev/superstep/cache"
 	"github.com/superstep-dev/superstep/engine/channels"
+	"github.com/superstep-dev/superstep/store"
 )
 
 // task is one node execution within a superstep.
@@ -114,6 +115,15 @@ func Step(ctx context.Context) int {
 		return t.l.step
 	}
 	return -1
+}
+
+// StoreFrom returns the long-term store of the graph running the node, or
+// nil when the graph was compiled without one (or ctx is not a node's).
+func StoreFrom(ctx context.Context) store.Store {
+	if t := taskFrom(ctx); t != nil {
+		return t.l.g.cfg.Store
+	}
+	return nil
 }
 
 // Emit sends a custom event from the running node to the run's listener
