@@ -1,20 +1,116 @@
 // Package engine is Superstep's graph runtime: LangGraph's Pregel/BSP
-// semantics in Go.
+// semantics in Go. It never imports a database driver, HTTP or templates;
+// persistence is reached only through the checkpoints, cache and store
+// interfaces.
 //
-// # What belongs here
+// # Two API levels
 //
-// Channels and their update/consume/finish rules, the superstep loop
-// (planning, parallel task execution, the barrier that applies writes in a
-// deterministic order, versions and triggers), the low-level Pregel API and
-// the typed StateGraph builder that compiles to it, Send and Command,
-// interrupts and resume, retry and node-cache policies, the typed event
-// model that the Studio streams, topology lint, and the time-travel API
-// (state, history, update, fork, replay) on a compiled graph.
+// The typed StateGraph is what most programs use. The state is a struct;
+// each json-tagged field is a channel. A field holds one value per
+// superstep unless it declares a reducer (`reduce:"append"`,
+// `reduce:"add"`, or StateGraph.Reducer), in which case every write of a
+// superstep is folded in:
 //
-// # What does not
+//	type State struct {
+//		Question string   `json:"question"`
+//		Notes    []string `json:"notes" reduce:"append"`
+//	}
+//	g := engine.NewStateGraph[State]()
+//	g.AddNode("research", func(ctx context.Context, s State) (engine.Output, error) {
+//		return engine.Update{"notes": "found it"}, nil
+//	})
+//	g.AddEdge(engine.Start, "research")
+//	graph, err := g.Compile(engine.CompileOptions{Checkpointer: checkpoints.NewMemory()})
 //
-// Anything that talks to a database, HTTP, or renders HTML. Persistence is
-// reached only through the interfaces in the checkpoints, store and cache
-// packages; the Postgres implementations live in their own sub-packages so
-// that importing engine never pulls in a driver.
+// Nodes return an Update (keys written; an absent key is not written, a
+// zero value is written zero), Updates (ordered, may repeat a key), a
+// Command (update and route, or Send), or nil. Unknown keys and values of
+// the wrong type are ErrInvalidUpdate errors naming the node and key.
+//
+// Underneath is the low-level Pregel API (NewNode, NewPregel): channels
+// from package engine/channels, nodes with trigger channels, read channels
+// (one channel read raw, several as a map), an input mapper, writers
+// (WriteEntry with skip-none and a mapper, WriteTuple mapping one output to
+// several writes), retry and cache policies. StateGraph compiles to it
+// exactly as upstream does: a "branch:to:<node>" channel per node, a
+// NamedBarrierValue per join (AddJoin), LastValueAfterFinish for deferred
+// nodes, and routers as writers.
+//
+// # Supersteps
+//
+// Each superstep plans the tasks whose trigger channels have a version
+// newer than the one they last saw (and one task per pending Send), runs
+// them in parallel against the same snapshot, and then applies every write
+// at a barrier in a deterministic order — pull tasks by node name, then
+// Send tasks by index — whatever order they finished in. A step gives every
+// channel it changes the same new version. The first failing task cancels
+// its siblings; writes of tasks that succeeded are kept as pending writes,
+// so running the thread again does not re-run them. The recursion limit
+// counts supersteps exactly as upstream (a 3-node chain needs a limit of
+// 4); RecursionError says how to raise it.
+//
+// Task ids are upstream's: the xxh3-128 of the checkpoint id and the
+// task's namespace, step, node, kind and triggers, formatted as a UUID.
+//
+// # Send, Command and routing
+//
+// A router (AddConditionalEdges) sees the state with only its own node's
+// writes applied and returns a Route: nodes to run next and Sends, each of
+// which runs its node once in the next superstep with the Send's argument
+// as input. AddNodeFunc declares a node whose input type differs from the
+// state, which is how Send targets receive typed arguments.
+//
+// # Fan-in: the node that runs twice
+//
+// A node reached by plain edges from paths of different lengths runs once
+// per arrival. Compile's topology lint reports it (Graph.Warnings), with
+// the join (AddJoin) or Defer option that makes it run once. The lint also
+// reports nodes unreachable from Start and nodes from which the run cannot
+// end.
+//
+// # Retry and the node cache
+//
+// RetryPolicy follows upstream's arithmetic (initial interval, backoff
+// factor, max interval, max attempts, additive jitter); the first policy
+// whose RetryOn accepts an error decides, and attempts are counted across
+// policies. DefaultRetryOn retries everything but errors marked Permanent,
+// cancellation, invalid updates, JSON errors and panics. Attempt(ctx) tells
+// a node which attempt it is.
+//
+// CachePolicy caches a node's successful writes keyed by the xxh3-128 of its
+// canonical JSON input (or a key function's bytes) in a cache.Cache; a hit
+// replays the writes, routing included, without running the node, and is
+// reported as cached.
+//
+// # Checkpoints, durability and time travel
+//
+// With a checkpointer every superstep is saved: channel values (only those
+// that changed), versions, versions seen, and metadata (source, step,
+// parents, run id, RunOptions.Metadata). DurabilitySync waits for each save,
+// DurabilityAsync (the default) saves in order in the background, and
+// DurabilityExit saves only when the run stops. GetState and
+// GetStateHistory read a thread back: values, next tasks, and each task's
+// result or error; the history has a metadata-only mode that loads no
+// values. Static breakpoints (InterruptBefore/InterruptAfter, "*" for every
+// node) stop a run with an *Interrupted error; a nil input resumes, and new
+// input discards the pending tasks, as upstream.
+//
+// # Events and streaming
+//
+// RunOptions.Listener receives typed events: RunStarted, StepPlanned (each
+// task with its triggers), TaskStarted, TaskRetried (attempt, error,
+// backoff), TaskFinished (writes, duration, cached), TaskFailed,
+// BarrierApplied (each channel's old → new version), CheckpointSaved (with
+// the next tasks), Custom (Emit from a node) and RunFinished. Nothing is
+// built when no listener is set. Stream yields upstream's stream modes —
+// values, updates, tasks, checkpoints, debug, custom — as projections of
+// those events, with upstream's payload shapes.
+//
+// # Where we differ from upstream on purpose
+//
+//   - Successful writes are cached even when run synchronously, and only
+//     successful writes (upstream's sync loop also caches failures).
+//   - Cached tasks get a TaskFinished event (upstream sends no task result).
+//   - Channels check value types; a wrong type is an error at the write,
+//     not a corrupt checkpoint later.
 package engine
