@@ -310,26 +310,41 @@ func (m *Memory) List(ctx context.Context, q ListQuery, opts ListOptions) ([]*Tu
 	if opts.Limit > 0 && len(found) > opts.Limit {
 		found = found[:opts.Limit]
 	}
+	// One allocation per kind of struct for the whole page: a history
+	// page is allocation-bound.
 	out := make([]*Tuple, len(found))
+	tuples := make([]Tuple, len(found))
+	cps := make([]Checkpoint, len(found))
+	parents := make([]Config, len(found))
 	for i, c := range found {
-		out[i] = c.tuple(m.threads[c.thread].namespaces[c.ns], opts.MetadataOnly)
+		c.fill(&tuples[i], &cps[i], &parents[i], m.threads[c.thread].namespaces[c.ns], opts.MetadataOnly)
+		out[i] = &tuples[i]
 	}
 	return out, nil
 }
 
 // tuple copies a stored checkpoint out.
 func (c *memCP) tuple(ns *memNS, metadataOnly bool) *Tuple {
-	cp := copyCheckpoint(&c.cp)
-	t := &Tuple{
+	t := &Tuple{}
+	c.fill(t, &Checkpoint{}, &Config{}, ns, metadataOnly)
+	return t
+}
+
+// fill copies a stored checkpoint into t, using cp and parent as the
+// storage of its checkpoint and parent config.
+func (c *memCP) fill(t *Tuple, cp *Checkpoint, parent *Config, ns *memNS, metadataOnly bool) {
+	*cp = copyCheckpoint(&c.cp)
+	*t = Tuple{
 		Config:     Config{ThreadID: c.thread, Namespace: c.ns, CheckpointID: c.cp.ID},
-		Checkpoint: &cp,
+		Checkpoint: cp,
 		Metadata:   copyMetadata(c.md),
 	}
 	if c.parent != "" {
-		t.ParentConfig = &Config{ThreadID: c.thread, Namespace: c.ns, CheckpointID: c.parent}
+		*parent = Config{ThreadID: c.thread, Namespace: c.ns, CheckpointID: c.parent}
+		t.ParentConfig = parent
 	}
 	if metadataOnly {
-		return t
+		return
 	}
 	cp.ChannelValues = make(map[string]json.RawMessage, len(c.values))
 	for ch, v := range c.values {
@@ -338,7 +353,6 @@ func (c *memCP) tuple(ns *memNS, metadataOnly bool) *Tuple {
 	for _, w := range ns.writes[c.cp.ID] {
 		t.PendingWrites = append(t.PendingWrites, PendingWrite{TaskID: w.task, Channel: w.channel, Value: slices.Clone(w.value)})
 	}
-	return t
 }
 
 // DeleteThread implements Saver.

@@ -45,16 +45,23 @@ func appendDelta(prev, next []byte) (delta []byte, ok bool) {
 	return next[n : m-1], true
 }
 
-// applyDelta rebuilds the value appendDelta was given as next.
-func applyDelta(base, delta []byte) []byte {
-	if len(base) == 2 {
-		out := make([]byte, 0, len(delta)+2)
-		return append(append(append(out, '['), delta...), ']')
+// applyDeltas rebuilds the value reached from base by appendDelta's
+// deltas, oldest first.
+func applyDeltas(base []byte, deltas [][]byte) []byte {
+	size := len(base)
+	for _, d := range deltas {
+		size += len(d) + 1
 	}
-	out := make([]byte, 0, len(base)+len(delta)+1)
+	out := make([]byte, 0, size)
 	out = append(out, base[:len(base)-1]...)
-	out = append(out, ',')
-	out = append(out, delta...)
+	empty := len(base) == 2
+	for _, d := range deltas {
+		if !empty {
+			out = append(out, ',')
+		}
+		out = append(out, d...)
+		empty = false
+	}
 	return append(out, ']')
 }
 
@@ -108,12 +115,21 @@ func resolveBlobs(rows map[hash]storedBlob, wanted [][]byte) (map[hash][]byte, e
 			chain = append(chain, cur)
 			cur = hash(b.base)
 		}
-		for i := len(chain) - 1; i >= 0; i-- {
-			val = applyDelta(val, rows[chain[i]].data)
-			if hashOf(val) != chain[i] {
-				return nil, fmt.Errorf("%w: blob %x does not match its hash", ErrCorrupt, chain[i])
+		if len(chain) > 0 {
+			// Append every delta in one pass (applying them one by one
+			// would copy the list once per delta), then check the result.
+			if len(val) < 2 || val[0] != '[' || val[len(val)-1] != ']' {
+				return nil, fmt.Errorf("%w: blob %x is a delta on a value that is not an array", ErrCorrupt, h)
 			}
-			out[chain[i]] = val
+			deltas := make([][]byte, len(chain))
+			for i, c := range chain {
+				deltas[len(chain)-1-i] = rows[c].data
+			}
+			val = applyDeltas(val, deltas)
+			if hashOf(val) != h {
+				return nil, fmt.Errorf("%w: blob %x does not match its hash", ErrCorrupt, h)
+			}
+			out[h] = val
 		}
 	}
 	return out, nil
