@@ -40,7 +40,7 @@ type DB interface {
 type Options struct {
 	store.Options
 	// ExactSearchMax is the largest number of candidate vectors a query
-	// scans exactly; above it the HNSW index is used. 0 means 20000.
+	// scans exactly; above it the HNSW index is used. 0 means 5000.
 	ExactSearchMax int
 	// EFSearch is hnsw.ef_search for index scans; 0 means 100.
 	EFSearch int
@@ -67,7 +67,7 @@ func New(ctx context.Context, db DB, opts Options) (*Store, error) {
 		return nil, err
 	}
 	if opts.ExactSearchMax <= 0 {
-		opts.ExactSearchMax = 20000
+		opts.ExactSearchMax = 5000
 	}
 	if opts.EFSearch <= 0 {
 		opts.EFSearch = 100

@@ -157,36 +157,47 @@ const maxCandidates = 200_000
 func (s *Store) vectorSearch(ctx context.Context, tx pgx.Tx, sr store.PreparedSearch, q *query, cond string) ([]scored, error) {
 	vec := VectorText(sr.QueryVector)
 	dim := strconv.Itoa(len(sr.QueryVector))
-	// How many vectors pass the prefix and filter, counted only up to the
-	// exact-search threshold, decides between an exact scan and the index.
-	var n int
-	countArgs := append([]any(nil), q.args...)
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM store_items i JOIN store_vectors v ON v.prefix = i.prefix AND v.key = i.key
-		WHERE `+cond+` LIMIT `+strconv.Itoa(s.opts.ExactSearchMax+1)+`) t`, countArgs...).Scan(&n); err != nil {
-		return nil, fmt.Errorf("pgstore: search: count candidates: %w", err)
-	}
 	want := sr.Offset + sr.Limit
-	if n <= s.opts.ExactSearchMax {
-		// Exact: every candidate's distance, max-pooled per item (min
-		// distance), then ordered and paged after de-duplication. The
-		// distance is on the untyped column, which the HNSW expression
-		// index cannot serve, so the plan is a scan by construction.
-		qv := q.arg(vec)
-		return collect(ctx, tx, `SELECT i.prefix, i.key, i.value, i.created_at, i.updated_at, s.dist
-			FROM (SELECT v.prefix, v.key, min(v.embedding <=> `+qv+`::vector) AS dist
-			      FROM store_items i JOIN store_vectors v ON v.prefix = i.prefix AND v.key = i.key
-			      WHERE `+cond+` GROUP BY v.prefix, v.key) s
-			JOIN store_items i ON i.prefix = s.prefix AND i.key = s.key
-			ORDER BY s.dist, i.prefix, i.key LIMIT `+q.arg(sr.Limit)+` OFFSET `+q.arg(sr.Offset), q.args)
+	// Custom plans only: a cached generic plan cannot see the LIMIT or how
+	// selective the prefix is, and silently picks a bad strategy.
+	ef := min(max(s.opts.EFSearch, want), 1000)
+	if _, err := tx.Exec(ctx, `SELECT set_config('plan_cache_mode', 'force_custom_plan', true),
+		set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', $1, true)`, strconv.Itoa(ef)); err != nil {
+		return nil, fmt.Errorf("pgstore: search: configure: %w", err)
+	}
+	// Exact first, capped: the distance of every vector passing the prefix
+	// and filter (at most ExactSearchMax+1 of them), max-pooled per item
+	// (min distance), ordered and paged after de-duplication. The distance
+	// is on the untyped column, which the HNSW expression index cannot
+	// serve, so this is a scan by construction. When the cap is hit the
+	// answer would be partial, and the index is used instead.
+	exactArgs := append([]any(nil), q.args...)
+	eq := &query{args: exactArgs}
+	qv := eq.arg(vec)
+	rows, err := tx.Query(ctx, `WITH c AS MATERIALIZED (
+			SELECT v.prefix, v.key, v.embedding <=> `+qv+`::vector AS dist
+			FROM store_items i JOIN store_vectors v ON v.prefix = i.prefix AND v.key = i.key
+			WHERE `+cond+` LIMIT `+strconv.Itoa(s.opts.ExactSearchMax+1)+`)
+		SELECT i.prefix, i.key, i.value, i.created_at, i.updated_at, s.dist, (SELECT count(*) FROM c)
+		FROM (SELECT prefix, key, min(dist) AS dist FROM c GROUP BY prefix, key) s
+		JOIN store_items i ON i.prefix = s.prefix AND i.key = s.key
+		ORDER BY s.dist, i.prefix, i.key LIMIT `+eq.arg(sr.Limit)+` OFFSET `+eq.arg(sr.Offset), eq.args...)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: search: %w", err)
+	}
+	out, total, err := scanCounted(rows)
+	if err != nil {
+		return nil, err
+	}
+	// An empty deep page carries no count: it may be past the end, or past
+	// a capped candidate set, so only the index path can tell.
+	if total <= s.opts.ExactSearchMax && (len(out) > 0 || sr.Offset == 0) {
+		return out, nil
 	}
 	// Approximate: the HNSW index yields candidates nearest first (the
 	// iterative scan keeps going past filtered-out rows); widen until the
 	// candidates hold enough distinct items, so deep pages are complete.
-	ef := min(max(s.opts.EFSearch, want), 1000)
-	if _, err := tx.Exec(ctx, `SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', $1, true)`, strconv.Itoa(ef)); err != nil {
-		return nil, fmt.Errorf("pgstore: search: configure index scan: %w", err)
-	}
-	qv := q.arg(vec)
+	qv = q.arg(vec)
 	limitArg := q.arg(0)
 	pageArgs := fmt.Sprintf("LIMIT %s OFFSET %s", q.arg(sr.Limit), q.arg(sr.Offset))
 	sql := `WITH c AS MATERIALIZED (
@@ -206,19 +217,9 @@ func (s *Store) vectorSearch(ctx context.Context, tx pgx.Tx, sr store.PreparedSe
 		if err != nil {
 			return nil, fmt.Errorf("pgstore: search: %w", err)
 		}
-		var out []scored
-		var total int
-		for rows.Next() {
-			var r scored
-			if err := rows.Scan(&r.prefix, &r.key, &r.value, &r.created, &r.updated, &r.dist, &total); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("pgstore: search: %w", err)
-			}
-			out = append(out, r)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("pgstore: search: %w", err)
+		out, total, err := scanCounted(rows)
+		if err != nil {
+			return nil, err
 		}
 		if len(out) == sr.Limit || total < cands || cands == maxCandidates {
 			return out, nil
@@ -269,4 +270,23 @@ func list(ctx context.Context, tx pgx.Tx, l store.PreparedList, now time.Time) (
 		return nil, fmt.Errorf("pgstore: list namespaces: %w", err)
 	}
 	return out, nil
+}
+
+// scanCounted reads search rows that carry the candidate count as a last
+// column.
+func scanCounted(rows pgx.Rows) ([]scored, int, error) {
+	defer rows.Close()
+	var out []scored
+	var total int
+	for rows.Next() {
+		var r scored
+		if err := rows.Scan(&r.prefix, &r.key, &r.value, &r.created, &r.updated, &r.dist, &total); err != nil {
+			return nil, 0, fmt.Errorf("pgstore: search: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("pgstore: search: %w", err)
+	}
+	return out, total, nil
 }
