@@ -107,6 +107,13 @@ type Custom struct {
 	Payload any
 }
 
+// TaskInterrupted reports a task that called Interrupt and waits for an
+// answer.
+type TaskInterrupted struct {
+	Task       TaskInfo
+	Interrupts []Interruption
+}
+
 // RunFinished closes a run; Err is nil on success.
 type RunFinished struct {
 	RunID  string
@@ -124,3 +131,4 @@ func (BarrierApplied) isEvent()  {}
 func (CheckpointSaved) isEvent() {}
 func (Custom) isEvent()          {}
 func (RunFinished) isEvent()     {}
+func (TaskInterrupted) isEvent() {}

@@ -113,13 +113,6 @@ type taskIDHasher struct {
 	buf []byte
 }
 
-func (h *taskIDHasher) id(ckpt [16]byte, parts ...string) string {
-	h.buf = append(h.buf[:0], ckpt[:]...)
-	for _, p := range parts {
-		h.buf = append(h.buf, p...)
-	}
-	return h.finish()
-}
 
 // pullID is id(ckpt, ns, step, name, PULL, triggers...) without allocating
 // a parts slice.

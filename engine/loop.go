@@ -86,6 +86,7 @@ type loop struct {
 	hasSaved  bool
 
 	hasher  taskIDHasher
+	hmu     sync.Mutex
 	emit    *emitter
 	persist *persister
 
@@ -93,6 +94,10 @@ type loop struct {
 	exitWrites []exitWrite
 
 	rd         reader
+	rs         resumeState
+	resumeMap  map[string]any
+	nullWrites []KV
+	replaying  bool
 	lastSaved  *CheckpointSaved
 	evParent   *checkpoints.Config
 	interrupt  *Interrupted
@@ -377,9 +382,27 @@ func (l *loop) setCheckpointID(id string) {
 // first applies the run's input before the first superstep.
 func (l *loop) first(ctx context.Context, input any) error {
 	l.stop = l.step + l.opts.RecursionLimit + 1
-	if input == nil {
+	var cmd *Command
+	switch c := input.(type) {
+	case Command:
+		cmd = &c
+	case *Command:
+		cmd = c
+	}
+	if input == nil && l.opts.CheckpointID != "" && l.hasVersions() {
+		return l.replay(ctx)
+	}
+	if input == nil || cmd != nil {
 		if !l.hasVersions() {
 			return fmt.Errorf("%w: nothing to resume on thread %q; pass an input", ErrEmptyInput, l.opts.ThreadID)
+		}
+		if cmd != nil {
+			if err := l.applyCommand(ctx, cmd); err != nil {
+				return err
+			}
+		}
+		if err := l.applyNullWrites(); err != nil {
+			return err
 		}
 		// Resuming: acknowledge breakpoints so they do not fire again
 		// until something changes.
@@ -406,6 +429,68 @@ func (l *loop) first(ctx context.Context, input any) error {
 	}
 	l.pending = nil
 	return l.putCheckpoint(ctx, checkpoints.SourceInput)
+}
+
+// applyNullWrites applies the writes a Command left for the thread (and
+// picks up its resume answer) before the step they precede.
+func (l *loop) applyNullWrites() error {
+	writes := slices.Clone(l.nullWrites)
+	for _, pw := range l.pending {
+		if pw.TaskID != nullTaskID {
+			continue
+		}
+		if pw.Channel == resumeKey {
+			var v any
+			if err := json.Unmarshal(pw.Value, &v); err == nil {
+				l.rs.nullResume, l.rs.hasNull = v, true
+			}
+			continue
+		}
+		v, err := l.decodeWrite(pw.Channel, pw.Value)
+		if err != nil {
+			return err
+		}
+		writes = append(writes, KV{Key: pw.Channel, Value: v})
+	}
+	if len(writes) == 0 {
+		return nil
+	}
+	// The step that follows must still consider the checkpoint's own
+	// updated channels (its pending tasks), plus whatever these writes
+	// touched (a Goto's branch channel).
+	before, known := slices.Clone(l.updated), l.updatedKnown
+	if _, err := l.apply([]*task{{l: l, name: inputTask, writes: writes}}); err != nil {
+		return err
+	}
+	if !known {
+		l.updatedKnown = false
+		return nil
+	}
+	for _, c := range before {
+		if !slices.Contains(l.updated, c) {
+			l.updated = append(l.updated, c)
+		}
+	}
+	slices.Sort(l.updated)
+	return nil
+}
+
+// replay runs a thread again from an older checkpoint: like upstream, a
+// fork checkpoint is written first (so the branch is visible before any
+// node runs), earlier answers are dropped so interrupts fire again, and
+// nothing saved against the old checkpoint is reused.
+func (l *loop) replay(ctx context.Context) error {
+	l.pending = nil
+	l.replaying = true
+	if l.saver == nil {
+		return nil
+	}
+	l.step--
+	return l.putCheckpoint(ctx, checkpoints.SourceFork)
+}
+
+func pendingFor(taskID string, w checkpoints.Write) checkpoints.PendingWrite {
+	return checkpoints.PendingWrite{TaskID: taskID, Channel: w.Channel, Value: w.Value}
 }
 
 func (l *loop) mapInput(input any) ([]KV, error) {
@@ -450,6 +535,9 @@ func (l *loop) prepare() ([]*task, error) {
 			}
 			t := l.newTask(n)
 			t.push, t.idx, t.triggers, t.input = true, idx, pushTriggers, arg
+			if l.needIDs {
+				t.ID()
+			}
 			if err := l.prepareCache(t); err != nil {
 				return nil, err
 			}
@@ -470,6 +558,9 @@ func (l *loop) prepare() ([]*task, error) {
 		}
 		t := l.newTask(n)
 		t.triggers, t.input, t.idx = n.sortedTriggers(), in, -1
+		if l.needIDs {
+			t.ID()
+		}
 		if err := l.prepareCache(t); err != nil {
 			return nil, err
 		}
@@ -608,9 +699,10 @@ func asSends(v any) ([]Send, error) {
 // tick runs one superstep: cached and pending writes first, then the
 // tasks, then the barrier and the checkpoint.
 func (l *loop) tick(ctx context.Context, tasks []*task) error {
-	if len(l.pending) > 0 {
+	if len(l.pending) > 0 && !l.replaying {
 		l.reapplyPending(tasks)
 	}
+	l.replaying = false
 	if hit := l.shouldInterrupt(l.breakpoints(false), tasks); hit != nil {
 		l.interrupt = &Interrupted{Before: hit}
 		return nil
@@ -670,7 +762,14 @@ func (l *loop) reapplyPending(tasks []*task) {
 	}
 	for _, pw := range l.pending {
 		t, ok := byID[pw.TaskID]
-		if !ok || pw.Channel == errorKey || pw.Channel == interruptKey || pw.Channel == resumeKey || pw.Channel == "__error_source_node__" {
+		if ok && pw.Channel == resumeKey {
+			var answers []any
+			if json.Unmarshal(pw.Value, &answers) == nil {
+				t.resume = answers
+			}
+			continue
+		}
+		if !ok || pw.Channel == errorKey || pw.Channel == interruptKey || pw.Channel == "__error_source_node__" {
 			continue
 		}
 		t.cached = true
@@ -769,7 +868,10 @@ func (l *loop) runTasks(ctx context.Context, tasks []*task) error {
 	case 0:
 		return nil
 	case 1:
-		return run[0].execute(ctx)
+		if err := run[0].execute(ctx); !errors.Is(err, errInterruptSignal) {
+			return err
+		}
+		return l.interrupted(tasks)
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -783,6 +885,9 @@ func (l *loop) runTasks(ctx context.Context, tasks []*task) error {
 		go func() {
 			defer wg.Done()
 			if err := t.execute(cctx); err != nil {
+				if errors.Is(err, errInterruptSignal) {
+					return // not a failure: siblings go on
+				}
 				mu.Lock()
 				if firstErr == nil && (cctx.Err() == nil || !errors.Is(err, context.Canceled)) {
 					firstErr = err
@@ -796,7 +901,55 @@ func (l *loop) runTasks(ctx context.Context, tasks []*task) error {
 	if firstErr == nil {
 		firstErr = ctx.Err()
 	}
-	return firstErr
+	if firstErr != nil {
+		return firstErr
+	}
+	return l.interrupted(tasks)
+}
+
+// interrupted collects the step's interrupts into an *Interrupted error.
+// The writes of the tasks that finished are applied in memory only, so the
+// returned state shows them, as upstream's final values do; nothing is
+// checkpointed.
+func (l *loop) interrupted(tasks []*task) error {
+	var is []Interruption
+	var done []*task
+	for _, t := range tasks {
+		if len(t.interrupts) > 0 {
+			is = append(is, t.interrupts...)
+		} else {
+			done = append(done, t)
+		}
+	}
+	if len(is) == 0 {
+		return nil
+	}
+	if len(done) > 0 {
+		// Errors here only affect the in-memory view; the saved pending
+		// writes are what a resume uses.
+		_, _ = l.apply(done)
+	}
+	return &Interrupted{Interrupts: is}
+}
+
+func (l *loop) commitInterrupt(ctx context.Context, t *task) {
+	if l.emit != nil {
+		l.emit.send(TaskInterrupted{Task: t.info(), Interrupts: slices.Clone(t.interrupts)})
+	}
+	if l.saver == nil {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	is, _ := json.Marshal(t.interrupts)
+	resume := t.resume
+	if resume == nil {
+		resume = []any{}
+	}
+	rs, err := json.Marshal(resume)
+	if err != nil {
+		rs = []byte("[]")
+	}
+	_ = l.putWrites(ctx, t.ID(), []checkpoints.Write{{Channel: interruptKey, Value: is}, {Channel: resumeKey, Value: rs}})
 }
 
 func (l *loop) commitSuccess(ctx context.Context, t *task, d time.Duration) error {

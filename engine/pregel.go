@@ -63,6 +63,8 @@ type Pregel struct {
 	outIdx    []int
 	// mapInput converts the run input into writes (StateGraph sets it).
 	mapInput func(input any) ([]KV, error)
+	// mapUpdate validates a Command's update (StateGraph sets it).
+	mapUpdate func(Output) ([]KV, error)
 	// mapOutput builds the output from the channels (StateGraph sets it).
 	mapOutput func(r reader) (any, error)
 }

@@ -23,6 +23,9 @@ type StateSnapshot struct {
 	Metadata     checkpoints.Metadata
 	CreatedAt    time.Time
 	Tasks        []TaskState
+	// Interrupts are the interrupts waiting for an answer at this
+	// checkpoint, across tasks.
+	Interrupts []Interruption
 }
 
 // TaskState is a task planned at a checkpoint, with its outcome if it ran.
@@ -34,6 +37,8 @@ type TaskState struct {
 	// Result holds the task's writes to state keys (a key written several
 	// times maps to {"$writes": [...]}); nil when the task has not run.
 	Result map[string]any
+	// Interrupts the task raised and is waiting on.
+	Interrupts []Interruption
 }
 
 // GetState returns the thread's state at cfg.CheckpointID, or at its latest
@@ -126,7 +131,13 @@ func (g *Pregel) snapshot(tup *checkpoints.Tuple, applyPending bool) (*StateSnap
 				}
 				st.Error = msg
 				continue
-			case interruptKey, resumeKey:
+			case interruptKey:
+				var is []Interruption
+				if json.Unmarshal(pw.Value, &is) == nil {
+					st.Interrupts = append(st.Interrupts, is...)
+				}
+				continue
+			case resumeKey:
 				continue
 			}
 			ran[t.ID()] = true
@@ -160,9 +171,13 @@ func (g *Pregel) snapshot(tup *checkpoints.Tuple, applyPending bool) (*StateSnap
 			next = append(next, t.name)
 		}
 	}
+	var interrupts []Interruption
+	for _, st := range states {
+		interrupts = append(interrupts, st.Interrupts...)
+	}
 	return &StateSnapshot{
 		Values: l.values(), Next: next, Config: tup.Config, ParentConfig: tup.ParentConfig,
-		Metadata: tup.Metadata, CreatedAt: tup.Checkpoint.TS, Tasks: states,
+		Metadata: tup.Metadata, CreatedAt: tup.Checkpoint.TS, Tasks: states, Interrupts: interrupts,
 	}, nil
 }
 

@@ -104,6 +104,11 @@ func (g *StateGraph[S]) compile(opts CompileOptions) (*Pregel, error) {
 		pl.resolve(p.chanIdx)
 	}
 	p.mapOutput = statePlan.build
+	p.mapUpdate = func(o Output) ([]KV, error) {
+		var kvs []KV
+		err := g.validate("Command", o, func(k string, v any) { kvs = append(kvs, KV{Key: k, Value: v}) })
+		return kvs, err
+	}
 	return p, nil
 }
 

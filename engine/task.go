@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/superstep-dev/superstep/cache"
@@ -36,19 +37,33 @@ type task struct {
 	err      error
 	tctx     taskContext
 	ov       overlay
+
+	// Interrupts: answers given so far (by call order), the next call's
+	// index, and the interrupts raised by this execution.
+	imu        sync.Mutex
+	resume     []any
+	intrIdx    int
+	interrupts []Interruption
 }
 
 // ID is the task's deterministic id (upstream's derivation), computed on
 // first use: runs without a checkpointer, listener or cache never need it.
+//
+// When a saver or listener needs ids the loop computes them while planning
+// (one goroutine); otherwise only the task's own goroutine computes its id
+// (for an interrupt), so t.id has a single writer. The shared hasher
+// buffer is guarded for that case.
 func (t *task) ID() string {
 	if t.id == "" {
 		l := t.l
 		ns := l.taskNS(t.name)
+		l.hmu.Lock()
 		if t.push {
 			t.id = l.hasher.pushID(t.ckpt, ns, t.step(), t.name, t.idx)
 		} else {
 			t.id = l.hasher.pullID(t.ckpt, ns, t.step(), t.name, t.triggers)
 		}
+		l.hmu.Unlock()
 	}
 	return t.id
 }
@@ -169,10 +184,17 @@ func (t *task) execute(ctx context.Context) error {
 	for {
 		t.attempts++
 		t.writes = t.writes[:0]
+		t.intrIdx, t.interrupts = 0, nil
 		if l.emit != nil {
 			l.emit.send(TaskStarted{Task: t.info(), Attempt: t.attempts})
 		}
 		_, err := t.call(tctx)
+		if len(t.interrupts) > 0 {
+			// Interrupted (even if the node swallowed the signal): not a
+			// failure, not retried, and the node's other writes are dropped.
+			l.commitInterrupt(ctx, t)
+			return errInterruptSignal
+		}
 		if err == nil {
 			return l.commitSuccess(ctx, t, time.Since(start))
 		}

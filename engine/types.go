@@ -43,7 +43,9 @@ type Command struct {
 	Update Output
 	// Goto names nodes to run next (strings) or Sends to schedule.
 	Goto []any
-	// Resume answers pending interrupts (reserved for the interrupt API).
+	// Resume answers pending interrupts when the Command is a run's input:
+	// one value when a single interrupt is pending, or a map from
+	// interrupt id to answer.
 	Resume any
 }
 
@@ -75,6 +77,8 @@ var ErrInterrupted = errors.New("interrupted")
 type Interrupted struct {
 	Before []string
 	After  []string
+	// Interrupts are the pending dynamic interrupts (Interrupt calls).
+	Interrupts []Interruption
 }
 
 func (e *Interrupted) Error() string {
@@ -83,6 +87,10 @@ func (e *Interrupted) Error() string {
 		return fmt.Sprintf("interrupted before %v; resume with a nil input", e.Before)
 	case len(e.After) > 0:
 		return fmt.Sprintf("interrupted after %v; resume with a nil input", e.After)
+	case len(e.Interrupts) == 1:
+		return fmt.Sprintf("interrupted in node %q (interrupt %s); resume with Command{Resume: answer}", e.Interrupts[0].Node, e.Interrupts[0].ID)
+	case len(e.Interrupts) > 1:
+		return fmt.Sprintf("%d interrupts pending; resume with Command{Resume: map[string]any{id: answer, ...}}", len(e.Interrupts))
 	}
 	return "interrupted"
 }

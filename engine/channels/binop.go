@@ -1,6 +1,7 @@
 package channels
 
 import (
+	"sync"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -25,6 +26,9 @@ type BinaryOperator struct {
 	// viewOK says it is current.
 	view   any
 	viewOK bool
+	// mu guards view: Get may be called by parallel tasks between
+	// barriers (routers reading the state), and builds view lazily.
+	mu sync.Mutex
 }
 
 var _ Channel = (*BinaryOperator)(nil)
@@ -146,10 +150,13 @@ func (c *BinaryOperator) Get() (any, bool) {
 	if !c.has {
 		return nil, false
 	}
+	c.mu.Lock()
 	if !c.viewOK {
 		c.view, c.viewOK = clipSlice(c.value), true
 	}
-	return c.view, true
+	v := c.view
+	c.mu.Unlock()
+	return v, true
 }
 
 // IsAvailable reports whether the channel holds a value, which is always

@@ -1,6 +1,7 @@
 package channels
 
 import (
+	"sync"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -21,6 +22,9 @@ type Topic struct {
 	// (a Copy, or a []any handed out by Get); a reset then drops the array
 	// instead of reusing it.
 	shared bool
+	// mu guards view and shared against parallel readers between
+	// barriers (Get and Copy from routers running in parallel).
+	mu sync.Mutex
 	// view caches the []elem that Get returns; viewOK says it is current.
 	view   any
 	viewOK bool
@@ -120,10 +124,13 @@ func (c *Topic) Get() (any, bool) {
 	if len(c.vals) == 0 {
 		return nil, false
 	}
+	c.mu.Lock()
 	if !c.viewOK {
 		c.view, c.viewOK = c.buildView(), true
 	}
-	return c.view, true
+	v := c.view
+	c.mu.Unlock()
+	return v, true
 }
 
 // buildView converts vals to the []elem that Get returns. For []any it is
@@ -197,6 +204,8 @@ func (c *Topic) FromCheckpoint(data json.RawMessage) (Channel, error) {
 // array as shared: appends go past either side's length (the copy's
 // capacity is clipped) and resets allocate anew.
 func (c *Topic) Copy() Channel {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	n := len(c.vals)
 	cp := &Topic{elem: c.elem, sliceType: c.sliceType, accumulate: c.accumulate, vals: c.vals[:n:n]}
 	if n > 0 {
