@@ -113,7 +113,6 @@ type taskIDHasher struct {
 	buf []byte
 }
 
-
 // pullID is id(ckpt, ns, step, name, PULL, triggers...) without allocating
 // a parts slice.
 func (h *taskIDHasher) pullID(ckpt [16]byte, ns string, step int, name string, triggers []string) string {

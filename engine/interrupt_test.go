@@ -196,8 +196,12 @@ func TestBankTransferApproval(t *testing.T) {
 			}
 			return engine.Command{Goto: []any{"reject"}}, nil
 		}, engine.Destinations("execute", "reject"))
-		g.AddNode("execute", func(context.Context, transfer) (engine.Output, error) { return engine.Update{"status": "executed"}, nil })
-		g.AddNode("reject", func(context.Context, transfer) (engine.Output, error) { return engine.Update{"status": "rejected"}, nil })
+		g.AddNode("execute", func(context.Context, transfer) (engine.Output, error) {
+			return engine.Update{"status": "executed"}, nil
+		})
+		g.AddNode("reject", func(context.Context, transfer) (engine.Output, error) {
+			return engine.Update{"status": "rejected"}, nil
+		})
 		g.AddEdge(engine.Start, "risk_check")
 		cg, err := g.Compile(engine.CompileOptions{Checkpointer: checkpoints.NewMemory()})
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/tern/v2/migrate"
 )
@@ -13,10 +14,12 @@ import (
 //go:embed *.sql
 var files embed.FS
 
-// VersionTable is the table in which tern records the applied version. It is
-// not schema-qualified on purpose: it lives in the first schema of the
-// connection's search_path, next to the tables the migrations create, so a
-// test can migrate a throwaway schema of its own.
+// VersionTable is the table in which tern records the applied version. It
+// lives in the connection's current schema (the first of its search_path),
+// next to the tables the migrations create, so a test can migrate a
+// throwaway schema of its own. It is always schema-qualified when used:
+// unqualified, tern would find another schema's version table through the
+// search_path and skip migrations.
 const VersionTable = "superstep_schema_version"
 
 // FS returns the embedded migration files.
@@ -70,7 +73,12 @@ func withMigrator(ctx context.Context, pool *pgxpool.Pool, fn func(*migrate.Migr
 		return fmt.Errorf("migrations: acquire connection: %w", err)
 	}
 	defer conn.Release()
-	m, err := migrate.NewMigrator(ctx, conn.Conn(), VersionTable)
+	var schema string
+	if err := conn.QueryRow(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
+		return fmt.Errorf("migrations: current schema: %w", err)
+	}
+	table := pgx.Identifier{schema, VersionTable}.Sanitize()
+	m, err := migrate.NewMigrator(ctx, conn.Conn(), table)
 	if err != nil {
 		return fmt.Errorf("migrations: create migrator: %w", err)
 	}

@@ -107,3 +107,37 @@ func catalog(t *testing.T, pool *pgxpool.Pool) []string {
 	}
 	return out
 }
+
+// TestMigratedSchemaLaterInSearchPathIsIgnored: a schema that is already
+// migrated, reachable through the search_path, must not make the migrator
+// believe the current schema is migrated too.
+func TestMigratedSchemaLaterInSearchPathIsIgnored(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	migrated := pgtest.Schema(t, nil)
+	var other string
+	if err := migrated.QueryRow(ctx, "SELECT current_schema()").Scan(&other); err != nil {
+		t.Fatal(err)
+	}
+	fresh := pgtest.Schema(t, &pgtest.SchemaOptions{Unmigrated: true})
+	var own string
+	if err := fresh.QueryRow(ctx, "SELECT current_schema()").Scan(&own); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fresh.Config().Copy()
+	cfg.ConnConfig.RuntimeParams = map[string]string{"search_path": own + "," + other + ",public"}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if v, err := migrations.Current(ctx, pool); err != nil || v != 0 {
+		t.Fatalf("Current() in a fresh schema = %d, %v; want 0", v, err)
+	}
+	if err := migrations.Up(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	if got := catalog(t, pool); len(got) == 0 {
+		t.Fatal("migrations created nothing in the fresh schema")
+	}
+}

@@ -1,10 +1,10 @@
 package channels
 
 import (
-	"sync"
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"sync"
 )
 
 // Reducer folds one written value into a channel's current value and

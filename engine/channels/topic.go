@@ -1,10 +1,10 @@
 package channels
 
 import (
-	"sync"
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"sync"
 )
 
 // Topic collects the values written to it, flattening slices. Without
