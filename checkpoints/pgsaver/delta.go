@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/zeebo/xxh3"
@@ -198,6 +199,60 @@ func (c *lastValues) dropThreads(threads ...string) {
 				c.bytes -= len(e.value)
 				break
 			}
+		}
+	}
+}
+
+type headKey struct{ thread, ns string }
+
+type blobRef struct {
+	version int64
+	hash    hash
+}
+
+// head is the blob map of a checkpoint this saver put.
+type head struct {
+	id   string
+	refs map[string]blobRef
+}
+
+// heads remembers the last checkpoint put per thread and namespace, so
+// that a child's unchanged channels resolve without a server-side lookup.
+// Like lastValues it is an optimisation that is checked, never trusted.
+type heads struct {
+	mu      sync.Mutex
+	entries map[headKey]*head
+	max     int
+}
+
+func (c *heads) get(k headKey) *head {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.entries[k]
+}
+
+func (c *heads) put(k headKey, h *head) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if h == nil {
+		delete(c.entries, k)
+		return
+	}
+	for key := range c.entries {
+		if len(c.entries) < c.max {
+			break
+		}
+		delete(c.entries, key)
+	}
+	c.entries[k] = h
+}
+
+func (c *heads) dropThreads(threads ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.entries {
+		if slices.Contains(threads, k.thread) {
+			delete(c.entries, k)
 		}
 	}
 }

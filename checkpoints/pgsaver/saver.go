@@ -38,6 +38,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -65,6 +66,9 @@ type Saver struct {
 	pool *pgxpool.Pool
 	opts Options
 	last *lastValues
+	// heads remembers the blob map of the last checkpoint put per thread
+	// and namespace (nil when LastValueCacheBytes is negative).
+	heads *heads
 }
 
 var _ checkpoints.Saver = (*Saver)(nil)
@@ -88,6 +92,7 @@ func New(pool *pgxpool.Pool, opts *Options) *Saver {
 	s := &Saver{pool: pool, opts: o}
 	if o.LastValueCacheBytes > 0 {
 		s.last = &lastValues{entries: map[valueKey]*lastValue{}, max: o.LastValueCacheBytes}
+		s.heads = &heads{entries: map[headKey]*head{}, max: 1 << 14}
 	}
 	return s
 }
@@ -129,7 +134,24 @@ WHERE r.h IS NOT NULL
 ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
     parent_checkpoint_id = excluded.parent_checkpoint_id, run_id = excluded.run_id,
     checkpoint = excluded.checkpoint, metadata = excluded.metadata,
-    blob_channels = excluded.blob_channels, blob_versions = excluded.blob_versions, blob_hashes = excluded.blob_hashes`
+    blob_channels = excluded.blob_channels, blob_versions = excluded.blob_versions, blob_hashes = excluded.blob_hashes
+RETURNING blob_channels, blob_versions, blob_hashes`
+
+// sqlInsertResolvedCheckpoint inserts a checkpoint whose blobs the client
+// resolved. It inserts nothing if one of them is missing (pruned by
+// another process since this saver remembered it).
+const sqlInsertResolvedCheckpoint = `
+INSERT INTO checkpoints AS c (thread_id, checkpoint_ns, checkpoint_id, seq, parent_checkpoint_id, run_id,
+                              checkpoint, metadata, blob_channels, blob_versions, blob_hashes)
+SELECT $1, $2, $3, (SELECT last_seq FROM checkpoint_threads WHERE thread_id = $1), nullif($4::text, ''), nullif($5::text, ''),
+       $6::jsonb, $7::jsonb, $8::text[], $9::bigint[], $10::bytea[]
+WHERE (SELECT count(*) FROM checkpoint_blobs b WHERE b.thread_id = $1 AND b.hash = ANY($10::bytea[]))
+      = (SELECT count(DISTINCT h) FROM unnest($10::bytea[]) AS h)
+ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
+    parent_checkpoint_id = excluded.parent_checkpoint_id, run_id = excluded.run_id,
+    checkpoint = excluded.checkpoint, metadata = excluded.metadata,
+    blob_channels = excluded.blob_channels, blob_versions = excluded.blob_versions, blob_hashes = excluded.blob_hashes
+RETURNING blob_channels, blob_versions, blob_hashes`
 
 // Put implements checkpoints.Saver.
 func (s *Saver) Put(ctx context.Context, cfg checkpoints.Config, cp *checkpoints.Checkpoint, md checkpoints.Metadata, newVersions map[string]int64) (checkpoints.Config, error) {
@@ -138,26 +160,23 @@ func (s *Saver) Put(ctx context.Context, cfg checkpoints.Config, cp *checkpoints
 		return checkpoints.Config{}, err
 	}
 	plan := s.plan(p, md.RunID, true)
-	err = s.exec(ctx, plan)
-	if isBaseMissing(err) {
-		// A remembered base blob was pruned by another process: store
-		// full values.
-		if s.last != nil {
-			s.last.dropThreads(cfg.ThreadID)
-		}
+	err = s.exec(ctx, plan, p.Config.CheckpointID)
+	if errors.Is(err, errStaleCache) || isBaseMissing(err) {
+		// Another process pruned blobs this saver remembered: resolve
+		// everything on the server and store full values.
+		s.forget(cfg.ThreadID)
 		plan = s.plan(p, md.RunID, false)
-		err = s.exec(ctx, plan)
+		err = s.exec(ctx, plan, p.Config.CheckpointID)
 	}
 	if err != nil {
-		if s.last != nil {
-			s.last.dropThreads(cfg.ThreadID)
-		}
+		s.forget(cfg.ThreadID)
 		return checkpoints.Config{}, fmt.Errorf("pgsaver: put checkpoint %s: %w", cp.ID, err)
 	}
 	if s.last != nil {
 		for k, v := range plan.remember {
 			s.last.put(k, v)
 		}
+		s.heads.put(headKey{cfg.ThreadID, cfg.Namespace}, plan.head)
 	}
 	return p.Config, nil
 }
@@ -165,6 +184,21 @@ func (s *Saver) Put(ctx context.Context, cfg checkpoints.Config, cp *checkpoints
 type putPlan struct {
 	batch    *pgx.Batch
 	remember map[valueKey]*lastValue
+	// head is the new checkpoint's blob map, remembered so that its child
+	// can be resolved without the server's help.
+	head *head
+}
+
+// errStaleCache means a put resolved from remembered state referenced a
+// blob that is gone; Put retries with server-side resolution.
+var errStaleCache = errors.New("pgsaver: remembered blob is gone")
+
+// forget drops what this saver remembers of threads.
+func (s *Saver) forget(threads ...string) {
+	if s.last != nil {
+		s.last.dropThreads(threads...)
+		s.heads.dropThreads(threads...)
+	}
 }
 
 func (s *Saver) plan(p *checkpoints.PreparedPut, runID string, deltas bool) *putPlan {
@@ -212,14 +246,40 @@ func (s *Saver) plan(p *checkpoints.PreparedPut, runID string, deltas bool) *put
 			uCh, uVer = append(uCh, ch), append(uVer, p.Checkpoint.ChannelVersions[ch])
 		}
 	}
+	// The common case, a child of the checkpoint this saver put last in
+	// the thread: resolve the unchanged channels from memory, which keeps
+	// the statement simple enough to plan once.
+	var parentHead *head
+	if deltas && s.last != nil && p.Parent != "" {
+		if h := s.heads.get(headKey{thread, ns}); h != nil && h.id == p.Parent {
+			parentHead = h
+		}
+	}
+	resolved := parentHead != nil || len(uCh) == 0
+	if parentHead != nil {
+		for i, ch := range uCh {
+			ref, ok := parentHead.refs[ch]
+			if !ok || ref.version != uVer[i] {
+				resolved = false
+				break
+			}
+			nCh, nVer, nHash = append(nCh, ch), append(nVer, uVer[i]), append(nHash, ref.hash[:])
+		}
+	}
 	b := plan.batch
 	b.Queue(sqlBumpSeq, thread)
 	if len(bHash) > 0 {
 		b.Queue(sqlInsertBlobs, thread, bHash, bEnc, bBase, bData)
 		b.Queue(sqlInsertVersions, thread, ns, vCh, vVer, vHash)
 	}
-	b.Queue(sqlInsertCheckpoint, thread, ns, p.Config.CheckpointID, p.Parent, runID, string(p.Body), string(p.Metadata),
-		nonNil(nCh), nonNil(nVer), nonNil(nHash), nonNil(uCh), nonNil(uVer))
+	if resolved {
+		nCh, nVer, nHash = sortRefs(nCh, nVer, nHash)
+		b.Queue(sqlInsertResolvedCheckpoint, thread, ns, p.Config.CheckpointID, p.Parent, runID, string(p.Body), string(p.Metadata),
+			nonNil(nCh), nonNil(nVer), nonNil(nHash))
+	} else {
+		b.Queue(sqlInsertCheckpoint, thread, ns, p.Config.CheckpointID, p.Parent, runID, string(p.Body), string(p.Metadata),
+			nonNil(nCh), nonNil(nVer), nonNil(nHash), nonNil(uCh), nonNil(uVer))
+	}
 	return plan
 }
 
@@ -230,8 +290,52 @@ func (s *Saver) lastValue(k valueKey, use bool) *lastValue {
 	return s.last.get(k)
 }
 
-func (s *Saver) exec(ctx context.Context, plan *putPlan) error {
-	return s.pool.SendBatch(ctx, plan.batch).Close()
+func (s *Saver) exec(ctx context.Context, plan *putPlan, id string) error {
+	br := s.pool.SendBatch(ctx, plan.batch)
+	for range plan.batch.Len() - 1 {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return err
+		}
+	}
+	// The checkpoint insert returns the blob map it stored; no row means
+	// a blob the client resolved is gone.
+	var chs []string
+	var vers []int64
+	var hashes [][]byte
+	err := br.QueryRow().Scan(&chs, &vers, &hashes)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return errStaleCache
+	}
+	if err != nil {
+		return err
+	}
+	if len(chs) == len(vers) && len(chs) == len(hashes) {
+		plan.head = &head{id: id, refs: make(map[string]blobRef, len(chs))}
+		for i, ch := range chs {
+			if len(hashes[i]) == len(hash{}) {
+				plan.head.refs[ch] = blobRef{version: vers[i], hash: hash(hashes[i])}
+			}
+		}
+	}
+	return nil
+}
+
+// sortRefs sorts parallel channel, version and hash slices by channel.
+func sortRefs(chs []string, vers []int64, hashes [][]byte) ([]string, []int64, [][]byte) {
+	idx := make([]int, len(chs))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return strings.Compare(chs[a], chs[b]) })
+	c, v, h := make([]string, len(idx)), make([]int64, len(idx)), make([][]byte, len(idx))
+	for i, j := range idx {
+		c[i], v[i], h[i] = chs[j], vers[j], hashes[j]
+	}
+	return c, v, h
 }
 
 func isBaseMissing(err error) bool {

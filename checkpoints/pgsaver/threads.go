@@ -46,9 +46,7 @@ func (s *Saver) DeleteThread(ctx context.Context, threadID string) error {
 }
 
 func (s *Saver) deleteThreads(ctx context.Context, threads []string) error {
-	if s.last != nil {
-		defer s.last.dropThreads(threads...)
-	}
+	defer s.forget(threads...)
 	b := &pgx.Batch{}
 	b.Queue(sqlLockThreads, threads)
 	for _, table := range []string{"checkpoint_writes", "checkpoints", "checkpoint_channel_versions", "checkpoint_blobs", "checkpoint_threads"} {
@@ -115,9 +113,7 @@ func (s *Saver) Prune(ctx context.Context, threadIDs []string, strategy checkpoi
 		}
 		return nil
 	}
-	if s.last != nil {
-		defer s.last.dropThreads(threads...)
-	}
+	defer s.forget(threads...)
 	b := &pgx.Batch{}
 	b.Queue(sqlLockThreads, threads)
 	b.Queue(`DELETE FROM checkpoints c WHERE c.thread_id = ANY($1) AND EXISTS (
@@ -158,9 +154,7 @@ func (s *Saver) DeleteForRuns(ctx context.Context, runIDs []string) error {
 		b.Queue(sqlCollectGarbage, threads)
 		return tx.SendBatch(ctx, b).Close()
 	})
-	if s.last != nil && len(threads) > 0 {
-		s.last.dropThreads(threads...)
-	}
+	s.forget(threads...)
 	if err != nil {
 		return fmt.Errorf("pgsaver: delete for runs: %w", err)
 	}
