@@ -517,3 +517,21 @@ func (g *Graph[S]) Stream(ctx context.Context, input any, opts *RunOptions, mode
 	}
 	return g.pregel.Stream(ctx, input, opts, modes...)
 }
+
+// ZeroState is the zero value of the state type, for tools that prefill an
+// input form (the Studio's start-run form).
+func (g *Graph[S]) ZeroState() any {
+	var s S
+	return s
+}
+
+// Compiled is what tools need from any compiled graph, whatever its state
+// type: *Graph[S] implements it.
+type Compiled interface {
+	Pregel() *Pregel
+	Topology() Topology
+	Warnings() []Warning
+	ZeroState() any
+}
+
+var _ Compiled = (*Graph[struct{ X int }])(nil)
