@@ -1050,7 +1050,7 @@ func (l *loop) apply(tasks []*task) ([]int, error) {
 			s = make([]int64, len(n.trig))
 			l.seen[n.idx] = s
 		}
-		if !t.push {
+		if !t.push && !t.asUpdate {
 			for k, c := range n.trig {
 				if v := l.versions[c]; v > 0 {
 					s[k] = v
@@ -1071,7 +1071,7 @@ func (l *loop) apply(tasks []*task) ([]int, error) {
 		l.versions[c] = next
 	}
 	for _, t := range tasks {
-		if t.node == nil || t.push {
+		if t.node == nil || t.push || t.asUpdate {
 			continue
 		}
 		for _, c := range t.node.trig {

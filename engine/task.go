@@ -35,6 +35,9 @@ type task struct {
 	useCache bool
 	attempts int
 	err      error
+	// asUpdate marks a task made by UpdateState: it bumps the step but
+	// records no trigger versions and consumes nothing.
+	asUpdate bool
 	tctx     taskContext
 	ov       overlay
 
