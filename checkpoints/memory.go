@@ -55,7 +55,23 @@ type memCP struct {
 	cp         Checkpoint // ChannelValues is nil
 	values     map[string][]byte
 	md         Metadata
-	doc        any // the metadata decoded for filters
+	mdJSON     []byte   // the metadata as stored, for filters
+	doc        *lazyDoc // mdJSON decoded on first use by a filter
+}
+
+// lazyDoc decodes metadata once, when a filter first needs it: most
+// checkpoints are never filtered. Copies of a memCP share it, as they
+// share mdJSON.
+type lazyDoc struct {
+	once sync.Once
+	doc  any
+}
+
+func (c *memCP) document() any {
+	c.doc.once.Do(func() {
+		c.doc.doc, _ = decodeJSON(c.mdJSON)
+	})
+	return c.doc.doc
 }
 
 type memWrite struct {
@@ -75,15 +91,19 @@ func (m *Memory) Put(ctx context.Context, cfg Config, cp *Checkpoint, md Metadat
 	if err := ctx.Err(); err != nil {
 		return Config{}, err
 	}
-	p, err := PreparePut(cfg, cp, md, newVersions)
+	p, err := preparePut(cfg, cp, md, newVersions, false)
 	if err != nil {
 		return Config{}, err
 	}
-	stored := &memCP{thread: cfg.ThreadID, ns: cfg.Namespace, parent: p.Parent, cp: copyCheckpoint(&p.Checkpoint)}
-	if err := json.Unmarshal(p.Metadata, &stored.md); err != nil {
-		return Config{}, fmt.Errorf("checkpoints: decode metadata: %w", err)
-	}
-	if stored.doc, err = decodeJSON(p.Metadata); err != nil {
+	stored := &memCP{thread: cfg.ThreadID, ns: cfg.Namespace, parent: p.Parent, cp: copyCheckpoint(&p.Checkpoint), mdJSON: p.Metadata, doc: &lazyDoc{}}
+	if len(md.Extra) == 0 {
+		stored.md = copyMetadata(md)
+		if stored.md.Parents == nil {
+			stored.md.Parents = map[string]string{}
+		}
+	} else if err := json.Unmarshal(p.Metadata, &stored.md); err != nil {
+		// Decoding user keys back gives them the types they read back
+		// with from any saver (numbers as float64).
 		return Config{}, fmt.Errorf("checkpoints: decode metadata: %w", err)
 	}
 	fresh := make(map[string][]byte, len(p.Values))
@@ -232,7 +252,7 @@ func (m *Memory) List(ctx context.Context, q ListQuery, opts ListOptions) ([]*Tu
 			return nil, fmt.Errorf("%w: %v", ErrInvalidFilter, err)
 		}
 	}
-	match := func(c *memCP) bool { return filter == nil || contains(c.doc, filter) }
+	match := func(c *memCP) bool { return filter == nil || contains(c.document(), filter) }
 
 	m.mu.RLock()
 	defer m.mu.RUnlock()

@@ -3,13 +3,45 @@ package checkpoints
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
+	"unicode/utf8"
 )
 
 var metadataFields = map[string]bool{"source": true, "step": true, "parents": true, "run_id": true}
 
 // MarshalJSON encodes the metadata as one flat object: the known fields
-// plus Extra's keys (keys that collide with known fields are dropped).
+// plus Extra's keys (keys that collide with known fields are dropped). Keys
+// come out sorted, as encoding/json sorts map keys.
 func (m Metadata) MarshalJSON() ([]byte, error) {
+	if len(m.Extra) == 0 {
+		// The common case, written by hand: it runs on every checkpoint.
+		b := make([]byte, 0, 64+32*len(m.Parents))
+		b = append(b, `{"parents":{`...)
+		keys := make([]string, 0, len(m.Parents))
+		for k := range m.Parents {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, k)
+			b = append(b, ':')
+			b = appendJSONString(b, m.Parents[k])
+		}
+		b = append(b, '}')
+		if m.RunID != "" {
+			b = append(b, `,"run_id":`...)
+			b = appendJSONString(b, m.RunID)
+		}
+		b = append(b, `,"source":`...)
+		b = appendJSONString(b, string(m.Source))
+		b = append(b, `,"step":`...)
+		b = strconv.AppendInt(b, int64(m.Step), 10)
+		return append(b, '}'), nil
+	}
 	out := make(map[string]any, len(m.Extra)+4)
 	for k, v := range m.Extra {
 		if !metadataFields[k] {
@@ -28,6 +60,40 @@ func (m Metadata) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(out)
 }
+
+// appendJSONString appends s as a JSON string. Invalid UTF-8 is replaced
+// by U+FFFD, as encoding/json does.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, `\ufffd`...)
+		case r == '"' || r == '\\':
+			b = append(b, '\\', byte(r))
+		case r == '\n':
+			b = append(b, `\n`...)
+		case r == '\r':
+			b = append(b, `\r`...)
+		case r == '\t':
+			b = append(b, `\t`...)
+		case r == '\b':
+			b = append(b, `\b`...)
+		case r == '\f':
+			b = append(b, `\f`...)
+		case r < 0x20 || r == '<' || r == '>' || r == '&' || r == 0x2028 || r == 0x2029:
+			b = append(b, `\u`...)
+			b = append(b, hexDigits[r>>12&0xf], hexDigits[r>>8&0xf], hexDigits[r>>4&0xf], hexDigits[r&0xf])
+		default:
+			b = utf8.AppendRune(b, r)
+		}
+	}
+	return append(b, '"')
+}
+
+const hexDigits = "0123456789abcdef"
 
 // UnmarshalJSON decodes a flat metadata object; unknown keys go to Extra.
 func (m *Metadata) UnmarshalJSON(data []byte) error {

@@ -128,6 +128,12 @@ type PreparedPut struct {
 // ErrInvalidValue (a value, metadata or channel name that cannot be
 // stored).
 func PreparePut(cfg Config, cp *Checkpoint, md Metadata, newVersions map[string]int64) (*PreparedPut, error) {
+	return preparePut(cfg, cp, md, newVersions, true)
+}
+
+// preparePut is PreparePut; without body it leaves Body nil (the memory
+// saver keeps the checkpoint as a struct and needs no encoding of it).
+func preparePut(cfg Config, cp *Checkpoint, md Metadata, newVersions map[string]int64, body bool) (*PreparedPut, error) {
 	if cfg.ThreadID == "" {
 		return nil, fmt.Errorf("%w: put needs a thread id", ErrInvalidConfig)
 	}
@@ -162,8 +168,10 @@ func PreparePut(cfg Config, cp *Checkpoint, md Metadata, newVersions map[string]
 		p.Values[ch] = v
 	}
 	var err error
-	if p.Body, err = json.Marshal(&p.Checkpoint); err != nil {
-		return nil, fmt.Errorf("%w: encode checkpoint: %v", ErrInvalidValue, err)
+	if body {
+		if p.Body, err = json.Marshal(&p.Checkpoint); err != nil {
+			return nil, fmt.Errorf("%w: encode checkpoint: %v", ErrInvalidValue, err)
+		}
 	}
 	if p.Metadata, err = EncodeMetadata(md); err != nil {
 		return nil, err

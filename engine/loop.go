@@ -72,6 +72,11 @@ type loop struct {
 	seen          [][]int64
 	seenInterrupt []int64
 	extraSeen     map[string]map[string]int64 // entries for other names, kept as loaded
+	// seenMaps caches each node's versions_seen map for checkpoints; a
+	// map is rebuilt only when its node ran (seenDirty), never mutated
+	// once handed to a saver.
+	seenMaps  []map[string]int64
+	seenDirty []bool
 	updated       []int                       // updated channel indexes of the last step
 	updatedKnown  bool                        // false: every node is a candidate
 	step          int
@@ -274,6 +279,8 @@ func (l *loop) restore(tup *checkpoints.Tuple) error {
 	l.chans = make([]channels.Channel, n)
 	l.versions = make([]int64, n)
 	l.seen = make([][]int64, len(l.g.nodeList))
+	l.seenMaps = make([]map[string]int64, len(l.g.nodeList))
+	l.seenDirty = make([]bool, len(l.g.nodeList))
 	l.grouped = make([][]any, n)
 	l.touchedSet = make([]bool, n)
 	l.step = -1
@@ -1050,6 +1057,7 @@ func (l *loop) apply(tasks []*task) ([]int, error) {
 			s = make([]int64, len(n.trig))
 			l.seen[n.idx] = s
 		}
+		l.seenDirty[n.idx] = true
 		if !t.push && !t.asUpdate {
 			for k, c := range n.trig {
 				if v := l.versions[c]; v > 0 {
@@ -1203,11 +1211,15 @@ func (l *loop) versionsSeenMap() map[string]map[string]int64 {
 			continue
 		}
 		n := l.g.nodeList[i]
-		m := make(map[string]int64, len(s))
-		for k, v := range s {
-			if v > 0 {
-				m[n.Triggers[k]] = v
+		m := l.seenMaps[i]
+		if m == nil || l.seenDirty[i] {
+			m = make(map[string]int64, len(s))
+			for k, v := range s {
+				if v > 0 {
+					m[n.Triggers[k]] = v
+				}
 			}
+			l.seenMaps[i], l.seenDirty[i] = m, false
 		}
 		out[n.Name] = m
 	}
@@ -1260,7 +1272,7 @@ func (l *loop) saveCheckpoint(ctx context.Context, source checkpoints.Source) er
 	md := l.metadata(source)
 	parent := l.ckptCfg
 	parent.ThreadID, parent.Namespace = l.opts.ThreadID, l.ns
-	l.saved = slices.Clone(l.versions)
+	l.saved = append(l.saved[:0], l.versions...)
 	l.hasSaved = true
 	next := checkpoints.Config{ThreadID: l.opts.ThreadID, Namespace: l.ns, CheckpointID: cp.ID}
 	var parentPtr *checkpoints.Config
@@ -1274,17 +1286,19 @@ func (l *loop) saveCheckpoint(ctx context.Context, source checkpoints.Source) er
 		l.lastSaved = &CheckpointSaved{Config: next, Parent: parentPtr, Metadata: md, Values: l.values()}
 		l.evParent = &next
 	}
-	put := func(ctx context.Context) error {
-		if _, err := l.saver.Put(ctx, parent, cp, md, newVersions); err != nil {
-			return fmt.Errorf("save checkpoint %s: %w", cp.ID, err)
-		}
-		return nil
-	}
 	if l.persist != nil {
-		l.persist.submit(put)
+		l.persist.submit(func(ctx context.Context) error {
+			if _, err := l.saver.Put(ctx, parent, cp, md, newVersions); err != nil {
+				return fmt.Errorf("save checkpoint %s: %w", cp.ID, err)
+			}
+			return nil
+		})
 		return nil
 	}
-	return put(ctx)
+	if _, err := l.saver.Put(ctx, parent, cp, md, newVersions); err != nil {
+		return fmt.Errorf("save checkpoint %s: %w", cp.ID, err)
+	}
+	return nil
 }
 
 // finishPersist flushes background saves, and in exit durability saves the
