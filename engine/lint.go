@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -33,8 +34,24 @@ type TopoEdge struct {
 	Join bool
 }
 
+// WarningKind classifies a lint finding.
+type WarningKind string
+
+// The lint findings.
+const (
+	// WarnFanIn: a node reached from paths of different lengths runs once
+	// per arrival (the classic "node runs twice").
+	WarnFanIn WarningKind = "fan-in"
+	// WarnUnreachable: no path from Start reaches the node.
+	WarnUnreachable WarningKind = "unreachable"
+	// WarnCannotEnd: every path from the node loops; the run stops only
+	// at the recursion limit.
+	WarnCannotEnd WarningKind = "cannot-end"
+)
+
 // Warning is a lint finding about a graph's topology.
 type Warning struct {
+	Kind       WarningKind
 	Node       string
 	Cause      string
 	Suggestion string
@@ -128,42 +145,62 @@ func lint(t Topology) []Warning {
 			}
 		}
 	}
+	depths, back := arrivalDepths(t, out)
+	forks := fanOuts(t, out, back)
 	for _, n := range t.Nodes {
 		if n.Name == Start || n.Name == End {
 			continue
 		}
-		// Fan-in over plain edges from sources at different depths.
+		// Fan-in: two or more sources that can fire at different
+		// supersteps (over every acyclic path, conditional branches
+		// included) make the node run once per arrival.
 		if !n.Deferred {
-			depths := map[int][]string{}
+			bySource := map[string]map[int]bool{}
 			for _, e := range t.Edges {
-				if e.To == n.Name && !e.Join && !e.Conditional {
-					if d, ok := dist[e.From]; ok {
-						depths[d] = append(depths[d], e.From)
+				if e.To != n.Name || e.Join || back[[2]string{e.From, e.To}] {
+					continue
+				}
+				for d := range depths[e.From] {
+					if bySource[e.From] == nil {
+						bySource[e.From] = map[int]bool{}
 					}
+					bySource[e.From][d] = true
 				}
 			}
-			if len(depths) > 1 {
-				var parts, srcs []string
-				keys := make([]int, 0, len(depths))
-				for d := range depths {
+			all := map[int][]string{}
+			for src, ds := range bySource {
+				for d := range ds {
+					all[d] = append(all[d], src)
+				}
+			}
+			if len(bySource) > 1 && len(all) > 1 && anyParallel(n.Name, bySource, forks) {
+				keys := make([]int, 0, len(all))
+				for d := range all {
 					keys = append(keys, d)
 				}
 				sort.Ints(keys)
+				var parts []string
 				for _, d := range keys {
-					sort.Strings(depths[d])
-					srcs = append(srcs, depths[d]...)
-					parts = append(parts, fmt.Sprintf("%s after step %d", strings.Join(depths[d], ", "), d))
+					sort.Strings(all[d])
+					parts = append(parts, fmt.Sprintf("%s after step %d", strings.Join(all[d], ", "), d))
 				}
+				srcs := make([]string, 0, len(bySource))
+				for src := range bySource {
+					srcs = append(srcs, strconv.Quote(src))
+				}
+				sort.Strings(srcs)
 				ws = append(ws, Warning{
-					Node:  n.Name,
-					Cause: fmt.Sprintf("fan-in from paths of different lengths (%s): it will run once per arrival, %d times", strings.Join(parts, "; "), len(keys)),
-					Suggestion: fmt.Sprintf("join the sources with AddJoin([]string{%q}, %q), or add the node with engine.Defer()",
-						strings.Join(srcs, `", "`), n.Name),
+					Kind: WarnFanIn,
+					Node: n.Name,
+					Cause: fmt.Sprintf("fan-in from paths of different lengths (%s): it may run once per arrival, and every node after it too",
+						strings.Join(parts, "; ")),
+					Suggestion: fmt.Sprintf("join the sources with AddJoin([]string{%s}, %q), or add the node with engine.Defer()",
+						strings.Join(srcs, ", "), n.Name),
 				})
 			}
 		}
 		if _, ok := dist[n.Name]; !ok && !anyDynamic {
-			ws = append(ws, Warning{Node: n.Name, Cause: "unreachable from " + Start,
+			ws = append(ws, Warning{Kind: WarnUnreachable, Node: n.Name, Cause: "unreachable from " + Start,
 				Suggestion: "add an edge to it, or declare it with engine.Destinations if a Command routes to it"})
 		}
 	}
@@ -183,10 +220,123 @@ func lint(t Topology) []Warning {
 	}
 	for _, n := range t.Nodes {
 		if n.Name != Start && !canEnd[n.Name] {
-			ws = append(ws, Warning{Node: n.Name, Cause: "cannot reach " + End + ": every path from it loops, so the run stops only at the recursion limit",
+			ws = append(ws, Warning{Kind: WarnCannotEnd, Node: n.Name, Cause: "cannot reach " + End + ": every path from it loops, so the run stops only at the recursion limit",
 				Suggestion: "add a conditional edge that can route to engine.End"})
 		}
 	}
 	_ = deferred
 	return ws
+}
+
+// fanOut is a node with several plain out-edges: the only place where
+// branches that both run in the same superstep sequence begin.
+type fanOut struct {
+	node  string
+	reach []map[string]bool // per plain successor: the nodes it reaches
+	succ  []string
+}
+
+func fanOuts(t Topology, out map[string][]TopoEdge, back map[[2]string]bool) []fanOut {
+	reach := func(from string) map[string]bool {
+		seen := map[string]bool{from: true}
+		stack := []string{from}
+		for len(stack) > 0 {
+			n := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			for _, e := range out[n] {
+				if !seen[e.To] && !back[[2]string{n, e.To}] {
+					seen[e.To] = true
+					stack = append(stack, e.To)
+				}
+			}
+		}
+		return seen
+	}
+	var fs []fanOut
+	for _, n := range t.Nodes {
+		var succ []string
+		for _, e := range out[n.Name] {
+			if !e.Conditional && !slices.Contains(succ, e.To) {
+				succ = append(succ, e.To)
+			}
+		}
+		if len(succ) < 2 {
+			continue
+		}
+		f := fanOut{node: n.Name, succ: succ}
+		for _, s := range succ {
+			f.reach = append(f.reach, reach(s))
+		}
+		fs = append(fs, f)
+	}
+	return fs
+}
+
+// anyParallel reports whether two of n's sources sit on different plain
+// branches of one fan-out, so that both can arrive in the same run (router
+// alternatives are exclusive and do not count).
+func anyParallel(n string, sources map[string]map[int]bool, forks []fanOut) bool {
+	on := func(f fanOut, i int, src string) bool {
+		return f.reach[i][src] || (src == f.node && f.succ[i] == n)
+	}
+	for p := range sources {
+		for q := range sources {
+			if p >= q {
+				continue
+			}
+			for _, f := range forks {
+				for i := range f.succ {
+					for j := range f.succ {
+						if i != j && on(f, i, p) && on(f, j, q) {
+							return true
+						}
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
+// arrivalDepths gives, for each node, every superstep at which it can run
+// over acyclic paths from Start, and the back edges (those closing a
+// cycle), which loops use on purpose and which the fan-in check ignores.
+func arrivalDepths(t Topology, out map[string][]TopoEdge) (map[string]map[int]bool, map[[2]string]bool) {
+	back := map[[2]string]bool{}
+	state := map[string]int{} // 1 = on the DFS stack, 2 = done
+	var order []string
+	var visit func(n string)
+	visit = func(n string) {
+		state[n] = 1
+		for _, e := range out[n] {
+			switch state[e.To] {
+			case 1:
+				back[[2]string{n, e.To}] = true
+			case 0:
+				visit(e.To)
+			}
+		}
+		state[n] = 2
+		order = append(order, n)
+	}
+	visit(Start)
+	depths := map[string]map[int]bool{Start: {0: true}}
+	const maxDepths = 64 // enough to tell lengths apart, bounded for huge graphs
+	for i := len(order) - 1; i >= 0; i-- {
+		n := order[i]
+		for _, e := range out[n] {
+			if back[[2]string{n, e.To}] {
+				continue
+			}
+			if depths[e.To] == nil {
+				depths[e.To] = map[int]bool{}
+			}
+			for d := range depths[n] {
+				if len(depths[e.To]) < maxDepths {
+					depths[e.To][d+1] = true
+				}
+			}
+		}
+	}
+	return depths, back
 }

@@ -75,12 +75,12 @@ type loop struct {
 	// seenMaps caches each node's versions_seen map for checkpoints; a
 	// map is rebuilt only when its node ran (seenDirty), never mutated
 	// once handed to a saver.
-	seenMaps  []map[string]int64
-	seenDirty []bool
-	updated       []int                       // updated channel indexes of the last step
-	updatedKnown  bool                        // false: every node is a candidate
-	step          int
-	stop          int
+	seenMaps     []map[string]int64
+	seenDirty    []bool
+	updated      []int // updated channel indexes of the last step
+	updatedKnown bool  // false: every node is a candidate
+	step         int
+	stop         int
 
 	ckptID    string
 	ckptBytes [16]byte

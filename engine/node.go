@@ -107,6 +107,12 @@ type NodeBuilder struct {
 // NewNode starts building a node.
 func NewNode() *NodeBuilder { return &NodeBuilder{} }
 
+// Named sets the node's name (required by NewPregel).
+func (b *NodeBuilder) Named(name string) *NodeBuilder {
+	b.n.Name = name
+	return b
+}
+
 func (b *NodeBuilder) fail(format string, args ...any) *NodeBuilder {
 	if b.err == nil {
 		b.err = fmt.Errorf("%w: "+format, append([]any{ErrInvalidGraph}, args...)...)
