@@ -1,0 +1,196 @@
+package runs
+
+import (
+	"encoding/json"
+	"errors"
+	"time"
+	"unicode/utf8"
+
+	"github.com/superstep-dev/superstep/engine"
+)
+
+// Kind names what an Event reports.
+type Kind string
+
+// The event kinds. They mirror the engine's events, flattened so that one
+// JSON object describes one thing that happened to one task or step.
+const (
+	KindRunStarted      Kind = "run_started"
+	KindTaskPlanned     Kind = "task_planned"
+	KindTaskStarted     Kind = "task_started"
+	KindTaskRetried     Kind = "task_retried"
+	KindTaskFinished    Kind = "task_finished"
+	KindTaskFailed      Kind = "task_failed"
+	KindTaskInterrupted Kind = "task_interrupted"
+	KindBarrier         Kind = "barrier"
+	KindCheckpoint      Kind = "checkpoint"
+	KindRunFinished     Kind = "run_finished"
+	// KindCaughtUp ends the catch-up a subscriber gets on Subscribe: what
+	// follows is live.
+	KindCaughtUp Kind = "caught_up"
+)
+
+// Bump is one channel whose version a barrier changed.
+type Bump struct {
+	Channel string `json:"channel"`
+	Old     int64  `json:"old"`
+	New     int64  `json:"new"`
+}
+
+// Interrupt is a pending interrupt as events and pages show it: its id,
+// the node that raised it, and its value as indented JSON cut to
+// PreviewBytes (the full value stays on the server).
+type Interrupt struct {
+	ID        string `json:"id"`
+	Node      string `json:"node,omitempty"`
+	Preview   string `json:"preview"`
+	Truncated bool   `json:"truncated,omitempty"`
+}
+
+// PreviewBytes caps the JSON of an interrupt value carried by an event, so
+// a huge payload never travels to every tab with every event.
+const PreviewBytes = 4 << 10
+
+// Event is one thing that happened on a thread, small enough to send to a
+// browser as it is: it never carries the whole state.
+type Event struct {
+	// Seq orders live events of a thread (from 1); catch-up events have 0.
+	Seq  uint64 `json:"seq,omitempty"`
+	Kind Kind   `json:"kind"`
+	// Catchup is true for events rebuilt from checkpoints on Subscribe.
+	Catchup bool   `json:"catchup,omitempty"`
+	Thread  string `json:"thread"`
+	RunID   string `json:"run,omitempty"`
+	Step    int    `json:"step"`
+	Node    string `json:"node,omitempty"`
+	TaskID  string `json:"task,omitempty"`
+	// Triggers are the channels whose update planned the task.
+	Triggers []string `json:"triggers,omitempty"`
+	Attempt  int      `json:"attempt,omitempty"`
+	// DurationMS is how long a finished task took, in milliseconds.
+	DurationMS float64 `json:"ms,omitempty"`
+	// BackoffMS is the wait before a retried task's next attempt.
+	BackoffMS  float64     `json:"backoff_ms,omitempty"`
+	Cached     bool        `json:"cached,omitempty"`
+	Error      string      `json:"error,omitempty"`
+	Writes     []string    `json:"writes,omitempty"`
+	Bumps      []Bump      `json:"bumps,omitempty"`
+	Interrupts []Interrupt `json:"interrupts,omitempty"`
+	Checkpoint string      `json:"checkpoint,omitempty"`
+	Source     string      `json:"source,omitempty"`
+	Next       []string    `json:"next,omitempty"`
+	// Status is the thread's status after a run_finished event.
+	Status Status    `json:"status,omitempty"`
+	Time   time.Time `json:"time"`
+}
+
+// fromEngine converts an engine event; ok is false for events the Studio
+// does not forward (RunFinished is replaced by the manager's own, sent
+// after the thread's status is updated; Custom payloads are unbounded).
+func fromEngine(thread, runID string, ev engine.Event, now time.Time) (out []Event) {
+	base := Event{Thread: thread, RunID: runID, Time: now}
+	task := func(k Kind, t engine.TaskInfo) Event {
+		e := base
+		e.Kind, e.Step, e.Node, e.TaskID = k, t.Step, t.Name, t.ID
+		return e
+	}
+	switch e := ev.(type) {
+	case engine.RunStarted:
+		x := base
+		x.Kind = KindRunStarted
+		return []Event{x}
+	case engine.StepPlanned:
+		for _, t := range e.Tasks {
+			if t.Name == engine.Start {
+				continue
+			}
+			x := task(KindTaskPlanned, t)
+			x.Step = e.Step
+			x.Triggers = t.Triggers
+			out = append(out, x)
+		}
+		return out
+	case engine.TaskStarted:
+		if e.Task.Name == engine.Start {
+			return nil
+		}
+		x := task(KindTaskStarted, e.Task)
+		x.Attempt = e.Attempt
+		return []Event{x}
+	case engine.TaskRetried:
+		x := task(KindTaskRetried, e.Task)
+		x.Attempt, x.Error, x.BackoffMS = e.Attempt, errText(e.Err), ms(e.Backoff)
+		return []Event{x}
+	case engine.TaskFinished:
+		if e.Task.Name == engine.Start {
+			return nil
+		}
+		x := task(KindTaskFinished, e.Task)
+		x.DurationMS, x.Cached, x.Attempt = ms(e.Duration), e.Cached, e.Attempts
+		for _, w := range e.Writes {
+			x.Writes = append(x.Writes, w.Key)
+		}
+		return []Event{x}
+	case engine.TaskFailed:
+		x := task(KindTaskFailed, e.Task)
+		x.Error, x.Attempt = errText(e.Err), e.Attempts
+		return []Event{x}
+	case engine.TaskInterrupted:
+		x := task(KindTaskInterrupted, e.Task)
+		x.Interrupts = previews(e.Interrupts)
+		return []Event{x}
+	case engine.BarrierApplied:
+		x := base
+		x.Kind, x.Step = KindBarrier, e.Step
+		for _, b := range e.Bumps {
+			x.Bumps = append(x.Bumps, Bump{Channel: b.Channel, Old: b.Old, New: b.New})
+		}
+		return []Event{x}
+	case engine.CheckpointSaved:
+		x := base
+		x.Kind, x.Step = KindCheckpoint, e.Metadata.Step
+		x.Checkpoint, x.Source, x.Next = e.Config.CheckpointID, string(e.Metadata.Source), e.Next
+		return []Event{x}
+	}
+	return nil
+}
+
+// previews renders interrupt values for events and pages.
+func previews(is []engine.Interruption) []Interrupt {
+	out := make([]Interrupt, 0, len(is))
+	for _, i := range is {
+		p, cut := Preview(i.Value, PreviewBytes)
+		out = append(out, Interrupt{ID: i.ID, Node: i.Node, Preview: p, Truncated: cut})
+	}
+	return out
+}
+
+// Preview renders v as indented JSON of at most max bytes (cut on a rune
+// boundary); truncated says whether anything was cut.
+func Preview(v any, max int) (s string, truncated bool) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return "(value cannot be shown as JSON: " + err.Error() + ")", false
+	}
+	if len(b) <= max {
+		return string(b), false
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(b[cut]) {
+		cut--
+	}
+	return string(b[:cut]), true
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	var intr *engine.Interrupted
+	if errors.As(err, &intr) {
+		return ""
+	}
+	return err.Error()
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
