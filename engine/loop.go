@@ -98,8 +98,16 @@ type loop struct {
 	exitMu     sync.Mutex
 	exitWrites []exitWrite
 
-	rd         reader
-	rs         resumeState
+	rd reader
+	rs *resumeState
+	// parents maps each enclosing graph's namespace to its checkpoint id
+	// (subgraph runs); nil at the root.
+	parents map[string]string
+	// originID and originStep name the checkpoint the loaded one was
+	// forked from (and the step its tasks ran at), to carry subgraph
+	// state across forks.
+	originID   string
+	originStep int
 	resumeMap  map[string]any
 	nullWrites []KV
 	replaying  bool
@@ -148,7 +156,7 @@ func (g *Pregel) Invoke(ctx context.Context, input any, opts *RunOptions) (out a
 }
 
 func (g *Pregel) newLoop(opts *RunOptions) (*loop, error) {
-	l := &loop{g: g, saver: g.cfg.Checkpointer}
+	l := &loop{g: g, saver: g.cfg.Checkpointer, rs: &resumeState{}}
 	if opts != nil {
 		l.opts = *opts
 	}
@@ -336,6 +344,16 @@ func (l *loop) restore(tup *checkpoints.Tuple) error {
 		}
 	}
 	l.step = tup.Metadata.Step + 1
+	switch tup.Metadata.Source {
+	case checkpoints.SourceUpdate:
+		if tup.ParentConfig != nil {
+			l.originID, l.originStep = tup.ParentConfig.CheckpointID, tup.Metadata.Step
+		}
+	case checkpoints.SourceFork:
+		if tup.ParentConfig != nil {
+			l.originID, l.originStep = tup.ParentConfig.CheckpointID, tup.Metadata.Step+1
+		}
+	}
 	l.setCheckpointID(cp.ID)
 	l.ckptCfg = tup.Config
 	l.saved = slices.Clone(l.versions)
@@ -492,6 +510,7 @@ func (l *loop) replay(ctx context.Context) error {
 	if l.saver == nil {
 		return nil
 	}
+	l.originID, l.originStep = l.ckptID, l.step
 	l.step--
 	return l.putCheckpoint(ctx, checkpoints.SourceFork)
 }
@@ -921,14 +940,16 @@ func (l *loop) runTasks(ctx context.Context, tasks []*task) error {
 func (l *loop) interrupted(tasks []*task) error {
 	var is []Interruption
 	var done []*task
+	stopped := false
 	for _, t := range tasks {
-		if len(t.interrupts) > 0 {
+		if len(t.interrupts) > 0 || t.subInterrupted {
 			is = append(is, t.interrupts...)
+			stopped = true
 		} else {
 			done = append(done, t)
 		}
 	}
-	if len(is) == 0 {
+	if !stopped {
 		return nil
 	}
 	if len(done) > 0 {
@@ -947,7 +968,11 @@ func (l *loop) commitInterrupt(ctx context.Context, t *task) {
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
-	is, _ := json.Marshal(t.interrupts)
+	interrupts := t.interrupts
+	if interrupts == nil {
+		interrupts = []Interruption{}
+	}
+	is, _ := json.Marshal(interrupts)
 	resume := t.resume
 	if resume == nil {
 		resume = []any{}
@@ -1191,6 +1216,9 @@ func (l *loop) putCheckpoint(ctx context.Context, source checkpoints.Source) err
 
 func (l *loop) metadata(source checkpoints.Source) checkpoints.Metadata {
 	md := checkpoints.Metadata{Source: source, Step: l.step, Parents: map[string]string{}, RunID: l.opts.RunID}
+	for k, v := range l.parents {
+		md.Parents[k] = v
+	}
 	if len(l.opts.Metadata) > 0 {
 		md.Extra = maps.Clone(l.opts.Metadata)
 	}

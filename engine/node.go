@@ -90,9 +90,10 @@ type Node struct {
 	// identity names the node's function for the cache namespace.
 	identity string
 	hidden   bool
-	idx      int   // position in the compiled graph's node list
-	trig     []int // trigger channel indexes, in sorted trigger order
-	read     []int // read channel indexes
+	subgraph *Pregel // set when the node runs a compiled graph
+	idx      int     // position in the compiled graph's node list
+	trig     []int   // trigger channel indexes, in sorted trigger order
+	read     []int   // read channel indexes
 	// inType is the Go type of the node's input (StateGraph), used to
 	// decode Send arguments read back from a checkpoint.
 	inType reflect.Type

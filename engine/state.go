@@ -39,6 +39,17 @@ type TaskState struct {
 	Result map[string]any
 	// Interrupts the task raised and is waiting on.
 	Interrupts []Interruption
+	// Subgraph addresses the subgraph state of a task that runs a
+	// subgraph (its namespace in the thread); State is that state when
+	// asked for with StateOptions.Subgraphs.
+	Subgraph *checkpoints.Config
+	State    *StateSnapshot
+}
+
+// StateOptions tune GetStateWith.
+type StateOptions struct {
+	// Subgraphs fills TaskState.State for tasks that run subgraphs.
+	Subgraphs bool
 }
 
 // GetState returns the thread's state at cfg.CheckpointID, or at its latest
@@ -46,10 +57,33 @@ type TaskState struct {
 // succeeded are applied and those tasks leave Next, as upstream; at an
 // explicit checkpoint the values are those the step started with.
 func (g *Pregel) GetState(ctx context.Context, cfg checkpoints.Config) (*StateSnapshot, error) {
-	if g.cfg.Checkpointer == nil {
+	return g.GetStateWith(ctx, cfg, StateOptions{})
+}
+
+// GetStateWith is GetState with options. A cfg.Namespace naming a
+// subgraph ("node:<task id>", nested with "|") reads that subgraph's state.
+func (g *Pregel) GetStateWith(ctx context.Context, cfg checkpoints.Config, opts StateOptions) (*StateSnapshot, error) {
+	if cfg.Namespace != "" {
+		sub, err := g.resolve(cfg.Namespace)
+		if err != nil {
+			return nil, err
+		}
+		if sub != g {
+			saver := sub.cfg.Checkpointer
+			if saver == nil {
+				saver = g.cfg.Checkpointer
+			}
+			return sub.getState(ctx, saver, cfg, opts)
+		}
+	}
+	return g.getState(ctx, g.cfg.Checkpointer, cfg, opts)
+}
+
+func (g *Pregel) getState(ctx context.Context, saver checkpoints.Saver, cfg checkpoints.Config, opts StateOptions) (*StateSnapshot, error) {
+	if saver == nil {
 		return nil, fmt.Errorf("%w: GetState needs a graph compiled with a checkpointer", checkpoints.ErrInvalidConfig)
 	}
-	tup, err := g.cfg.Checkpointer.Get(ctx, cfg)
+	tup, err := saver.Get(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +93,28 @@ func (g *Pregel) GetState(ctx context.Context, cfg checkpoints.Config) (*StateSn
 		}
 		return &StateSnapshot{Values: map[string]any{}, Config: cfg}, nil
 	}
-	return g.snapshot(tup, cfg.CheckpointID == "")
+	snap, err := g.snapshot(tup, cfg.CheckpointID == "")
+	if err != nil || !opts.Subgraphs {
+		return snap, err
+	}
+	for i := range snap.Tasks {
+		st := &snap.Tasks[i]
+		if st.Subgraph == nil {
+			continue
+		}
+		sub, err := g.resolve(st.Subgraph.Namespace)
+		if err != nil {
+			return nil, err
+		}
+		inner, err := sub.getState(ctx, saver, *st.Subgraph, opts)
+		if err != nil {
+			return nil, err
+		}
+		if inner.Config.CheckpointID != "" {
+			st.State = inner
+		}
+	}
+	return snap, nil
 }
 
 // HistoryOptions narrow GetStateHistory.
@@ -98,7 +153,7 @@ func (g *Pregel) GetStateHistory(ctx context.Context, cfg checkpoints.Config, op
 }
 
 func (g *Pregel) snapshot(tup *checkpoints.Tuple, applyPending bool) (*StateSnapshot, error) {
-	l := &loop{g: g, needIDs: true, opts: RunOptions{ThreadID: tup.Config.ThreadID}}
+	l := &loop{g: g, needIDs: true, rs: &resumeState{}, opts: RunOptions{ThreadID: tup.Config.ThreadID}}
 	l.ns = tup.Config.Namespace
 	if err := l.restore(tup); err != nil {
 		return nil, err
@@ -112,6 +167,9 @@ func (g *Pregel) snapshot(tup *checkpoints.Tuple, applyPending bool) (*StateSnap
 	states := make([]TaskState, len(tasks))
 	for i, t := range tasks {
 		states[i] = TaskState{ID: t.ID(), Name: t.name}
+		if t.node.subgraph != nil {
+			states[i].Subgraph = &checkpoints.Config{ThreadID: tup.Config.ThreadID, Namespace: l.taskNS(t.name) + ":" + t.ID()}
+		}
 		byID[t.ID()] = &states[i]
 	}
 	ran := map[string]bool{}
@@ -184,6 +242,12 @@ func (g *Pregel) snapshot(tup *checkpoints.Tuple, applyPending bool) (*StateSnap
 // GetState returns the thread's state; see Pregel.GetState.
 func (g *Graph[S]) GetState(ctx context.Context, cfg checkpoints.Config) (*StateSnapshot, error) {
 	return g.pregel.GetState(ctx, cfg)
+}
+
+// GetStateWith returns the thread's state with options; see
+// Pregel.GetStateWith.
+func (g *Graph[S]) GetStateWith(ctx context.Context, cfg checkpoints.Config, opts StateOptions) (*StateSnapshot, error) {
+	return g.pregel.GetStateWith(ctx, cfg, opts)
 }
 
 // GetStateHistory lists the thread's checkpoints; see Pregel.GetStateHistory.

@@ -52,6 +52,7 @@ type sgNode struct {
 	deferred     bool
 	destinations []string
 	identity     string
+	subgraph     *Pregel
 }
 
 type waitingEdge struct {

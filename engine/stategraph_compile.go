@@ -73,6 +73,7 @@ func (g *StateGraph[S]) compile(opts CompileOptions) (*Pregel, error) {
 			Cache:    sn.cache,
 			identity: sn.identity,
 			inType:   sn.inType,
+			subgraph: sn.subgraph,
 		}
 		if n.identity == "" {
 			n.identity = name
@@ -414,6 +415,24 @@ type inputPlan struct {
 	typ    reflect.Type
 	fields []planField
 	raw    bool // not a struct over state keys: only Sends deliver it
+	asMap  bool // build a map[string]any of the fields (subgraph input)
+}
+
+var anyMapType = reflect.TypeFor[map[string]any]()
+
+// structValues returns a struct's json-tagged fields as a map.
+func structValues(v any) map[string]any {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Struct {
+		return nil
+	}
+	out := map[string]any{}
+	for i := range rv.NumField() {
+		if name, ok := jsonName(rv.Type().Field(i)); ok {
+			out[name] = rv.Field(i).Interface()
+		}
+	}
+	return out
 }
 
 type planField struct {
@@ -460,6 +479,15 @@ func newInputPlan(typ reflect.Type, byName map[string]int) (*inputPlan, error) {
 }
 
 func (p *inputPlan) build(r reader) (any, error) {
+	if p.asMap {
+		m := make(map[string]any, len(p.fields))
+		for _, f := range p.fields {
+			if x, ok := r.read(f.idx); ok {
+				m[f.channel] = x
+			}
+		}
+		return m, nil
+	}
 	if p.raw {
 		return reflect.Zero(p.typ).Interface(), nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"iter"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -92,9 +93,17 @@ type projector struct {
 
 func (p *projector) on(m StreamMode) bool { return slices.Contains(p.modes, m) }
 
-func (p *projector) send(m StreamMode, data any) {
+func (p *projector) send(m StreamMode, data any) { p.sendNS(m, "", data) }
+
+// sendNS sends a part from the graph running in namespace ns ("" = root;
+// subgraphs "node:<task id>", nested with "|").
+func (p *projector) sendNS(m StreamMode, ns string, data any) {
+	path := []string{}
+	if ns != "" {
+		path = strings.Split(ns, "|")
+	}
 	select {
-	case p.out <- StreamPart{Mode: m, Namespace: []string{}, Data: data}:
+	case p.out <- StreamPart{Mode: m, Namespace: path, Data: data}:
 	case <-p.ctx.Done():
 	}
 }
@@ -112,10 +121,10 @@ func (p *projector) project(ev Event) {
 			}
 			payload := map[string]any{"id": t.ID, "name": t.Name, "input": t.Input, "triggers": t.Triggers}
 			if p.on(StreamTasks) {
-				p.send(StreamTasks, payload)
+				p.sendNS(StreamTasks, t.Namespace, payload)
 			}
 			if p.on(StreamDebug) {
-				p.send(StreamDebug, debugEnvelope(e.Step, "task", payload))
+				p.sendNS(StreamDebug, t.Namespace, debugEnvelope(e.Step, "task", payload))
 			}
 		}
 	case TaskFinished:
@@ -127,7 +136,7 @@ func (p *projector) project(ev Event) {
 			if e.Cached {
 				u["__metadata__"] = map[string]any{"cached": true}
 			}
-			p.send(StreamUpdates, u)
+			p.sendNS(StreamUpdates, e.Task.Namespace, u)
 		}
 		if !e.Cached {
 			payload := map[string]any{"id": e.Task.ID, "name": e.Task.Name, "error": nil, "result": resultPayload(e.Writes), "interrupts": []any{}}
@@ -159,10 +168,15 @@ func (p *projector) project(ev Event) {
 		}
 	case Custom:
 		if p.on(StreamCustom) {
-			p.send(StreamCustom, e.Payload)
+			p.sendNS(StreamCustom, e.Task.Namespace, e.Payload)
+		}
+	case TaskInterrupted:
+		if p.on(StreamUpdates) {
+			p.sendNS(StreamUpdates, e.Task.Namespace, map[string]any{"__interrupt__": e.Interrupts})
 		}
 	case RunFinished:
-		if interrupted, ok := e.Err.(*Interrupted); ok && p.on(StreamUpdates) && interrupted != nil {
+		if interrupted, ok := e.Err.(*Interrupted); ok && p.on(StreamUpdates) && interrupted != nil && len(interrupted.Interrupts) == 0 {
+			// A breakpoint: upstream streams an empty interrupt.
 			p.send(StreamUpdates, map[string]any{"__interrupt__": []any{}})
 		}
 	}

@@ -47,6 +47,9 @@ type task struct {
 	resume     []any
 	intrIdx    int
 	interrupts []Interruption
+	// subInterrupted: a subgraph run by this task stopped (a breakpoint
+	// or an interrupt inside it).
+	subInterrupted bool
 }
 
 // ID is the task's deterministic id (upstream's derivation), computed on
@@ -187,12 +190,12 @@ func (t *task) execute(ctx context.Context) error {
 	for {
 		t.attempts++
 		t.writes = t.writes[:0]
-		t.intrIdx, t.interrupts = 0, nil
+		t.intrIdx, t.interrupts, t.subInterrupted = 0, nil, false
 		if l.emit != nil {
 			l.emit.send(TaskStarted{Task: t.info(), Attempt: t.attempts})
 		}
 		_, err := t.call(tctx)
-		if len(t.interrupts) > 0 {
+		if len(t.interrupts) > 0 || t.subInterrupted {
 			// Interrupted (even if the node swallowed the signal): not a
 			// failure, not retried, and the node's other writes are dropped.
 			l.commitInterrupt(ctx, t)

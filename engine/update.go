@@ -77,7 +77,7 @@ func (g *Pregel) updateSuperstep(ctx context.Context, cfg checkpoints.Config, up
 	if tup == nil && cfg.CheckpointID != "" {
 		return cfg, fmt.Errorf("%w: thread %q has no checkpoint %q", checkpoints.ErrInvalidConfig, cfg.ThreadID, cfg.CheckpointID)
 	}
-	l := &loop{g: g, saver: saver, needIDs: true, opts: RunOptions{ThreadID: cfg.ThreadID, Durability: DurabilitySync}}
+	l := &loop{g: g, saver: saver, needIDs: true, rs: &resumeState{}, opts: RunOptions{ThreadID: cfg.ThreadID, Durability: DurabilitySync}}
 	l.ns = cfg.Namespace
 	if err := l.restore(tup); err != nil {
 		return cfg, err

@@ -1,0 +1,210 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/superstep-dev/superstep/checkpoints"
+)
+
+// AddSubgraph adds a compiled graph as a node. The subgraph receives the
+// parent state's values for the keys it shares with the parent, runs in
+// its own checkpoint namespace ("<node>:<task id>", nested with "|") of the
+// same thread, and its final values for shared keys become the node's
+// update. An interrupt inside the subgraph stops the parent too, and a
+// resume of the parent reaches it.
+func (g *StateGraph[S]) AddSubgraph(name string, sub Compiled, opts ...NodeOption) *StateGraph[S] {
+	if sub == nil || sub.Pregel() == nil {
+		g.errs = append(g.errs, fmt.Errorf("%w: subgraph %q is nil", ErrInvalidGraph, name))
+		return g
+	}
+	sp := sub.Pregel()
+	shared := map[string]bool{}
+	for _, k := range sp.cfg.OutputChannels {
+		if _, ok := g.byName[k]; ok {
+			shared[k] = true
+		}
+	}
+	if len(shared) == 0 {
+		g.errs = append(g.errs, fmt.Errorf("%w: subgraph %q shares no state key with the parent", ErrInvalidGraph, name))
+		return g
+	}
+	g.addNode(name, anyMapType, func(ctx context.Context, in any) (Output, error) {
+		t := taskFrom(ctx)
+		if t == nil {
+			return nil, errors.New("engine: subgraph called outside a task")
+		}
+		values, _ := in.(map[string]any)
+		input := Update{}
+		for k, v := range values {
+			if shared[k] {
+				input[k] = v
+			}
+		}
+		out, err := t.runSubgraph(ctx, sp, input)
+		if err != nil {
+			return nil, err
+		}
+		upd := Update{}
+		if m, ok := out.(map[string]any); ok {
+			for k, v := range m {
+				if shared[k] {
+					upd[k] = v
+				}
+			}
+		} else if out != nil {
+			for k, v := range structValues(out) {
+				if shared[k] {
+					upd[k] = v
+				}
+			}
+		}
+		return upd, nil
+	}, opts)
+	if n := g.nodes[name]; n != nil {
+		n.subgraph = sp
+		n.plan = &inputPlan{typ: anyMapType, asMap: true}
+		for _, f := range g.fields {
+			if shared[f.name] {
+				n.plan.fields = append(n.plan.fields, planField{channel: f.name})
+			}
+		}
+	}
+	return g
+}
+
+// runSubgraph runs sub inside the task, in the task's namespace.
+func (t *task) runSubgraph(ctx context.Context, sub *Pregel, input Update) (any, error) {
+	l := t.l
+	ns := l.taskNS(t.name) + ":" + t.ID()
+	saver := sub.cfg.Checkpointer
+	if saver == nil {
+		saver = l.saver
+	}
+	child := &loop{g: sub, saver: saver, ns: ns, rs: l.rs, resumeMap: l.resumeMap}
+	child.opts = RunOptions{
+		ThreadID: l.opts.ThreadID, RecursionLimit: l.opts.RecursionLimit, Durability: l.opts.Durability,
+		Metadata: l.opts.Metadata, RunID: l.opts.RunID,
+	}
+	child.parents = map[string]string{}
+	for k, v := range l.parents {
+		child.parents[k] = v
+	}
+	if l.ckptID != "" {
+		child.parents[l.ns] = l.ckptID
+	}
+	child.emit = l.emit
+	child.needIDs = saver != nil || l.emit != nil
+	if saver != nil && child.opts.Durability == DurabilityAsync {
+		child.persist = newPersister()
+	}
+	var in any = input
+	if saver != nil {
+		tup, err := saver.Get(ctx, checkpoints.Config{ThreadID: l.opts.ThreadID, Namespace: ns})
+		if err != nil {
+			return nil, err
+		}
+		if tup == nil {
+			if tup, err = l.carrySubgraphState(ctx, t, saver, ns); err != nil {
+				return nil, err
+			}
+		}
+		if tup != nil {
+			in = nil // resume (or reuse) the subgraph's own state
+		}
+	}
+	err := child.run(ctx, in)
+	if perr := child.finishPersist(ctx, err); perr != nil && (err == nil || errors.Is(err, ErrInterrupted)) {
+		err = perr
+	}
+	var intr *Interrupted
+	if errors.As(err, &intr) {
+		t.imu.Lock()
+		t.interrupts = append(t.interrupts, intr.Interrupts...)
+		t.subInterrupted = true
+		t.imu.Unlock()
+		return nil, errInterruptSignal
+	}
+	if err != nil {
+		return nil, fmt.Errorf("subgraph %q: %w", t.name, err)
+	}
+	return child.output()
+}
+
+// carrySubgraphState keeps a subgraph's state reachable after the parent
+// forked (replay, UpdateState): upstream derives the subgraph namespace
+// from the task id, which a fork changes, so the subgraph restarts empty
+// (langchain-ai/langgraph#8458). When the parent's checkpoint was forked
+// from another, the same task there had a namespace of its own; its latest
+// subgraph checkpoint is copied into the new namespace as a fork (values
+// only: answers given on the old branch are not reused, so interrupts
+// fire again, as in any replay).
+func (l *loop) carrySubgraphState(ctx context.Context, t *task, saver checkpoints.Saver, ns string) (*checkpoints.Tuple, error) {
+	if l.originID == "" {
+		return nil, nil
+	}
+	origin := idBytes(l.originID)
+	var oldID string
+	l.hmu.Lock()
+	if t.push {
+		oldID = l.hasher.pushID(origin, l.taskNS(t.name), l.originStep, t.name, t.idx)
+	} else {
+		oldID = l.hasher.pullID(origin, l.taskNS(t.name), l.originStep, t.name, t.triggers)
+	}
+	l.hmu.Unlock()
+	oldNS := l.taskNS(t.name) + ":" + oldID
+	old, err := saver.Get(ctx, checkpoints.Config{ThreadID: l.opts.ThreadID, Namespace: oldNS})
+	if err != nil || old == nil {
+		return nil, err
+	}
+	cp := *old.Checkpoint
+	cp.ID = newCheckpointID()
+	newVersions := make(map[string]int64, len(cp.ChannelVersions))
+	for c, v := range cp.ChannelVersions {
+		newVersions[c] = v
+	}
+	md := old.Metadata
+	md.Source = checkpoints.SourceFork
+	md.Parents = map[string]string{}
+	for k, v := range l.parents {
+		md.Parents[k] = v
+	}
+	if l.ckptID != "" {
+		md.Parents[l.ns] = l.ckptID
+	}
+	if _, err := saver.Put(ctx, checkpoints.Config{ThreadID: l.opts.ThreadID, Namespace: ns}, &cp, md, newVersions); err != nil {
+		return nil, fmt.Errorf("carry subgraph state into %s: %w", ns, err)
+	}
+	return saver.Get(ctx, checkpoints.Config{ThreadID: l.opts.ThreadID, Namespace: ns})
+}
+
+// subgraphFor finds the subgraph that owns a checkpoint namespace
+// ("<node>:<task id>|...") below g.
+func (g *Pregel) subgraphFor(ns string) (*Pregel, error) {
+	first, _, _ := strings.Cut(ns, "|")
+	name, _, ok := strings.Cut(first, ":")
+	if !ok {
+		return nil, fmt.Errorf("%w: malformed checkpoint namespace %q", checkpoints.ErrInvalidConfig, ns)
+	}
+	n, ok := g.nodes[name]
+	if !ok || n.subgraph == nil {
+		return nil, fmt.Errorf("%w: namespace %q names no subgraph node of this graph", checkpoints.ErrInvalidConfig, ns)
+	}
+	return n.subgraph, nil
+}
+
+// resolve returns the graph that owns namespace ns (g itself for "").
+func (g *Pregel) resolve(ns string) (*Pregel, error) {
+	cur := g
+	for ns != "" {
+		seg, rest, _ := strings.Cut(ns, "|")
+		sub, err := cur.subgraphFor(seg)
+		if err != nil {
+			return nil, err
+		}
+		cur, ns = sub, rest
+	}
+	return cur, nil
+}
