@@ -21,8 +21,9 @@ func (g *StateGraph[S]) AddSubgraph(name string, sub Compiled, opts ...NodeOptio
 		return g
 	}
 	sp := sub.Pregel()
-	shared := map[string]bool{}
+	shared, known := map[string]bool{}, map[string]bool{}
 	for _, k := range sp.cfg.OutputChannels {
+		known[k] = true
 		if _, ok := g.byName[k]; ok {
 			shared[k] = true
 		}
@@ -36,10 +37,12 @@ func (g *StateGraph[S]) AddSubgraph(name string, sub Compiled, opts ...NodeOptio
 		if t == nil {
 			return nil, errors.New("engine: subgraph called outside a task")
 		}
+		// From the parent's state only shared keys arrive; a Send may
+		// carry any key of the subgraph's own state.
 		values, _ := in.(map[string]any)
 		input := Update{}
 		for k, v := range values {
-			if shared[k] {
+			if known[k] {
 				input[k] = v
 			}
 		}

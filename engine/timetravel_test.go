@@ -1,0 +1,204 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"sort"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	"github.com/superstep-dev/superstep/checkpoints"
+	"github.com/superstep-dev/superstep/engine"
+)
+
+// Reference §11 case 26: replaying from the final checkpoint runs nothing.
+func TestReplayFromFinalCheckpointIsNoop(t *testing.T) {
+	t.Parallel()
+	g, bCalls := abGraph(t)
+	ctx := context.Background()
+	if _, err := g.Invoke(ctx, engine.Update{"log": []string{}}, &engine.RunOptions{ThreadID: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	head, _ := g.GetState(ctx, checkpoints.Config{ThreadID: "1"})
+	if len(head.Next) != 0 {
+		t.Fatalf("head next %v", head.Next)
+	}
+	out, err := g.Invoke(ctx, nil, &engine.RunOptions{ThreadID: "1", CheckpointID: head.Config.CheckpointID})
+	if err != nil || !reflect.DeepEqual(out.Log, []string{"a", "b"}) || bCalls.Load() != 1 {
+		t.Fatalf("replay of the final checkpoint: %v %v, node_b ran %d times", out.Log, err, bCalls.Load())
+	}
+}
+
+// Reference §11 case 30: a __copy__ fork of an interrupted checkpoint makes
+// the interrupt fire again; so does a plain update.
+func TestCopyForkRefiresInterrupt(t *testing.T) {
+	t.Parallel()
+	g := engine.NewStateGraph[logState]()
+	g.AddNode("ask", func(ctx context.Context, s logState) (engine.Output, error) {
+		a, err := engine.Interrupt(ctx, "ok?")
+		if err != nil {
+			return nil, err
+		}
+		return engine.Update{"log": a}, nil
+	})
+	g.AddEdge(engine.Start, "ask")
+	cg, _ := g.Compile(engine.CompileOptions{Checkpointer: checkpoints.NewMemory()})
+	ctx := context.Background()
+	opts := &engine.RunOptions{ThreadID: "1"}
+	if _, err := cg.Invoke(ctx, engine.Update{"log": []string{}}, opts); !errors.Is(err, engine.ErrInterrupted) {
+		t.Fatal(err)
+	}
+	if _, err := cg.Invoke(ctx, engine.Command{Resume: "yes"}, opts); err != nil {
+		t.Fatal(err)
+	}
+	hist, _ := cg.GetStateHistory(ctx, checkpoints.Config{ThreadID: "1"}, engine.HistoryOptions{})
+	var atAsk *engine.StateSnapshot
+	for _, h := range hist {
+		if reflect.DeepEqual(h.Next, []string{"ask"}) {
+			atAsk = h
+		}
+	}
+	for _, mode := range []string{engine.AsCopy, "update"} {
+		var fork checkpoints.Config
+		var err error
+		if mode == engine.AsCopy {
+			fork, err = cg.UpdateState(ctx, atAsk.Config, nil, engine.AsCopy)
+		} else {
+			fork, err = cg.UpdateState(ctx, atAsk.Config, nil, engine.Start)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = cg.Invoke(ctx, nil, &engine.RunOptions{ThreadID: "1", CheckpointID: fork.CheckpointID})
+		var intr *engine.Interrupted
+		if !errors.As(err, &intr) || len(intr.Interrupts) != 1 {
+			t.Fatalf("%s: the interrupt did not fire again: %v", mode, err)
+		}
+	}
+}
+
+type fanoutState struct {
+	Inputs      []string `json:"inputs"`
+	HumanInputs []string `json:"human_inputs" reduce:"append"`
+}
+
+type childState struct {
+	Prompt      string   `json:"prompt"`
+	HumanInputs []string `json:"human_inputs" reduce:"append"`
+}
+
+// Reference §11 case 22: two Sends to a subgraph that interrupts; each
+// interrupt is answered by id, one at a time; the answered child's result
+// is kept (reported as cached) while the other waits.
+func TestParallelSubgraphInterruptsViaSend(t *testing.T) {
+	t.Parallel()
+	var childRuns atomic.Int32
+	child := engine.NewStateGraph[childState]()
+	child.AddNode("ask", func(ctx context.Context, s childState) (engine.Output, error) {
+		childRuns.Add(1)
+		a, err := engine.Interrupt(ctx, s.Prompt)
+		if err != nil {
+			return nil, err
+		}
+		return engine.Update{"human_inputs": a.(string)}, nil
+	})
+	child.AddEdge(engine.Start, "ask")
+	sub, err := child.Compile(engine.CompileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := engine.NewStateGraph[fanoutState]()
+	parent.AddNode("plan", func(context.Context, fanoutState) (engine.Output, error) { return nil, nil })
+	parent.AddSubgraph("child_graph", sub)
+	parent.AddEdge(engine.Start, "plan")
+	parent.AddConditionalEdges("plan", func(_ context.Context, s fanoutState) (engine.Route, error) {
+		var sends []engine.Send
+		for _, in := range s.Inputs {
+			sends = append(sends, engine.Send{Node: "child_graph", Arg: map[string]any{"prompt": in}})
+		}
+		return engine.SendTo(sends...), nil
+	}, nil)
+	g, err := parent.Compile(engine.CompileOptions{Checkpointer: checkpoints.NewMemory()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	opts := &engine.RunOptions{ThreadID: "1"}
+	_, err = g.Invoke(ctx, engine.Update{"inputs": []string{"a", "b"}}, opts)
+	var intr *engine.Interrupted
+	if !errors.As(err, &intr) || len(intr.Interrupts) != 2 {
+		t.Fatalf("want two interrupts, got %v", err)
+	}
+	values := []any{intr.Interrupts[0].Value, intr.Interrupts[1].Value}
+	sort.Slice(values, func(i, j int) bool { return values[i].(string) < values[j].(string) })
+	if !reflect.DeepEqual(values, []any{"a", "b"}) {
+		t.Fatalf("interrupt values %v", values)
+	}
+	first := intr.Interrupts[0]
+	var events []engine.TaskFinished
+	_, err = g.Invoke(ctx, engine.Command{Resume: map[string]any{first.ID: "Resume #1"}}, opts)
+	if !errors.As(err, &intr) || len(intr.Interrupts) != 1 || intr.Interrupts[0].ID == first.ID {
+		t.Fatalf("after answering one: %v", err)
+	}
+	second := intr.Interrupts[0]
+	out, err := g.Invoke(ctx, engine.Command{Resume: map[string]any{second.ID: "Resume #2"}}, &engine.RunOptions{ThreadID: "1", Listener: func(ev engine.Event) {
+		if f, ok := ev.(engine.TaskFinished); ok && f.Task.Name == "child_graph" {
+			events = append(events, f)
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := append([]string(nil), out.HumanInputs...)
+	sort.Strings(got)
+	if !reflect.DeepEqual(got, []string{"Resume #1", "Resume #2"}) {
+		t.Fatalf("human inputs %v", out.HumanInputs)
+	}
+	cached := 0
+	for _, e := range events {
+		if e.Cached {
+			cached++
+		}
+	}
+	if cached != 1 {
+		t.Fatalf("the first child's result should be reapplied as cached once in the last run, got %d cached of %d", cached, len(events))
+	}
+}
+
+// BenchmarkHistoryPage: a thread with 1000 checkpoints in the memory saver;
+// the newest 50 in metadata-only mode.
+func BenchmarkHistoryPage(b *testing.B) {
+	saver := checkpoints.NewMemory()
+	g := engine.NewStateGraph[counter]()
+	g.AddNode("inc", func(_ context.Context, s counter) (engine.Output, error) { return engine.Update{"n": s.N + 1}, nil })
+	g.AddEdge(engine.Start, "inc")
+	g.AddConditionalEdges("inc", func(_ context.Context, s counter) (engine.Route, error) {
+		if s.N >= 998 {
+			return engine.To(engine.End), nil
+		}
+		return engine.To("inc"), nil
+	}, nil)
+	cg, err := g.Compile(engine.CompileOptions{Checkpointer: saver})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := cg.Invoke(ctx, engine.Update{"n": 0}, &engine.RunOptions{ThreadID: "h", Durability: engine.DurabilitySync}); err != nil {
+		b.Fatal(err)
+	}
+	cfg := checkpoints.Config{ThreadID: "h"}
+	if all, _ := cg.GetStateHistory(ctx, cfg, engine.HistoryOptions{MetadataOnly: true}); len(all) != 1000 {
+		b.Fatalf("thread has %d checkpoints, want 1000", len(all))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		page, err := cg.GetStateHistory(ctx, cfg, engine.HistoryOptions{MetadataOnly: true, Limit: 50})
+		if err != nil || len(page) != 50 {
+			b.Fatal(len(page), err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/page")
+	_ = strconv.Itoa
+}
