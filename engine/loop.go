@@ -610,6 +610,7 @@ func (l *loop) newTask(n *Node) *task {
 		t.ov.names, t.ov.vals = ovn, ovv
 	} else {
 		t = &task{}
+		t.writes = t.wbuf[:0]
 	}
 	t.l, t.name, t.node = l, n.Name, n
 	if l.needIDs {
@@ -908,7 +909,7 @@ func (l *loop) runTasks(ctx context.Context, tasks []*task) error {
 	)
 	for _, t := range run {
 		wg.Add(1)
-		go func() {
+		spawn(func() {
 			defer wg.Done()
 			if err := t.execute(cctx); err != nil {
 				if errors.Is(err, errInterruptSignal) {
@@ -921,7 +922,7 @@ func (l *loop) runTasks(ctx context.Context, tasks []*task) error {
 				mu.Unlock()
 				cancel()
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if firstErr == nil {

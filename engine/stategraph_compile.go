@@ -213,6 +213,16 @@ func (g *StateGraph[S]) validate(node string, out Output, emit func(string, any)
 	case nil:
 		return nil
 	case Update:
+		if len(u) == 1 {
+			for k, v := range u {
+				cv, err := g.convert(node, k, v)
+				if err != nil {
+					return err
+				}
+				emit(k, cv)
+			}
+			return nil
+		}
 		keys := make([]string, 0, len(u))
 		for k := range u {
 			keys = append(keys, k)

@@ -28,6 +28,7 @@ type task struct {
 	triggers []string
 	input    any
 	writes   []KV
+	wbuf     [2]KV // storage for the first writes, so most tasks never grow writes
 	// cached: the writes came from the cache or from pending writes; the
 	// node does not run.
 	cached   bool
@@ -186,7 +187,10 @@ func (t *task) execute(ctx context.Context) error {
 	}
 	t.tctx = taskContext{Context: ctx, t: t}
 	tctx := &t.tctx
-	start := time.Now()
+	var start time.Time
+	if l.emit != nil {
+		start = time.Now() // durations are only reported in events
+	}
 	for {
 		t.attempts++
 		t.writes = t.writes[:0]
@@ -202,7 +206,11 @@ func (t *task) execute(ctx context.Context) error {
 			return errInterruptSignal
 		}
 		if err == nil {
-			return l.commitSuccess(ctx, t, time.Since(start))
+			var d time.Duration
+			if l.emit != nil {
+				d = time.Since(start)
+			}
+			return l.commitSuccess(ctx, t, d)
 		}
 		if ctx.Err() != nil {
 			// A sibling failed or the run was cancelled: not this task's fault.
