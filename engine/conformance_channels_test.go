@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/engine"
 	"github.com/superstep-dev/superstep/engine/channels"
 )
@@ -148,70 +147,6 @@ func TestConformanceOverwrite(t *testing.T) {
 
 type fooState struct {
 	Foo string `json:"foo"`
-}
-
-// Case 13 (tp::test_multiple_writes_same_channel_from_same_node): a node
-// writing one key twice (Updates, upstream's list of (key, value) pairs in
-// a Command) makes two writes, folded in order by the reducer. Upstream
-// shows them as updates {"one": [{"foo": "one.0"}, {"foo": "one.1"}]} and
-// the task result {"foo": {"$writes": [...]}}; here they are the task's
-// TaskFinished writes and its two pending writes.
-func TestConformanceMultipleWritesSameChannel(t *testing.T) {
-	t.Parallel()
-	saver := checkpoints.NewMemory()
-	var seenByTwo string
-	g := engine.NewStateGraph[fooState]()
-	g.Reducer("foo", channels.ReducerFunc(func(cur, next string) string {
-		if cur == "" {
-			return next
-		}
-		return cur + ", " + next
-	}))
-	g.AddNode("one", func(context.Context, fooState) (engine.Output, error) {
-		return engine.Command{Update: engine.Updates{{Key: "foo", Value: "one.0"}, {Key: "foo", Value: "one.1"}}}, nil
-	})
-	g.AddNode("two", func(_ context.Context, s fooState) (engine.Output, error) {
-		seenByTwo = s.Foo
-		return engine.Update{"foo": "two"}, nil
-	})
-	g.AddEdge(engine.Start, "one").AddEdge("one", "two")
-	var rec recorder
-	got, err := mustCompile(t, g, engine.CompileOptions{Checkpointer: saver}).Invoke(context.Background(),
-		engine.Update{"foo": "input"}, &engine.RunOptions{ThreadID: "1", Durability: engine.DurabilitySync, Listener: rec.listen})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := "input, one.0, one.1"; seenByTwo != want {
-		t.Fatalf("two's input foo = %q, want %q", seenByTwo, want)
-	}
-	if want := "input, one.0, one.1, two"; got.Foo != want {
-		t.Fatalf("final foo = %q, want %q", got.Foo, want)
-	}
-	fin := finishedOf(&rec, "one")
-	if len(fin) != 1 {
-		t.Fatalf("one finished %d times, want 1", len(fin))
-	}
-	var writes []engine.KV
-	for _, w := range fin[0].Writes {
-		if w.Key == "foo" {
-			writes = append(writes, w)
-		}
-	}
-	if want := []engine.KV{{Key: "foo", Value: "one.0"}, {Key: "foo", Value: "one.1"}}; !reflect.DeepEqual(writes, want) {
-		t.Fatalf("one's writes to foo = %v, want %v", writes, want)
-	}
-	// The checkpoint before one ran holds one's two writes, in order.
-	var stored []any
-	for _, tup := range history(t, saver, "1") {
-		for _, pw := range tup.PendingWrites {
-			if pw.TaskID == fin[0].Task.ID && pw.Channel == "foo" {
-				stored = append(stored, decoded(t, pw.Value))
-			}
-		}
-	}
-	if want := []any{"one.0", "one.1"}; !reflect.DeepEqual(stored, want) {
-		t.Fatalf("one's pending writes to foo = %v, want %v", stored, want)
-	}
 }
 
 // Low-level reads (upstream's NodeBuilder): a node reading several

@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/engine"
 )
 
@@ -45,47 +44,34 @@ var fanOutResult = docsState{
 
 // Case 4 (tp::test_in_one_fan_out_state_graph_waiting_edge): a waiting
 // edge from two branches of different lengths runs qa once, after both.
+// This is the run without a checkpointer; engine/enginetest runs it with
+// one, on every saver.
 func TestConformanceWaitingEdge(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name  string
-		saver checkpoints.Saver
-	}{
-		{"no checkpointer", nil},
-		{"memory checkpointer", checkpoints.NewMemory()},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			var qaCalls atomic.Int32
-			g := engine.NewStateGraph[docsState]()
-			fanOutNodes(g, &qaCalls)
-			g.AddEdge(engine.Start, "rewrite_query")
-			g.AddEdge("rewrite_query", "analyzer_one").AddEdge("analyzer_one", "retriever_one")
-			g.AddEdge("rewrite_query", "retriever_two")
-			g.AddJoin([]string{"retriever_one", "retriever_two"}, "qa")
-			g.AddEdge("qa", engine.End)
-			var rec recorder
-			opts := &engine.RunOptions{Listener: rec.listen}
-			if tc.saver != nil {
-				opts.ThreadID = "1"
-			}
-			got, err := mustCompile(t, g, engine.CompileOptions{Checkpointer: tc.saver}).Invoke(context.Background(), engine.Update{"query": weatherQuery}, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(got, fanOutResult) {
-				t.Fatalf("result = %+v, want %+v", got, fanOutResult)
-			}
-			if n := qaCalls.Load(); n != 1 {
-				t.Fatalf("qa ran %d times, want 1", n)
-			}
-			// Upstream's updates: rewrite_query, analyzer_one, retriever_two,
-			// retriever_one, qa.
-			want := [][]string{{"rewrite_query"}, {"analyzer_one", "retriever_two"}, {"retriever_one"}, {"qa"}}
-			if steps := finishedBySteps(&rec); !reflect.DeepEqual(steps, want) {
-				t.Fatalf("tasks by step = %v, want %v", steps, want)
-			}
-		})
+	var qaCalls atomic.Int32
+	g := engine.NewStateGraph[docsState]()
+	fanOutNodes(g, &qaCalls)
+	g.AddEdge(engine.Start, "rewrite_query")
+	g.AddEdge("rewrite_query", "analyzer_one").AddEdge("analyzer_one", "retriever_one")
+	g.AddEdge("rewrite_query", "retriever_two")
+	g.AddJoin([]string{"retriever_one", "retriever_two"}, "qa")
+	g.AddEdge("qa", engine.End)
+	var rec recorder
+	got, err := mustCompile(t, g, engine.CompileOptions{}).Invoke(context.Background(), engine.Update{"query": weatherQuery}, &engine.RunOptions{Listener: rec.listen})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, fanOutResult) {
+		t.Fatalf("result = %+v, want %+v", got, fanOutResult)
+	}
+	if n := qaCalls.Load(); n != 1 {
+		t.Fatalf("qa ran %d times, want 1", n)
+	}
+	// Upstream's updates: rewrite_query, analyzer_one, retriever_two,
+	// retriever_one, qa.
+	want := [][]string{{"rewrite_query"}, {"analyzer_one", "retriever_two"}, {"retriever_one"}, {"qa"}}
+	if steps := finishedBySteps(&rec); !reflect.DeepEqual(steps, want) {
+		t.Fatalf("tasks by step = %v, want %v", steps, want)
 	}
 }
 

@@ -6,10 +6,10 @@ package engine_test
 
 import (
 	"context"
-	"encoding/json"
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -129,37 +129,18 @@ func mustNode(t *testing.T, name string, b *engine.NodeBuilder) *engine.Node {
 	return n
 }
 
-// history lists a thread's root checkpoints, newest first.
-func history(t *testing.T, saver checkpoints.Saver, thread string) []*checkpoints.Tuple {
-	t.Helper()
-	tups, err := saver.List(context.Background(), checkpoints.ListQuery{ThreadID: thread}, checkpoints.ListOptions{})
-	if err != nil {
-		t.Fatalf("list checkpoints: %v", err)
-	}
-	return tups
-}
-
-func latest(t *testing.T, saver checkpoints.Saver, thread string) *checkpoints.Tuple {
-	t.Helper()
-	tup, err := saver.Get(context.Background(), checkpoints.Config{ThreadID: thread})
-	if err != nil {
-		t.Fatalf("get checkpoint: %v", err)
-	}
-	if tup == nil {
-		t.Fatalf("thread %q has no checkpoint", thread)
-	}
-	return tup
-}
-
-// decoded turns a stored JSON value into its generic Go form (numbers as
-// float64), for comparisons that do not depend on the encoder's spacing.
-func decoded(t *testing.T, raw json.RawMessage) any {
-	t.Helper()
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		t.Fatalf("stored value %s is not JSON: %v", raw, err)
-	}
-	return v
+// abGraph is START→node_a→node_b on a log, on a memory saver; bCalls
+// counts node_b's runs.
+func abGraph(t *testing.T) (*engine.Graph[logState], *atomic.Int32) {
+	var bCalls atomic.Int32
+	g := engine.NewStateGraph[logState]()
+	g.AddNode("node_a", logNode("a"))
+	g.AddNode("node_b", func(context.Context, logState) (engine.Output, error) {
+		bCalls.Add(1)
+		return engine.Update{"log": "b"}, nil
+	})
+	g.AddEdge(engine.Start, "node_a").AddEdge("node_a", "node_b")
+	return mustCompile(t, g, engine.CompileOptions{Checkpointer: checkpoints.NewMemory()}), &bCalls
 }
 
 // sortedAdd is upstream's sorted_add reducer of the fan-out cases: append,
