@@ -1,0 +1,134 @@
+package examples_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/superstep-dev/superstep/cache"
+	"github.com/superstep-dev/superstep/checkpoints"
+	"github.com/superstep-dev/superstep/engine"
+	"github.com/superstep-dev/superstep/examples"
+	"github.com/superstep-dev/superstep/examples/memoryagent"
+	"github.com/superstep-dev/superstep/store"
+)
+
+// The registry names are part of the Studio's URLs; changing one breaks
+// links, so the list is spelled out here.
+var wantNames = []string{
+	"cached-lookup", "cve-assessment", "cve-assessment-plain-fanin", "flaky-service",
+	"map-reduce", "memory-agent", "research-subgraph", "transfer-approval",
+}
+
+func TestAllCompilesEveryExample(t *testing.T) {
+	t.Parallel()
+	saver := checkpoints.NewMemory()
+	all, err := examples.All(examples.Options{Checkpointer: saver})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, 0, len(all))
+	for name := range all {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	if !slices.Equal(names, wantNames) {
+		t.Fatalf("registry names = %v\nwant             %v", names, wantNames)
+	}
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			g := all[name]
+			if g == nil || g.Pregel() == nil {
+				t.Fatal("not compiled")
+			}
+			if g.Pregel().Checkpointer() != saver {
+				t.Error("the checkpointer was not passed through")
+			}
+			if g.ZeroState() == nil {
+				t.Error("no zero state for the start-run form")
+			}
+			var nodes []string
+			for _, n := range g.Topology().Nodes {
+				if n.Name != engine.Start && n.Name != engine.End {
+					nodes = append(nodes, n.Name)
+				}
+			}
+			if len(nodes) == 0 {
+				t.Fatalf("topology %+v has no node of its own", g.Topology())
+			}
+			for _, n := range nodes {
+				if !slices.Contains(g.Pregel().NodeNames(), n) {
+					t.Errorf("topology node %q is not a node of the compiled graph %v", n, g.Pregel().NodeNames())
+				}
+			}
+			// Only the plain fan-in variant exists to show a warning.
+			ws := g.Warnings()
+			if name != examples.CVEAssessmentPlainFanIn {
+				if len(ws) != 0 {
+					t.Fatalf("unexpected lint warnings: %v", ws)
+				}
+				return
+			}
+			if len(ws) == 0 {
+				t.Fatal("the plain fan-in variant has no lint warning")
+			}
+			for _, w := range ws {
+				if w.Kind != engine.WarnFanIn || !strings.Contains(w.Suggestion, "AddJoin") {
+					t.Errorf("warning %v, want a fan-in warning suggesting AddJoin", w)
+				}
+			}
+		})
+	}
+}
+
+// Every example compiles without any backend too.
+func TestAllWithoutBackends(t *testing.T) {
+	t.Parallel()
+	all, err := examples.All(examples.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != len(wantNames) {
+		t.Fatalf("%d examples, want %d", len(all), len(wantNames))
+	}
+	for name, g := range all {
+		if g.Pregel().Checkpointer() != nil {
+			t.Errorf("%s has a checkpointer nobody gave it", name)
+		}
+	}
+}
+
+// The store and the cache given to All are the ones the examples use:
+// memory-agent remembers into the given store, cached-lookup caches into
+// the given cache.
+func TestAllPassesStoreAndCacheThrough(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, err := memoryagent.NewStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cache.NewMemory(nil)
+	all, err := examples.All(examples.Options{Store: st, Cache: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := all[examples.MemoryAgent].Pregel().Invoke(ctx, memoryagent.Remember("ana", "I drive a blue electric car."), nil); err != nil {
+		t.Fatal(err)
+	}
+	items, err := store.Search(ctx, st, store.SearchOp{NamespacePrefix: memoryagent.Namespace("ana")})
+	if err != nil || len(items) != 1 {
+		t.Fatalf("given store holds %v, %v; want the remembered fact", items, err)
+	}
+
+	if _, err := all[examples.CachedLookup].Pregel().Invoke(ctx, map[string]any{"pair": "EUR/USD", "amount": 10.0}, nil); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := c.List(ctx, "", 0)
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("given cache holds %v, %v; want the looked-up rate", entries, err)
+	}
+}
