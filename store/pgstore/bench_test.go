@@ -226,7 +226,7 @@ func loadBenchCorpus(b *testing.B, pool *pgxpool.Pool, opts pgstore.Options) {
 // first use and kept (see benchStorePool).
 //
 // "prefix+filter" is the task's query (one namespace, one filter, limit
-// 10): about 2000 vectors under the prefix, which the store scans exactly.
+// 10): 2000 vectors under the prefix, which the store scans exactly.
 // "filter-only" spans every namespace (100k vectors) and goes through the
 // HNSW index. Both report p50-ms and recall@10 against an exact search
 // computed in Go.

@@ -7,10 +7,14 @@
 // store creates an HNSW index (vector_cosine_ops) on embedding::vector(dim)
 // for the dimension recorded in store_index.
 //
-// A search with a query is exact (a scan of the filtered items' vectors)
-// when at most Options.ExactSearchMax vectors pass the namespace prefix
-// and filter, and otherwise uses the HNSW index with pgvector's iterative
-// scan, widening the candidate set until enough distinct items are found.
+// A search with a query is exact when at most Options.ExactSearchMax
+// vectors lie under the namespace prefix: they are read from a covering
+// btree (prefix, key, field) INCLUDE (embedding), kept in namespace order,
+// so one namespace's vectors are adjacent pages however its items were
+// interleaved when written. Items are then fetched nearest first and
+// filtered until the page is full. Above the cap the HNSW index is used
+// with pgvector's iterative scan, widening the candidate set until enough
+// items pass the filter. See vectorSearch.
 package pgstore
 
 import (
@@ -39,8 +43,9 @@ type DB interface {
 // Options configure a Postgres store.
 type Options struct {
 	store.Options
-	// ExactSearchMax is the largest number of candidate vectors a query
-	// scans exactly; above it the HNSW index is used. 0 means 5000.
+	// ExactSearchMax is the largest number of vectors under a search's
+	// namespace prefix that a query scans exactly; above it the HNSW
+	// index is used. 0 means 5000.
 	ExactSearchMax int
 	// EFSearch is hnsw.ef_search for index scans; 0 means 100.
 	EFSearch int
@@ -108,7 +113,7 @@ func (s *Store) openIndex(ctx context.Context) error {
 			return fmt.Errorf("%w: the stored vectors are from %q (%d dimensions), the store is opened with %q (%d); set IndexConfig.Reembed to re-embed every item",
 				store.ErrEmbedderMismatch, name, dims, emb.Name(), emb.Dim())
 		default:
-			if _, err := tx.Exec(ctx, `DROP INDEX IF EXISTS `+hnswIndexName(dims)); err != nil {
+			if _, err := tx.Exec(ctx, `DROP INDEX IF EXISTS `+hnswIndexName(dims)+`, `+coverIndexName); err != nil {
 				return fmt.Errorf("pgstore: drop old vector index: %w", err)
 			}
 			if _, err := tx.Exec(ctx, `UPDATE store_index SET embedder = $1, dims = $2, updated_at = now()`, emb.Name(), emb.Dim()); err != nil {
@@ -125,9 +130,27 @@ func (s *Store) openIndex(ctx context.Context) error {
 			` WHERE vector_dims(embedding) = `+strconv.Itoa(emb.Dim())); err != nil {
 			return fmt.Errorf("pgstore: create vector index: %w", err)
 		}
+		cover := `CREATE INDEX IF NOT EXISTS ` + coverIndexName + ` ON store_vectors (prefix, key, field) INCLUDE (embedding)`
+		if emb.Dim() > coverMaxDims {
+			cover = `DROP INDEX IF EXISTS ` + coverIndexName
+		}
+		if _, err := tx.Exec(ctx, cover); err != nil {
+			return fmt.Errorf("pgstore: covering vector index: %w", err)
+		}
 		return nil
 	})
 }
+
+// coverIndexName is the btree on store_vectors (prefix, key, field) that
+// also holds the embedding, so an exact search reads a namespace's vectors
+// from adjacent index pages without visiting the heap (see vectorSearch).
+const coverIndexName = "store_vectors_cover"
+
+// coverMaxDims is the largest dimension given a covering index. A btree
+// entry holds at most about 2.7 kB; a 256-d vector takes 1 kB of it,
+// leaving the rest for namespace, key and field. Larger embeddings are
+// searched exactly through the primary key and the heap instead.
+const coverMaxDims = 256
 
 // reembedChunk is how many items a re-embed reads and embeds at a time.
 const reembedChunk = 500
@@ -182,6 +205,16 @@ func (s *Store) Batch(ctx context.Context, ops []store.Op) ([]store.Result, erro
 	}
 	now := s.now()
 	res := make([]store.Result, p.N)
+	// A lone search that refreshes nothing is one statement: it needs no
+	// transaction, which saves two round trips (BEGIN, COMMIT).
+	if p.N == 1 && len(p.Searches) == 1 && !p.Searches[0].Refresh {
+		items, err := s.search(ctx, s.db, p.Searches[0], now)
+		if err != nil {
+			return nil, err
+		}
+		res[0].Items = items
+		return res, nil
+	}
 	err = pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
 		for _, g := range p.Gets {
 			it, err := s.get(ctx, tx, g, now)
@@ -234,11 +267,11 @@ func (s *Store) get(ctx context.Context, tx pgx.Tx, g store.PreparedGet, now tim
 	return it, nil
 }
 
-func refresh(ctx context.Context, tx pgx.Tx, prefixes, keys []string, now time.Time) error {
+func refresh(ctx context.Context, db DB, prefixes, keys []string, now time.Time) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	_, err := tx.Exec(ctx, `UPDATE store_items i SET expires_at = $1::timestamptz + i.ttl_us * interval '1 microsecond'
+	_, err := db.Exec(ctx, `UPDATE store_items i SET expires_at = $1::timestamptz + i.ttl_us * interval '1 microsecond'
 		FROM unnest($2::text[], $3::text[]) AS u(prefix, key)
 		WHERE i.prefix = u.prefix AND i.key = u.key AND i.ttl_us IS NOT NULL`, now, prefixes, keys)
 	if err != nil {

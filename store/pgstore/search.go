@@ -32,8 +32,9 @@ func jsonText(v any) (string, error) {
 	return string(b), nil
 }
 
-// where builds the conditions shared by every search: namespace prefix,
-// not expired, filter. The first parameter is always now.
+// where builds the conditions on items (alias i) shared by every search:
+// namespace prefix, not expired, filter. The first parameter is always
+// now.
 func where(q *query, prefix []string, f store.Filter) (string, error) {
 	conds := []string{notExpired}
 	if len(prefix) > 0 {
@@ -43,6 +44,43 @@ func where(q *query, prefix []string, f store.Filter) (string, error) {
 		p := store.JoinNamespace(prefix)
 		conds = append(conds, fmt.Sprintf("(i.prefix = %s OR (i.prefix >= %s AND i.prefix < %s))", q.arg(p), q.arg(p+"."), q.arg(p+"/")))
 	}
+	fc, err := filterConds(q, f)
+	if err != nil {
+		return "", err
+	}
+	return strings.Join(append(conds, fc...), " AND "), nil
+}
+
+// vectorRange is the condition on vectors (alias v) of a namespace
+// prefix: one byte range, [p, p+"/"), which holds the prefix, everything
+// below it, and siblings such as p+"-x" whose next byte sorts before "/".
+// A single range keeps the planner's estimate right (an OR becomes a
+// bitmap scan); the siblings are dropped by itemPrefix on the item.
+func vectorRange(q *query, prefix []string) string {
+	if len(prefix) == 0 {
+		return "true"
+	}
+	p := store.JoinNamespace(prefix)
+	return fmt.Sprintf("v.prefix >= %s AND v.prefix < %s", q.arg(p), q.arg(p+"/"))
+}
+
+// itemConds is what an item found through vectorRange must also satisfy:
+// the exact prefix boundary, not expired, and the filter.
+func itemConds(q *query, prefix []string, f store.Filter) (string, error) {
+	conds := []string{notExpired}
+	if len(prefix) > 0 {
+		p := store.JoinNamespace(prefix)
+		conds = append(conds, fmt.Sprintf("(i.prefix = %s OR i.prefix >= %s)", q.arg(p), q.arg(p+".")))
+	}
+	fc, err := filterConds(q, f)
+	if err != nil {
+		return "", err
+	}
+	return strings.Join(append(conds, fc...), " AND "), nil
+}
+
+func filterConds(q *query, f store.Filter) ([]string, error) {
+	var conds []string
 	for _, c := range f {
 		expr := "i.value"
 		for _, seg := range c.Path {
@@ -53,7 +91,7 @@ func where(q *query, prefix []string, f store.Filter) (string, error) {
 		case store.OpEq, store.OpNe:
 			v, err := jsonText(c.Value)
 			if err != nil {
-				return "", err
+				return nil, err
 			}
 			op := "="
 			if c.Op == store.OpNe {
@@ -72,34 +110,37 @@ func where(q *query, prefix []string, f store.Filter) (string, error) {
 				conds = append(conds, fmt.Sprintf(`CASE WHEN jsonb_typeof(%s) = 'string' THEN (%s #>> '{}') %s %s::text COLLATE "C" ELSE false END`,
 					expr, expr, op, q.arg(v)))
 			default:
-				return "", fmt.Errorf("%w: %s needs a number or a string", store.ErrInvalidFilter, c.Op)
+				return nil, fmt.Errorf("%w: %s needs a number or a string", store.ErrInvalidFilter, c.Op)
 			}
 		}
 	}
-	return strings.Join(conds, " AND "), nil
+	return conds, nil
 }
 
-func (s *Store) search(ctx context.Context, tx pgx.Tx, sr store.PreparedSearch, now time.Time) ([]store.SearchItem, error) {
+func (s *Store) search(ctx context.Context, db DB, sr store.PreparedSearch, now time.Time) ([]store.SearchItem, error) {
 	out := []store.SearchItem{}
 	if sr.HasQuery && sr.QueryVector == nil {
 		return out, nil
 	}
-	q := &query{}
-	q.arg(now)
-	cond, err := where(q, sr.Prefix, sr.Filter)
-	if err != nil {
-		return nil, err
-	}
 	var rows []scored
 	if !sr.HasQuery {
-		rows, err = collect(ctx, tx, `SELECT i.prefix, i.key, i.value, i.created_at, i.updated_at, NULL::float8
+		q := &query{}
+		q.arg(now)
+		cond, err := where(q, sr.Prefix, sr.Filter)
+		if err != nil {
+			return nil, err
+		}
+		rows, err = collect(ctx, db, `SELECT i.prefix, i.key, i.value, i.created_at, i.updated_at, NULL::float8
 			FROM store_items i WHERE `+cond+`
 			ORDER BY i.updated_at DESC, i.prefix, i.key LIMIT `+q.arg(sr.Limit)+` OFFSET `+q.arg(sr.Offset), q.args)
+		if err != nil {
+			return nil, err
+		}
 	} else {
-		rows, err = s.vectorSearch(ctx, tx, sr, q, cond)
-	}
-	if err != nil {
-		return nil, err
+		var err error
+		if rows, err = s.vectorSearch(ctx, db, sr, now); err != nil {
+			return nil, err
+		}
 	}
 	var prefixes, keys []string
 	for _, r := range rows {
@@ -116,7 +157,7 @@ func (s *Store) search(ctx context.Context, tx pgx.Tx, sr store.PreparedSearch, 
 		prefixes, keys = append(prefixes, r.prefix), append(keys, r.key)
 	}
 	if sr.Refresh {
-		if err := refresh(ctx, tx, prefixes, keys, now); err != nil {
+		if err := refresh(ctx, db, prefixes, keys, now); err != nil {
 			return nil, err
 		}
 	}
@@ -130,8 +171,20 @@ type scored struct {
 	dist             *float64
 }
 
-func collect(ctx context.Context, tx pgx.Tx, sql string, args []any) ([]scored, error) {
-	rows, err := tx.Query(ctx, sql, args...)
+// optScored is a scored row of an outer join, NULL when there is no item.
+type optScored struct {
+	prefix, key      *string
+	value            map[string]any
+	created, updated *time.Time
+	dist             *float64
+}
+
+func (o optScored) scored() scored {
+	return scored{prefix: *o.prefix, key: *o.key, value: o.value, created: *o.created, updated: *o.updated, dist: o.dist}
+}
+
+func collect(ctx context.Context, db DB, sql string, args []any) ([]scored, error) {
+	rows, err := db.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: search: %w", err)
 	}
@@ -150,81 +203,156 @@ func collect(ctx context.Context, tx pgx.Tx, sql string, args []any) ([]scored, 
 	return out, nil
 }
 
-// maxCandidates bounds the widening of an index scan; past it the search
-// falls back to an exact scan.
+// maxCandidates bounds the widening of an index scan.
 const maxCandidates = 200_000
 
-func (s *Store) vectorSearch(ctx context.Context, tx pgx.Tx, sr store.PreparedSearch, q *query, cond string) ([]scored, error) {
-	vec := VectorText(sr.QueryVector)
-	dim := strconv.Itoa(len(sr.QueryVector))
+// vectorSearch ranks the items under the prefix that pass the filter by
+// their best vector's distance to the query.
+//
+// Which way is decided by the number of vectors under the prefix, counted
+// (up to ExactSearchMax+1) from the primary key in the same statement as
+// the exact search:
+//
+//   - at most ExactSearchMax: exact. Every vector under the prefix is read
+//     from the covering index (prefix, key, field) INCLUDE (embedding),
+//     which is ordered by namespace, so a namespace's vectors are a few
+//     adjacent pages however its items were interleaved on the heap. They
+//     are max-pooled per item and sorted by distance; items are then
+//     fetched in that order and filtered, and the LIMIT stops the fetching
+//     once the page is full, so a filter passing half the items costs
+//     about 2×(offset+limit) item reads, not one per vector.
+//   - more: approximate, through the HNSW index (searchIndex).
+func (s *Store) vectorSearch(ctx context.Context, db DB, sr store.PreparedSearch, now time.Time) ([]scored, error) {
+	q := &query{}
+	q.arg(now)
+	vr := vectorRange(q, sr.Prefix)
+	ic, err := itemConds(q, sr.Prefix, sr.Filter)
+	if err != nil {
+		return nil, err
+	}
+	limit, offset := q.arg(sr.Limit), q.arg(sr.Offset)
+	qv := q.arg(VectorText(sr.QueryVector))
+	capped := strconv.Itoa(s.opts.ExactSearchMax)
+	rows, err := db.Query(ctx, `SELECT n.n, r.prefix, r.key, r.value, r.created_at, r.updated_at, r.dist
+		FROM (SELECT count(*) AS n FROM (SELECT FROM store_vectors v WHERE `+vr+` LIMIT `+capped+` + 1) x) n
+		LEFT JOIN LATERAL (
+			SELECT i.prefix, i.key, i.value, i.created_at, i.updated_at, c.dist
+			FROM (SELECT v.prefix, v.key, min(v.embedding <=> `+qv+`::vector) AS dist
+				FROM store_vectors v WHERE `+vr+` AND n.n <= `+capped+`
+				GROUP BY v.prefix, v.key ORDER BY dist, v.prefix, v.key) c
+			CROSS JOIN LATERAL (SELECT i.prefix, i.key, i.value, i.created_at, i.updated_at FROM store_items i
+				WHERE i.prefix = c.prefix AND i.key = c.key AND `+ic+` LIMIT 1) i
+			ORDER BY c.dist, c.prefix, c.key LIMIT `+limit+` OFFSET `+offset+`) r ON true`, q.args...)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: search: %w", err)
+	}
+	defer rows.Close()
+	var out []scored
+	var n int
+	for rows.Next() {
+		var r optScored
+		if err := rows.Scan(&n, &r.prefix, &r.key, &r.value, &r.created, &r.updated, &r.dist); err != nil {
+			return nil, fmt.Errorf("pgstore: search: %w", err)
+		}
+		if r.prefix != nil { // else the count row alone: no item
+			out = append(out, r.scored())
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("pgstore: search: %w", err)
+	}
+	if n <= s.opts.ExactSearchMax {
+		return out, nil
+	}
+	var res []scored
+	err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		res, err = s.searchIndex(ctx, tx, sr, now)
+		return err
+	})
+	return res, err
+}
+
+// searchIndex is the approximate search: the HNSW index yields the
+// prefix's vectors nearest first (pgvector's iterative scan goes on past
+// vectors outside the prefix), the first k of them are max-pooled per
+// item and the items filtered; k widens until the page is full or the
+// index has no more.
+func (s *Store) searchIndex(ctx context.Context, tx pgx.Tx, sr store.PreparedSearch, now time.Time) ([]scored, error) {
 	want := sr.Offset + sr.Limit
-	// Custom plans only: a cached generic plan cannot see the LIMIT or how
-	// selective the prefix is, and silently picks a bad strategy.
 	ef := min(max(s.opts.EFSearch, want), 1000)
+	// Custom plans: a generic plan cannot see the LIMIT and may not use
+	// the index at all.
 	if _, err := tx.Exec(ctx, `SELECT set_config('plan_cache_mode', 'force_custom_plan', true),
 		set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', $1, true)`, strconv.Itoa(ef)); err != nil {
 		return nil, fmt.Errorf("pgstore: search: configure: %w", err)
 	}
-	// Exact first, capped: the distance of every vector passing the prefix
-	// and filter (at most ExactSearchMax+1 of them), max-pooled per item
-	// (min distance), ordered and paged after de-duplication. The distance
-	// is on the untyped column, which the HNSW expression index cannot
-	// serve, so this is a scan by construction. When the cap is hit the
-	// answer would be partial, and the index is used instead.
-	exactArgs := append([]any(nil), q.args...)
-	eq := &query{args: exactArgs}
-	qv := eq.arg(vec)
-	rows, err := tx.Query(ctx, `WITH c AS MATERIALIZED (
-			SELECT v.prefix, v.key, v.embedding <=> `+qv+`::vector AS dist
-			FROM store_items i JOIN store_vectors v ON v.prefix = i.prefix AND v.key = i.key
-			WHERE `+cond+` LIMIT `+strconv.Itoa(s.opts.ExactSearchMax+1)+`)
-		SELECT i.prefix, i.key, i.value, i.created_at, i.updated_at, s.dist, (SELECT count(*) FROM c)
-		FROM (SELECT prefix, key, min(dist) AS dist FROM c GROUP BY prefix, key) s
-		JOIN store_items i ON i.prefix = s.prefix AND i.key = s.key
-		ORDER BY s.dist, i.prefix, i.key LIMIT `+eq.arg(sr.Limit)+` OFFSET `+eq.arg(sr.Offset), eq.args...)
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: search: %w", err)
-	}
-	out, total, err := scanCounted(rows)
+	dim := strconv.Itoa(len(sr.QueryVector))
+	q := &query{}
+	q.arg(now)
+	vr := vectorRange(q, sr.Prefix)
+	ic, err := itemConds(q, sr.Prefix, sr.Filter)
 	if err != nil {
 		return nil, err
 	}
-	// An empty deep page carries no count: it may be past the end, or past
-	// a capped candidate set, so only the index path can tell.
-	if total <= s.opts.ExactSearchMax && (len(out) > 0 || sr.Offset == 0) {
-		return out, nil
-	}
-	// Approximate: the HNSW index yields candidates nearest first (the
-	// iterative scan keeps going past filtered-out rows); widen until the
-	// candidates hold enough distinct items, so deep pages are complete.
-	qv = q.arg(vec)
-	limitArg := q.arg(0)
-	pageArgs := fmt.Sprintf("LIMIT %s OFFSET %s", q.arg(sr.Limit), q.arg(sr.Offset))
+	qv := q.arg(VectorText(sr.QueryVector))
+	k := q.arg(0)
+	limit, offset := q.arg(sr.Limit), q.arg(sr.Offset)
+	// The two counts (candidate vectors, items passing) come on every
+	// row, and on a row of their own when the page is empty.
 	sql := `WITH c AS MATERIALIZED (
 			SELECT v.prefix, v.key, v.embedding::vector(` + dim + `) <=> ` + qv + `::vector(` + dim + `) AS dist
-			FROM store_vectors v JOIN store_items i ON i.prefix = v.prefix AND i.key = v.key
-			WHERE ` + cond + ` AND vector_dims(v.embedding) = ` + dim + `
+			FROM store_vectors v
+			WHERE ` + vr + ` AND vector_dims(v.embedding) = ` + dim + `
 			ORDER BY v.embedding::vector(` + dim + `) <=> ` + qv + `::vector(` + dim + `)
-			LIMIT ` + limitArg + `)
-		SELECT i.prefix, i.key, i.value, i.created_at, i.updated_at, s.dist, (SELECT count(*) FROM c)
-		FROM (SELECT prefix, key, min(dist) AS dist FROM c GROUP BY prefix, key) s
-		JOIN store_items i ON i.prefix = s.prefix AND i.key = s.key
-		ORDER BY s.dist, i.prefix, i.key ` + pageArgs
-	for cands := want*4 + 16; ; cands *= 2 {
-		cands = min(cands, maxCandidates)
-		q.args[len(q.args)-3] = cands // limitArg
-		rows, err := tx.Query(ctx, sql, q.args...)
-		if err != nil {
-			return nil, fmt.Errorf("pgstore: search: %w", err)
-		}
-		out, total, err := scanCounted(rows)
+			LIMIT ` + k + `),
+		p AS MATERIALIZED (
+			SELECT i.prefix, i.key, i.value, i.created_at, i.updated_at, s.dist
+			FROM (SELECT prefix, key, min(dist) AS dist FROM c GROUP BY prefix, key) s
+			JOIN store_items i ON i.prefix = s.prefix AND i.key = s.key
+			WHERE ` + ic + `)
+		SELECT (SELECT count(*) FROM c), (SELECT count(*) FROM p), r.prefix, r.key, r.value, r.created_at, r.updated_at, r.dist
+		FROM (SELECT) one LEFT JOIN LATERAL (
+			SELECT * FROM p ORDER BY dist, prefix, key LIMIT ` + limit + ` OFFSET ` + offset + `) r ON true`
+	for cands := want*2 + 16; ; {
+		q.args[len(q.args)-3] = cands // k
+		out, got, passed, err := scanIndexPage(ctx, tx, sql, q.args)
 		if err != nil {
 			return nil, err
 		}
-		if len(out) == sr.Limit || total < cands || cands == maxCandidates {
+		// Done when the page is full, the index has no more candidates,
+		// or the widening is at its bound.
+		if passed >= want || got < cands || cands == maxCandidates {
 			return out, nil
 		}
+		// Widen by the observed pass rate (the filter's selectivity),
+		// at least fourfold.
+		grow := 4
+		if passed > 0 {
+			grow = max(grow, 2*want/passed+1)
+		}
+		cands = min(cands*grow, maxCandidates)
 	}
+}
+
+func scanIndexPage(ctx context.Context, tx pgx.Tx, sql string, args []any) (out []scored, got, passed int, err error) {
+	rows, err := tx.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("pgstore: search: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r optScored
+		if err := rows.Scan(&got, &passed, &r.prefix, &r.key, &r.value, &r.created, &r.updated, &r.dist); err != nil {
+			return nil, 0, 0, fmt.Errorf("pgstore: search: %w", err)
+		}
+		if r.prefix != nil {
+			out = append(out, r.scored())
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, 0, fmt.Errorf("pgstore: search: %w", err)
+	}
+	return out, got, passed, nil
 }
 
 func list(ctx context.Context, tx pgx.Tx, l store.PreparedList, now time.Time) ([][]string, error) {
@@ -270,23 +398,4 @@ func list(ctx context.Context, tx pgx.Tx, l store.PreparedList, now time.Time) (
 		return nil, fmt.Errorf("pgstore: list namespaces: %w", err)
 	}
 	return out, nil
-}
-
-// scanCounted reads search rows that carry the candidate count as a last
-// column.
-func scanCounted(rows pgx.Rows) ([]scored, int, error) {
-	defer rows.Close()
-	var out []scored
-	var total int
-	for rows.Next() {
-		var r scored
-		if err := rows.Scan(&r.prefix, &r.key, &r.value, &r.created, &r.updated, &r.dist, &total); err != nil {
-			return nil, 0, fmt.Errorf("pgstore: search: %w", err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, 0, fmt.Errorf("pgstore: search: %w", err)
-	}
-	return out, total, nil
 }
