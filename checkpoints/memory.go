@@ -20,7 +20,7 @@ type Memory struct {
 	threads map[string]*memThread
 }
 
-var _ Saver = (*Memory)(nil)
+var _ StepSaver = (*Memory)(nil)
 
 type memThread struct {
 	lastSeq    int64
@@ -31,23 +31,14 @@ type memNS struct {
 	byID map[string]*memCP
 	// order holds the checkpoints by ascending seq: the newest is last.
 	order []*memCP
-	// byVersion finds the value saved for a channel at a version, for
-	// checkpoints that carry a channel unchanged from other than their
-	// parent.
-	byVersion map[chanVersion][]byte
 	// writes holds pending writes by checkpoint id, sorted by task and
 	// index. They live apart from the checkpoints because a write may be
 	// saved before its checkpoint (or without one, if a put is lost).
 	writes map[string][]memWrite
 }
 
-type chanVersion struct {
-	channel string
-	version int64
-}
-
-// memCP is a stored checkpoint. Its byte slices are never modified once
-// stored, so checkpoints share them.
+// memCP is a stored checkpoint. Its maps, slices and byte slices are never
+// modified once stored, so checkpoints share them.
 type memCP struct {
 	thread, ns string
 	seq        int64
@@ -91,44 +82,119 @@ func (m *Memory) Put(ctx context.Context, cfg Config, cp *Checkpoint, md Metadat
 	if err := ctx.Err(); err != nil {
 		return Config{}, err
 	}
-	p, err := preparePut(cfg, cp, md, newVersions, false)
+	in, err := m.prepare(cfg, cp, md, newVersions)
 	if err != nil {
 		return Config{}, err
 	}
-	stored := &memCP{thread: cfg.ThreadID, ns: cfg.Namespace, parent: p.Parent, cp: copyCheckpoint(&p.Checkpoint), mdJSON: p.Metadata, doc: &lazyDoc{}}
-	if len(md.Extra) == 0 {
-		stored.md = copyMetadata(md)
-		if stored.md.Parents == nil {
-			stored.md.Parents = map[string]string{}
-		}
-	} else if err := json.Unmarshal(p.Metadata, &stored.md); err != nil {
-		// Decoding user keys back gives them the types they read back
-		// with from any saver (numbers as float64).
-		return Config{}, fmt.Errorf("checkpoints: decode metadata: %w", err)
-	}
-	fresh := make(map[string][]byte, len(p.Values))
-	for ch, v := range p.Values {
-		fresh[ch] = slices.Clone(v)
-	}
-
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	th := m.threads[cfg.ThreadID]
+	return m.store(in, cp, newVersions), nil
+}
+
+// PutStep implements StepSaver: the writes and the checkpoint are saved
+// under one lock, so no reader sees one without the other.
+func (m *Memory) PutStep(ctx context.Context, cfg Config, writes []TaskWrites, cp *Checkpoint, md Metadata, newVersions map[string]int64) (Config, error) {
+	if err := ctx.Err(); err != nil {
+		return Config{}, err
+	}
+	in, err := m.prepare(cfg, cp, md, newVersions)
+	if err != nil {
+		return Config{}, err
+	}
+	if err := ValidateStep(cfg, writes); err != nil {
+		return Config{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ns := m.ensure(cfg.ThreadID, cfg.Namespace)
+	for _, tw := range writes {
+		ns.addWrites(cfg.CheckpointID, tw.Writes, tw.TaskID)
+	}
+	return m.store(in, cp, newVersions), nil
+}
+
+// memPut is a checked Put, ready to store.
+type memPut struct {
+	cfg    Config
+	parent string
+	md     Metadata
+	mdJSON []byte
+}
+
+// prepare checks a Put and builds what does not need the lock.
+func (m *Memory) prepare(cfg Config, cp *Checkpoint, md Metadata, newVersions map[string]int64) (*memPut, error) {
+	mdJSON, err := checkPut(cfg, cp, md, newVersions)
+	if err != nil {
+		return nil, err
+	}
+	in := &memPut{cfg: Config{ThreadID: cfg.ThreadID, Namespace: cfg.Namespace, CheckpointID: cp.ID}, parent: cfg.CheckpointID, mdJSON: mdJSON}
+	if len(md.Extra) == 0 {
+		in.md = md
+		in.md.Extra = nil
+		in.md.Parents = noParents
+		if len(md.Parents) > 0 {
+			in.md.Parents = maps.Clone(md.Parents)
+		}
+	} else if err := json.Unmarshal(mdJSON, &in.md); err != nil {
+		// Decoding user keys back gives them the types they read back
+		// with from any saver (numbers as float64).
+		return nil, fmt.Errorf("checkpoints: decode metadata: %w", err)
+	}
+	return in, nil
+}
+
+// noParents is the stored Parents of every checkpoint without any. Stored
+// maps are never written, so checkpoints share it.
+var noParents = map[string]string{}
+
+func (m *Memory) ensure(thread, name string) *memNS {
+	th := m.threads[thread]
 	if th == nil {
 		th = &memThread{namespaces: map[string]*memNS{}}
-		m.threads[cfg.ThreadID] = th
+		m.threads[thread] = th
 	}
-	ns := th.namespaces[cfg.Namespace]
+	ns := th.namespaces[name]
 	if ns == nil {
-		ns = &memNS{byID: map[string]*memCP{}, byVersion: map[chanVersion][]byte{}, writes: map[string][]memWrite{}}
-		th.namespaces[cfg.Namespace] = ns
+		ns = &memNS{byID: map[string]*memCP{}, writes: map[string][]memWrite{}}
+		th.namespaces[name] = ns
 	}
-	parent := ns.byID[p.Parent]
+	return ns
+}
+
+// store saves a prepared put; m.mu must be held. Stored maps and slices
+// are never modified, so a checkpoint shares those equal to its parent's
+// (the versions seen by nodes that did not run, unchanged values) rather
+// than copying them again.
+func (m *Memory) store(in *memPut, cp *Checkpoint, newVersions map[string]int64) Config {
+	ns := m.ensure(in.cfg.ThreadID, in.cfg.Namespace)
+	th := m.threads[in.cfg.ThreadID]
+	parent := ns.byID[in.parent]
+	ref := parent
+	if ref == nil && len(ns.order) > 0 {
+		ref = ns.order[len(ns.order)-1]
+	}
+	stored := &memCP{thread: in.cfg.ThreadID, ns: in.cfg.Namespace, parent: in.parent, md: in.md, mdJSON: in.mdJSON, doc: &lazyDoc{}}
+	stored.cp = Checkpoint{V: cp.V, ID: cp.ID, TS: cp.TS.UTC()}
+	if ref != nil {
+		stored.cp.ChannelVersions = shareMap(ref.cp.ChannelVersions, cp.ChannelVersions)
+		stored.cp.VersionsSeen = shareSeen(ref.cp.VersionsSeen, cp.VersionsSeen)
+		if slices.Equal(ref.cp.UpdatedChannels, cp.UpdatedChannels) && (ref.cp.UpdatedChannels == nil) == (cp.UpdatedChannels == nil) {
+			stored.cp.UpdatedChannels = ref.cp.UpdatedChannels
+		} else {
+			stored.cp.UpdatedChannels = slices.Clone(cp.UpdatedChannels)
+		}
+	} else {
+		stored.cp.ChannelVersions = shareMap(nil, cp.ChannelVersions)
+		stored.cp.VersionsSeen = shareSeen(nil, cp.VersionsSeen)
+		stored.cp.UpdatedChannels = slices.Clone(cp.UpdatedChannels)
+	}
 	stored.values = make(map[string][]byte, len(stored.cp.ChannelVersions))
+	sameAsParent := parent != nil
 	for ch, ver := range stored.cp.ChannelVersions {
 		if _, isNew := newVersions[ch]; isNew {
-			if v, ok := fresh[ch]; ok {
-				stored.values[ch] = v
+			sameAsParent = false
+			if v, ok := cp.ChannelValues[ch]; ok {
+				stored.values[ch] = slices.Clone([]byte(v))
 			}
 			continue
 		}
@@ -140,15 +206,13 @@ func (m *Memory) Put(ctx context.Context, cfg Config, cp *Checkpoint, md Metadat
 				}
 			}
 		}
-		if v, ok := ns.byVersion[chanVersion{ch, ver}]; ok {
+		sameAsParent = false
+		if v, ok := ns.valueAt(ch, ver); ok {
 			stored.values[ch] = v
 		}
 	}
-	for ch, v := range fresh {
-		key := chanVersion{ch, newVersions[ch]}
-		if _, ok := ns.byVersion[key]; !ok {
-			ns.byVersion[key] = v
-		}
+	if sameAsParent && len(stored.values) == len(parent.values) {
+		stored.values = parent.values
 	}
 	if old := ns.byID[cp.ID]; old != nil {
 		stored.seq = old.seq
@@ -159,7 +223,55 @@ func (m *Memory) Put(ctx context.Context, cfg Config, cp *Checkpoint, md Metadat
 		ns.byID[cp.ID] = stored
 		ns.order = append(ns.order, stored)
 	}
-	return p.Config, nil
+	return in.cfg
+}
+
+// shareMap returns prev when it holds exactly next, else a copy of next.
+func shareMap[V comparable](prev, next map[string]V) map[string]V {
+	if next == nil {
+		return nil
+	}
+	if prev != nil && maps.Equal(prev, next) {
+		return prev
+	}
+	return maps.Clone(next)
+}
+
+// shareSeen is shareMap for versions seen: each node's map is shared when
+// unchanged (most nodes do not run in a given step), and the whole map
+// when every node's is.
+func shareSeen(prev, next map[string]map[string]int64) map[string]map[string]int64 {
+	if next == nil {
+		return nil
+	}
+	out := make(map[string]map[string]int64, len(next))
+	same := prev != nil && len(prev) == len(next)
+	for node, seen := range next {
+		p, ok := prev[node]
+		if ok && (p == nil) == (seen == nil) && maps.Equal(p, seen) {
+			out[node] = p
+			continue
+		}
+		same = false
+		out[node] = maps.Clone(seen)
+	}
+	if same {
+		return prev
+	}
+	return out
+}
+
+// valueAt finds the value first saved for channel at version in the
+// namespace, for a checkpoint that carries the channel unchanged from
+// other than its parent (a "__copy__" fork). It is the rare path, so a
+// scan in saving order is enough.
+func (ns *memNS) valueAt(channel string, version int64) ([]byte, bool) {
+	for _, c := range ns.order {
+		if v, ok := c.values[channel]; ok && c.cp.ChannelVersions[channel] == version {
+			return v, true
+		}
+	}
+	return nil, false
 }
 
 // PutWrites implements Saver.
@@ -172,17 +284,13 @@ func (m *Memory) PutWrites(ctx context.Context, cfg Config, writes []Write, task
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	th := m.threads[cfg.ThreadID]
-	if th == nil {
-		th = &memThread{namespaces: map[string]*memNS{}}
-		m.threads[cfg.ThreadID] = th
-	}
-	ns := th.namespaces[cfg.Namespace]
-	if ns == nil {
-		ns = &memNS{byID: map[string]*memCP{}, byVersion: map[chanVersion][]byte{}, writes: map[string][]memWrite{}}
-		th.namespaces[cfg.Namespace] = ns
-	}
-	list := ns.writes[cfg.CheckpointID]
+	m.ensure(cfg.ThreadID, cfg.Namespace).addWrites(cfg.CheckpointID, writes, taskID)
+	return nil
+}
+
+// addWrites saves a task's checked writes against checkpoint id.
+func (ns *memNS) addWrites(id string, writes []Write, taskID string) {
+	list := ns.writes[id]
 	for i, w := range writes {
 		mw := memWrite{task: taskID, idx: WriteIndex(w.Channel, i), channel: w.Channel, value: slices.Clone([]byte(w.Value))}
 		at, found := slices.BinarySearchFunc(list, mw, cmpWrite)
@@ -193,8 +301,7 @@ func (m *Memory) PutWrites(ctx context.Context, cfg Config, writes []Write, task
 			list[at] = mw
 		}
 	}
-	ns.writes[cfg.CheckpointID] = list
-	return nil
+	ns.writes[id] = list
 }
 
 func cmpWrite(a, b memWrite) int {
@@ -289,6 +396,9 @@ func (m *Memory) List(ctx context.Context, q ListQuery, opts ListOptions) ([]*Tu
 				return nil, nil
 			}
 			// The fast path of a history page: walk back from the newest.
+			if opts.Limit > 0 {
+				found = make([]*memCP, 0, min(opts.Limit, len(ns.order)))
+			}
 			for i := len(ns.order) - 1; i >= 0; i-- {
 				c := ns.order[i]
 				if older(c) && match(c) {
@@ -336,8 +446,20 @@ func (m *Memory) List(ctx context.Context, q ListQuery, opts ListOptions) ([]*Tu
 	tuples := make([]Tuple, len(found))
 	cps := make([]Checkpoint, len(found))
 	parents := make([]Config, len(found))
+	nUpdated := 0
+	for _, c := range found {
+		nUpdated += len(c.cp.UpdatedChannels)
+	}
+	updated := make([]string, 0, nUpdated)
 	for i, c := range found {
 		c.fill(&tuples[i], &cps[i], &parents[i], m.threads[c.thread].namespaces[c.ns], opts.MetadataOnly)
+		if u := c.cp.UpdatedChannels; u != nil {
+			// Capped, so that appending to one tuple's slice cannot
+			// write into the next one's.
+			at := len(updated)
+			updated = append(updated, u...)
+			cps[i].UpdatedChannels = updated[at:len(updated):len(updated)]
+		}
 		out[i] = &tuples[i]
 	}
 	return out, nil
@@ -346,12 +468,16 @@ func (m *Memory) List(ctx context.Context, q ListQuery, opts ListOptions) ([]*Tu
 // tuple copies a stored checkpoint out.
 func (c *memCP) tuple(ns *memNS, metadataOnly bool) *Tuple {
 	t := &Tuple{}
-	c.fill(t, &Checkpoint{}, &Config{}, ns, metadataOnly)
+	cp := &Checkpoint{}
+	c.fill(t, cp, &Config{}, ns, metadataOnly)
+	cp.UpdatedChannels = slices.Clone(c.cp.UpdatedChannels)
 	return t
 }
 
 // fill copies a stored checkpoint into t, using cp and parent as the
-// storage of its checkpoint and parent config.
+// storage of its checkpoint and parent config. It leaves
+// cp.UpdatedChannels to the caller, which can allocate them for many
+// tuples at once.
 func (c *memCP) fill(t *Tuple, cp *Checkpoint, parent *Config, ns *memNS, metadataOnly bool) {
 	*cp = copyCheckpoint(&c.cp)
 	*t = Tuple{
@@ -413,10 +539,9 @@ func (m *Memory) CopyThread(ctx context.Context, src, dst string) error {
 	to := &memThread{lastSeq: from.lastSeq, namespaces: make(map[string]*memNS, len(from.namespaces))}
 	for name, ns := range from.namespaces {
 		c := &memNS{
-			byID:      make(map[string]*memCP, len(ns.byID)),
-			order:     make([]*memCP, len(ns.order)),
-			byVersion: maps.Clone(ns.byVersion),
-			writes:    make(map[string][]memWrite, len(ns.writes)),
+			byID:   make(map[string]*memCP, len(ns.byID)),
+			order:  make([]*memCP, len(ns.order)),
+			writes: make(map[string][]memWrite, len(ns.writes)),
 		}
 		for i, cp := range ns.order {
 			cc := *cp
@@ -481,9 +606,8 @@ func (m *Memory) DeleteForRuns(ctx context.Context, runIDs []string) error {
 	return nil
 }
 
-// keep drops the checkpoints for which keep is false, every write not
-// saved against a kept checkpoint, and the values no kept checkpoint
-// carries.
+// keep drops the checkpoints for which keep is false and every write not
+// saved against a kept checkpoint.
 func (ns *memNS) keep(keep func(*memCP) bool) {
 	kept := ns.order[:0:0]
 	for _, c := range ns.order {
@@ -499,14 +623,10 @@ func (ns *memNS) keep(keep func(*memCP) bool) {
 			delete(ns.writes, id)
 		}
 	}
-	ns.byVersion = map[chanVersion][]byte{}
-	for _, c := range kept {
-		for ch, v := range c.values {
-			ns.byVersion[chanVersion{ch, c.cp.ChannelVersions[ch]}] = v
-		}
-	}
 }
 
+// copyCheckpoint copies a stored checkpoint out, without its values and
+// its updated channels (see fill).
 func copyCheckpoint(cp *Checkpoint) Checkpoint {
 	out := *cp
 	out.ChannelValues = nil
@@ -519,7 +639,7 @@ func copyCheckpoint(cp *Checkpoint) Checkpoint {
 			out.VersionsSeen[k] = maps.Clone(v)
 		}
 	}
-	out.UpdatedChannels = slices.Clone(cp.UpdatedChannels)
+	out.UpdatedChannels = nil
 	return out
 }
 

@@ -134,6 +134,36 @@ func PreparePut(cfg Config, cp *Checkpoint, md Metadata, newVersions map[string]
 // preparePut is PreparePut; without body it leaves Body nil (the memory
 // saver keeps the checkpoint as a struct and needs no encoding of it).
 func preparePut(cfg Config, cp *Checkpoint, md Metadata, newVersions map[string]int64, body bool) (*PreparedPut, error) {
+	mdJSON, err := checkPut(cfg, cp, md, newVersions)
+	if err != nil {
+		return nil, err
+	}
+	p := &PreparedPut{
+		Config:      Config{ThreadID: cfg.ThreadID, Namespace: cfg.Namespace, CheckpointID: cp.ID},
+		Parent:      cfg.CheckpointID,
+		Checkpoint:  *cp,
+		Values:      make(map[string]json.RawMessage, len(newVersions)),
+		NewVersions: newVersions,
+		Metadata:    mdJSON,
+	}
+	p.Checkpoint.ChannelValues = nil
+	p.Checkpoint.TS = cp.TS.UTC()
+	for ch := range newVersions {
+		if v, ok := cp.ChannelValues[ch]; ok {
+			p.Values[ch] = v
+		}
+	}
+	if body {
+		if p.Body, err = json.Marshal(&p.Checkpoint); err != nil {
+			return nil, fmt.Errorf("%w: encode checkpoint: %v", ErrInvalidValue, err)
+		}
+	}
+	return p, nil
+}
+
+// checkPut checks a Put's arguments, the values it will store included,
+// and returns the encoded metadata.
+func checkPut(cfg Config, cp *Checkpoint, md Metadata, newVersions map[string]int64) ([]byte, error) {
 	if cfg.ThreadID == "" {
 		return nil, fmt.Errorf("%w: put needs a thread id", ErrInvalidConfig)
 	}
@@ -148,35 +178,14 @@ func preparePut(cfg Config, cp *Checkpoint, md Metadata, newVersions map[string]
 	if err := checkCheckpointNames(cp, newVersions); err != nil {
 		return nil, err
 	}
-	p := &PreparedPut{
-		Config:      Config{ThreadID: cfg.ThreadID, Namespace: cfg.Namespace, CheckpointID: cp.ID},
-		Parent:      cfg.CheckpointID,
-		Checkpoint:  *cp,
-		Values:      make(map[string]json.RawMessage, len(newVersions)),
-		NewVersions: newVersions,
-	}
-	p.Checkpoint.ChannelValues = nil
-	p.Checkpoint.TS = cp.TS.UTC()
 	for ch := range newVersions {
-		v, ok := cp.ChannelValues[ch]
-		if !ok {
-			continue
-		}
-		if err := CheckValue(v); err != nil {
-			return nil, fmt.Errorf("channel %q: %w", ch, err)
-		}
-		p.Values[ch] = v
-	}
-	var err error
-	if body {
-		if p.Body, err = json.Marshal(&p.Checkpoint); err != nil {
-			return nil, fmt.Errorf("%w: encode checkpoint: %v", ErrInvalidValue, err)
+		if v, ok := cp.ChannelValues[ch]; ok {
+			if err := CheckValue(v); err != nil {
+				return nil, fmt.Errorf("channel %q: %w", ch, err)
+			}
 		}
 	}
-	if p.Metadata, err = EncodeMetadata(md); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return EncodeMetadata(md)
 }
 
 func checkCheckpointNames(cp *Checkpoint, newVersions map[string]int64) error {
@@ -337,6 +346,17 @@ func CheckPrune(threadIDs []string, strategy PruneStrategy) error {
 	for _, id := range threadIDs {
 		if id == "" {
 			return fmt.Errorf("%w: prune got an empty thread id", ErrInvalidConfig)
+		}
+	}
+	return nil
+}
+
+// ValidateStep checks the writes of a StepSaver.PutStep (the checkpoint is
+// checked by PreparePut). Errors wrap ErrInvalidConfig or ErrInvalidValue.
+func ValidateStep(cfg Config, writes []TaskWrites) error {
+	for _, tw := range writes {
+		if err := ValidateWrites(cfg, tw.Writes, tw.TaskID, tw.TaskPath); err != nil {
+			return fmt.Errorf("writes of task %q: %w", tw.TaskID, err)
 		}
 	}
 	return nil

@@ -2,39 +2,45 @@
 --
 -- Identifiers use COLLATE "C" so that ordering and "before" comparisons are
 -- bytewise, as in the memory saver, and UUIDv7 ids sort by time.
+--
+-- A superstep's save touches as little as it can: one checkpoints row, the
+-- task's write rows, and a blob row only for a changed value too large to
+-- keep inline. Nothing is updated in place (no per-thread counter row), so
+-- a save leaves no dead tuples behind.
 
--- One row per thread: its last checkpoint sequence number. Put bumps it,
--- which also serialises writers of one thread against prune and delete.
-CREATE TABLE checkpoint_threads (
-    thread_id text COLLATE "C" PRIMARY KEY,
-    last_seq  bigint NOT NULL
-);
+-- Checkpoint sequence numbers. One sequence for every thread: numbers
+-- taken in order are in order within each thread, which is all "latest"
+-- needs, and taking one writes nothing per thread.
+CREATE SEQUENCE checkpoint_seq;
 
--- One row per checkpoint. The body holds everything but channel values;
--- the values are referenced by (channel, version, blob hash) in three
--- parallel arrays, so a checkpoint knows exactly which blobs it reads.
+-- One row per checkpoint. The body holds everything but channel values.
+-- Each channel that has a value is listed in four parallel arrays: its
+-- name, its version, and either the hash of the blob holding its value
+-- (value_inline NULL) or, for a small value, the value itself (value_hash
+-- NULL). A checkpoint thus knows exactly which blobs it reads.
 CREATE TABLE checkpoints (
     thread_id            text COLLATE "C" NOT NULL,
     checkpoint_ns        text COLLATE "C" NOT NULL,
     checkpoint_id        text COLLATE "C" NOT NULL,
     seq                  bigint NOT NULL,
     parent_checkpoint_id text COLLATE "C",
-    run_id               text,
     checkpoint           jsonb NOT NULL,
     metadata             jsonb NOT NULL,
-    blob_channels        text[] NOT NULL,
-    blob_versions        bigint[] NOT NULL,
-    blob_hashes          bytea[] NOT NULL,
+    value_channels       text[] NOT NULL,
+    value_versions       bigint[] NOT NULL,
+    value_hashes         bytea[] NOT NULL,
+    value_inline         bytea[] NOT NULL,
     PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id)
 );
 CREATE INDEX checkpoints_thread_seq_idx ON checkpoints (thread_id, checkpoint_ns, seq DESC);
 CREATE INDEX checkpoints_id_idx ON checkpoints (checkpoint_id DESC);
+-- Metadata filters and DeleteForRuns ({"run_id": ...}) use containment.
 CREATE INDEX checkpoints_metadata_idx ON checkpoints USING gin (metadata jsonb_path_ops);
-CREATE INDEX checkpoints_run_idx ON checkpoints (run_id) WHERE run_id IS NOT NULL;
 
--- Channel values, content-addressed per thread: hash is the xxh3-128 of
--- the value's JSON. encoding 'json' stores the value; 'json-append' stores
--- only the array elements appended to the value whose hash is base.
+-- Channel values too large to keep inline, content-addressed per thread:
+-- hash is the xxh3-128 of the value's JSON. encoding 'json' stores the
+-- value; 'json-append' stores only the array elements appended to the
+-- value whose hash is base.
 CREATE TABLE checkpoint_blobs (
     thread_id text COLLATE "C" NOT NULL,
     hash      bytea NOT NULL,
@@ -45,18 +51,6 @@ CREATE TABLE checkpoint_blobs (
     FOREIGN KEY (thread_id, base) REFERENCES checkpoint_blobs (thread_id, hash)
 );
 CREATE INDEX checkpoint_blobs_base_idx ON checkpoint_blobs (thread_id, base) WHERE base IS NOT NULL;
-
--- Which blob holds a channel's value at a version, as upstream's
--- checkpoint_blobs key: found by version for checkpoints that carry a
--- channel unchanged from other than their parent.
-CREATE TABLE checkpoint_channel_versions (
-    thread_id     text COLLATE "C" NOT NULL,
-    checkpoint_ns text COLLATE "C" NOT NULL,
-    channel       text NOT NULL,
-    version       bigint NOT NULL,
-    hash          bytea NOT NULL,
-    PRIMARY KEY (thread_id, checkpoint_ns, channel, version)
-);
 
 -- Pending writes. idx is checkpoints.WriteIndex: negative for the special
 -- channels (upserted), the write's position otherwise (first write wins).
@@ -76,7 +70,6 @@ CREATE TABLE checkpoint_writes (
 ---- create above / drop below ----
 
 DROP TABLE checkpoint_writes;
-DROP TABLE checkpoint_channel_versions;
 DROP TABLE checkpoint_blobs;
 DROP TABLE checkpoints;
-DROP TABLE checkpoint_threads;
+DROP SEQUENCE checkpoint_seq;

@@ -12,6 +12,7 @@ import (
 
 	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/checkpoints/pgsaver"
+	"github.com/superstep-dev/superstep/engine"
 	"github.com/superstep-dev/superstep/internal/pgtest"
 )
 
@@ -20,9 +21,9 @@ import (
 func floorInsert(b *testing.B, pool *pgxpool.Pool, i int) {
 	_, err := pool.Exec(context.Background(), `
 		INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, seq, parent_checkpoint_id, checkpoint, metadata,
-		                         blob_channels, blob_versions, blob_hashes)
-		VALUES ('floor', '', $1, $2, NULL, $3::jsonb, '{"source":"loop","step":1,"parents":{}}'::jsonb, '{n}', '{1}', ARRAY[$4::bytea])`,
-		checkpoints.NewID(), i, `{"v":1,"id":"x","channel_versions":{"n":1},"versions_seen":{"agent":{"n":1}}}`, []byte("0123456789abcdef"))
+		                         value_channels, value_versions, value_hashes, value_inline)
+		VALUES ('floor', '', $1, $2, NULL, $3::jsonb, '{"source":"loop","step":1,"parents":{}}'::jsonb, '{n}', '{1}', '{NULL}', ARRAY[$4::bytea])`,
+		checkpoints.NewID(), i, `{"v":1,"id":"x","channel_versions":{"n":1},"versions_seen":{"agent":{"n":1}}}`, []byte("1"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -37,6 +38,75 @@ func BenchmarkPGFloorInsertCommit(b *testing.B) {
 		floorInsert(b, pool, i)
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/commit")
+}
+
+// loopSteps is the counter loop's length in BenchmarkPGSuperstepSync: 100
+// "inc" supersteps after the input checkpoint.
+const loopSteps = 100
+
+type counterState struct {
+	N int `json:"n"`
+}
+
+// counterLoop compiles the engine's counter loop on saver: one node "inc"
+// adding one to n, routed back to itself until n reaches loopSteps.
+func counterLoop(b *testing.B, saver checkpoints.Saver) *engine.Graph[counterState] {
+	b.Helper()
+	g := engine.NewStateGraph[counterState]()
+	g.AddNode("inc", func(_ context.Context, s counterState) (engine.Output, error) {
+		return engine.Update{"n": s.N + 1}, nil
+	})
+	g.AddEdge(engine.Start, "inc")
+	g.AddConditionalEdges("inc", func(_ context.Context, s counterState) (engine.Route, error) {
+		if s.N >= loopSteps {
+			return engine.To(engine.End), nil
+		}
+		return engine.To("inc"), nil
+	}, nil)
+	cg, err := g.Compile(engine.CompileOptions{Checkpointer: saver})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return cg
+}
+
+// BenchmarkPGSuperstepSync runs the engine's counter loop on the Postgres
+// saver with durability sync: every superstep saves the task's writes and
+// the next checkpoint before the next superstep starts. ns/superstep
+// counts the input checkpoint as a superstep, as the engine does.
+//
+// x-floor is the cost of a superstep over the floor insert, measured in
+// the same benchmark and interleaved with the runs (a few floor inserts
+// after every run), so that load on the machine moves both alike.
+func BenchmarkPGSuperstepSync(b *testing.B) {
+	pool := pgtest.Schema(b, nil)
+	s := pgsaver.New(pool, nil)
+	cg := counterLoop(b, s)
+	ctx := context.Background()
+	const floorPerRun = 20
+	var stepTime, floorTime time.Duration
+	floorN, runs := 0, 0
+	b.ReportAllocs()
+	for b.Loop() {
+		runs++
+		start := time.Now()
+		out, err := cg.Invoke(ctx, engine.Update{"n": 0}, &engine.RunOptions{ThreadID: fmt.Sprintf("sync-%d", runs), Durability: engine.DurabilitySync})
+		stepTime += time.Since(start)
+		if err != nil || out.N != loopSteps {
+			b.Fatalf("run %d: %+v, %v", runs, out, err)
+		}
+		start = time.Now()
+		for range floorPerRun {
+			floorN++
+			floorInsert(b, pool, floorN)
+		}
+		floorTime += time.Since(start)
+	}
+	perStep := float64(stepTime.Nanoseconds()) / float64(runs*(loopSteps+1))
+	floor := float64(floorTime.Nanoseconds()) / float64(floorN)
+	b.ReportMetric(perStep, "ns/superstep")
+	b.ReportMetric(floor, "ns/floor")
+	b.ReportMetric(perStep/floor, "x-floor")
 }
 
 // BenchmarkPGPut is one superstep's checkpoint: a put with one changed

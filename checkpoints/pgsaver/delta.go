@@ -75,10 +75,14 @@ type storedBlob struct {
 
 // resolveBlobs rebuilds the value of each wanted hash from rows, which
 // must hold every blob of the wanted hashes' delta chains. Each rebuilt
-// value is checked against its hash.
+// value is checked against its hash. Nil entries (inline values) are
+// skipped.
 func resolveBlobs(rows map[hash]storedBlob, wanted [][]byte) (map[hash][]byte, error) {
 	out := make(map[hash][]byte, len(wanted))
 	for _, w := range wanted {
+		if w == nil {
+			continue
+		}
 		if len(w) != len(hash{}) {
 			return nil, fmt.Errorf("%w: blob key of %d bytes", ErrCorrupt, len(w))
 		}
@@ -205,15 +209,19 @@ func (c *lastValues) dropThreads(threads ...string) {
 
 type headKey struct{ thread, ns string }
 
-type blobRef struct {
+// valueRef is where a checkpoint finds a channel's value: inline (when
+// inline is not nil) or in the blob with this hash.
+type valueRef struct {
 	version int64
 	hash    hash
+	inline  []byte
 }
 
-// head is the blob map of a checkpoint this saver put.
+// head is the value map of a checkpoint this saver put. It is never
+// modified once remembered, so children share its inline values.
 type head struct {
 	id   string
-	refs map[string]blobRef
+	refs map[string]valueRef
 }
 
 // heads remembers the last checkpoint put per thread and namespace, so

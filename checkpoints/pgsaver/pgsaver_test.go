@@ -142,14 +142,18 @@ func TestTamperedRowsAreErrors(t *testing.T) {
 		{"unknown encoding", `UPDATE checkpoint_blobs SET encoding = 'pickle'`},
 		{"changed value", `UPDATE checkpoint_blobs SET data = convert_to('["evil"]', 'UTF8') WHERE encoding = 'json'`},
 		{"changed delta", `UPDATE checkpoint_blobs SET data = convert_to('"evil"', 'UTF8') WHERE encoding = 'json-append'`},
-		{"missing blob", `UPDATE checkpoints SET blob_hashes = ARRAY[decode('00000000000000000000000000000000', 'hex')]`},
+		{"missing blob", `UPDATE checkpoints SET value_hashes = ARRAY[decode('00000000000000000000000000000000', 'hex')], value_inline = ARRAY[NULL::bytea]`},
 		{"unknown write encoding", `UPDATE checkpoint_writes SET encoding = 'msgpack'`},
+		{"inline value not JSON", `UPDATE checkpoints SET value_hashes = ARRAY[NULL::bytea], value_inline = ARRAY[convert_to('{', 'UTF8')]`},
+		{"value both inline and in a blob", `UPDATE checkpoints SET value_inline = ARRAY[convert_to('1', 'UTF8')]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			pool := pgtest.Schema(t, nil)
 			s := pgsaver.New(pool, nil)
-			cfgs, _ := appendChain(t, s, "chat", 3, 20)
+			// 100-byte messages: the first list is small enough to be
+			// inline, the second is a blob, the third a delta on it.
+			cfgs, _ := appendChain(t, s, "chat", 3, 100)
 			last := cfgs[2]
 			if err := s.PutWrites(ctx, last, []checkpoints.Write{{Channel: "messages", Value: json.RawMessage(`["x"]`)}}, "task", ""); err != nil {
 				t.Fatal(err)

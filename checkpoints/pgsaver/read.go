@@ -22,12 +22,12 @@ import (
 // blobs once per chain link).
 const sqlGet = `
 WITH RECURSIVE c AS (
-    SELECT checkpoint_id, parent_checkpoint_id, checkpoint, metadata, blob_channels, blob_hashes
+    SELECT checkpoint_id, parent_checkpoint_id, checkpoint, metadata, value_channels, value_hashes, value_inline
     FROM checkpoints
     WHERE thread_id = $1 AND checkpoint_ns = $2 %s
 ), chain AS (
     SELECT b.hash, b.encoding, b.base, b.data
-    FROM c, unnest(c.blob_hashes) AS h(hash) CROSS JOIN LATERAL (
+    FROM c, unnest(c.value_hashes) AS h(hash) CROSS JOIN LATERAL (
         SELECT * FROM checkpoint_blobs b WHERE b.thread_id = $1 AND b.hash = h.hash OFFSET 0
     ) b
     UNION
@@ -36,7 +36,7 @@ WITH RECURSIVE c AS (
         SELECT * FROM checkpoint_blobs b WHERE b.thread_id = $1 AND b.hash = chain.base OFFSET 0
     ) b
 )
-SELECT c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint, c.metadata, c.blob_channels, c.blob_hashes,
+SELECT c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint, c.metadata, c.value_channels, c.value_hashes, c.value_inline,
        bl.hashes, bl.encodings, bl.bases, bl.datas, w.tasks, w.channels, w.encodings, w.vals
 FROM c
 CROSS JOIN LATERAL (
@@ -70,7 +70,7 @@ func (s *Saver) Get(ctx context.Context, cfg checkpoints.Config) (*checkpoints.T
 	var r rowData
 	var bHash, bBase, bData [][]byte
 	var bEnc []string
-	err := row.Scan(&r.id, &r.parent, &r.body, &r.metadata, &r.channels, &r.hashes,
+	err := row.Scan(&r.id, &r.parent, &r.body, &r.metadata, &r.channels, &r.hashes, &r.inline,
 		&bHash, &bEnc, &bBase, &bData, &r.wTasks, &r.wChannels, &r.wEncodings, &r.wValues)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
@@ -99,6 +99,7 @@ type rowData struct {
 	body, metadata []byte
 	channels       []string
 	hashes         [][]byte
+	inline         [][]byte
 	wTasks         []string
 	wChannels      []string
 	wEncodings     []string
@@ -123,12 +124,24 @@ func (r *rowData) tuple(values map[hash][]byte, withValues bool) (*checkpoints.T
 	if !withValues {
 		return t, nil
 	}
-	if len(r.channels) != len(r.hashes) {
-		return nil, fmt.Errorf("%w: checkpoint %s has %d channels and %d blob keys", ErrCorrupt, r.id, len(r.channels), len(r.hashes))
+	if len(r.channels) != len(r.hashes) || len(r.channels) != len(r.inline) {
+		return nil, fmt.Errorf("%w: checkpoint %s has %d channels, %d blob keys and %d inline values",
+			ErrCorrupt, r.id, len(r.channels), len(r.hashes), len(r.inline))
 	}
 	t.Checkpoint.ChannelValues = make(map[string]json.RawMessage, len(r.channels))
 	for i, ch := range r.channels {
-		v, ok := values[hash(r.hashes[i])]
+		if v := r.inline[i]; v != nil {
+			if r.hashes[i] != nil || !json.Valid(v) {
+				return nil, fmt.Errorf("%w: checkpoint %s: inline value of %q is not valid JSON", ErrCorrupt, r.id, ch)
+			}
+			t.Checkpoint.ChannelValues[ch] = json.RawMessage(v)
+			continue
+		}
+		var v []byte
+		ok := len(r.hashes[i]) == len(hash{})
+		if ok {
+			v, ok = values[hash(r.hashes[i])]
+		}
 		if !ok {
 			return nil, fmt.Errorf("%w: checkpoint %s: value of %q is missing", ErrCorrupt, r.id, ch)
 		}
@@ -193,7 +206,7 @@ func buildList(q checkpoints.ListQuery, opts checkpoints.ListOptions, filter []b
 	}
 	sb.WriteString("SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint, c.metadata")
 	if !opts.MetadataOnly {
-		sb.WriteString(`, c.blob_channels, c.blob_hashes, w.tasks, w.channels, w.encodings, w.vals
+		sb.WriteString(`, c.value_channels, c.value_hashes, c.value_inline, w.tasks, w.channels, w.encodings, w.vals
 FROM checkpoints c CROSS JOIN LATERAL (
     SELECT array_agg(w.task_id ORDER BY w.task_id, w.idx), array_agg(w.channel ORDER BY w.task_id, w.idx),
            array_agg(w.encoding ORDER BY w.task_id, w.idx), array_agg(w.value ORDER BY w.task_id, w.idx)
@@ -245,7 +258,7 @@ func collectTuples(rows pgx.Rows, withValues bool, load func([]*rowData) (map[ha
 		r := &rowData{}
 		dest := []any{&r.thread, &r.ns, &r.id, &r.parent, &r.body, &r.metadata}
 		if withValues {
-			dest = append(dest, &r.channels, &r.hashes, &r.wTasks, &r.wChannels, &r.wEncodings, &r.wValues)
+			dest = append(dest, &r.channels, &r.hashes, &r.inline, &r.wTasks, &r.wChannels, &r.wEncodings, &r.wValues)
 		}
 		if err := rows.Scan(dest...); err != nil {
 			rows.Close()

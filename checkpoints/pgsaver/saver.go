@@ -5,11 +5,15 @@
 //
 // A checkpoint row holds the checkpoint without its values (jsonb), its
 // metadata (jsonb, GIN-indexed with jsonb_path_ops for containment
-// filters), a per-thread sequence number that orders "latest" and history
-// across processes, and for each channel the hash of the blob holding its
-// value. Blobs are content-addressed per thread by the xxh3-128 of the
-// value's JSON, so an unchanged channel, a fork and a copy of a checkpoint
-// store nothing new.
+// filters), a sequence number that orders "latest" and history across
+// processes, and for each channel either its value, when it is small
+// (at most 128 bytes of JSON: counters, flags, short strings), or the hash
+// of the blob holding it. Blobs are content-addressed per thread by the
+// xxh3-128 of the value's JSON, so an unchanged channel, a fork and a copy
+// of a checkpoint store nothing new. Small values are copied into every
+// checkpoint that carries them, as upstream keeps primitives inline: that
+// costs a few bytes per checkpoint and saves a blob row, a hash and a
+// lookup per change.
 //
 // A list channel that grows by appending (chat messages) would otherwise
 // store the whole list at every step: quadratic in the number of steps,
@@ -24,13 +28,22 @@
 // the chain cap is reached). Reads rebuild values and check each against
 // its hash.
 //
-// # Transactions
+// # Transactions and round trips
 //
-// Put is one pipelined batch (one round trip) in an implicit transaction:
-// a checkpoint row is never visible without its blobs. PutWrites is one
-// round trip too. Per-thread maintenance (delete, copy, prune, delete for
-// runs) locks the thread's row in checkpoint_threads, which Put also
-// updates, so it never races a Put of the same thread.
+// Put is one round trip: one pipelined batch in an implicit transaction,
+// so a checkpoint row is never visible without its blobs. In the common
+// case (a child of the checkpoint this saver put last in the thread) the
+// saver resolves the unchanged channels from memory and the batch is one
+// INSERT, plus the blob rows of changed large values in the same
+// statement. PutWrites is one statement. PutStep (checkpoints.StepSaver)
+// sends a superstep's writes and its checkpoint in one round trip.
+//
+// Per-thread maintenance (delete, prune, delete for runs) deletes blobs no
+// checkpoint reads. It takes an exclusive advisory lock per thread, and a
+// Put that references blobs takes the same lock shared before it reads or
+// writes anything, so a Put never references a blob that maintenance is
+// deleting. A Put whose values are all inline references no blob and takes
+// no lock.
 package pgsaver
 
 import (
@@ -38,11 +51,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
+	"sort"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/zeebo/xxh3"
 
 	"github.com/superstep-dev/superstep/checkpoints"
 )
@@ -71,7 +85,10 @@ type Saver struct {
 	heads *heads
 }
 
-var _ checkpoints.Saver = (*Saver)(nil)
+var (
+	_ checkpoints.Saver     = (*Saver)(nil)
+	_ checkpoints.StepSaver = (*Saver)(nil)
+)
 
 // New returns a Saver on pool, whose search_path must reach the tables of
 // migrations/003_checkpoints.sql.
@@ -97,61 +114,101 @@ func New(pool *pgxpool.Pool, opts *Options) *Saver {
 	return s
 }
 
-const sqlBumpSeq = `
-INSERT INTO checkpoint_threads AS t (thread_id, last_seq) VALUES ($1, 1)
-ON CONFLICT (thread_id) DO UPDATE SET last_seq = t.last_seq + 1`
+// inlineMax is the largest value (in bytes of JSON) kept in the checkpoint
+// row rather than in a blob. Small values gain nothing from
+// content-addressing or deltas, and a blob row costs more than the value.
+const inlineMax = 128
 
+// lockClass is the first key of the saver's advisory locks; the second is
+// a hash of the thread id. A collision between two threads only makes
+// their maintenance wait for each other.
+const lockClass = 0x70677376 // "pgsv"
+
+func threadLock(thread string) int32 { return int32(xxh3.HashString(thread)) }
+
+// sqlLockShared is taken by a Put that references blobs, in the same
+// implicit transaction and before the statements that read or write them.
+const sqlLockShared = `SELECT pg_advisory_xact_lock_shared($1::int, $2::int)`
+
+// sqlWrites saves pending writes of any number of tasks: regular writes
+// are first-write-wins, special ones (negative idx) are replaced.
+const sqlWrites = `
+INSERT INTO checkpoint_writes AS w (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, encoding, value)
+SELECT $1, $2, $3, x.t, x.i, x.c, x.p, 'json', x.v
+FROM unnest($4::text[], $5::text[], $6::int[], $7::text[], $8::bytea[]) AS x(t, p, i, c, v)
+ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET
+    channel = excluded.channel, task_path = excluded.task_path, encoding = excluded.encoding, value = excluded.value
+WHERE w.idx < 0`
+
+const checkpointColumns = `thread_id, checkpoint_ns, checkpoint_id, seq, parent_checkpoint_id, checkpoint, metadata,
+    value_channels, value_versions, value_hashes, value_inline`
+
+// onConflictCheckpoint replaces a checkpoint saved again, keeping its
+// position (seq) and its writes.
+const onConflictCheckpoint = `
+ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
+    parent_checkpoint_id = excluded.parent_checkpoint_id, checkpoint = excluded.checkpoint, metadata = excluded.metadata,
+    value_channels = excluded.value_channels, value_versions = excluded.value_versions,
+    value_hashes = excluded.value_hashes, value_inline = excluded.value_inline`
+
+// sqlInsertBlobs is the CTE that stores new blobs ($11..$14) ahead of the
+// checkpoint that reads them, in the same statement.
 const sqlInsertBlobs = `
-INSERT INTO checkpoint_blobs (thread_id, hash, encoding, base, data)
-SELECT $1, x.h, x.e, x.b, x.d FROM unnest($2::bytea[], $3::text[], $4::bytea[], $5::bytea[]) AS x(h, e, b, d)
-ON CONFLICT (thread_id, hash) DO NOTHING`
+WITH b AS (
+    INSERT INTO checkpoint_blobs (thread_id, hash, encoding, base, data)
+    SELECT $1, x.h, x.e, x.b, x.d FROM unnest($11::bytea[], $12::text[], $13::bytea[], $14::bytea[]) AS x(h, e, b, d)
+    ON CONFLICT (thread_id, hash) DO NOTHING
+)`
 
-const sqlInsertVersions = `
-INSERT INTO checkpoint_channel_versions (thread_id, checkpoint_ns, channel, version, hash)
-SELECT $1, $2, x.c, x.v, x.h FROM unnest($3::text[], $4::bigint[], $5::bytea[]) AS x(c, v, h)
-ON CONFLICT DO NOTHING`
+// sqlPutInline is the hot path: a checkpoint whose values are all inline
+// and resolved by the client. It reads nothing, so it plans once.
+const sqlPutInline = `
+INSERT INTO checkpoints AS c (` + checkpointColumns + `)
+VALUES ($1, $2, $3, nextval('checkpoint_seq'), nullif($4::text, ''), $5::jsonb, $6::jsonb,
+        $7::text[], $8::bigint[], $9::bytea[], $10::bytea[])` + onConflictCheckpoint
 
-// sqlInsertCheckpoint resolves the blob of each channel the put does not
-// change: the parent's blob when the parent has that channel at the same
-// version, else the blob saved for that channel and version.
-const sqlInsertCheckpoint = `
-INSERT INTO checkpoints AS c (thread_id, checkpoint_ns, checkpoint_id, seq, parent_checkpoint_id, run_id,
-                              checkpoint, metadata, blob_channels, blob_versions, blob_hashes)
-SELECT $1, $2, $3, (SELECT last_seq FROM checkpoint_threads WHERE thread_id = $1), nullif($4::text, ''), nullif($5::text, ''),
-       $6::jsonb, $7::jsonb,
-       coalesce(array_agg(r.c ORDER BY r.c), '{}'), coalesce(array_agg(r.v ORDER BY r.c), '{}'), coalesce(array_agg(r.h ORDER BY r.c), '{}')
-FROM (
-    SELECT n.c, n.v, n.h FROM unnest($8::text[], $9::bigint[], $10::bytea[]) AS n(c, v, h)
+// sqlPutBlobs stores a checkpoint resolved by the client with its new
+// blobs. The blobs it carries from its parent ($15) must still exist: if
+// one was deleted since the saver remembered it, seq is NULL and the
+// statement fails on the NOT NULL constraint (errStaleCache), which aborts
+// the whole batch, writes included.
+const sqlPutBlobs = sqlInsertBlobs + `
+INSERT INTO checkpoints AS c (` + checkpointColumns + `)
+SELECT $1, $2, $3,
+       CASE WHEN (SELECT count(*) FROM checkpoint_blobs k WHERE k.thread_id = $1 AND k.hash = ANY($15::bytea[]))
+                 = cardinality($15::bytea[])
+            THEN nextval('checkpoint_seq') END,
+       nullif($4::text, ''), $5::jsonb, $6::jsonb, $7::text[], $8::bigint[], $9::bytea[], $10::bytea[]` + onConflictCheckpoint
+
+// sqlPutResolve stores a checkpoint whose unchanged channels ($15, $16)
+// the server resolves: the parent's value when the parent has the channel
+// at the same version, else the value of the first checkpoint of the
+// thread and namespace that has it at that version, else none. It returns
+// the stored value map, which the saver remembers as the thread's head.
+const sqlPutResolve = sqlInsertBlobs + `, r AS (
+    SELECT n.c, n.v, n.h, n.i FROM unnest($7::text[], $8::bigint[], $9::bytea[], $10::bytea[]) AS n(c, v, h, i)
     UNION ALL
-    SELECT u.c, u.v, coalesce(
-        (SELECT p.h FROM checkpoints pc, unnest(pc.blob_channels, pc.blob_versions, pc.blob_hashes) AS p(c, v, h)
-          WHERE pc.thread_id = $1 AND pc.checkpoint_ns = $2 AND pc.checkpoint_id = $4 AND p.c = u.c AND p.v = u.v),
-        (SELECT m.hash FROM checkpoint_channel_versions m
-          WHERE m.thread_id = $1 AND m.checkpoint_ns = $2 AND m.channel = u.c AND m.version = u.v))
-    FROM unnest($11::text[], $12::bigint[]) AS u(c, v)
-) r
-WHERE r.h IS NOT NULL
-ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
-    parent_checkpoint_id = excluded.parent_checkpoint_id, run_id = excluded.run_id,
-    checkpoint = excluded.checkpoint, metadata = excluded.metadata,
-    blob_channels = excluded.blob_channels, blob_versions = excluded.blob_versions, blob_hashes = excluded.blob_hashes
-RETURNING blob_channels, blob_versions, blob_hashes`
-
-// sqlInsertResolvedCheckpoint inserts a checkpoint whose blobs the client
-// resolved. It inserts nothing if one of them is missing (pruned by
-// another process since this saver remembered it).
-const sqlInsertResolvedCheckpoint = `
-INSERT INTO checkpoints AS c (thread_id, checkpoint_ns, checkpoint_id, seq, parent_checkpoint_id, run_id,
-                              checkpoint, metadata, blob_channels, blob_versions, blob_hashes)
-SELECT $1, $2, $3, (SELECT last_seq FROM checkpoint_threads WHERE thread_id = $1), nullif($4::text, ''), nullif($5::text, ''),
-       $6::jsonb, $7::jsonb, $8::text[], $9::bigint[], $10::bytea[]
-WHERE (SELECT count(*) FROM checkpoint_blobs b WHERE b.thread_id = $1 AND b.hash = ANY($10::bytea[]))
-      = (SELECT count(DISTINCT h) FROM unnest($10::bytea[]) AS h)
-ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
-    parent_checkpoint_id = excluded.parent_checkpoint_id, run_id = excluded.run_id,
-    checkpoint = excluded.checkpoint, metadata = excluded.metadata,
-    blob_channels = excluded.blob_channels, blob_versions = excluded.blob_versions, blob_hashes = excluded.blob_hashes
-RETURNING blob_channels, blob_versions, blob_hashes`
+    SELECT u.c, u.v, f.h, f.i
+    FROM unnest($15::text[], $16::bigint[]) AS u(c, v)
+    CROSS JOIN LATERAL (
+        (SELECT p.h, p.i
+           FROM checkpoints pc, unnest(pc.value_channels, pc.value_versions, pc.value_hashes, pc.value_inline) AS p(c, v, h, i)
+          WHERE pc.thread_id = $1 AND pc.checkpoint_ns = $2 AND pc.checkpoint_id = $4 AND p.c = u.c AND p.v = u.v
+          LIMIT 1)
+        UNION ALL
+        (SELECT q.h, q.i
+           FROM checkpoints qc, unnest(qc.value_channels, qc.value_versions, qc.value_hashes, qc.value_inline) AS q(c, v, h, i)
+          WHERE qc.thread_id = $1 AND qc.checkpoint_ns = $2 AND q.c = u.c AND q.v = u.v
+          ORDER BY qc.seq LIMIT 1)
+        LIMIT 1
+    ) f
+)
+INSERT INTO checkpoints AS c (` + checkpointColumns + `)
+SELECT $1, $2, $3, nextval('checkpoint_seq'), nullif($4::text, ''), $5::jsonb, $6::jsonb,
+       coalesce(array_agg(r.c ORDER BY r.c), '{}'), coalesce(array_agg(r.v ORDER BY r.c), '{}'),
+       coalesce(array_agg(r.h ORDER BY r.c), '{}'), coalesce(array_agg(r.i ORDER BY r.c), '{}')
+FROM r` + onConflictCheckpoint + `
+RETURNING value_channels, value_versions, value_hashes, value_inline`
 
 // Put implements checkpoints.Saver.
 func (s *Saver) Put(ctx context.Context, cfg checkpoints.Config, cp *checkpoints.Checkpoint, md checkpoints.Metadata, newVersions map[string]int64) (checkpoints.Config, error) {
@@ -159,34 +216,70 @@ func (s *Saver) Put(ctx context.Context, cfg checkpoints.Config, cp *checkpoints
 	if err != nil {
 		return checkpoints.Config{}, err
 	}
-	plan := s.plan(p, md.RunID, true)
-	err = s.exec(ctx, plan, p.Config.CheckpointID)
+	if err := s.put(ctx, p, nil); err != nil {
+		return checkpoints.Config{}, fmt.Errorf("pgsaver: put checkpoint %s: %w", cp.ID, err)
+	}
+	return p.Config, nil
+}
+
+// PutStep implements checkpoints.StepSaver: the writes and the checkpoint
+// go in one batch, one round trip and one transaction.
+func (s *Saver) PutStep(ctx context.Context, cfg checkpoints.Config, writes []checkpoints.TaskWrites, cp *checkpoints.Checkpoint, md checkpoints.Metadata, newVersions map[string]int64) (checkpoints.Config, error) {
+	p, err := checkpoints.PreparePut(cfg, cp, md, newVersions)
+	if err != nil {
+		return checkpoints.Config{}, err
+	}
+	if err := checkpoints.ValidateStep(cfg, writes); err != nil {
+		return checkpoints.Config{}, err
+	}
+	var rows *writeRows
+	for _, tw := range writes {
+		if len(tw.Writes) > 0 {
+			if rows == nil {
+				rows = &writeRows{}
+			}
+			rows.add(tw.TaskID, tw.TaskPath, tw.Writes)
+		}
+	}
+	if err := s.put(ctx, p, rows); err != nil {
+		return checkpoints.Config{}, fmt.Errorf("pgsaver: put step with checkpoint %s: %w", cp.ID, err)
+	}
+	return p.Config, nil
+}
+
+func (s *Saver) put(ctx context.Context, p *checkpoints.PreparedPut, writes *writeRows) error {
+	thread := p.Config.ThreadID
+	plan := s.plan(p, writes, true)
+	err := s.exec(ctx, plan)
 	if errors.Is(err, errStaleCache) || isBaseMissing(err) {
 		// Another process pruned blobs this saver remembered: resolve
 		// everything on the server and store full values.
-		s.forget(cfg.ThreadID)
-		plan = s.plan(p, md.RunID, false)
-		err = s.exec(ctx, plan, p.Config.CheckpointID)
+		s.forget(thread)
+		plan = s.plan(p, writes, false)
+		err = s.exec(ctx, plan)
 	}
 	if err != nil {
-		s.forget(cfg.ThreadID)
-		return checkpoints.Config{}, fmt.Errorf("pgsaver: put checkpoint %s: %w", cp.ID, err)
+		s.forget(thread)
+		return err
 	}
 	if s.last != nil {
 		for k, v := range plan.remember {
 			s.last.put(k, v)
 		}
-		s.heads.put(headKey{cfg.ThreadID, cfg.Namespace}, plan.head)
+		s.heads.put(headKey{thread, p.Config.Namespace}, plan.head)
 	}
-	return p.Config, nil
+	return nil
 }
 
 type putPlan struct {
 	batch    *pgx.Batch
 	remember map[valueKey]*lastValue
-	// head is the new checkpoint's blob map, remembered so that its child
-	// can be resolved without the server's help.
-	head *head
+	// head is the new checkpoint's value map, remembered so that its child
+	// can be resolved without the server's help. When returning is set,
+	// the last statement returns it instead.
+	head      *head
+	returning bool
+	id        string
 }
 
 // errStaleCache means a put resolved from remembered state referenced a
@@ -201,29 +294,58 @@ func (s *Saver) forget(threads ...string) {
 	}
 }
 
-func (s *Saver) plan(p *checkpoints.PreparedPut, runID string, deltas bool) *putPlan {
+// refRows are the parallel arrays of a checkpoint's value map.
+type refRows struct {
+	ch     []string
+	ver    []int64
+	hash   [][]byte
+	inline [][]byte
+}
+
+func (r *refRows) add(ch string, ref valueRef) {
+	r.ch, r.ver = append(r.ch, ch), append(r.ver, ref.version)
+	if ref.inline != nil {
+		r.hash, r.inline = append(r.hash, nil), append(r.inline, ref.inline)
+	} else {
+		h := ref.hash
+		r.hash, r.inline = append(r.hash, h[:]), append(r.inline, nil)
+	}
+}
+
+// Len, Less and Swap sort the rows by channel, so that stored arrays do
+// not depend on map order.
+func (r *refRows) Len() int           { return len(r.ch) }
+func (r *refRows) Less(i, j int) bool { return r.ch[i] < r.ch[j] }
+func (r *refRows) Swap(i, j int) {
+	r.ch[i], r.ch[j] = r.ch[j], r.ch[i]
+	r.ver[i], r.ver[j] = r.ver[j], r.ver[i]
+	r.hash[i], r.hash[j] = r.hash[j], r.hash[i]
+	r.inline[i], r.inline[j] = r.inline[j], r.inline[i]
+}
+
+func (s *Saver) plan(p *checkpoints.PreparedPut, writes *writeRows, useMemory bool) *putPlan {
 	thread, ns := p.Config.ThreadID, p.Config.Namespace
-	plan := &putPlan{batch: &pgx.Batch{}, remember: map[valueKey]*lastValue{}}
+	plan := &putPlan{batch: &pgx.Batch{}, id: p.Config.CheckpointID}
+	refs := make(map[string]valueRef, len(p.Checkpoint.ChannelVersions))
 	var bHash, bBase, bData [][]byte
 	var bEnc []string
-	var vCh []string
-	var vVer []int64
-	var vHash [][]byte
-	var nCh []string
-	var nVer []int64
-	var nHash [][]byte
-	seen := map[hash]bool{}
-	for _, ch := range sortedKeys(p.Values) {
-		val := slices.Clone([]byte(p.Values[ch]))
-		h := hashOf(val)
-		vCh, vVer, vHash = append(vCh, ch), append(vVer, p.NewVersions[ch]), append(vHash, h[:])
-		if ver, ok := p.Checkpoint.ChannelVersions[ch]; ok {
-			nCh, nVer, nHash = append(nCh, ch), append(nVer, ver), append(nHash, h[:])
+	var newHashes []hash
+	for ch, v := range p.Values {
+		ver, ok := p.Checkpoint.ChannelVersions[ch]
+		if !ok {
+			continue // a value the checkpoint does not carry
 		}
+		if len(v) <= inlineMax {
+			refs[ch] = valueRef{version: ver, inline: slices.Clone([]byte(v))}
+			continue
+		}
+		val := slices.Clone([]byte(v))
+		h := hashOf(val)
+		refs[ch] = valueRef{version: ver, hash: h}
 		key := valueKey{thread, ns, ch}
 		next := &lastValue{hash: h, value: val, snapshot: len(val)}
 		enc, base, data := encJSON, []byte(nil), val
-		if prev := s.lastValue(key, deltas); prev != nil && prev.hash == h {
+		if prev := s.lastValue(key, useMemory); prev != nil && prev.hash == h {
 			next = prev
 		} else if prev != nil {
 			if d, ok := appendDelta(prev.value, val); ok &&
@@ -233,52 +355,90 @@ func (s *Saver) plan(p *checkpoints.PreparedPut, runID string, deltas bool) *put
 				next = &lastValue{hash: h, value: val, depth: prev.depth + 1, sinceSnapshot: prev.sinceSnapshot + len(d), snapshot: prev.snapshot}
 			}
 		}
-		plan.remember[key] = next
-		if !seen[h] {
-			seen[h] = true
-			bHash, bEnc, bBase, bData = append(bHash, h[:]), append(bEnc, enc), append(bBase, base), append(bData, data)
+		if plan.remember == nil {
+			plan.remember = map[valueKey]*lastValue{}
 		}
-	}
-	var uCh []string
-	var uVer []int64
-	for _, ch := range sortedKeys(p.Checkpoint.ChannelVersions) {
-		if _, isNew := p.NewVersions[ch]; !isNew {
-			uCh, uVer = append(uCh, ch), append(uVer, p.Checkpoint.ChannelVersions[ch])
+		plan.remember[key] = next
+		if !slices.Contains(newHashes, h) {
+			newHashes = append(newHashes, h)
+			hc := h
+			bHash, bEnc, bBase, bData = append(bHash, hc[:]), append(bEnc, enc), append(bBase, base), append(bData, data)
 		}
 	}
 	// The common case, a child of the checkpoint this saver put last in
-	// the thread: resolve the unchanged channels from memory, which keeps
-	// the statement simple enough to plan once.
+	// the thread: resolve the unchanged channels from memory.
 	var parentHead *head
-	if deltas && s.last != nil && p.Parent != "" {
+	if useMemory && s.heads != nil && p.Parent != "" {
 		if h := s.heads.get(headKey{thread, ns}); h != nil && h.id == p.Parent {
 			parentHead = h
 		}
 	}
-	resolved := parentHead != nil || len(uCh) == 0
-	if parentHead != nil {
-		for i, ch := range uCh {
-			ref, ok := parentHead.refs[ch]
-			if !ok || ref.version != uVer[i] {
-				resolved = false
-				break
-			}
-			nCh, nVer, nHash = append(nCh, ch), append(nVer, uVer[i]), append(nHash, ref.hash[:])
+	resolved := true
+	var carried [][]byte
+	var uCh []string
+	var uVer []int64
+	for ch, ver := range p.Checkpoint.ChannelVersions {
+		if _, isNew := p.NewVersions[ch]; isNew {
+			continue
+		}
+		uCh, uVer = append(uCh, ch), append(uVer, ver)
+		if !resolved {
+			continue
+		}
+		ref, ok := valueRef{}, false
+		if parentHead != nil {
+			ref, ok = parentHead.refs[ch]
+		}
+		if !ok || ref.version != ver {
+			resolved = false
+			continue
+		}
+		refs[ch] = ref
+		if ref.inline == nil && !slices.Contains(newHashes, ref.hash) {
+			h := ref.hash
+			carried = append(carried, h[:])
 		}
 	}
-	b := plan.batch
-	b.Queue(sqlBumpSeq, thread)
-	if len(bHash) > 0 {
-		b.Queue(sqlInsertBlobs, thread, bHash, bEnc, bBase, bData)
-		b.Queue(sqlInsertVersions, thread, ns, vCh, vVer, vHash)
+	var rows refRows
+	var resolve struct {
+		ch  []string
+		ver []int64
 	}
 	if resolved {
-		nCh, nVer, nHash = sortRefs(nCh, nVer, nHash)
-		b.Queue(sqlInsertResolvedCheckpoint, thread, ns, p.Config.CheckpointID, p.Parent, runID, string(p.Body), string(p.Metadata),
-			nonNil(nCh), nonNil(nVer), nonNil(nHash))
+		for ch, ref := range refs {
+			rows.add(ch, ref)
+		}
+		sort.Sort(&rows)
+		plan.head = &head{id: p.Config.CheckpointID, refs: refs}
 	} else {
-		b.Queue(sqlInsertCheckpoint, thread, ns, p.Config.CheckpointID, p.Parent, runID, string(p.Body), string(p.Metadata),
-			nonNil(nCh), nonNil(nVer), nonNil(nHash), nonNil(uCh), nonNil(uVer))
+		// Only the new values go; the server resolves the rest.
+		for ch, ref := range refs {
+			if _, isNew := p.NewVersions[ch]; isNew {
+				rows.add(ch, ref)
+			}
+		}
+		resolve.ch, resolve.ver = uCh, uVer
+		plan.returning = true
+	}
+
+	b := plan.batch
+	if len(bHash) > 0 || len(carried) > 0 || !resolved {
+		b.Queue(sqlLockShared, lockClass, threadLock(thread))
+	}
+	if writes != nil {
+		b.Queue(sqlWrites, thread, ns, p.Parent, writes.task, writes.path, writes.idx, writes.ch, writes.val)
+	}
+	args := []any{thread, ns, p.Config.CheckpointID, p.Parent, string(p.Body), string(p.Metadata),
+		nonNil(rows.ch), nonNil(rows.ver), nonNil(rows.hash), nonNil(rows.inline)}
+	switch {
+	case !resolved:
+		args = append(args, nonNil(bHash), nonNil(bEnc), nonNil(bBase), nonNil(bData), nonNil(resolve.ch), nonNil(resolve.ver))
+		b.Queue(sqlPutResolve, args...)
+	case len(bHash) > 0 || len(carried) > 0:
+		args = append(args, nonNil(bHash), nonNil(bEnc), nonNil(bBase), nonNil(bData), nonNil(carried))
+		b.Queue(sqlPutBlobs, args...)
+	default:
+		b.Queue(sqlPutInline, args...)
 	}
 	return plan
 }
@@ -290,52 +450,51 @@ func (s *Saver) lastValue(k valueKey, use bool) *lastValue {
 	return s.last.get(k)
 }
 
-func (s *Saver) exec(ctx context.Context, plan *putPlan, id string) error {
+func (s *Saver) exec(ctx context.Context, plan *putPlan) error {
 	br := s.pool.SendBatch(ctx, plan.batch)
 	for range plan.batch.Len() - 1 {
 		if _, err := br.Exec(); err != nil {
 			br.Close()
-			return err
+			return mapPutError(err)
 		}
 	}
-	// The checkpoint insert returns the blob map it stored; no row means
-	// a blob the client resolved is gone.
-	var chs []string
-	var vers []int64
-	var hashes [][]byte
-	err := br.QueryRow().Scan(&chs, &vers, &hashes)
+	if !plan.returning {
+		_, err := br.Exec()
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		return mapPutError(err)
+	}
+	var rows refRows
+	err := br.QueryRow().Scan(&rows.ch, &rows.ver, &rows.hash, &rows.inline)
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	if errors.Is(err, pgx.ErrNoRows) {
-		return errStaleCache
-	}
 	if err != nil {
-		return err
+		return mapPutError(err)
 	}
-	if len(chs) == len(vers) && len(chs) == len(hashes) {
-		plan.head = &head{id: id, refs: make(map[string]blobRef, len(chs))}
-		for i, ch := range chs {
-			if len(hashes[i]) == len(hash{}) {
-				plan.head.refs[ch] = blobRef{version: vers[i], hash: hash(hashes[i])}
+	if len(rows.ch) == len(rows.ver) && len(rows.ch) == len(rows.hash) && len(rows.ch) == len(rows.inline) {
+		plan.head = &head{id: plan.id, refs: make(map[string]valueRef, len(rows.ch))}
+		for i, ch := range rows.ch {
+			switch {
+			case len(rows.hash[i]) == len(hash{}):
+				plan.head.refs[ch] = valueRef{version: rows.ver[i], hash: hash(rows.hash[i])}
+			case rows.inline[i] != nil:
+				plan.head.refs[ch] = valueRef{version: rows.ver[i], inline: rows.inline[i]}
 			}
 		}
 	}
 	return nil
 }
 
-// sortRefs sorts parallel channel, version and hash slices by channel.
-func sortRefs(chs []string, vers []int64, hashes [][]byte) ([]string, []int64, [][]byte) {
-	idx := make([]int, len(chs))
-	for i := range idx {
-		idx[i] = i
+// mapPutError turns the NOT NULL failure sqlPutBlobs raises on purpose
+// into errStaleCache.
+func mapPutError(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23502" && pgErr.TableName == "checkpoints" && pgErr.ColumnName == "seq" {
+		return errStaleCache
 	}
-	slices.SortFunc(idx, func(a, b int) int { return strings.Compare(chs[a], chs[b]) })
-	c, v, h := make([]string, len(idx)), make([]int64, len(idx)), make([][]byte, len(idx))
-	for i, j := range idx {
-		c[i], v[i], h[i] = chs[j], vers[j], hashes[j]
-	}
-	return c, v, h
+	return err
 }
 
 func isBaseMissing(err error) bool {
@@ -343,55 +502,59 @@ func isBaseMissing(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "23503" && pgErr.TableName == "checkpoint_blobs"
 }
 
-const sqlInsertWrites = `
-INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, encoding, value)
-SELECT $1, $2, $3, $4, x.i, x.c, $5, 'json', x.v FROM unnest($6::int[], $7::text[], $8::bytea[]) AS x(i, c, v)
-ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO NOTHING`
+// writeRows are pending writes as the parallel arrays sqlWrites takes.
+type writeRows struct {
+	task, path []string
+	idx        []int32
+	ch         []string
+	val        [][]byte
+}
 
-const sqlUpsertWrites = `
-INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, encoding, value)
-SELECT $1, $2, $3, $4, x.i, x.c, $5, 'json', x.v FROM unnest($6::int[], $7::text[], $8::bytea[]) AS x(i, c, v)
-ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET
-    channel = excluded.channel, task_path = excluded.task_path, encoding = excluded.encoding, value = excluded.value`
+// add appends one task's writes. Within one statement a row can be
+// written once, so a slot written twice keeps the first regular write
+// and the last special one, as if each were saved in turn.
+func (r *writeRows) add(taskID, taskPath string, writes []checkpoints.Write) {
+	// Regular writes of a task seen for the first time cannot collide:
+	// their indexes are their positions.
+	from, again := len(r.idx), slices.Contains(r.task, taskID)
+	if again {
+		from = 0
+	}
+	for i, w := range writes {
+		idx := int32(checkpoints.WriteIndex(w.Channel, i))
+		if idx < 0 || again {
+			if at := r.find(from, taskID, idx); at >= 0 {
+				if idx < 0 {
+					r.ch[at], r.path[at], r.val[at] = w.Channel, taskPath, w.Value
+				}
+				continue
+			}
+		}
+		r.task, r.path, r.idx = append(r.task, taskID), append(r.path, taskPath), append(r.idx, idx)
+		r.ch, r.val = append(r.ch, w.Channel), append(r.val, []byte(w.Value))
+	}
+}
 
-// PutWrites implements checkpoints.Saver.
+func (r *writeRows) find(from int, taskID string, idx int32) int {
+	for j := from; j < len(r.idx); j++ {
+		if r.idx[j] == idx && r.task[j] == taskID {
+			return j
+		}
+	}
+	return -1
+}
+
+// PutWrites implements checkpoints.Saver. It is one statement.
 func (s *Saver) PutWrites(ctx context.Context, cfg checkpoints.Config, writes []checkpoints.Write, taskID, taskPath string) error {
 	if err := checkpoints.ValidateWrites(cfg, writes, taskID, taskPath); err != nil {
 		return err
 	}
-	type rows struct {
-		idx []int32
-		ch  []string
-		val [][]byte
-	}
-	var regular, special rows
-	for i, w := range writes {
-		idx := int32(checkpoints.WriteIndex(w.Channel, i))
-		r := &regular
-		if idx < 0 {
-			r = &special
-			// Within one call the last special write to a slot wins, as
-			// if each were saved in turn.
-			if at := slices.Index(r.idx, idx); at >= 0 {
-				r.val[at] = w.Value
-				continue
-			}
-		}
-		r.idx, r.ch, r.val = append(r.idx, idx), append(r.ch, w.Channel), append(r.val, []byte(w.Value))
-	}
-	b := &pgx.Batch{}
-	for _, q := range []struct {
-		sql string
-		r   rows
-	}{{sqlInsertWrites, regular}, {sqlUpsertWrites, special}} {
-		if len(q.r.idx) > 0 {
-			b.Queue(q.sql, cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, taskID, taskPath, q.r.idx, q.r.ch, q.r.val)
-		}
-	}
-	if b.Len() == 0 {
+	if len(writes) == 0 {
 		return nil
 	}
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+	var r writeRows
+	r.add(taskID, taskPath, writes)
+	if _, err := s.pool.Exec(ctx, sqlWrites, cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, r.task, r.path, r.idx, r.ch, r.val); err != nil {
 		return fmt.Errorf("pgsaver: put writes of task %s: %w", taskID, err)
 	}
 	return nil

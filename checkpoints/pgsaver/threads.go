@@ -10,23 +10,32 @@ import (
 	"github.com/superstep-dev/superstep/checkpoints"
 )
 
-// sqlLockThreads takes the row lock that Put's sequence bump also takes,
-// in a fixed order so that two maintenance calls cannot deadlock.
+// sqlLockThreads takes the exclusive advisory lock of each thread, the one
+// a Put that references blobs takes shared, in a fixed order so that two
+// maintenance calls cannot deadlock. The locks are taken before the
+// statements that delete anything, which therefore see every checkpoint
+// committed before them.
 const sqlLockThreads = `
-SELECT thread_id FROM checkpoint_threads WHERE thread_id = ANY($1) ORDER BY thread_id FOR UPDATE`
+SELECT pg_advisory_xact_lock($1::int, k) FROM (SELECT DISTINCT k FROM unnest($2::int[]) AS k ORDER BY k) AS ks`
 
-// sqlCollectGarbage deletes the blobs (and version mappings) of threads $1
-// that no remaining checkpoint reads, directly or as a delta base.
+func lockThreads(b *pgx.Batch, threads []string) {
+	keys := make([]int32, len(threads))
+	for i, t := range threads {
+		keys[i] = threadLock(t)
+	}
+	b.Queue(sqlLockThreads, lockClass, keys)
+}
+
+// sqlCollectGarbage deletes the blobs of threads $1 that no remaining
+// checkpoint reads, directly or as a delta base.
 const sqlCollectGarbage = `
 WITH RECURSIVE live AS (
-    SELECT c.thread_id, h.hash FROM checkpoints c, unnest(c.blob_hashes) AS h(hash) WHERE c.thread_id = ANY($1)
+    SELECT c.thread_id, h.hash FROM checkpoints c, unnest(c.value_hashes) AS h(hash)
+    WHERE c.thread_id = ANY($1) AND h.hash IS NOT NULL
     UNION
     SELECT b.thread_id, b.base FROM live
     JOIN checkpoint_blobs b ON b.thread_id = live.thread_id AND b.hash = live.hash
     WHERE b.base IS NOT NULL
-), versions AS (
-    DELETE FROM checkpoint_channel_versions m
-    WHERE m.thread_id = ANY($1) AND NOT EXISTS (SELECT 1 FROM live WHERE live.thread_id = m.thread_id AND live.hash = m.hash)
 )
 DELETE FROM checkpoint_blobs b
 WHERE b.thread_id = ANY($1) AND NOT EXISTS (SELECT 1 FROM live WHERE live.thread_id = b.thread_id AND live.hash = b.hash)`
@@ -48,8 +57,8 @@ func (s *Saver) DeleteThread(ctx context.Context, threadID string) error {
 func (s *Saver) deleteThreads(ctx context.Context, threads []string) error {
 	defer s.forget(threads...)
 	b := &pgx.Batch{}
-	b.Queue(sqlLockThreads, threads)
-	for _, table := range []string{"checkpoint_writes", "checkpoints", "checkpoint_channel_versions", "checkpoint_blobs", "checkpoint_threads"} {
+	lockThreads(b, threads)
+	for _, table := range []string{"checkpoint_writes", "checkpoints", "checkpoint_blobs"} {
 		b.Queue("DELETE FROM "+table+" WHERE thread_id = ANY($1)", threads)
 	}
 	return s.pool.SendBatch(ctx, b).Close()
@@ -72,19 +81,12 @@ func (s *Saver) CopyThread(ctx context.Context, src, dst string) error {
 			return fmt.Errorf("%w: cannot copy thread %q into %q, which has checkpoints", checkpoints.ErrThreadExists, src, dst)
 		}
 		b := &pgx.Batch{}
-		b.Queue(`INSERT INTO checkpoint_threads AS t (thread_id, last_seq)
-			SELECT $2, last_seq FROM checkpoint_threads WHERE thread_id = $1
-			ON CONFLICT (thread_id) DO UPDATE SET last_seq = greatest(t.last_seq, excluded.last_seq)`, src, dst)
 		b.Queue(`INSERT INTO checkpoint_blobs (thread_id, hash, encoding, base, data)
 			SELECT $2, hash, encoding, base, data FROM checkpoint_blobs WHERE thread_id = $1
 			ON CONFLICT DO NOTHING`, src, dst)
-		b.Queue(`INSERT INTO checkpoint_channel_versions (thread_id, checkpoint_ns, channel, version, hash)
-			SELECT $2, checkpoint_ns, channel, version, hash FROM checkpoint_channel_versions WHERE thread_id = $1
-			ON CONFLICT DO NOTHING`, src, dst)
-		b.Queue(`INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, seq, parent_checkpoint_id, run_id,
-			                         checkpoint, metadata, blob_channels, blob_versions, blob_hashes)
-			SELECT $2, checkpoint_ns, checkpoint_id, seq, parent_checkpoint_id, run_id,
-			       checkpoint, metadata, blob_channels, blob_versions, blob_hashes
+		b.Queue(`INSERT INTO checkpoints (`+checkpointColumns+`)
+			SELECT $2, checkpoint_ns, checkpoint_id, seq, parent_checkpoint_id, checkpoint, metadata,
+			       value_channels, value_versions, value_hashes, value_inline
 			FROM checkpoints WHERE thread_id = $1`, src, dst)
 		b.Queue(`INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, encoding, value)
 			SELECT $2, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, encoding, value
@@ -115,7 +117,7 @@ func (s *Saver) Prune(ctx context.Context, threadIDs []string, strategy checkpoi
 	}
 	defer s.forget(threads...)
 	b := &pgx.Batch{}
-	b.Queue(sqlLockThreads, threads)
+	lockThreads(b, threads)
 	b.Queue(`DELETE FROM checkpoints c WHERE c.thread_id = ANY($1) AND EXISTS (
 		SELECT 1 FROM checkpoints n
 		WHERE n.thread_id = c.thread_id AND n.checkpoint_ns = c.checkpoint_ns AND (n.seq, n.checkpoint_id) > (c.seq, c.checkpoint_id))`, threads)
@@ -129,6 +131,12 @@ func (s *Saver) Prune(ctx context.Context, threadIDs []string, strategy checkpoi
 	return nil
 }
 
+// sqlRunThreads finds the threads with checkpoints of runs $1 through the
+// metadata GIN index: one containment probe per run id.
+const sqlRunThreads = `
+SELECT DISTINCT c.thread_id FROM unnest($1::text[]) AS r(id)
+JOIN LATERAL (SELECT thread_id FROM checkpoints WHERE metadata @> jsonb_build_object('run_id', r.id)) c ON true`
+
 // DeleteForRuns implements checkpoints.Saver.
 func (s *Saver) DeleteForRuns(ctx context.Context, runIDs []string) error {
 	runs := slices.DeleteFunc(slices.Clone(runIDs), func(r string) bool { return r == "" || !checkpoints.ValidText(r) })
@@ -137,7 +145,7 @@ func (s *Saver) DeleteForRuns(ctx context.Context, runIDs []string) error {
 	}
 	var threads []string
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT DISTINCT thread_id FROM checkpoints WHERE run_id = ANY($1)`, runs)
+		rows, err := tx.Query(ctx, sqlRunThreads, runs)
 		if err != nil {
 			return err
 		}
@@ -145,10 +153,11 @@ func (s *Saver) DeleteForRuns(ctx context.Context, runIDs []string) error {
 			return err
 		}
 		b := &pgx.Batch{}
-		b.Queue(sqlLockThreads, threads)
+		lockThreads(b, threads)
 		b.Queue(`WITH gone AS (
-			DELETE FROM checkpoints WHERE thread_id = ANY($1) AND run_id = ANY($2)
-			RETURNING thread_id, checkpoint_ns, checkpoint_id)
+			DELETE FROM checkpoints c USING unnest($2::text[]) AS r(id)
+			WHERE c.thread_id = ANY($1) AND c.metadata @> jsonb_build_object('run_id', r.id)
+			RETURNING c.thread_id, c.checkpoint_ns, c.checkpoint_id)
 		DELETE FROM checkpoint_writes w USING gone g
 		WHERE w.thread_id = g.thread_id AND w.checkpoint_ns = g.checkpoint_ns AND w.checkpoint_id = g.checkpoint_id`, threads, runs)
 		b.Queue(sqlCollectGarbage, threads)
