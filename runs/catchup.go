@@ -47,8 +47,39 @@ func (m *Manager) Subscribe(ctx context.Context, threadID string) (catchup []Eve
 		sub.Close()
 		return nil, nil, err
 	}
+	if info.Status == StatusRunning {
+		catchup = append(catchup, running(catchup)...)
+	}
 	catchup = append(catchup, Event{Kind: KindCaughtUp, Catchup: true, Thread: threadID, RunID: info.RunID, Status: info.Status, Error: info.Error, Interrupts: previews(info.Pending), Time: info.Updated})
 	return catchup, sub, nil
+}
+
+// running lists, as task_started events, the tasks planned from the last
+// checkpoint that have no outcome yet: while the thread runs, those are
+// the tasks at work (checkpoints do not record that a task started).
+func running(evs []Event) []Event {
+	last := -1
+	for i, ev := range evs {
+		if ev.Kind == KindCheckpoint {
+			last = i
+		}
+	}
+	if last < 0 {
+		return nil
+	}
+	var out []Event
+	for i := last + 1; i < len(evs); i++ {
+		ev := evs[i]
+		if ev.Kind != KindTaskPlanned {
+			continue
+		}
+		done := slices.ContainsFunc(evs[i+1:], func(o Event) bool { return o.TaskID == ev.TaskID && o.Kind != KindTaskPlanned })
+		if !done {
+			ev.Kind = KindTaskStarted
+			out = append(out, ev)
+		}
+	}
+	return out
 }
 
 // Subscribers reports how many subscribers the thread has.

@@ -43,6 +43,9 @@ func TestSubscriberMidRunCatchesUpThenGoesLive(t *testing.T) {
 			t.Errorf("catch-up %v lacks %q", kinds, want)
 		}
 	}
+	if !slices.Contains(kinds, "task_started:b") {
+		t.Errorf("catch-up %v does not say b is running", kinds)
+	}
 	if slices.Contains(kinds, "task_finished:b") {
 		t.Errorf("catch-up %v claims b finished while it runs", kinds)
 	}

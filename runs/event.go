@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"time"
@@ -168,10 +169,16 @@ func previews(is []engine.Interruption) []Interrupt {
 // Preview renders v as indented JSON of at most max bytes (cut on a rune
 // boundary); truncated says whether anything was cut.
 func Preview(v any, max int) (s string, truncated bool) {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
+	// Pages escape the text; JSON's own HTML escaping (\u003c) would
+	// only make it harder to read.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
 		return "(value cannot be shown as JSON: " + err.Error() + ")", false
 	}
+	b := bytes.TrimRight(buf.Bytes(), "\n")
 	if len(b) <= max {
 		return string(b), false
 	}

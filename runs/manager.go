@@ -59,7 +59,7 @@ const (
 var Statuses = []Status{StatusIdle, StatusRunning, StatusInterrupted, StatusError}
 
 // MaxRecursionLimit caps StartOptions.RecursionLimit.
-const MaxRecursionLimit = 10000
+const MaxRecursionLimit = 1_000_000
 
 // Thread is a thread known to the Manager.
 type Thread struct {

@@ -13,8 +13,10 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/superstep-dev/superstep/engine"
 	"github.com/superstep-dev/superstep/handlers"
 	"github.com/superstep-dev/superstep/migrations"
+	"github.com/superstep-dev/superstep/runs"
 )
 
 // Config is everything a program decides about the Studio it serves.
@@ -26,6 +28,10 @@ type Config struct {
 	Addr string
 	// Logger receives the Studio's logs; default slog.Default().
 	Logger *slog.Logger
+	// Graphs are the graphs the Studio shows and runs, by name (letters,
+	// digits, '.', '_', '-'). Each must be compiled with a checkpointer:
+	// threads, resume and the live catch-up read checkpoints.
+	Graphs map[string]engine.Compiled
 }
 
 // DefaultAddr is where Serve listens when Config.Addr is empty.
@@ -35,6 +41,7 @@ const DefaultAddr = "127.0.0.1:8080"
 type Studio struct {
 	backends handlers.Backends
 	pool     *pgxpool.Pool
+	runs     *runs.Manager
 	handler  http.Handler
 }
 
@@ -46,18 +53,25 @@ func Open(ctx context.Context, cfg Config) (*Studio, error) {
 		log = slog.Default()
 	}
 	s := &Studio{backends: handlers.Backends{Checkpoints: "memory", Store: "memory", Cache: "memory"}}
+	mgr, err := runs.NewManager(cfg.Graphs)
+	if err != nil {
+		return nil, fmt.Errorf("studio: %w", err)
+	}
 	var db handlers.Pinger
 	if cfg.DatabaseURL != "" {
 		pool, err := pgxpool.New(ctx, cfg.DatabaseURL)
 		if err != nil {
+			mgr.Close()
 			return nil, fmt.Errorf("studio: DATABASE_URL: %w", err)
 		}
 		if err := pool.Ping(ctx); err != nil {
 			pool.Close()
+			mgr.Close()
 			return nil, fmt.Errorf("studio: cannot reach the database at DATABASE_URL: %w", err)
 		}
 		if err := migrations.Up(ctx, pool); err != nil {
 			pool.Close()
+			mgr.Close()
 			return nil, fmt.Errorf("studio: %w", err)
 		}
 		s.pool, db = pool, pool
@@ -68,7 +82,9 @@ func Open(ctx context.Context, cfg Config) (*Studio, error) {
 	r.Use(middleware.Recoverer)
 	r.Method(http.MethodGet, "/healthz", handlers.Health{Backends: s.backends, DB: db, Logger: log})
 	r.Method(http.MethodGet, "/", handlers.Index{Backends: s.backends, Logger: log})
-	s.handler = r
+	handlers.Routes{Runs: mgr, Logger: log}.Mount(r)
+	s.runs = mgr
+	s.handler = handlers.Secure(r)
 	return s, nil
 }
 
@@ -78,8 +94,12 @@ func (s *Studio) Backends() handlers.Backends { return s.backends }
 // Handler is the Studio's HTTP handler.
 func (s *Studio) Handler() http.Handler { return s.handler }
 
-// Close releases the database pool, if any.
+// Runs is the run manager behind the pages.
+func (s *Studio) Runs() *runs.Manager { return s.runs }
+
+// Close cancels active runs and releases the database pool, if any.
 func (s *Studio) Close() {
+	s.runs.Close()
 	if s.pool != nil {
 		s.pool.Close()
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/superstep-dev/superstep/checkpoints"
+	"github.com/superstep-dev/superstep/engine"
 	"github.com/superstep-dev/superstep/handlers"
 	"github.com/superstep-dev/superstep/internal/pgtest"
 	"github.com/superstep-dev/superstep/studio"
@@ -51,6 +53,38 @@ func TestOpenRejectsUnreachableDatabase(t *testing.T) {
 	_, err := studio.Open(ctx, studio.Config{DatabaseURL: "postgres://nobody@127.0.0.1:1/x?sslmode=disable&connect_timeout=2"})
 	if err == nil || !strings.Contains(err.Error(), "cannot reach the database") {
 		t.Fatalf("Open = %v, want a clear unreachable-database error", err)
+	}
+}
+
+type demoState struct {
+	N int `json:"n"`
+}
+
+func demoGraph(t *testing.T, saver checkpoints.Saver) engine.Compiled {
+	t.Helper()
+	sg := engine.NewStateGraph[demoState]()
+	sg.AddNode("inc", func(_ context.Context, s demoState) (engine.Output, error) { return engine.Update{"n": s.N + 1}, nil })
+	sg.AddEdge(engine.Start, "inc").AddEdge("inc", engine.End)
+	g, err := sg.Compile(engine.CompileOptions{Checkpointer: saver})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func TestServeShowsRegisteredGraphs(t *testing.T) {
+	t.Parallel()
+	body := serveAndGet(t, studio.Config{Addr: "127.0.0.1:0", Graphs: map[string]engine.Compiled{"counter": demoGraph(t, checkpoints.NewMemory())}}, "/graphs/counter")
+	if !strings.Contains(body, `id="n-inc"`) || !strings.Contains(body, `action="/graphs/counter/runs"`) {
+		t.Fatalf("graph page lacks the drawing or the start form: %.500s", body)
+	}
+}
+
+func TestOpenRejectsAGraphWithoutCheckpointer(t *testing.T) {
+	t.Parallel()
+	_, err := studio.Open(context.Background(), studio.Config{Graphs: map[string]engine.Compiled{"counter": demoGraph(t, nil)}})
+	if err == nil || !strings.Contains(err.Error(), "no checkpointer") {
+		t.Fatalf("Open = %v, want a clear missing-checkpointer error", err)
 	}
 }
 

@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -16,8 +17,12 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+	"time"
 
+	"github.com/superstep-dev/superstep/checkpoints"
+	"github.com/superstep-dev/superstep/engine"
 	"github.com/superstep-dev/superstep/studio"
 )
 
@@ -31,6 +36,12 @@ func main() {
 	if cfg.DatabaseURL == "" {
 		fmt.Fprint(os.Stderr, memoryBanner)
 	}
+	demo, err := demoGraph()
+	if err != nil {
+		slog.Error("demo graph", slog.Any("error", err))
+		os.Exit(1)
+	}
+	cfg.Graphs = map[string]engine.Compiled{"demo-review": demo}
 	err = studio.Serve(ctx, cfg, func(addr net.Addr) {
 		slog.Info("Superstep Studio is listening", slog.String("url", "http://"+addr.String()))
 	})
@@ -73,4 +84,59 @@ func envOr(getenv func(string) string, key, def string) string {
 		return v
 	}
 	return def
+}
+
+// reviewState is the demo graph's state.
+type reviewState struct {
+	Topic    string   `json:"topic"`
+	Notes    []string `json:"notes" reduce:"append"`
+	Draft    string   `json:"draft"`
+	Approved bool     `json:"approved"`
+	Rounds   int      `json:"rounds"`
+}
+
+var errFlaky = errors.New("search service busy (demo: fails on the first attempt)")
+
+// demoGraph is a small built-in graph so a fresh Studio has something to
+// run until the example graphs are registered: research (retried once),
+// draft, a human review that interrupts, then publish or another round.
+// Its checkpoints live in memory.
+func demoGraph() (engine.Compiled, error) {
+	g := engine.NewStateGraph[reviewState]()
+	g.AddNode("research", func(ctx context.Context, s reviewState) (engine.Output, error) {
+		if engine.Attempt(ctx) == 1 {
+			return nil, errFlaky
+		}
+		return engine.Update{"notes": "three sources on " + s.Topic}, nil
+	}, engine.WithRetry(engine.RetryPolicy{MaxAttempts: 3, InitialInterval: 200 * time.Millisecond, BackoffFactor: 2,
+		RetryOn: func(err error) bool { return errors.Is(err, errFlaky) }}))
+	g.AddNode("outline", func(_ context.Context, s reviewState) (engine.Output, error) {
+		return engine.Update{"notes": "outline: intro, findings, next steps"}, nil
+	})
+	g.AddNode("write", func(_ context.Context, s reviewState) (engine.Output, error) {
+		time.Sleep(300 * time.Millisecond) // long enough to watch it run
+		return engine.Update{"draft": fmt.Sprintf("Draft %d about %s, from %s", s.Rounds+1, s.Topic, strings.Join(s.Notes, "; ")), "rounds": s.Rounds + 1}, nil
+	})
+	g.AddNode("review", func(ctx context.Context, s reviewState) (engine.Output, error) {
+		answer, err := engine.Interrupt(ctx, map[string]any{"question": "Publish this draft?", "draft": s.Draft, "round": s.Rounds})
+		if err != nil {
+			return nil, err
+		}
+		ok, _ := answer.(bool)
+		return engine.Update{"approved": ok}, nil
+	})
+	g.AddNode("publish", func(_ context.Context, s reviewState) (engine.Output, error) {
+		return engine.Update{"notes": "published round " + fmt.Sprint(s.Rounds)}, nil
+	})
+	g.AddEdge(engine.Start, "research").AddEdge(engine.Start, "outline")
+	g.AddJoin([]string{"research", "outline"}, "write")
+	g.AddEdge("write", "review")
+	g.AddConditionalEdges("review", func(_ context.Context, s reviewState) (engine.Route, error) {
+		if s.Approved || s.Rounds >= 3 {
+			return engine.To("approved"), nil
+		}
+		return engine.To("revise"), nil
+	}, map[string]string{"approved": "publish", "revise": "write"})
+	g.AddEdge("publish", engine.End)
+	return g.Compile(engine.CompileOptions{Name: "demo-review", Checkpointer: checkpoints.NewMemory()})
 }

@@ -1,0 +1,71 @@
+package handlers
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/coder/websocket/wsjson"
+	"github.com/go-chi/chi/v5"
+)
+
+// writeTimeout bounds one websocket write: a tab that stops reading is
+// closed instead of holding its subscription.
+const writeTimeout = 5 * time.Second
+
+// ThreadEvents answers GET /threads/{thread}/ws: a websocket that sends the
+// thread's catch-up, then its live events, one JSON runs.Event per
+// message. Only the Studio's own origin (and Routes.OriginPatterns) may
+// connect: coder/websocket refuses other origins with 403. The browser
+// never sends anything but the close handshake.
+func ThreadEvents(rt Routes) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := chi.URLParam(r, "thread")
+		if _, err := rt.Runs.Thread(id); err != nil {
+			fail(w, r, rt.Logger, err)
+			return
+		}
+		c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: rt.OriginPatterns})
+		if err != nil {
+			return // Accept has answered (403 for a foreign origin)
+		}
+		defer c.CloseNow()
+		c.SetReadLimit(1 << 10)
+		ctx := c.CloseRead(r.Context())
+		catchup, sub, err := rt.Runs.Subscribe(ctx, id)
+		if err != nil {
+			logger(rt.Logger).Error("websocket: subscribe", slog.String("thread", id), slog.Any("error", err))
+			c.Close(websocket.StatusInternalError, "cannot read the thread")
+			return
+		}
+		defer sub.Close()
+		send := func(v any) bool {
+			wctx, cancel := context.WithTimeout(ctx, writeTimeout)
+			defer cancel()
+			return wsjson.Write(wctx, c, v) == nil
+		}
+		for _, ev := range catchup {
+			if !send(ev) {
+				return
+			}
+		}
+		for {
+			select {
+			case ev, ok := <-sub.C:
+				if !ok {
+					if sub.Dropped() {
+						c.Close(websocket.StatusTryAgainLater, "fell behind the run; reconnect to catch up")
+					}
+					return
+				}
+				if !send(ev) {
+					return
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	})
+}

@@ -1,0 +1,168 @@
+package handlers
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/superstep-dev/superstep/engine"
+	"github.com/superstep-dev/superstep/runs"
+	"github.com/superstep-dev/superstep/web"
+)
+
+// DefaultRecursionLimit prefills the start form.
+const DefaultRecursionLimit = engine.DefaultRecursionLimit
+
+// GraphList answers GET /graphs: every registered graph with its node
+// count and lint warnings.
+func GraphList(rt Routes) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var v web.GraphsView
+		for _, name := range rt.Runs.GraphNames() {
+			g, err := rt.Runs.Graph(name)
+			if err != nil {
+				fail(w, r, rt.Logger, err)
+				return
+			}
+			v.Graphs = append(v.Graphs, web.GraphRow{Name: name, Nodes: len(g.Pregel().NodeNames()), Warnings: warningViews(g.Warnings())})
+		}
+		render(w, r, rt.Logger, http.StatusOK, web.Graphs(v))
+	})
+}
+
+// GraphPage answers GET /graphs/{graph}: the graph drawn on the server,
+// its warnings, and a start-run form prefilled from the state type.
+func GraphPage(rt Routes) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g, err := rt.Runs.Graph(chi.URLParam(r, "graph"))
+		if err != nil {
+			fail(w, r, rt.Logger, err)
+			return
+		}
+		v, err := graphView(r, rt, chi.URLParam(r, "graph"), g)
+		if err != nil {
+			fail(w, r, rt.Logger, err)
+			return
+		}
+		v.Input = prefill(g.ZeroState())
+		v.RecursionLimit = DefaultRecursionLimit
+		render(w, r, rt.Logger, http.StatusOK, web.Graph(v))
+	})
+}
+
+// StartRun answers POST /graphs/{graph}/runs: it starts a run and
+// redirects to its thread. A refused start re-renders the form with what
+// the person typed and what was wrong (400 bad input, 409 busy thread).
+func StartRun(rt Routes) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := chi.URLParam(r, "graph")
+		g, err := rt.Runs.Graph(name)
+		if err != nil {
+			fail(w, r, rt.Logger, err)
+			return
+		}
+		if err := parseForm(r); err != nil {
+			fail(w, r, rt.Logger, err)
+			return
+		}
+		thread := strings.TrimSpace(r.PostForm.Get("thread"))
+		rawInput := r.PostForm.Get("input")
+		opts := runs.StartOptions{InterruptBefore: r.PostForm["interrupt_before"], InterruptAfter: r.PostForm["interrupt_after"]}
+		refuse := func(err error) {
+			code := statusOf(err)
+			if code >= 500 {
+				fail(w, r, rt.Logger, err)
+				return
+			}
+			v, verr := graphView(r, rt, name, g)
+			if verr != nil {
+				fail(w, r, rt.Logger, verr)
+				return
+			}
+			v.Thread, v.Input, v.Error = thread, rawInput, err.Error()
+			v.InterruptBefore, v.InterruptAfter = opts.InterruptBefore, opts.InterruptAfter
+			v.RecursionLimit = opts.RecursionLimit
+			if v.RecursionLimit <= 0 {
+				v.RecursionLimit = DefaultRecursionLimit
+			}
+			render(w, r, rt.Logger, code, web.Graph(v))
+		}
+		if lim := strings.TrimSpace(r.PostForm.Get("recursion_limit")); lim != "" {
+			n, err := strconv.Atoi(lim)
+			if err != nil {
+				refuse(fmt.Errorf("%w: recursion limit %q is not a whole number", runs.ErrInvalidInput, lim))
+				return
+			}
+			opts.RecursionLimit = n
+		}
+		var input map[string]any
+		if strings.TrimSpace(rawInput) != "" {
+			input, err = DecodeJSONObject(rawInput)
+			if err != nil {
+				refuse(fmt.Errorf("input: %w", err))
+				return
+			}
+		}
+		th, err := rt.Runs.Start(r.Context(), name, thread, input, opts)
+		if err != nil {
+			refuse(err)
+			return
+		}
+		http.Redirect(w, r, "/threads/"+th.ID, http.StatusSeeOther)
+	})
+}
+
+func graphView(r *http.Request, rt Routes, name string, g engine.Compiled) (web.GraphView, error) {
+	svg, err := GraphSVG(r.Context(), g.Topology(), g.Warnings())
+	if err != nil {
+		return web.GraphView{}, err
+	}
+	v := web.GraphView{Name: name, SVG: string(svg), Warnings: warningViews(g.Warnings())}
+	for _, n := range g.Pregel().NodeNames() {
+		if n != engine.Start && n != engine.End {
+			v.Nodes = append(v.Nodes, n)
+		}
+	}
+	v.Threads = threadRows(rt.Runs.Threads(runs.ThreadFilter{Graph: name}), 10)
+	return v, nil
+}
+
+func warningViews(ws []engine.Warning) []web.WarningView {
+	out := make([]web.WarningView, 0, len(ws))
+	for _, w := range ws {
+		out = append(out, web.WarningView{Node: w.Node, Cause: w.Cause, Suggestion: w.Suggestion})
+	}
+	return out
+}
+
+// prefill is the start form's input: the zero state as indented JSON, with
+// nil lists and maps shown as [] and {} so a person sees each field's
+// shape and can start the run as it is.
+func prefill(zero any) string {
+	v := reflect.ValueOf(zero)
+	if v.Kind() == reflect.Struct {
+		c := reflect.New(v.Type()).Elem()
+		c.Set(v)
+		for i := range c.NumField() {
+			f := c.Field(i)
+			switch {
+			case !f.CanSet():
+			case f.Kind() == reflect.Slice && f.IsNil():
+				f.Set(reflect.MakeSlice(f.Type(), 0, 0))
+			case f.Kind() == reflect.Map && f.IsNil():
+				f.Set(reflect.MakeMap(f.Type()))
+			}
+		}
+		zero = c.Interface()
+	}
+	b, err := json.MarshalIndent(zero, "", "  ")
+	if err != nil {
+		return "{}"
+	}
+	return string(b)
+}

@@ -1,0 +1,161 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/a-h/templ"
+	"github.com/go-chi/chi/v5"
+
+	"github.com/superstep-dev/superstep/engine"
+	"github.com/superstep-dev/superstep/runs"
+	"github.com/superstep-dev/superstep/static"
+	"github.com/superstep-dev/superstep/web"
+)
+
+// Runner is what the Studio's pages need from the run manager
+// (*runs.Manager implements it).
+type Runner interface {
+	GraphNames() []string
+	Graph(name string) (engine.Compiled, error)
+	Threads(f runs.ThreadFilter) []runs.Thread
+	Thread(id string) (runs.Thread, error)
+	Start(ctx context.Context, graph, thread string, input map[string]any, opts runs.StartOptions) (runs.Thread, error)
+	Resume(ctx context.Context, thread string, answer any) (runs.Thread, error)
+	Cancel(thread string) error
+	Subscribe(ctx context.Context, thread string) ([]runs.Event, *runs.Subscription, error)
+}
+
+var _ Runner = (*runs.Manager)(nil)
+
+// MaxBodyBytes caps a request body. The biggest legitimate body is a
+// start-run form with its input JSON.
+const MaxBodyBytes = 1 << 20
+
+// Routes are the Studio's graph, thread and live pages over one Runner.
+type Routes struct {
+	Runs   Runner
+	Logger *slog.Logger
+	// OriginPatterns are extra hosts allowed to open the websocket (the
+	// Studio's own host always is); see websocket.AcceptOptions.
+	OriginPatterns []string
+}
+
+// Mount adds the routes to r. State changes are POSTs (never GETs), so
+// Secure's cross-origin protection covers every one of them.
+func (rt Routes) Mount(r chi.Router) {
+	r.Method(http.MethodGet, "/graphs", GraphList(rt))
+	r.Method(http.MethodGet, "/graphs/{graph}", GraphPage(rt))
+	r.Method(http.MethodPost, "/graphs/{graph}/runs", StartRun(rt))
+	r.Method(http.MethodGet, "/threads", ThreadList(rt))
+	r.Method(http.MethodGet, "/threads/{thread}", ThreadPage(rt))
+	r.Method(http.MethodGet, "/threads/{thread}/ws", ThreadEvents(rt))
+	r.Method(http.MethodPost, "/threads/{thread}/resume", ResumeRun(rt))
+	r.Method(http.MethodPost, "/threads/{thread}/cancel", CancelRun(rt))
+	r.Method(http.MethodGet, "/static/*", http.StripPrefix("/static/", http.FileServerFS(static.FS)))
+}
+
+// Secure wraps the whole Studio: Go's cross-origin protection on every
+// non-safe method (a cross-site form post gets 403 and changes nothing),
+// a body size cap, and headers that keep pages from being framed or
+// running scripts from anywhere else.
+func Secure(next http.Handler) http.Handler {
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		renderError(w, r, nil, http.StatusForbidden, "Cross-origin request refused",
+			"This request came from another site. The Studio only accepts changes made from its own pages.")
+	}))
+	return cop.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+		h := w.Header()
+		h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "same-origin")
+		next.ServeHTTP(w, r)
+	}))
+}
+
+// statusOf maps run-manager and validation errors to status codes.
+func statusOf(err error) int {
+	switch {
+	case errors.Is(err, runs.ErrUnknownGraph), errors.Is(err, runs.ErrUnknownThread):
+		return http.StatusNotFound
+	case errors.Is(err, runs.ErrThreadBusy), errors.Is(err, runs.ErrNotInterrupted),
+		errors.Is(err, runs.ErrNotRunning), errors.Is(err, runs.ErrGraphMismatch):
+		return http.StatusConflict
+	case errors.Is(err, runs.ErrInvalidInput), errors.Is(err, ErrBadJSON), errors.Is(err, errBadForm):
+		return http.StatusBadRequest
+	}
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return http.StatusRequestEntityTooLarge
+	}
+	return http.StatusInternalServerError
+}
+
+var errBadForm = errors.New("bad form")
+
+func titleOf(code int) string {
+	switch code {
+	case http.StatusNotFound:
+		return "Not found"
+	case http.StatusConflict:
+		return "Not now"
+	case http.StatusRequestEntityTooLarge:
+		return "Too large"
+	case http.StatusBadRequest:
+		return "Cannot do that"
+	}
+	return http.StatusText(code)
+}
+
+// fail answers err with its status and a page saying what was wrong;
+// server-side failures are logged and described vaguely.
+func fail(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	code := statusOf(err)
+	msg := err.Error()
+	if code == http.StatusRequestEntityTooLarge {
+		msg = "The request body is larger than 1 MiB."
+	}
+	if code >= 500 {
+		logger(log).Error("studio request failed", slog.String("path", r.URL.Path), slog.Any("error", err))
+		msg = "Something went wrong on the server; the log says what."
+	}
+	renderError(w, r, log, code, titleOf(code), msg)
+}
+
+func renderError(w http.ResponseWriter, r *http.Request, log *slog.Logger, code int, title, msg string) {
+	render(w, r, log, code, web.ErrorPage(web.ErrorView{Status: code, Title: title, Message: msg}))
+}
+
+func render(w http.ResponseWriter, r *http.Request, log *slog.Logger, code int, c templ.Component) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	if err := c.Render(r.Context(), w); err != nil {
+		logger(log).Error("render", slog.String("path", r.URL.Path), slog.Any("error", err))
+	}
+}
+
+func when(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.Format("2006-01-02 15:04:05")
+}
+
+// parseForm reads a POST form within MaxBodyBytes.
+func parseForm(r *http.Request) error {
+	if err := r.ParseForm(); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return mbe
+		}
+		return fmt.Errorf("%w: %v", errBadForm, err)
+	}
+	return nil
+}

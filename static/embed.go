@@ -1,0 +1,8 @@
+package static
+
+import "embed"
+
+// FS holds the assets, served under /static/.
+//
+//go:embed studio.css studio.js
+var FS embed.FS
