@@ -21,8 +21,12 @@ help: ## List the targets with what they do
 run: generate ## Start the local Postgres, migrate it, and serve the Studio on $(ADDR)
 	DATABASE_URL="$(DEV_DB)" $(GO) run ./cmd/studio -addr $(ADDR)
 
+.PHONY: browser
+browser: ## Install Debian chromium for the end-to-end tests when it is missing
+	scripts/dev-browser
+
 .PHONY: test
-test: ## Start the local Postgres, then run every test with the race detector
+test: browser ## Start the local Postgres, then run every test with the race detector
 	TEST_DATABASE_URL="$(DEV_DB)" $(GO) test -race -count=$(COUNT) $(PKG)
 
 .PHONY: test/short
