@@ -15,11 +15,17 @@
 // # What it covers
 //
 // The checkpointed cases of reference/langgraph-semantics.md §11: 4 (the
-// waiting edge with a checkpointer), 7, 13, 14 (under each durability),
-// 15, 18, 19, 20, 24, 25, 27, 28, 29, 30, 31, 32, 33, 34, 36 and 37 (under
-// each durability), plus a human-approval flow and UpdateState's errors.
-// Each subtest's name starts with the case number it ports (or "x" for
-// scenarios that are not upstream cases).
+// waiting edge with a checkpointer), 7, 13, 14 (under each durability, as
+// upstream), 15, 18, 19, 20, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34
+// (subgraph namespaces and interrupts), 36 and 37 (under each
+// durability), plus a human-approval flow, UpdateState's errors and a
+// parent replay that keeps its subgraph's state. Each subtest's name
+// starts with the case number it ports ("x" for scenarios that are not
+// upstream cases).
+//
+// Not here: case 22 (parallel subgraph interrupts via Send) and case 30's
+// re-fired interrupt, which the engine's own time-travel tests run on the
+// memory saver only.
 //
 // Scenarios use their own thread ids (derived from the subtest's name), so
 // they also pass on a saver shared by several scenarios; they must not
