@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"sort"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -201,4 +202,81 @@ func BenchmarkHistoryPage(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/page")
 	_ = strconv.Itoa
+}
+
+type waitDocsState struct {
+	Query  string   `json:"query"`
+	Docs   []string `json:"docs" reduce:"append"`
+	Answer string   `json:"answer"`
+}
+
+func waitingEdgeGraph(t *testing.T, opts engine.CompileOptions) *engine.Graph[waitDocsState] {
+	t.Helper()
+	g := engine.NewStateGraph[waitDocsState]()
+	g.AddNode("rewrite_query", func(_ context.Context, s waitDocsState) (engine.Output, error) {
+		return engine.Update{"query": "query: " + s.Query}, nil
+	})
+	g.AddNode("analyzer_one", func(_ context.Context, s waitDocsState) (engine.Output, error) {
+		return engine.Update{"query": "analyzed: " + s.Query}, nil
+	})
+	g.AddNode("retriever_one", func(context.Context, waitDocsState) (engine.Output, error) {
+		return engine.Update{"docs": []string{"doc1", "doc2"}}, nil
+	})
+	g.AddNode("retriever_two", func(context.Context, waitDocsState) (engine.Output, error) {
+		return engine.Update{"docs": []string{"doc3", "doc4"}}, nil
+	})
+	g.AddNode("qa", func(_ context.Context, s waitDocsState) (engine.Output, error) {
+		docs := append([]string(nil), s.Docs...)
+		sort.Strings(docs)
+		return engine.Update{"answer": strings.Join(docs, ",")}, nil
+	})
+	g.AddEdge(engine.Start, "rewrite_query").AddEdge("rewrite_query", "analyzer_one").AddEdge("analyzer_one", "retriever_one")
+	g.AddEdge("rewrite_query", "retriever_two").AddJoin([]string{"retriever_one", "retriever_two"}, "qa")
+	cg, err := g.Compile(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cg
+}
+
+// Reference §11 case 23: breakpoints in a waiting-edge fan-out.
+func TestBreakpointsInWaitingEdgeFanOut(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	after := waitingEdgeGraph(t, engine.CompileOptions{Checkpointer: checkpoints.NewMemory(), InterruptAfter: []string{"retriever_one"}})
+	opts := &engine.RunOptions{ThreadID: "1"}
+	if _, err := after.Invoke(ctx, engine.Update{"query": "what is weather in sf"}, opts); !errors.Is(err, engine.ErrInterrupted) {
+		t.Fatalf("interrupt after retriever_one: %v", err)
+	}
+	var updates []map[string]any
+	for p, err := range after.Stream(ctx, nil, opts, engine.StreamUpdates) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		updates = append(updates, p.Data.(map[string]any))
+	}
+	if len(updates) != 1 || updates[0]["qa"] == nil {
+		t.Fatalf("resume streamed %v, want only qa", updates)
+	}
+
+	before := waitingEdgeGraph(t, engine.CompileOptions{Checkpointer: checkpoints.NewMemory(), InterruptBefore: []string{"qa"}})
+	if _, err := before.Invoke(ctx, engine.Update{"query": "what is weather in sf"}, opts); !errors.Is(err, engine.ErrInterrupted) {
+		t.Fatalf("interrupt before qa: %v", err)
+	}
+	cfg, err := before.UpdateState(ctx, checkpoints.Config{ThreadID: "1"}, engine.Update{"docs": []string{"doc5"}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := before.GetState(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(st.Next, []string{"qa"}) || st.Metadata.Source != checkpoints.SourceUpdate || st.Metadata.Step != 4 {
+		t.Fatalf("after update: next %v, metadata %+v", st.Next, st.Metadata)
+	}
+	out, err := before.Invoke(ctx, nil, opts)
+	if err != nil || out.Answer != "doc1,doc2,doc3,doc4,doc5" {
+		t.Fatalf("resume: %+v %v", out, err)
+	}
 }

@@ -43,9 +43,27 @@ func (g *Pregel) UpdateState(ctx context.Context, cfg checkpoints.Config, values
 	return g.BulkUpdateState(ctx, cfg, [][]StateUpdate{{{Values: values, AsNode: asNode}}})
 }
 
+// UpdateOptions tune UpdateStateWith.
+type UpdateOptions struct {
+	// Listener receives the events of each update superstep: the barrier
+	// (BarrierApplied) and the new checkpoint (CheckpointSaved, with its
+	// next tasks and source "update", "input" or "fork"), so a viewer can
+	// draw the new branch.
+	Listener func(Event)
+}
+
+// UpdateStateWith is BulkUpdateState with options.
+func (g *Pregel) UpdateStateWith(ctx context.Context, cfg checkpoints.Config, supersteps [][]StateUpdate, opts UpdateOptions) (checkpoints.Config, error) {
+	return g.bulkUpdate(ctx, cfg, supersteps, opts)
+}
+
 // BulkUpdateState applies several supersteps of updates in order, each
 // creating one checkpoint, and returns the config of the last.
 func (g *Pregel) BulkUpdateState(ctx context.Context, cfg checkpoints.Config, supersteps [][]StateUpdate) (checkpoints.Config, error) {
+	return g.bulkUpdate(ctx, cfg, supersteps, UpdateOptions{})
+}
+
+func (g *Pregel) bulkUpdate(ctx context.Context, cfg checkpoints.Config, supersteps [][]StateUpdate, opts UpdateOptions) (checkpoints.Config, error) {
 	if g.cfg.Checkpointer == nil {
 		return cfg, fmt.Errorf("%w: UpdateState needs a graph compiled with a checkpointer", checkpoints.ErrInvalidConfig)
 	}
@@ -59,7 +77,7 @@ func (g *Pregel) BulkUpdateState(ctx context.Context, cfg checkpoints.Config, su
 		if len(updates) == 0 {
 			return cfg, fmt.Errorf("%w: superstep %d has no updates", ErrInvalidUpdate, i)
 		}
-		next, err := g.updateSuperstep(ctx, cfg, updates)
+		next, err := g.updateSuperstep(ctx, cfg, updates, opts)
 		if err != nil {
 			return cfg, err
 		}
@@ -68,7 +86,7 @@ func (g *Pregel) BulkUpdateState(ctx context.Context, cfg checkpoints.Config, su
 	return cfg, nil
 }
 
-func (g *Pregel) updateSuperstep(ctx context.Context, cfg checkpoints.Config, updates []StateUpdate) (checkpoints.Config, error) {
+func (g *Pregel) updateSuperstep(ctx context.Context, cfg checkpoints.Config, updates []StateUpdate, opts UpdateOptions) (cfgOut checkpoints.Config, err error) {
 	saver := g.cfg.Checkpointer
 	tup, err := saver.Get(ctx, cfg)
 	if err != nil {
@@ -79,6 +97,18 @@ func (g *Pregel) updateSuperstep(ctx context.Context, cfg checkpoints.Config, up
 	}
 	l := &loop{g: g, saver: saver, needIDs: true, rs: &resumeState{}, opts: RunOptions{ThreadID: cfg.ThreadID, Durability: DurabilitySync}}
 	l.ns = cfg.Namespace
+	if opts.Listener != nil {
+		l.emit = &emitter{fn: opts.Listener}
+		defer func() {
+			if err == nil && l.lastSaved != nil {
+				// The new checkpoint, with the tasks that would run next.
+				tasks, perr := l.prepare()
+				if perr == nil {
+					l.emitCheckpoint(tasks)
+				}
+			}
+		}()
+	}
 	if err := l.restore(tup); err != nil {
 		return cfg, err
 	}
@@ -189,6 +219,10 @@ func (g *Pregel) updateSuperstep(ctx context.Context, cfg checkpoints.Config, up
 	if _, err := l.apply(tasks); err != nil {
 		return cfg, err
 	}
+	// Like upstream, an update checkpoint records no updated channels:
+	// tasks pending before the update (triggered by channels it did not
+	// touch) must stay candidates.
+	l.updatedKnown, l.updated = false, nil
 	if err := l.putCheckpoint(ctx, checkpoints.SourceUpdate); err != nil {
 		return cfg, err
 	}
@@ -268,6 +302,12 @@ func (l *loop) visibleNodes() []string {
 // UpdateState updates the thread's state as a node; see Pregel.UpdateState.
 func (g *Graph[S]) UpdateState(ctx context.Context, cfg checkpoints.Config, values any, asNode string) (checkpoints.Config, error) {
 	return g.pregel.UpdateState(ctx, cfg, values, asNode)
+}
+
+// UpdateStateWith applies supersteps of updates with options; see
+// Pregel.UpdateStateWith.
+func (g *Graph[S]) UpdateStateWith(ctx context.Context, cfg checkpoints.Config, supersteps [][]StateUpdate, opts UpdateOptions) (checkpoints.Config, error) {
+	return g.pregel.UpdateStateWith(ctx, cfg, supersteps, opts)
 }
 
 // BulkUpdateState applies supersteps of updates; see Pregel.BulkUpdateState.
