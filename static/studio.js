@@ -42,7 +42,8 @@
     tr.classList.add(state);
     tr.cells[3].textContent = state;
     if (ev.triggers) tr.cells[2].textContent = ev.triggers.join(", ");
-    if (ev.kind === "task_finished") tr.cells[4].textContent = (ev.ms || 0).toFixed(1);
+    // Checkpoints do not keep durations: only live events carry them.
+    if (ev.kind === "task_finished" && !ev.catchup) tr.cells[4].textContent = (ev.ms || 0).toFixed(1);
     if (ev.attempt) tr.cells[5].textContent = ev.attempt;
     if (ev.error) tr.cells[6].textContent = ev.error;
   }
