@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -182,6 +183,55 @@ func TestIndexPathMatchesExact(t *testing.T) {
 		}
 		if !reflect.DeepEqual(keysOf(got), keysOf(want)) || len(got) == 0 {
 			t.Errorf("%+v: index path %v, exact %v", op, keysOf(got), keysOf(want))
+		}
+	}
+}
+
+// TestVectorSearchPrefixSiblings checks the namespace boundary of vector
+// searches on both paths: the vectors are read by one byte range, which
+// also holds siblings such as "foo-x" ('-' sorts before '.'), and those
+// must not be returned.
+func TestVectorSearchPrefixSiblings(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Schema(t, nil)
+	emb := &storetest.WordEmbedder{ID: "s", Dims: 64}
+	exact, err := open(t, pool, emb, false, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	approx, err := pgstore.New(ctx, pool, pgstore.Options{ExactSearchMax: 1, Options: store.Options{Index: &store.IndexConfig{Embedder: emb, Fields: []string{"t"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ops []store.Op
+	for _, ns := range [][]string{{"foo"}, {"foo", "bar"}, {"foo-x"}, {"foo!"}, {"foobar"}, {"fo"}, {"foo", "bar-x"}} {
+		ops = append(ops, store.PutOp{Namespace: ns, Key: "k", Value: map[string]any{"t": "apple", "ns": store.JoinNamespace(ns)}})
+	}
+	if _, err := exact.Batch(ctx, ops); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		prefix []string
+		want   []string
+	}{
+		{[]string{"foo"}, []string{"foo", "foo.bar", "foo.bar-x"}},
+		{[]string{"foo", "bar"}, []string{"foo.bar"}},
+		{[]string{"foo-x"}, []string{"foo-x"}},
+		{[]string{"fo"}, []string{"fo"}},
+	} {
+		for name, s := range map[string]*pgstore.Store{"exact": exact, "index": approx} {
+			items, err := store.Search(ctx, s, store.SearchOp{Query: "apple", NamespacePrefix: tc.prefix, Limit: 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, it := range items {
+				got = append(got, store.JoinNamespace(it.Namespace))
+			}
+			slices.Sort(got)
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("%s path, prefix %q: got %q, want %q", name, tc.prefix, got, tc.want)
+			}
 		}
 	}
 }
