@@ -23,9 +23,8 @@
 // starts with the case number it ports ("x" for scenarios that are not
 // upstream cases).
 //
-// Not here: case 22 (parallel subgraph interrupts via Send) and case 30's
-// re-fired interrupt, which the engine's own time-travel tests run on the
-// memory saver only.
+// Not here: case 22 (parallel subgraph interrupts via Send), which the
+// engine's own time-travel tests run on the memory saver only.
 //
 // Scenarios use their own thread ids (derived from the subtest's name), so
 // they also pass on a saver shared by several scenarios; they must not

@@ -17,6 +17,7 @@ func init() {
 	register("28 fork via update state re-runs with the modified state", forkRerunsWithModifiedState)
 	register("29 fork does not apply old pending writes", forkDoesNotApplyPendingWrites)
 	register("30 copy fork is a sibling", copyForkIsASibling)
+	register("30 copy fork re-fires an answered interrupt", copyForkRefiresInterrupt)
 	register("31 history shape and replay from each point", historyShapeAndReplay)
 	register("32 update state routes through the node's writers", updateStateRoutesThroughWriters)
 	register("33 bulk update reproduces history", bulkUpdateReproducesHistory)
@@ -188,6 +189,57 @@ func copyForkIsASibling(t *testing.T, saver checkpoints.Saver) {
 	}
 	if st, err := g.GetState(ctx(), up); err != nil || st.Metadata.Source != checkpoints.SourceUpdate {
 		t.Fatalf("plain update: %+v, %v; want source update", st, err)
+	}
+}
+
+// Reference §11 case 30 (ttt::test_copy_fork_retriggers_interrupt): a
+// __copy__ of the checkpoint where ask interrupted, after the interrupt
+// was answered, asks again: the answer stored on the original checkpoint
+// belongs to its task, not to the fork's. The fork answers on its own
+// branch; the original branch keeps its answer.
+func copyForkRefiresInterrupt(t *testing.T, saver checkpoints.Saver) {
+	var asks atomic.Int32
+	g := engine.NewStateGraph[logState]()
+	g.AddNode("ask", func(ctx context.Context, s logState) (engine.Output, error) {
+		asks.Add(1)
+		a, err := engine.Interrupt(ctx, "ok?")
+		if err != nil {
+			return nil, err
+		}
+		return engine.Update{"log": a}, nil
+	})
+	g.AddEdge(engine.Start, "ask")
+	cg := mustCompile(t, g, engine.CompileOptions{Checkpointer: saver})
+	th := thread(t, "1")
+	opts := &engine.RunOptions{ThreadID: th}
+	_, err := cg.Invoke(ctx(), engine.Update{"log": []string{}}, opts)
+	interrupted(t, err)
+	if out, err := cg.Invoke(ctx(), engine.Command{Resume: "yes"}, opts); err != nil || !reflect.DeepEqual(out.Log, []string{"yes"}) {
+		t.Fatalf("first answer: %v, %v", out.Log, err)
+	}
+	answered := latest(t, saver, th)
+	atAsk := snapshotWithNext(t, cg, th, "ask")
+	fork, err := cg.UpdateState(ctx(), atAsk.Config, nil, engine.AsCopy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := cg.GetState(ctx(), fork); err != nil || st.Metadata.Source != checkpoints.SourceFork {
+		t.Fatalf("copy: %+v, %v; want source fork", st, err)
+	}
+	_, err = cg.Invoke(ctx(), nil, &engine.RunOptions{ThreadID: th, CheckpointID: fork.CheckpointID})
+	if is := interrupted(t, err).Interrupts; len(is) != 1 || is[0].Value != "ok?" {
+		t.Fatalf("run of the copy: interrupts %+v, want ask's question again", is)
+	}
+	out, err := cg.Invoke(ctx(), engine.Command{Resume: "again"}, opts)
+	if err != nil || !reflect.DeepEqual(out.Log, []string{"again"}) {
+		t.Fatalf("answer on the fork: %v, %v; want [again]", out.Log, err)
+	}
+	if n := asks.Load(); n != 4 {
+		t.Fatalf("ask ran %d times, want 4 (ask, answer, ask on the copy, answer)", n)
+	}
+	old, err := cg.GetState(ctx(), answered.Config)
+	if err != nil || !reflect.DeepEqual(old.Values["log"], []string{"yes"}) {
+		t.Fatalf("original branch = %+v, %v; want its answer kept", old, err)
 	}
 }
 
