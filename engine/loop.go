@@ -98,6 +98,12 @@ type loop struct {
 	exitMu     sync.Mutex
 	exitWrites []exitWrite
 
+	// stepSaver, in sync durability, saves a superstep's task writes with
+	// the checkpoint that follows them in one call; stepWrites buffers
+	// them until then (guarded by exitMu).
+	stepSaver  checkpoints.StepSaver
+	stepWrites []checkpoints.TaskWrites
+
 	rd reader
 	rs *resumeState
 	// parents maps each enclosing graph's namespace to its checkpoint id
@@ -174,6 +180,9 @@ func (g *Pregel) newLoop(opts *RunOptions) (*loop, error) {
 	}
 	if l.saver != nil && l.opts.Durability == DurabilityAsync {
 		l.persist = newPersister()
+	}
+	if ss, ok := l.saver.(checkpoints.StepSaver); ok && l.opts.Durability == DurabilitySync {
+		l.stepSaver = ss
 	}
 	l.needIDs = l.saver != nil || l.emit != nil
 	return l, nil
@@ -752,10 +761,10 @@ func (l *loop) tick(ctx context.Context, tasks []*task) error {
 		}
 	}
 	if err := l.runTasks(ctx, tasks); err != nil {
-		return err
+		return withFlush(err, l.flushStepWrites(ctx))
 	}
 	if _, err := l.apply(tasks); err != nil {
-		return err
+		return withFlush(err, l.flushStepWrites(ctx))
 	}
 	l.pending = nil
 	if l.opts.Durability == DurabilityExit {
@@ -1046,6 +1055,11 @@ func encodeWrites(ws []KV) ([]checkpoints.Write, error) {
 
 func (l *loop) putWrites(ctx context.Context, taskID string, ws []checkpoints.Write) error {
 	switch {
+	case l.stepSaver != nil:
+		l.exitMu.Lock()
+		l.stepWrites = append(l.stepWrites, checkpoints.TaskWrites{TaskID: taskID, Writes: ws})
+		l.exitMu.Unlock()
+		return nil
 	case l.opts.Durability == DurabilityExit:
 		l.exitMu.Lock()
 		l.exitWrites = append(l.exitWrites, exitWrite{taskID: taskID, writes: ws})
@@ -1324,6 +1338,16 @@ func (l *loop) saveCheckpoint(ctx context.Context, source checkpoints.Source) er
 		})
 		return nil
 	}
+	if l.stepSaver != nil {
+		l.exitMu.Lock()
+		writes := l.stepWrites
+		l.stepWrites = nil
+		l.exitMu.Unlock()
+		if _, err := l.stepSaver.PutStep(ctx, parent, writes, cp, md, newVersions); err != nil {
+			return fmt.Errorf("save checkpoint %s: %w", cp.ID, err)
+		}
+		return nil
+	}
 	if _, err := l.saver.Put(ctx, parent, cp, md, newVersions); err != nil {
 		return fmt.Errorf("save checkpoint %s: %w", cp.ID, err)
 	}
@@ -1335,6 +1359,9 @@ func (l *loop) saveCheckpoint(ctx context.Context, source checkpoints.Source) er
 func (l *loop) finishPersist(ctx context.Context, runErr error) error {
 	if l.saver == nil {
 		return nil
+	}
+	if err := l.flushStepWrites(ctx); err != nil {
+		return err
 	}
 	if l.opts.Durability == DurabilityExit && l.ckptID != "" && l.ckptCfg.CheckpointID != l.ckptID {
 		pctx := context.WithoutCancel(ctx)
@@ -1351,6 +1378,34 @@ func (l *loop) finishPersist(ctx context.Context, runErr error) error {
 	}
 	if l.persist != nil {
 		return l.persist.wait()
+	}
+	return nil
+}
+
+// withFlush returns err, joined with a failure to save writes if any.
+func withFlush(err, flushErr error) error {
+	if flushErr == nil {
+		return err
+	}
+	return errors.Join(err, flushErr)
+}
+
+// flushStepWrites saves buffered task writes on their own: the step did
+// not reach its checkpoint (a task failed or interrupted, or the run
+// ended), and the writes of the tasks that succeeded must survive.
+func (l *loop) flushStepWrites(ctx context.Context) error {
+	if l.stepSaver == nil {
+		return nil
+	}
+	l.exitMu.Lock()
+	writes := l.stepWrites
+	l.stepWrites = nil
+	l.exitMu.Unlock()
+	ctx = context.WithoutCancel(ctx)
+	for _, w := range writes {
+		if err := l.saver.PutWrites(ctx, l.ckptCfg, w.Writes, w.TaskID, w.TaskPath); err != nil {
+			return fmt.Errorf("save writes of task %s: %w", w.TaskID, err)
+		}
 	}
 	return nil
 }

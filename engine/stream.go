@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"iter"
 	"slices"
 	"strings"
@@ -175,7 +176,8 @@ func (p *projector) project(ev Event) {
 			p.sendNS(StreamUpdates, e.Task.Namespace, map[string]any{"__interrupt__": e.Interrupts})
 		}
 	case RunFinished:
-		if interrupted, ok := e.Err.(*Interrupted); ok && p.on(StreamUpdates) && interrupted != nil && len(interrupted.Interrupts) == 0 {
+		var interrupted *Interrupted
+		if errors.As(e.Err, &interrupted) && p.on(StreamUpdates) && len(interrupted.Interrupts) == 0 {
 			// A breakpoint: upstream streams an empty interrupt.
 			p.send(StreamUpdates, map[string]any{"__interrupt__": []any{}})
 		}
