@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"time"
@@ -13,10 +14,17 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/superstep-dev/superstep/cache"
+	"github.com/superstep-dev/superstep/cache/pgcache"
+	"github.com/superstep-dev/superstep/checkpoints"
+	"github.com/superstep-dev/superstep/checkpoints/pgsaver"
 	"github.com/superstep-dev/superstep/engine"
 	"github.com/superstep-dev/superstep/handlers"
 	"github.com/superstep-dev/superstep/migrations"
 	"github.com/superstep-dev/superstep/runs"
+	"github.com/superstep-dev/superstep/store"
+	"github.com/superstep-dev/superstep/store/embed"
+	"github.com/superstep-dev/superstep/store/pgstore"
 )
 
 // Config is everything a program decides about the Studio it serves.
@@ -32,6 +40,27 @@ type Config struct {
 	// digits, '.', '_', '-'). Each must be compiled with a checkpointer:
 	// threads, resume and the live catch-up read checkpoints.
 	Graphs map[string]engine.Compiled
+	// Build, when set, compiles more graphs against the backends Open
+	// creates (Postgres when DatabaseURL is set, memory otherwise), so the
+	// graphs' threads, cache and store are the Studio's.
+	Build func(Backends) (map[string]engine.Compiled, error)
+	// CacheKey authenticates node-cache rows in Postgres (see package
+	// pgcache); replicas sharing a database must share it. Empty means a
+	// random key per process: entries written by others are misses.
+	CacheKey []byte
+}
+
+// Backends are the persistence implementations the Studio runs on.
+type Backends struct {
+	Checkpointer checkpoints.Saver
+	Cache        cache.Cache
+	Store        store.Store
+}
+
+// storeIndex is the Studio store's semantic index: the offline embedder
+// (real, if weak, semantics; no network), over whole documents.
+func storeIndex() *store.IndexConfig {
+	return &store.IndexConfig{Embedder: embed.Offline()}
 }
 
 // DefaultAddr is where Serve listens when Config.Addr is empty.
@@ -40,7 +69,9 @@ const DefaultAddr = "127.0.0.1:8080"
 // Studio is an assembled Studio: its backends and its HTTP handler.
 type Studio struct {
 	backends handlers.Backends
+	b        Backends
 	pool     *pgxpool.Pool
+	closers  []func()
 	runs     *runs.Manager
 	handler  http.Handler
 }
@@ -53,29 +84,68 @@ func Open(ctx context.Context, cfg Config) (*Studio, error) {
 		log = slog.Default()
 	}
 	s := &Studio{backends: handlers.Backends{Checkpoints: "memory", Store: "memory", Cache: "memory"}}
-	mgr, err := runs.NewManager(cfg.Graphs)
-	if err != nil {
-		return nil, fmt.Errorf("studio: %w", err)
-	}
 	var db handlers.Pinger
+	var b Backends
 	if cfg.DatabaseURL != "" {
 		pool, err := pgxpool.New(ctx, cfg.DatabaseURL)
 		if err != nil {
-			mgr.Close()
 			return nil, fmt.Errorf("studio: DATABASE_URL: %w", err)
 		}
 		if err := pool.Ping(ctx); err != nil {
 			pool.Close()
-			mgr.Close()
 			return nil, fmt.Errorf("studio: cannot reach the database at DATABASE_URL: %w", err)
 		}
 		if err := migrations.Up(ctx, pool); err != nil {
 			pool.Close()
-			mgr.Close()
 			return nil, fmt.Errorf("studio: %w", err)
 		}
 		s.pool, db = pool, pool
 		s.backends = handlers.Backends{Checkpoints: "postgres", Store: "postgres", Cache: "postgres"}
+		c, err := pgcache.New(pool, &pgcache.Options{Key: cfg.CacheKey, SweepInterval: time.Minute})
+		if err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("studio: node cache: %w", err)
+		}
+		st, err := pgstore.New(ctx, pool, pgstore.Options{Options: store.Options{Index: storeIndex()}})
+		if err != nil {
+			_ = c.Close()
+			pool.Close()
+			return nil, fmt.Errorf("studio: store: %w", err)
+		}
+		s.closers = append(s.closers, func() { _ = c.Close() })
+		b = Backends{Checkpointer: pgsaver.New(pool, nil), Cache: c, Store: st}
+	} else {
+		st, err := store.NewMemory(store.Options{Index: storeIndex()})
+		if err != nil {
+			return nil, fmt.Errorf("studio: store: %w", err)
+		}
+		mc := cache.NewMemory(nil)
+		s.closers = append(s.closers, func() { _ = mc.Close() })
+		b = Backends{Checkpointer: checkpoints.NewMemory(), Cache: mc, Store: st}
+	}
+	s.b = b
+	graphs := maps.Clone(cfg.Graphs)
+	if cfg.Build != nil {
+		built, err := cfg.Build(b)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("studio: build graphs: %w", err)
+		}
+		if graphs == nil {
+			graphs = map[string]engine.Compiled{}
+		}
+		for name, g := range built {
+			if _, dup := graphs[name]; dup {
+				s.Close()
+				return nil, fmt.Errorf("studio: graph %q is registered twice", name)
+			}
+			graphs[name] = g
+		}
+	}
+	mgr, err := runs.NewManager(graphs)
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("studio: %w", err)
 	}
 
 	r := chi.NewRouter()
@@ -97,9 +167,18 @@ func (s *Studio) Handler() http.Handler { return s.handler }
 // Runs is the run manager behind the pages.
 func (s *Studio) Runs() *runs.Manager { return s.runs }
 
-// Close cancels active runs and releases the database pool, if any.
+// Persistence returns the backends graphs run on.
+func (s *Studio) Persistence() Backends { return s.b }
+
+// Close cancels active runs and releases the backends and the database
+// pool, if any.
 func (s *Studio) Close() {
-	s.runs.Close()
+	if s.runs != nil {
+		s.runs.Close()
+	}
+	for _, c := range s.closers {
+		c()
+	}
 	if s.pool != nil {
 		s.pool.Close()
 	}

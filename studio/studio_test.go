@@ -2,6 +2,7 @@ package studio_test
 
 import (
 	"context"
+	"fmt"
 	"encoding/json"
 	"io"
 	"net"
@@ -119,4 +120,29 @@ func serveAndGet(t *testing.T, cfg studio.Config, path string) string {
 		t.Fatalf("GET %s = %d: %s", path, resp.StatusCode, b)
 	}
 	return string(b)
+}
+
+// TestBuildGetsTheStudiosBackends: graphs registered through Build run on
+// the backends the Studio reports, so /healthz never claims Postgres while
+// threads live in memory.
+func TestBuildGetsTheStudiosBackends(t *testing.T) {
+	t.Parallel()
+	pgtest.Pool(t)
+	for _, tc := range []struct {
+		url  string
+		want string
+	}{{"", "*checkpoints.Memory"}, {pgtest.URL(t), "*pgsaver.Saver"}} {
+		var got studio.Backends
+		s, err := studio.Open(context.Background(), studio.Config{DatabaseURL: tc.url, Build: func(b studio.Backends) (map[string]engine.Compiled, error) {
+			got = b
+			return nil, nil
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if typ := fmt.Sprintf("%T", got.Checkpointer); typ != tc.want || got.Cache == nil || got.Store == nil {
+			t.Errorf("url %q: backends %+v (checkpointer %s), want %s with a cache and a store", tc.url, got, typ, tc.want)
+		}
+		s.Close()
+	}
 }

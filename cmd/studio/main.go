@@ -23,6 +23,7 @@ import (
 
 	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/engine"
+	"github.com/superstep-dev/superstep/examples"
 	"github.com/superstep-dev/superstep/studio"
 )
 
@@ -36,12 +37,7 @@ func main() {
 	if cfg.DatabaseURL == "" {
 		fmt.Fprint(os.Stderr, memoryBanner)
 	}
-	demo, err := demoGraph()
-	if err != nil {
-		slog.Error("demo graph", slog.Any("error", err))
-		os.Exit(1)
-	}
-	cfg.Graphs = map[string]engine.Compiled{"demo-review": demo}
+	cfg.Build = graphs
 	err = studio.Serve(ctx, cfg, func(addr net.Addr) {
 		slog.Info("Superstep Studio is listening", slog.String("url", "http://"+addr.String()))
 	})
@@ -101,7 +97,22 @@ var errFlaky = errors.New("search service busy (demo: fails on the first attempt
 // run until the example graphs are registered: research (retried once),
 // draft, a human review that interrupts, then publish or another round.
 // Its checkpoints live in memory.
-func demoGraph() (engine.Compiled, error) {
+// graphs registers every example graph, and the demo, on the Studio's
+// backends.
+func graphs(b studio.Backends) (map[string]engine.Compiled, error) {
+	all, err := examples.All(examples.Options{Checkpointer: b.Checkpointer, Cache: b.Cache, Store: b.Store})
+	if err != nil {
+		return nil, err
+	}
+	demo, err := demoGraph(b.Checkpointer)
+	if err != nil {
+		return nil, err
+	}
+	all["demo-review"] = demo
+	return all, nil
+}
+
+func demoGraph(saver checkpoints.Saver) (engine.Compiled, error) {
 	g := engine.NewStateGraph[reviewState]()
 	g.AddNode("research", func(ctx context.Context, s reviewState) (engine.Output, error) {
 		if engine.Attempt(ctx) == 1 {
@@ -138,5 +149,5 @@ func demoGraph() (engine.Compiled, error) {
 		return engine.To("revise"), nil
 	}, map[string]string{"approved": "publish", "revise": "write"})
 	g.AddEdge("publish", engine.End)
-	return g.Compile(engine.CompileOptions{Name: "demo-review", Checkpointer: checkpoints.NewMemory()})
+	return g.Compile(engine.CompileOptions{Name: "demo-review", Checkpointer: saver})
 }
