@@ -200,10 +200,12 @@ func (m *Memory) store(in *memPut, cp *Checkpoint, newVersions map[string]int64)
 		}
 		if parent != nil {
 			if pv, ok := parent.cp.ChannelVersions[ch]; ok && pv == ver {
+				// The parent's value, or its lack of one: a value saved
+				// at this version elsewhere belongs to another branch.
 				if v, ok := parent.values[ch]; ok {
 					stored.values[ch] = v
-					continue
 				}
+				continue
 			}
 		}
 		sameAsParent = false

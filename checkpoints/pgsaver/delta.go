@@ -209,13 +209,17 @@ func (c *lastValues) dropThreads(threads ...string) {
 
 type headKey struct{ thread, ns string }
 
-// valueRef is where a checkpoint finds a channel's value: inline (when
-// inline is not nil) or in the blob with this hash.
+// valueRef is where a checkpoint finds a channel's value: nowhere (none:
+// the channel has a version but no value), inline (when inline is not
+// nil), or in the blob with this hash.
 type valueRef struct {
 	version int64
 	hash    hash
 	inline  []byte
+	none    bool
 }
+
+func (r valueRef) blob() bool { return !r.none && r.inline == nil }
 
 // head is the value map of a checkpoint this saver put. It is never
 // modified once remembered, so children share its inline values.

@@ -161,11 +161,15 @@ WITH b AS (
 )`
 
 // sqlPutInline is the hot path: a checkpoint whose values are all inline
-// and resolved by the client. It reads nothing, so it plans once.
+// and resolved by the client. It reads nothing, so it plans once. It is
+// a plain INSERT: a checkpoint id saved again (rare: the engine never
+// does it in a run) fails on the primary key, and the put is sent again
+// as an upsert. Upserting every time would cost a speculative insertion
+// on every put.
 const sqlPutInline = `
 INSERT INTO checkpoints AS c (` + checkpointColumns + `)
-VALUES ($1, $2, $3, nextval('checkpoint_seq'), nullif($4::text, ''), $5::jsonb, $6::jsonb,
-        $7::text[], $8::bigint[], $9::bytea[], $10::bytea[])` + onConflictCheckpoint
+VALUES ($1, $2, $3, nextval('checkpoint_seq'), nullif($4::text, ''), $5::bytea, $6::jsonb,
+        $7::text[], $8::bigint[], $9::bytea[], $10::bytea[])`
 
 // sqlPutBlobs stores a checkpoint resolved by the client with its new
 // blobs. The blobs it carries from its parent ($15) must still exist: if
@@ -178,23 +182,26 @@ SELECT $1, $2, $3,
        CASE WHEN (SELECT count(*) FROM checkpoint_blobs k WHERE k.thread_id = $1 AND k.hash = ANY($15::bytea[]))
                  = cardinality($15::bytea[])
             THEN nextval('checkpoint_seq') END,
-       nullif($4::text, ''), $5::jsonb, $6::jsonb, $7::text[], $8::bigint[], $9::bytea[], $10::bytea[]` + onConflictCheckpoint
+       nullif($4::text, ''), $5::bytea, $6::jsonb, $7::text[], $8::bigint[], $9::bytea[], $10::bytea[]`
 
 // sqlPutResolve stores a checkpoint whose unchanged channels ($15, $16)
-// the server resolves: the parent's value when the parent has the channel
-// at the same version, else the value of the first checkpoint of the
-// thread and namespace that has it at that version, else none. It returns
-// the stored value map, which the saver remembers as the thread's head.
+// the server resolves: the parent's value (or lack of one) when the
+// parent has the channel at the same version, else the value of the first
+// checkpoint of the thread and namespace that has it at that version,
+// else none. It returns the stored value map, which the saver remembers as
+// the thread's head.
 const sqlPutResolve = sqlInsertBlobs + `, r AS (
     SELECT n.c, n.v, n.h, n.i FROM unnest($7::text[], $8::bigint[], $9::bytea[], $10::bytea[]) AS n(c, v, h, i)
     UNION ALL
     SELECT u.c, u.v, f.h, f.i
     FROM unnest($15::text[], $16::bigint[]) AS u(c, v)
+    LEFT JOIN checkpoints pc ON pc.thread_id = $1 AND pc.checkpoint_ns = $2 AND pc.checkpoint_id = $4
     CROSS JOIN LATERAL (
-        (SELECT p.h, p.i
-           FROM checkpoints pc, unnest(pc.value_channels, pc.value_versions, pc.value_hashes, pc.value_inline) AS p(c, v, h, i)
-          WHERE pc.thread_id = $1 AND pc.checkpoint_ns = $2 AND pc.checkpoint_id = $4 AND p.c = u.c AND p.v = u.v
-          LIMIT 1)
+        (SELECT p.h, p.i FROM unnest(pc.value_channels, pc.value_versions, pc.value_hashes, pc.value_inline) AS p(c, v, h, i)
+          WHERE p.c = u.c AND p.v = u.v LIMIT 1)
+        UNION ALL
+        (SELECT NULL::bytea, NULL::bytea
+          WHERE (convert_from(pc.checkpoint, 'UTF8')::jsonb -> 'channel_versions' ->> u.c)::bigint = u.v)
         UNION ALL
         (SELECT q.h, q.i
            FROM checkpoints qc, unnest(qc.value_channels, qc.value_versions, qc.value_hashes, qc.value_inline) AS q(c, v, h, i)
@@ -204,10 +211,11 @@ const sqlPutResolve = sqlInsertBlobs + `, r AS (
     ) f
 )
 INSERT INTO checkpoints AS c (` + checkpointColumns + `)
-SELECT $1, $2, $3, nextval('checkpoint_seq'), nullif($4::text, ''), $5::jsonb, $6::jsonb,
+SELECT $1, $2, $3, nextval('checkpoint_seq'), nullif($4::text, ''), $5::bytea, $6::jsonb,
        coalesce(array_agg(r.c ORDER BY r.c), '{}'), coalesce(array_agg(r.v ORDER BY r.c), '{}'),
        coalesce(array_agg(r.h ORDER BY r.c), '{}'), coalesce(array_agg(r.i ORDER BY r.c), '{}')
-FROM r` + onConflictCheckpoint + `
+FROM r
+WHERE r.h IS NOT NULL OR r.i IS NOT NULL` + onConflictCheckpoint + `
 RETURNING value_channels, value_versions, value_hashes, value_inline`
 
 // Put implements checkpoints.Saver.
@@ -249,13 +257,20 @@ func (s *Saver) PutStep(ctx context.Context, cfg checkpoints.Config, writes []ch
 
 func (s *Saver) put(ctx context.Context, p *checkpoints.PreparedPut, writes *writeRows) error {
 	thread := p.Config.ThreadID
-	plan := s.plan(p, writes, true)
+	useMemory, upsert := true, false
+	plan := s.plan(p, writes, useMemory, upsert)
 	err := s.exec(ctx, plan)
+	if isSavedAgain(err) {
+		upsert = true
+		plan = s.plan(p, writes, useMemory, upsert)
+		err = s.exec(ctx, plan)
+	}
 	if errors.Is(err, errStaleCache) || isBaseMissing(err) {
 		// Another process pruned blobs this saver remembered: resolve
 		// everything on the server and store full values.
 		s.forget(thread)
-		plan = s.plan(p, writes, false)
+		useMemory = false
+		plan = s.plan(p, writes, useMemory, upsert)
 		err = s.exec(ctx, plan)
 	}
 	if err != nil {
@@ -280,6 +295,7 @@ type putPlan struct {
 	head      *head
 	returning bool
 	id        string
+	versions  map[string]int64
 }
 
 // errStaleCache means a put resolved from remembered state referenced a
@@ -323,9 +339,9 @@ func (r *refRows) Swap(i, j int) {
 	r.inline[i], r.inline[j] = r.inline[j], r.inline[i]
 }
 
-func (s *Saver) plan(p *checkpoints.PreparedPut, writes *writeRows, useMemory bool) *putPlan {
+func (s *Saver) plan(p *checkpoints.PreparedPut, writes *writeRows, useMemory, upsert bool) *putPlan {
 	thread, ns := p.Config.ThreadID, p.Config.Namespace
-	plan := &putPlan{batch: &pgx.Batch{}, id: p.Config.CheckpointID}
+	plan := &putPlan{batch: &pgx.Batch{}, id: p.Config.CheckpointID, versions: p.Checkpoint.ChannelVersions}
 	refs := make(map[string]valueRef, len(p.Checkpoint.ChannelVersions))
 	var bHash, bBase, bData [][]byte
 	var bEnc []string
@@ -394,7 +410,7 @@ func (s *Saver) plan(p *checkpoints.PreparedPut, writes *writeRows, useMemory bo
 			continue
 		}
 		refs[ch] = ref
-		if ref.inline == nil && !slices.Contains(newHashes, ref.hash) {
+		if ref.blob() && !slices.Contains(newHashes, ref.hash) {
 			h := ref.hash
 			carried = append(carried, h[:])
 		}
@@ -406,9 +422,18 @@ func (s *Saver) plan(p *checkpoints.PreparedPut, writes *writeRows, useMemory bo
 	}
 	if resolved {
 		for ch, ref := range refs {
-			rows.add(ch, ref)
+			if !ref.none {
+				rows.add(ch, ref)
+			}
 		}
 		sort.Sort(&rows)
+		// A channel with a version and no value is remembered too: its
+		// child carries it without asking the server.
+		for ch, ver := range p.Checkpoint.ChannelVersions {
+			if _, ok := refs[ch]; !ok {
+				refs[ch] = valueRef{version: ver, none: true}
+			}
+		}
 		plan.head = &head{id: p.Config.CheckpointID, refs: refs}
 	} else {
 		// Only the new values go; the server resolves the rest.
@@ -428,7 +453,7 @@ func (s *Saver) plan(p *checkpoints.PreparedPut, writes *writeRows, useMemory bo
 	if writes != nil {
 		b.Queue(sqlWrites, thread, ns, p.Parent, writes.task, writes.path, writes.idx, writes.ch, writes.val)
 	}
-	args := []any{thread, ns, p.Config.CheckpointID, p.Parent, string(p.Body), string(p.Metadata),
+	args := []any{thread, ns, p.Config.CheckpointID, p.Parent, p.Body, string(p.Metadata),
 		nonNil(rows.ch), nonNil(rows.ver), nonNil(rows.hash), nonNil(rows.inline)}
 	switch {
 	case !resolved:
@@ -436,9 +461,9 @@ func (s *Saver) plan(p *checkpoints.PreparedPut, writes *writeRows, useMemory bo
 		b.Queue(sqlPutResolve, args...)
 	case len(bHash) > 0 || len(carried) > 0:
 		args = append(args, nonNil(bHash), nonNil(bEnc), nonNil(bBase), nonNil(bData), nonNil(carried))
-		b.Queue(sqlPutBlobs, args...)
+		b.Queue(upserting(sqlPutBlobs, upsert), args...)
 	default:
-		b.Queue(sqlPutInline, args...)
+		b.Queue(upserting(sqlPutInline, upsert), args...)
 	}
 	return plan
 }
@@ -483,8 +508,31 @@ func (s *Saver) exec(ctx context.Context, plan *putPlan) error {
 				plan.head.refs[ch] = valueRef{version: rows.ver[i], inline: rows.inline[i]}
 			}
 		}
+		for ch, ver := range plan.versions {
+			if _, ok := plan.head.refs[ch]; !ok {
+				plan.head.refs[ch] = valueRef{version: ver, none: true}
+			}
+		}
 	}
 	return nil
+}
+
+var upserts = map[string]string{
+	sqlPutInline: sqlPutInline + onConflictCheckpoint,
+	sqlPutBlobs:  sqlPutBlobs + onConflictCheckpoint,
+}
+
+func upserting(sql string, upsert bool) string {
+	if upsert {
+		return upserts[sql]
+	}
+	return sql
+}
+
+// isSavedAgain reports a plain insert of a checkpoint id that exists.
+func isSavedAgain(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "checkpoints_pkey"
 }
 
 // mapPutError turns the NOT NULL failure sqlPutBlobs raises on purpose
@@ -558,15 +606,6 @@ func (s *Saver) PutWrites(ctx context.Context, cfg checkpoints.Config, writes []
 		return fmt.Errorf("pgsaver: put writes of task %s: %w", taskID, err)
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // nonNil turns a nil slice into an empty one, which pgx sends as '{}'

@@ -1,0 +1,202 @@
+package pgsaver_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/superstep-dev/superstep/checkpoints"
+	"github.com/superstep-dev/superstep/checkpoints/pgsaver"
+	"github.com/superstep-dev/superstep/internal/pgtest"
+)
+
+// stepSavers are the StepSaver implementations, each fresh per test.
+var stepSavers = []struct {
+	name string
+	new  func(t *testing.T) checkpoints.StepSaver
+}{
+	{"memory", func(*testing.T) checkpoints.StepSaver { return checkpoints.NewMemory() }},
+	{"postgres", func(t *testing.T) checkpoints.StepSaver { return pgsaver.New(pgtest.Schema(t, nil), nil) }},
+}
+
+func stepCheckpoint(values map[string]string, versions map[string]int64) *checkpoints.Checkpoint {
+	cp := &checkpoints.Checkpoint{
+		V: checkpoints.FormatVersion, ID: checkpoints.NewID(), TS: time.Now().UTC(),
+		ChannelValues: map[string]json.RawMessage{}, ChannelVersions: versions,
+		VersionsSeen: map[string]map[string]int64{"__input__": {}},
+	}
+	for ch, v := range values {
+		cp.ChannelValues[ch] = json.RawMessage(v)
+	}
+	return cp
+}
+
+func writesOf(tu *checkpoints.Tuple) []string {
+	var out []string
+	for _, w := range tu.PendingWrites {
+		out = append(out, w.TaskID+"/"+w.Channel+"="+string(w.Value))
+	}
+	return out
+}
+
+// TestPutStepIsPutWritesThenPut: a superstep saved with one PutStep reads
+// back exactly as the same writes and checkpoint saved with PutWrites and
+// Put: the writes against the parent (regular first-write-wins, special
+// last-wins, a task named twice merged), the child with its carried and
+// new values.
+func TestPutStepIsPutWritesThenPut(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, ss := range stepSavers {
+		t.Run(ss.name, func(t *testing.T) {
+			t.Parallel()
+			s := ss.new(t)
+			big := `"` + "a value long enough to be kept in a blob rather than inline, " +
+				"since it is more than one hundred and twenty-eight bytes of JSON in all" + `"`
+			root := stepCheckpoint(map[string]string{"n": "0", "doc": big}, map[string]int64{"n": 1, "doc": 1})
+			rcfg, err := s.Put(ctx, checkpoints.Config{ThreadID: "t"}, root, checkpoints.Metadata{Source: checkpoints.SourceInput, Step: -1}, map[string]int64{"n": 1, "doc": 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			child := stepCheckpoint(map[string]string{"n": "1"}, map[string]int64{"n": 2, "doc": 1})
+			writes := []checkpoints.TaskWrites{
+				{TaskID: "b", Writes: []checkpoints.Write{{Channel: "n", Value: json.RawMessage("1")}}},
+				{TaskID: "a", TaskPath: "~pull/a", Writes: []checkpoints.Write{
+					{Channel: checkpoints.ErrorChannel, Value: json.RawMessage(`"first"`)},
+					{Channel: "n", Value: json.RawMessage("2")},
+					{Channel: checkpoints.ErrorChannel, Value: json.RawMessage(`"last"`)},
+				}},
+				// Task b again: its regular write at index 0 is kept.
+				{TaskID: "b", Writes: []checkpoints.Write{{Channel: "n", Value: json.RawMessage("99")}}},
+			}
+			ccfg, err := s.PutStep(ctx, rcfg, writes, child, checkpoints.Metadata{Source: checkpoints.SourceLoop}, map[string]int64{"n": 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := (checkpoints.Config{ThreadID: "t", CheckpointID: child.ID}); ccfg != want {
+				t.Fatalf("PutStep returned %+v, want %+v", ccfg, want)
+			}
+			parent, err := s.Get(ctx, rcfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []string{`a/__error__="last"`, "a/n=2", "b/n=1"}
+			if got := writesOf(parent); !slices.Equal(got, want) {
+				t.Errorf("parent's writes = %v, want %v", got, want)
+			}
+			got, err := s.Get(ctx, ccfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got.Checkpoint.ChannelValues["n"]) != "1" || string(got.Checkpoint.ChannelValues["doc"]) != big {
+				t.Errorf("child values = %v", got.Checkpoint.ChannelValues)
+			}
+			if len(got.PendingWrites) != 0 || got.ParentConfig == nil || got.ParentConfig.CheckpointID != root.ID {
+				t.Errorf("child = writes %v, parent %+v", writesOf(got), got.ParentConfig)
+			}
+			// Without writes PutStep is Put; a later step's writes land on
+			// the child.
+			next := stepCheckpoint(map[string]string{"n": "2"}, map[string]int64{"n": 3, "doc": 1})
+			if _, err := s.PutStep(ctx, ccfg, nil, next, checkpoints.Metadata{Source: checkpoints.SourceLoop, Step: 1}, map[string]int64{"n": 3}); err != nil {
+				t.Fatal(err)
+			}
+			latest, err := s.Get(ctx, checkpoints.Config{ThreadID: "t"})
+			if err != nil || latest.Config.CheckpointID != next.ID || string(latest.Checkpoint.ChannelValues["doc"]) != big {
+				t.Fatalf("latest = %+v, %v", latest, err)
+			}
+		})
+	}
+}
+
+// TestPutStepIsAllOrNothing: a step that cannot be saved whole saves
+// nothing, neither its writes nor its checkpoint.
+func TestPutStepIsAllOrNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	good := []checkpoints.TaskWrites{{TaskID: "a", Writes: []checkpoints.Write{{Channel: "n", Value: json.RawMessage("1")}}}}
+	for _, tc := range []struct {
+		name    string
+		noID    bool
+		writes  []checkpoints.TaskWrites
+		value   string
+		wantErr error
+	}{
+		{"bad write value", false, append(good, checkpoints.TaskWrites{TaskID: "b", Writes: []checkpoints.Write{{Channel: "n", Value: json.RawMessage(`"\u0000"`)}}}), "1", checkpoints.ErrInvalidValue},
+		{"bad write channel", false, []checkpoints.TaskWrites{{TaskID: "b", Writes: []checkpoints.Write{{Channel: "\xff", Value: json.RawMessage("1")}}}}, "1", checkpoints.ErrInvalidValue},
+		{"bad checkpoint value", false, good, `"\ud800"`, checkpoints.ErrInvalidValue},
+		{"writes without a parent", true, good, "1", checkpoints.ErrInvalidConfig},
+	} {
+		for _, ss := range stepSavers {
+			t.Run(tc.name+"/"+ss.name, func(t *testing.T) {
+				t.Parallel()
+				s := ss.new(t)
+				cfg := checkpoints.Config{ThreadID: "t"}
+				if !tc.noID {
+					root := stepCheckpoint(map[string]string{"n": "0"}, map[string]int64{"n": 1})
+					var err error
+					if cfg, err = s.Put(ctx, cfg, root, checkpoints.Metadata{Source: checkpoints.SourceInput, Step: -1}, map[string]int64{"n": 1}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				child := stepCheckpoint(map[string]string{"n": tc.value}, map[string]int64{"n": 2})
+				_, err := s.PutStep(ctx, cfg, tc.writes, child, checkpoints.Metadata{Source: checkpoints.SourceLoop}, map[string]int64{"n": 2})
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("PutStep = %v, want %v", err, tc.wantErr)
+				}
+				if got, err := s.Get(ctx, checkpoints.Config{ThreadID: "t", CheckpointID: child.ID}); err != nil || got != nil {
+					t.Errorf("the rejected checkpoint was saved: %+v, %v", got, err)
+				}
+				if cfg.CheckpointID != "" {
+					if parent, err := s.Get(ctx, cfg); err != nil || len(parent.PendingWrites) != 0 {
+						t.Errorf("writes of a rejected step were saved: %v, %v", writesOf(parent), err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestPutStepAfterAnotherProcessDeletedTheThread: another process deletes
+// the thread whose blobs this saver remembers. The step's first attempt
+// references a deleted blob and is aborted whole; the retry saves the
+// writes once and a checkpoint that reads back.
+func TestPutStepAfterAnotherProcessDeletedTheThread(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.Schema(t, nil)
+	a, other := pgsaver.New(pool, nil), pgsaver.New(pool, nil)
+	cfgs, _ := appendChain(t, a, "chat", 3, 100)
+	if err := other.DeleteThread(ctx, "chat"); err != nil {
+		t.Fatal(err)
+	}
+	// a still remembers the deleted head; the step carries its blob.
+	child := stepCheckpoint(map[string]string{"step": "1"}, map[string]int64{"messages": 3, "other": 1, "step": 4})
+	writes := []checkpoints.TaskWrites{{TaskID: "t1", Writes: []checkpoints.Write{{Channel: "step", Value: json.RawMessage("1")}}}}
+	ccfg, err := a.PutStep(ctx, cfgs[2], writes, child, checkpoints.Metadata{Source: checkpoints.SourceLoop}, map[string]int64{"step": 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := a.Get(ctx, ccfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The messages blob is gone with the thread: the child has no value
+	// for it, rather than a reference to a missing blob.
+	if _, ok := got.Checkpoint.ChannelValues["messages"]; ok || string(got.Checkpoint.ChannelValues["step"]) != "1" {
+		t.Errorf("child values = %v", got.Checkpoint.ChannelValues)
+	}
+	parentWrites, err := pool.Query(ctx, `SELECT task_id FROM checkpoint_writes WHERE thread_id = 'chat' AND checkpoint_id = $1`, cfgs[2].CheckpointID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for parentWrites.Next() {
+		n++
+	}
+	if parentWrites.Err() != nil || n != 1 {
+		t.Errorf("%d writes saved against the parent, want 1 (%v)", n, parentWrites.Err())
+	}
+}
