@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"iter"
 	"reflect"
@@ -292,7 +294,42 @@ func (g *StateGraph[S]) convert(node, key string, v any) (any, error) {
 		}
 		return nil, fmt.Errorf("%w: node %q wrote %v to key %q, which does not fit %s", ErrInvalidUpdate, node, v, key, f.typ)
 	}
+	if c, ok := fromJSONShape(v, f); ok {
+		return c, nil
+	}
 	return nil, fmt.Errorf("%w: node %q wrote a %s to key %q, which holds %s", ErrInvalidUpdate, node, vt, key, f.typ)
+}
+
+// fromJSONShape converts a value decoded from JSON ([]any, map[string]any)
+// into the field's Go type (or, for a reducer over a slice, its element
+// type) when it fits exactly: input from the Studio or an API arrives as
+// JSON. Unknown fields or mismatched types do not fit.
+func fromJSONShape(v any, f stateField) (any, bool) {
+	switch v.(type) {
+	case []any, map[string]any:
+	default:
+		return nil, false
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, false
+	}
+	try := func(t reflect.Type) (any, bool) {
+		p := reflect.New(t)
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if dec.Decode(p.Interface()) != nil {
+			return nil, false
+		}
+		return p.Elem().Interface(), true
+	}
+	if c, ok := try(f.typ); ok {
+		return c, true
+	}
+	if f.reducer != nil && f.typ.Kind() == reflect.Slice {
+		return try(f.typ.Elem())
+	}
+	return nil, false
 }
 
 func numeric(k reflect.Kind) bool {
