@@ -11,6 +11,7 @@ require (
 	github.com/google/uuid v1.6.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/jackc/tern/v2 v2.3.4
+	github.com/pgvector/pgvector-go v0.3.0
 	github.com/zeebo/xxh3 v1.1.0
 )
 

@@ -22,11 +22,11 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/pgvector/pgvector-go"
 
 	"github.com/superstep-dev/superstep/store"
 )
@@ -366,19 +366,11 @@ func insertVectors(ctx context.Context, tx pgx.Tx, puts []store.PreparedPut) err
 	return nil
 }
 
-// VectorText formats v in pgvector's text form.
+// VectorText formats v in pgvector's text form. Vectors travel as text
+// parameters cast to vector in SQL, so callers' pools need no pgvector type
+// registration.
 func VectorText(v []float32) string {
-	var b strings.Builder
-	b.Grow(len(v) * 10)
-	b.WriteByte('[')
-	for i, x := range v {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.FormatFloat(float64(x), 'g', -1, 32))
-	}
-	b.WriteByte(']')
-	return b.String()
+	return pgvector.NewVector(v).String()
 }
 
 // Sweep implements store.Store.
