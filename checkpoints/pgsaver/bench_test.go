@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -92,19 +90,18 @@ func counterLoop(b *testing.B, saver checkpoints.Saver) *engine.Graph[counterSta
 // the same benchmark and interleaved with the runs (a few floor inserts
 // after every run), so that load on the machine moves both alike.
 //
-// "engine" is the engine as it is: a PutWrites and a Put per superstep,
-// two round trips and two commits, so at least twice the floor. "putstep"
-// is the engine change this package proposes: the writes of the task
-// that ends a superstep travel with the checkpoint in one PutStep (one
-// round trip, one commit). It is modelled by stepBatcher, which holds the
-// engine's writes until its next Put.
+// "putstep" is the engine as it is: the saver is a checkpoints.StepSaver,
+// so each superstep is one PutStep, one round trip and one commit.
+// "separate" hides PutStep, as a saver without it would: a PutWrites and
+// a Put per superstep, two round trips and two commits, so at least twice
+// the floor.
 func BenchmarkPGSuperstepSync(b *testing.B) {
-	for _, mode := range []string{"engine", "putstep"} {
+	for _, mode := range []string{"putstep", "separate"} {
 		b.Run(mode, func(b *testing.B) {
 			pool := pgtest.Schema(b, nil)
 			var saver checkpoints.Saver = pgsaver.New(pool, nil)
-			if mode == "putstep" {
-				saver = &stepBatcher{Saver: saver.(*pgsaver.Saver)}
+			if mode == "separate" {
+				saver = plainSaver{saver}
 			}
 			cg := counterLoop(b, saver)
 			ctx := context.Background()
@@ -136,40 +133,9 @@ func BenchmarkPGSuperstepSync(b *testing.B) {
 	}
 }
 
-// stepBatcher models the proposed engine change on an unchanged engine:
-// it holds each PutWrites until the Put that follows and sends both with
-// one PutStep. It is only sound where nothing reads the writes in between
-// and no step fails, as in the counter loop; the engine itself would send
-// the writes of the last task to finish a superstep with its checkpoint,
-// and keep saving the others (and every failed step's) at once.
-type stepBatcher struct {
-	*pgsaver.Saver
-	mu     sync.Mutex
-	cfg    checkpoints.Config
-	writes []checkpoints.TaskWrites
-}
-
-func (s *stepBatcher) PutWrites(ctx context.Context, cfg checkpoints.Config, writes []checkpoints.Write, taskID, taskPath string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.writes) > 0 && cfg != s.cfg {
-		return fmt.Errorf("stepBatcher: writes for %+v while holding writes for %+v", cfg, s.cfg)
-	}
-	s.cfg = cfg
-	s.writes = append(s.writes, checkpoints.TaskWrites{TaskID: taskID, TaskPath: taskPath, Writes: slices.Clone(writes)})
-	return nil
-}
-
-func (s *stepBatcher) Put(ctx context.Context, cfg checkpoints.Config, cp *checkpoints.Checkpoint, md checkpoints.Metadata, newVersions map[string]int64) (checkpoints.Config, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.writes) > 0 && cfg != s.cfg {
-		return checkpoints.Config{}, fmt.Errorf("stepBatcher: put after %+v while holding writes for %+v", cfg, s.cfg)
-	}
-	writes := s.writes
-	s.writes = nil
-	return s.PutStep(ctx, cfg, writes, cp, md, newVersions)
-}
+// plainSaver hides every method but the Saver interface's, so the engine
+// cannot find PutStep.
+type plainSaver struct{ checkpoints.Saver }
 
 // BenchmarkPGPut is one superstep's checkpoint: a put with one changed
 // small channel, in its own transaction. x-floor is its cost over the

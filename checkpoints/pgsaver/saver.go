@@ -171,6 +171,18 @@ INSERT INTO checkpoints AS c (` + checkpointColumns + `)
 VALUES ($1, $2, $3, nextval('checkpoint_seq'), nullif($4::text, ''), $5::bytea, $6::jsonb,
         $7::text[], $8::bigint[], $9::bytea[], $10::bytea[])`
 
+// sqlPutInlineWithWrites is sqlPutInline with the pending writes of the
+// step ($11..$15, as sqlWrites' $4..$8) saved against the parent in the
+// same statement. Like the checkpoint, the writes are plainly inserted: a
+// step saved again (a resumed step whose tasks saved writes before)
+// fails on a primary key and is sent again with upserts.
+const sqlPutInlineWithWrites = `
+WITH w AS (
+    INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, encoding, value)
+    SELECT $1, $2, $4, x.t, x.i, x.c, x.p, 'json', x.v
+    FROM unnest($11::text[], $12::text[], $13::int[], $14::text[], $15::bytea[]) AS x(t, p, i, c, v)
+)` + sqlPutInline
+
 // sqlPutBlobs stores a checkpoint resolved by the client with its new
 // blobs. The blobs it carries from its parent ($15) must still exist: if
 // one was deleted since the saver remembered it, seq is NULL and the
@@ -450,11 +462,17 @@ func (s *Saver) plan(p *checkpoints.PreparedPut, writes *writeRows, useMemory, u
 	if len(bHash) > 0 || len(carried) > 0 || !resolved {
 		b.Queue(sqlLockShared, lockClass, threadLock(thread))
 	}
+	args := []any{thread, ns, p.Config.CheckpointID, p.Parent, p.Body, string(p.Metadata),
+		nonNil(rows.ch), nonNil(rows.ver), nonNil(rows.hash), nonNil(rows.inline)}
+	if writes != nil && resolved && len(bHash) == 0 && len(carried) == 0 && !upsert {
+		// The hot path of a superstep: its writes and its checkpoint in
+		// one statement.
+		b.Queue(sqlPutInlineWithWrites, append(args, writes.task, writes.path, writes.idx, writes.ch, writes.val)...)
+		return plan
+	}
 	if writes != nil {
 		b.Queue(sqlWrites, thread, ns, p.Parent, writes.task, writes.path, writes.idx, writes.ch, writes.val)
 	}
-	args := []any{thread, ns, p.Config.CheckpointID, p.Parent, p.Body, string(p.Metadata),
-		nonNil(rows.ch), nonNil(rows.ver), nonNil(rows.hash), nonNil(rows.inline)}
 	switch {
 	case !resolved:
 		args = append(args, nonNil(bHash), nonNil(bEnc), nonNil(bBase), nonNil(bData), nonNil(resolve.ch), nonNil(resolve.ver))
@@ -529,10 +547,12 @@ func upserting(sql string, upsert bool) string {
 	return sql
 }
 
-// isSavedAgain reports a plain insert of a checkpoint id that exists.
+// isSavedAgain reports a plain insert of a checkpoint id, or of a write,
+// that exists.
 func isSavedAgain(err error) bool {
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "checkpoints_pkey"
+	return errors.As(err, &pgErr) && pgErr.Code == "23505" &&
+		(pgErr.ConstraintName == "checkpoints_pkey" || pgErr.ConstraintName == "checkpoint_writes_pkey")
 }
 
 // mapPutError turns the NOT NULL failure sqlPutBlobs raises on purpose

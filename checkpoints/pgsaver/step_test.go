@@ -200,3 +200,47 @@ func TestPutStepAfterAnotherProcessDeletedTheThread(t *testing.T) {
 		t.Errorf("%d writes saved against the parent, want 1 (%v)", n, parentWrites.Err())
 	}
 }
+
+// TestPutStepOverSavedWrites: a step saved again over writes its tasks
+// already saved (a resumed step) keeps the first regular writes and
+// replaces the special ones, and still saves the checkpoint.
+func TestPutStepOverSavedWrites(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, ss := range stepSavers {
+		t.Run(ss.name, func(t *testing.T) {
+			t.Parallel()
+			s := ss.new(t)
+			root := stepCheckpoint(map[string]string{"n": "0"}, map[string]int64{"n": 1})
+			rcfg, err := s.Put(ctx, checkpoints.Config{ThreadID: "t"}, root, checkpoints.Metadata{Source: checkpoints.SourceInput, Step: -1}, map[string]int64{"n": 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.PutWrites(ctx, rcfg, []checkpoints.Write{{Channel: "n", Value: json.RawMessage("5")}}, "b", ""); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.PutWrites(ctx, rcfg, []checkpoints.Write{{Channel: checkpoints.ErrorChannel, Value: json.RawMessage(`"old"`)}}, "a", ""); err != nil {
+				t.Fatal(err)
+			}
+			writes := []checkpoints.TaskWrites{
+				{TaskID: "a", Writes: []checkpoints.Write{{Channel: checkpoints.ErrorChannel, Value: json.RawMessage(`"new"`)}}},
+				{TaskID: "b", Writes: []checkpoints.Write{{Channel: "n", Value: json.RawMessage("1")}}},
+			}
+			child := stepCheckpoint(map[string]string{"n": "1"}, map[string]int64{"n": 2})
+			ccfg, err := s.PutStep(ctx, rcfg, writes, child, checkpoints.Metadata{Source: checkpoints.SourceLoop}, map[string]int64{"n": 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			parent, err := s.Get(ctx, rcfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := writesOf(parent), []string{`a/__error__="new"`, "b/n=5"}; !slices.Equal(got, want) {
+				t.Errorf("parent's writes = %v, want %v", got, want)
+			}
+			if got, err := s.Get(ctx, ccfg); err != nil || got == nil || string(got.Checkpoint.ChannelValues["n"]) != "1" {
+				t.Errorf("child = %+v, %v", got, err)
+			}
+		})
+	}
+}
