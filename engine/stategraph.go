@@ -32,6 +32,9 @@ type StateGraph[S any] struct {
 	waiting  []waitingEdge
 	branches map[string][]*sgBranch
 	errs     []error
+	// branchChan maps a node to its "branch:to:<node>" channel name, so
+	// routing does not build the string every superstep.
+	branchChan map[string]string
 }
 
 type stateField struct {
@@ -65,10 +68,33 @@ type waitingEdge struct {
 type Route struct {
 	To    []string
 	Sends []Send
+	// one holds a single destination without a slice: routing to one node
+	// is the common case and runs every superstep.
+	one string
 }
 
 // To routes to the named nodes (End stops the branch).
-func To(nodes ...string) Route { return Route{To: nodes} }
+func To(nodes ...string) Route {
+	if len(nodes) == 1 {
+		return Route{one: nodes[0]}
+	}
+	return Route{To: nodes}
+}
+
+// destinations calls f for each destination of the route.
+func (r Route) destinations(f func(string) error) error {
+	if r.one != "" {
+		if err := f(r.one); err != nil {
+			return err
+		}
+	}
+	for _, d := range r.To {
+		if err := f(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // SendTo routes by scheduling Sends.
 func SendTo(sends ...Send) Route { return Route{Sends: sends} }
@@ -239,6 +265,10 @@ func (g *StateGraph[S]) addNode(name string, in reflect.Type, fn func(context.Co
 	n.plan = plan
 	g.nodes[name] = n
 	g.order = append(g.order, name)
+	if g.branchChan == nil {
+		g.branchChan = map[string]string{}
+	}
+	g.branchChan[name] = branchPrefix + name
 	return g
 }
 

@@ -377,7 +377,7 @@ func (w *stateWriter[S]) command(t *task, c *Command) error {
 			if w.g.nodes[d] == nil {
 				return fmt.Errorf("%w: node %q routes to unknown node %q", ErrInvalidUpdate, t.name, d)
 			}
-			t.addWrite(branchPrefix+d, nil)
+			t.addWrite(w.g.branchChan[d], nil)
 		case Send:
 			if err := w.send(t, d); err != nil {
 				return err
@@ -431,7 +431,7 @@ func (w branchWriter[S]) write(t *task, _ any) error {
 		return fmt.Errorf("router after %q: %w", w.src, err)
 	}
 	sw := stateWriter[S]{g: w.g}
-	for _, dest := range route.To {
+	err = route.destinations(func(dest string) error {
 		if w.b.pathMap != nil {
 			mapped, ok := w.b.pathMap[dest]
 			if !ok {
@@ -446,8 +446,12 @@ func (w branchWriter[S]) write(t *task, _ any) error {
 		case w.g.nodes[dest] == nil:
 			return fmt.Errorf("%w: router after %q returned unknown node %q", ErrInvalidUpdate, w.src, dest)
 		default:
-			t.addWrite(branchPrefix+dest, nil)
+			t.addWrite(w.g.branchChan[dest], nil)
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	for _, s := range route.Sends {
 		if err := sw.send(t, s); err != nil {
