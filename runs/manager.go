@@ -111,10 +111,13 @@ type Manager struct {
 }
 
 type thread struct {
-	info   Thread
-	hub    *hub
-	cancel context.CancelFunc
-	done   chan struct{} // closed when the active run ends
+	info Thread
+	// updating is set while UpdateState writes a checkpoint: runs are
+	// refused meanwhile, as they are while a run is active.
+	updating bool
+	hub      *hub
+	cancel   context.CancelFunc
+	done     chan struct{} // closed when the active run ends
 }
 
 // NewManager registers graphs by name. Every graph needs a checkpointer:
@@ -223,7 +226,7 @@ func (m *Manager) Start(ctx context.Context, graph, threadID string, input map[s
 	if err != nil {
 		return Thread{}, err
 	}
-	return m.launch(ctx, g, graph, threadID, engine.Update(input), opts, "")
+	return m.launch(ctx, g, graph, threadID, engine.Update(input), opts, "", "")
 }
 
 // ByID answers several interrupts at once, keyed by interrupt id.
@@ -276,7 +279,7 @@ func (m *Manager) Resume(ctx context.Context, threadID string, answer any) (Thre
 	if err != nil {
 		return Thread{}, err
 	}
-	return m.launch(ctx, g, info.Graph, threadID, input, info.Options, info.RunID)
+	return m.launch(ctx, g, info.Graph, threadID, input, info.Options, info.RunID, "")
 }
 
 // Cancel stops the thread's active run. The thread becomes idle with
@@ -340,8 +343,9 @@ func checkOptions(g engine.Compiled, opts StartOptions) error {
 // launch claims the thread, starts the run in the background and waits
 // until it has got going (saved a checkpoint or planned a step: its input
 // was accepted) or ended. resumeOf, when set, is the interrupted run a
-// resume continues; the thread must still be waiting on it.
-func (m *Manager) launch(ctx context.Context, g engine.Compiled, graph, threadID string, input any, opts StartOptions, resumeOf string) (Thread, error) {
+// resume continues; the thread must still be waiting on it. checkpointID,
+// when set, runs from that checkpoint instead of the thread's latest.
+func (m *Manager) launch(ctx context.Context, g engine.Compiled, graph, threadID string, input any, opts StartOptions, resumeOf, checkpointID string) (Thread, error) {
 	runID := uuid.NewString()
 	m.mu.Lock()
 	t, existed := m.threads[threadID]
@@ -352,7 +356,7 @@ func (m *Manager) launch(ctx context.Context, g engine.Compiled, graph, threadID
 			m.mu.Unlock()
 			return Thread{}, fmt.Errorf("%w: thread %q runs graph %q, not %q", ErrGraphMismatch, threadID, t.info.Graph, graph)
 		}
-		if t.info.Status == StatusRunning {
+		if t.info.Status == StatusRunning || t.updating {
 			m.mu.Unlock()
 			return Thread{}, fmt.Errorf("%w: thread %q already has an active run; wait for it or cancel it", ErrThreadBusy, threadID)
 		}
@@ -382,6 +386,7 @@ func (m *Manager) launch(ctx context.Context, g engine.Compiled, graph, threadID
 		// and a crash loses nothing the page already showed.
 		Durability:      engine.DurabilitySync,
 		ThreadID:        threadID,
+		CheckpointID:    checkpointID,
 		RunID:           runID,
 		RecursionLimit:  opts.RecursionLimit,
 		InterruptBefore: opts.InterruptBefore,

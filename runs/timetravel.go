@@ -1,0 +1,123 @@
+package runs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/superstep-dev/superstep/checkpoints"
+	"github.com/superstep-dev/superstep/engine"
+)
+
+// ErrUnknownCheckpoint: the thread has no checkpoint with that id.
+var ErrUnknownCheckpoint = errors.New("unknown checkpoint")
+
+// Checkpoint reads one checkpoint of a thread ("" for the latest) from
+// the thread's graph's saver, ErrUnknownCheckpoint when there is none.
+func (m *Manager) Checkpoint(ctx context.Context, threadID, checkpointID string) (*checkpoints.Tuple, error) {
+	info, err := m.Thread(threadID)
+	if err != nil {
+		return nil, err
+	}
+	g, err := m.Graph(info.Graph)
+	if err != nil {
+		return nil, err
+	}
+	tup, err := g.Pregel().Checkpointer().Get(ctx, checkpoints.Config{ThreadID: threadID, CheckpointID: checkpointID})
+	if err != nil {
+		return nil, fmt.Errorf("runs: read checkpoint %q of thread %q: %w", checkpointID, threadID, err)
+	}
+	if tup == nil {
+		return nil, fmt.Errorf("%w: thread %q has no checkpoint %q", ErrUnknownCheckpoint, threadID, checkpointID)
+	}
+	return tup, nil
+}
+
+// UpdateState applies values to the thread's checkpoint checkpointID
+// ("" for the latest) as if node asNode had returned them ("" lets the
+// engine infer the node), writing a new checkpoint; on an older
+// checkpoint that starts a branch. It returns the new checkpoint's id.
+//
+// It is refused with ErrThreadBusy while a run is active: the run would
+// write its next checkpoint on top of the edit, or the edit on top of a
+// half-finished step. Values the state rejects (an unknown key, a wrong
+// type, an unknown node) are ErrInvalidInput carrying the engine's message,
+// and nothing is written. Afterwards the thread is idle: its head is the
+// new checkpoint, so interrupts pending at the old head are no longer
+// what a resume would answer; RunFrom(ctx, thread, "") continues from the
+// edit.
+func (m *Manager) UpdateState(ctx context.Context, threadID, checkpointID string, values map[string]any, asNode string) (string, error) {
+	m.mu.Lock()
+	t, ok := m.threads[threadID]
+	if !ok {
+		m.mu.Unlock()
+		return "", fmt.Errorf("%w %q", ErrUnknownThread, threadID)
+	}
+	if t.info.Status == StatusRunning || t.updating {
+		m.mu.Unlock()
+		return "", fmt.Errorf("%w: thread %q has an active run; wait for it or cancel it before editing its state", ErrThreadBusy, threadID)
+	}
+	t.updating = true
+	graph := t.info.Graph
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		t.updating = false
+		m.mu.Unlock()
+	}()
+
+	g, err := m.Graph(graph)
+	if err != nil {
+		return "", err
+	}
+	if asNode != "" && (asNode == engine.Start || asNode == engine.End || !slices.Contains(g.Pregel().NodeNames(), asNode)) {
+		return "", fmt.Errorf("%w: as-node %q is not a node of graph %q", ErrInvalidInput, asNode, graph)
+	}
+	if _, err := m.Checkpoint(ctx, threadID, checkpointID); err != nil {
+		return "", err
+	}
+	var vals any
+	if values != nil {
+		vals = map[string]any(values)
+	}
+	var evs []Event
+	cfg, err := g.Pregel().UpdateStateWith(ctx, checkpoints.Config{ThreadID: threadID, CheckpointID: checkpointID},
+		[][]engine.StateUpdate{{{Values: vals, AsNode: asNode}}},
+		engine.UpdateOptions{Listener: func(ev engine.Event) { evs = append(evs, fromEngine(threadID, "", ev, m.now())...) }})
+	if err != nil {
+		if errors.Is(err, engine.ErrInvalidUpdate) || errors.Is(err, engine.ErrInvalidGraph) {
+			return "", fmt.Errorf("%w: %v", ErrInvalidInput, err)
+		}
+		return "", fmt.Errorf("runs: update thread %q: %w", threadID, err)
+	}
+	m.mu.Lock()
+	t.info.Status, t.info.Error, t.info.Updated = StatusIdle, "", m.now()
+	t.info.Pending, t.info.Before, t.info.After = nil, nil, nil
+	m.mu.Unlock()
+	t.hub.publish(evs...)
+	return cfg.CheckpointID, nil
+}
+
+// RunFrom re-runs the thread from checkpoint checkpointID, or continues
+// from its latest checkpoint when checkpointID is "": the engine forks the
+// checkpoint and runs its next tasks again (no new input). It goes through
+// the same single-run rule and event fan-out as Start (ErrThreadBusy while
+// a run is active) and reuses the last run's options.
+func (m *Manager) RunFrom(ctx context.Context, threadID, checkpointID string) (Thread, error) {
+	info, err := m.Thread(threadID)
+	if err != nil {
+		return Thread{}, err
+	}
+	if info.Status == StatusRunning {
+		return Thread{}, fmt.Errorf("%w: thread %q already has an active run; wait for it or cancel it", ErrThreadBusy, threadID)
+	}
+	if _, err := m.Checkpoint(ctx, threadID, checkpointID); err != nil {
+		return Thread{}, err
+	}
+	g, err := m.Graph(info.Graph)
+	if err != nil {
+		return Thread{}, err
+	}
+	return m.launch(ctx, g, info.Graph, threadID, nil, info.Options, "", checkpointID)
+}
