@@ -534,6 +534,13 @@ func (l *loop) mapInput(input any) ([]KV, error) {
 	}
 	in := l.g.cfg.InputChannels
 	if len(in) == 1 {
+		// A map holding exactly the input channel's name is that channel's
+		// value: how a JSON form (the Studio's) gives a raw input.
+		if m, ok := input.(map[string]any); ok && len(m) == 1 {
+			if v, ok := m[in[0]]; ok {
+				return []KV{{Key: in[0], Value: v}}, nil
+			}
+		}
 		return []KV{{Key: in[0], Value: input}}, nil
 	}
 	m, ok := input.(map[string]any)

@@ -11,6 +11,7 @@ import (
 	"github.com/superstep-dev/superstep/examples/flakyservice"
 	"github.com/superstep-dev/superstep/examples/mapreduce"
 	"github.com/superstep-dev/superstep/examples/memoryagent"
+	"github.com/superstep-dev/superstep/examples/pregellowlevel"
 	"github.com/superstep-dev/superstep/examples/researchsubgraph"
 	"github.com/superstep-dev/superstep/examples/transferapproval"
 	"github.com/superstep-dev/superstep/store"
@@ -27,6 +28,7 @@ const (
 	FlakyService            = "flaky-service"
 	ResearchSubgraph        = "research-subgraph"
 	MemoryAgent             = "memory-agent"
+	PregelLowLevel          = "pregel-lowlevel"
 )
 
 // Options are the backends every example is compiled with.
@@ -49,9 +51,8 @@ type Options struct {
 // with their scripted models and fixtures, so they run without network
 // access.
 //
-// pregellowlevel is not included: it is built with the low-level API and
-// New returns an *engine.Pregel, which has no Topology, Warnings or
-// ZeroState and so is not an engine.Compiled.
+// pregel-lowlevel is built with the low-level API; its input is the raw
+// value of its "input" channel, given in the Studio as {"input": 123}.
 func All(opts Options) (map[string]engine.Compiled, error) {
 	type build func() (engine.Compiled, error)
 	builders := map[string]build{
@@ -75,6 +76,9 @@ func All(opts Options) (map[string]engine.Compiled, error) {
 		},
 		ResearchSubgraph: func() (engine.Compiled, error) {
 			return researchsubgraph.New(researchsubgraph.Options{Checkpointer: opts.Checkpointer, Cache: opts.Cache, Store: opts.Store})
+		},
+		PregelLowLevel: func() (engine.Compiled, error) {
+			return pregellowlevel.New(pregellowlevel.Options{Checkpointer: opts.Checkpointer, Cache: opts.Cache, Store: opts.Store})
 		},
 		MemoryAgent: func() (engine.Compiled, error) {
 			return memoryagent.New(memoryagent.Options{Checkpointer: opts.Checkpointer, Cache: opts.Cache, Store: opts.Store})

@@ -2,6 +2,7 @@ package examples_test
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -18,7 +19,7 @@ import (
 // links, so the list is spelled out here.
 var wantNames = []string{
 	"cached-lookup", "cve-assessment", "cve-assessment-plain-fanin", "flaky-service",
-	"map-reduce", "memory-agent", "research-subgraph", "transfer-approval",
+	"map-reduce", "memory-agent", "pregel-lowlevel", "research-subgraph", "transfer-approval",
 }
 
 func TestAllCompilesEveryExample(t *testing.T) {
@@ -130,5 +131,23 @@ func TestAllPassesStoreAndCacheThrough(t *testing.T) {
 	entries, err := c.List(ctx, "", 0)
 	if err != nil || len(entries) != 1 {
 		t.Fatalf("given cache holds %v, %v; want the looked-up rate", entries, err)
+	}
+}
+
+// The low-level example runs from the JSON object a form sends.
+func TestLowLevelExampleRunsFromAForm(t *testing.T) {
+	t.Parallel()
+	all, err := examples.All(examples.Options{Checkpointer: checkpoints.NewMemory()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := all[examples.PregelLowLevel].Pregel()
+	out, err := g.Invoke(context.Background(), map[string]any{"input": float64(123)}, &engine.RunOptions{ThreadID: "form"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"foo": "123", "bar": 456, "baz": 579}
+	if !reflect.DeepEqual(out, want) {
+		t.Fatalf("output %v, want %v", out, want)
 	}
 }
