@@ -5,6 +5,9 @@
 (() => {
   "use strict";
   const body = document.body;
+  // The status the server rendered the page with (the approval panel is
+  // part of the page only when it was "interrupted").
+  const renderedStatus = body.dataset.status;
   const thread = body.dataset.thread;
   if (!thread) return;
   const STATES = ["planned", "running", "done", "cached", "failed", "interrupted"];
@@ -98,6 +101,10 @@
         setStatus(ev.status, ev.error);
         body.dataset.live = "1";
         $("live").textContent = "live";
+        // The run may have stopped at an interrupt between this page being
+        // rendered and the socket connecting: the approval panel is
+        // rendered on the server, so fetch the page again (once).
+        if (ev.status === "interrupted" && renderedStatus !== "interrupted") location.reload();
         break;
       case "run_finished":
         setStatus(ev.status, ev.error);
