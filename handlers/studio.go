@@ -11,6 +11,7 @@ import (
 	"github.com/a-h/templ"
 	"github.com/go-chi/chi/v5"
 
+	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/engine"
 	"github.com/superstep-dev/superstep/runs"
 	"github.com/superstep-dev/superstep/static"
@@ -28,6 +29,10 @@ type Runner interface {
 	Resume(ctx context.Context, thread string, answer any) (runs.Thread, error)
 	Cancel(thread string) error
 	Subscribe(ctx context.Context, thread string) ([]runs.Event, *runs.Subscription, error)
+	// Time travel (checkpoints.go).
+	Checkpoint(ctx context.Context, thread, checkpointID string) (*checkpoints.Tuple, error)
+	UpdateState(ctx context.Context, thread, checkpointID string, values map[string]any, asNode string) (string, error)
+	RunFrom(ctx context.Context, thread, checkpointID string) (runs.Thread, error)
 }
 
 var _ Runner = (*runs.Manager)(nil)
@@ -56,6 +61,7 @@ func (rt Routes) Mount(r chi.Router) {
 	r.Method(http.MethodGet, "/threads/{thread}/ws", ThreadEvents(rt))
 	r.Method(http.MethodPost, "/threads/{thread}/resume", ResumeRun(rt))
 	r.Method(http.MethodPost, "/threads/{thread}/cancel", CancelRun(rt))
+	rt.mountTimeTravel(r)
 	r.Method(http.MethodGet, "/static/*", http.StripPrefix("/static/", http.FileServerFS(static.FS)))
 }
 
@@ -82,7 +88,7 @@ func Secure(next http.Handler) http.Handler {
 // statusOf maps run-manager and validation errors to status codes.
 func statusOf(err error) int {
 	switch {
-	case errors.Is(err, runs.ErrUnknownGraph), errors.Is(err, runs.ErrUnknownThread):
+	case errors.Is(err, runs.ErrUnknownGraph), errors.Is(err, runs.ErrUnknownThread), errors.Is(err, runs.ErrUnknownCheckpoint):
 		return http.StatusNotFound
 	case errors.Is(err, runs.ErrThreadBusy), errors.Is(err, runs.ErrNotInterrupted),
 		errors.Is(err, runs.ErrNotRunning), errors.Is(err, runs.ErrGraphMismatch):

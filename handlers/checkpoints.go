@@ -1,0 +1,448 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/superstep-dev/superstep/checkpoints"
+	"github.com/superstep-dev/superstep/engine"
+	"github.com/superstep-dev/superstep/runs"
+	"github.com/superstep-dev/superstep/web"
+)
+
+// Time-travel limits.
+const (
+	// ValuePreviewBytes caps a state key's JSON on a checkpoint page; the
+	// rest is fetched on demand, so a 5 MB state costs the browser a few
+	// KB per key until someone asks for more.
+	ValuePreviewBytes = 2 << 10
+	// TreePageSize is how many checkpoints a tree page lists by default;
+	// MaxTreePageSize caps ?limit=.
+	TreePageSize    = 100
+	MaxTreePageSize = 1000
+	// diffValueBytes caps one value shown in a diff line; diffLinesPerKey
+	// caps the lines of one key's diff.
+	diffValueBytes  = 160
+	diffLinesPerKey = 60
+)
+
+// checkpointIDPattern is what a checkpoint id from a URL may look like
+// (ids are UUIDs; anything else cannot name a checkpoint).
+var checkpointIDPattern = regexp.MustCompile(`^[0-9A-Za-z-]{1,64}$`)
+
+func (rt Routes) mountTimeTravel(r chi.Router) {
+	r.Method(http.MethodGet, "/threads/{thread}/checkpoints", CheckpointTree(rt))
+	r.Method(http.MethodGet, "/threads/{thread}/checkpoints/{checkpoint}", CheckpointTree(rt))
+	r.Method(http.MethodGet, "/threads/{thread}/checkpoints/{checkpoint}/values/{key}", CheckpointValue(rt))
+	r.Method(http.MethodPost, "/threads/{thread}/checkpoints/{checkpoint}/update", UpdateCheckpoint(rt))
+	r.Method(http.MethodPost, "/threads/{thread}/checkpoints/{checkpoint}/rerun", RerunCheckpoint(rt))
+	r.Method(http.MethodPost, "/threads/{thread}/continue", ContinueThread(rt))
+	r.Method(http.MethodGet, "/threads/{thread}/diff", DiffCheckpoints(rt))
+}
+
+func checkpointParam(r *http.Request, name, value string) (string, error) {
+	if !checkpointIDPattern.MatchString(value) {
+		return "", fmt.Errorf("%w: %s %q is not a checkpoint id", runs.ErrInvalidInput, name, value)
+	}
+	return value, nil
+}
+
+// threadGraph returns the thread and its graph's Pregel.
+func threadGraph(rt Routes, id string) (runs.Thread, *engine.Pregel, error) {
+	t, err := rt.Runs.Thread(id)
+	if err != nil {
+		return runs.Thread{}, nil, err
+	}
+	g, err := rt.Runs.Graph(t.Graph)
+	if err != nil {
+		return runs.Thread{}, nil, err
+	}
+	return t, g.Pregel(), nil
+}
+
+// CheckpointTree answers GET /threads/{thread}/checkpoints and
+// /threads/{thread}/checkpoints/{checkpoint}: a page of the thread's
+// checkpoints (?before= cursor, ?limit=, metadata only: no values are
+// loaded for the tree) drawn as a tree by parent links, and the selected
+// checkpoint in full.
+func CheckpointTree(rt Routes) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v, err := treeView(r, rt)
+		if err != nil {
+			fail(w, r, rt.Logger, err)
+			return
+		}
+		render(w, r, rt.Logger, http.StatusOK, web.Checkpoints(v))
+	})
+}
+
+func treeView(r *http.Request, rt Routes) (web.CheckpointsView, error) {
+	id := chi.URLParam(r, "thread")
+	t, p, err := threadGraph(rt, id)
+	if err != nil {
+		return web.CheckpointsView{}, err
+	}
+	q := r.URL.Query()
+	limit := TreePageSize
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > MaxTreePageSize {
+			return web.CheckpointsView{}, fmt.Errorf("%w: limit %q: use 1 to %d", runs.ErrInvalidInput, s, MaxTreePageSize)
+		}
+		limit = n
+	}
+	before := q.Get("before")
+	if before != "" {
+		if _, err := checkpointParam(r, "before", before); err != nil {
+			return web.CheckpointsView{}, err
+		}
+	}
+	var sel string
+	if s := chi.URLParam(r, "checkpoint"); s != "" {
+		if sel, err = checkpointParam(r, "checkpoint", s); err != nil {
+			return web.CheckpointsView{}, err
+		}
+	}
+	ctx := r.Context()
+	cfg := checkpoints.Config{ThreadID: id}
+	page, err := p.GetStateHistory(ctx, cfg, engine.HistoryOptions{MetadataOnly: true, Before: before, Limit: limit + 1})
+	if err != nil {
+		return web.CheckpointsView{}, err
+	}
+	v := web.CheckpointsView{Thread: id, Graph: t.Graph, Status: string(t.Status), Limit: limit, Paged: before != "", Before: before}
+	if len(page) > limit {
+		page = page[:limit]
+		v.Older = page[len(page)-1].Config.CheckpointID
+	}
+	if before == "" && len(page) > 0 {
+		v.HeadID = page[0].Config.CheckpointID
+	} else {
+		head, err := p.GetStateHistory(ctx, cfg, engine.HistoryOptions{MetadataOnly: true, Limit: 1})
+		if err != nil {
+			return web.CheckpointsView{}, err
+		}
+		if len(head) > 0 {
+			v.HeadID = head[0].Config.CheckpointID
+		}
+	}
+	v.Rows = TreeRows(page, v.HeadID, sel)
+	if sel != "" {
+		d, err := detail(ctx, rt, p, id, sel)
+		if err != nil {
+			return web.CheckpointsView{}, err
+		}
+		d.Head = sel == v.HeadID
+		v.Selected = &d
+	}
+	return v, nil
+}
+
+// TreeRows lays out one page of checkpoints (newest first, as history
+// lists them) as a tree, oldest first in depth-first order: a
+// checkpoint's first child (oldest) continues its lane, every later child
+// starts a branch one lane to the right. Checkpoints whose parent is on an
+// older page start their own lane at the left.
+func TreeRows(page []*engine.StateSnapshot, head, selected string) []web.CheckpointRow {
+	in := make(map[string]*engine.StateSnapshot, len(page))
+	for _, s := range page {
+		in[s.Config.CheckpointID] = s
+	}
+	children := map[string][]string{}
+	var roots []string
+	for i := len(page) - 1; i >= 0; i-- { // oldest first
+		s := page[i]
+		if s.ParentConfig != nil && in[s.ParentConfig.CheckpointID] != nil {
+			children[s.ParentConfig.CheckpointID] = append(children[s.ParentConfig.CheckpointID], s.Config.CheckpointID)
+			continue
+		}
+		roots = append(roots, s.Config.CheckpointID)
+	}
+	onHead := map[string]bool{}
+	for s := in[head]; s != nil; {
+		onHead[s.Config.CheckpointID] = true
+		if s.ParentConfig == nil {
+			break
+		}
+		s = in[s.ParentConfig.CheckpointID]
+	}
+	type item struct {
+		id    string
+		depth int
+		fork  bool
+	}
+	rows := make([]web.CheckpointRow, 0, len(page))
+	// Depth-first with an explicit stack: a long linear history would
+	// otherwise recurse once per checkpoint.
+	var stack []item
+	for i := len(roots) - 1; i >= 0; i-- {
+		stack = append(stack, item{id: roots[i], depth: 0})
+	}
+	for len(stack) > 0 {
+		it := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		s := in[it.id]
+		row := web.CheckpointRow{
+			ID: it.id, Short: shortID(it.id), Source: string(s.Metadata.Source), Step: s.Metadata.Step,
+			Created: when(s.CreatedAt), Depth: it.depth, Head: it.id == head, OnHead: onHead[it.id],
+			Selected: it.id == selected, Fork: it.fork,
+		}
+		if s.ParentConfig != nil {
+			row.ParentID = s.ParentConfig.CheckpointID
+			row.ParentOffPage = in[row.ParentID] == nil
+		}
+		rows = append(rows, row)
+		kids := children[it.id]
+		// Push later children first so the first child is visited next;
+		// each later child is a branch one lane to the right.
+		for k := len(kids) - 1; k >= 0; k-- {
+			d, fork := it.depth, false
+			if k > 0 {
+				d, fork = it.depth+1, true
+			}
+			stack = append(stack, item{id: kids[k], depth: d, fork: fork})
+		}
+	}
+	return rows
+}
+
+// shortID is the distinctive tail of a checkpoint id: UUIDv7s made close
+// together share their leading (time) digits.
+func shortID(id string) string {
+	if len(id) <= 12 {
+		return id
+	}
+	return "…" + id[len(id)-12:]
+}
+
+// detail reads one checkpoint: its values (cut to ValuePreviewBytes per
+// key), next tasks with their outcomes, channel versions and metadata.
+func detail(ctx context.Context, rt Routes, p *engine.Pregel, thread, id string) (web.CheckpointDetail, error) {
+	tup, err := rt.Runs.Checkpoint(ctx, thread, id)
+	if err != nil {
+		return web.CheckpointDetail{}, err
+	}
+	snap, err := p.GetState(ctx, checkpoints.Config{ThreadID: thread, CheckpointID: id})
+	if err != nil {
+		return web.CheckpointDetail{}, err
+	}
+	d := web.CheckpointDetail{
+		ID: id, Source: string(snap.Metadata.Source), Step: snap.Metadata.Step, RunID: snap.Metadata.RunID,
+		Created: when(snap.CreatedAt), Next: snap.Next,
+	}
+	if snap.ParentConfig != nil {
+		d.ParentID = snap.ParentConfig.CheckpointID
+	}
+	keys := make([]string, 0, len(snap.Values))
+	for k := range snap.Values {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for i, k := range keys {
+		full := encodeJSON(snap.Values[k], true)
+		vv := web.ValueView{Index: i, Key: k, JSON: full, Size: len(full), URL: ckptPath(thread, id) + "/values/" + url.PathEscape(k)}
+		if len(full) > ValuePreviewBytes {
+			vv.JSON, vv.Truncated = cutUTF8(full, ValuePreviewBytes), true
+		}
+		d.Values = append(d.Values, vv)
+	}
+	for _, ts := range snap.Tasks {
+		tv := web.TaskView{ID: ts.ID, Name: ts.Name, Error: ts.Error}
+		if ts.Result != nil {
+			tv.Result, tv.Truncated = runs.Preview(ts.Result, ValuePreviewBytes)
+		}
+		for _, in := range ts.Interrupts {
+			s, cut := runs.Preview(in.Value, ValuePreviewBytes)
+			tv.Interrupts = append(tv.Interrupts, web.PendingView{ID: in.ID, Node: in.Node, Value: s, Truncated: cut})
+		}
+		d.Tasks = append(d.Tasks, tv)
+	}
+	for ch, ver := range tup.Checkpoint.ChannelVersions {
+		d.Versions = append(d.Versions, web.VersionRow{Channel: ch, Version: ver})
+	}
+	sort.Slice(d.Versions, func(i, j int) bool { return d.Versions[i].Channel < d.Versions[j].Channel })
+	md := map[string]any{"parents": snap.Metadata.Parents}
+	for k, v := range snap.Metadata.Extra {
+		md[k] = v
+	}
+	d.Metadata, _ = runs.Preview(md, ValuePreviewBytes)
+	for _, n := range p.NodeNames() {
+		if n != engine.Start && n != engine.End {
+			d.Nodes = append(d.Nodes, n)
+		}
+	}
+	return d, nil
+}
+
+func ckptPath(thread, id string) string { return "/threads/" + thread + "/checkpoints/" + id }
+
+// encodeJSON renders v as JSON without HTML escaping (pages escape text
+// themselves); indent for reading.
+func encodeJSON(v any, indent bool) string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if indent {
+		enc.SetIndent("", "  ")
+	}
+	if err := enc.Encode(v); err != nil {
+		return "(cannot be shown as JSON: " + err.Error() + ")"
+	}
+	return strings.TrimRight(buf.String(), "\n")
+}
+
+// cutUTF8 cuts s to at most n bytes on a rune boundary.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !isRuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// CheckpointValue answers GET /threads/{thread}/checkpoints/{checkpoint}/values/{key}:
+// one state key's full value as JSON (the page's expand link), 404 for a
+// key the checkpoint does not hold.
+func CheckpointValue(rt Routes) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		thread := chi.URLParam(r, "thread")
+		id, err := checkpointParam(r, "checkpoint", chi.URLParam(r, "checkpoint"))
+		if err != nil {
+			fail(w, r, rt.Logger, err)
+			return
+		}
+		_, p, err := threadGraph(rt, thread)
+		if err != nil {
+			fail(w, r, rt.Logger, err)
+			return
+		}
+		if _, err := rt.Runs.Checkpoint(r.Context(), thread, id); err != nil {
+			fail(w, r, rt.Logger, err)
+			return
+		}
+		snap, err := p.GetState(r.Context(), checkpoints.Config{ThreadID: thread, CheckpointID: id})
+		if err != nil {
+			fail(w, r, rt.Logger, err)
+			return
+		}
+		key := chi.URLParam(r, "key")
+		if k, err := url.PathUnescape(key); err == nil {
+			key = k
+		}
+		val, ok := snap.Values[key]
+		if !ok {
+			fail(w, r, rt.Logger, fmt.Errorf("%w: checkpoint %q holds no key %q", runs.ErrUnknownCheckpoint, id, key))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		_, _ = w.Write([]byte(encodeJSON(val, true)))
+	})
+}
+
+// UpdateCheckpoint answers POST /threads/{thread}/checkpoints/{checkpoint}/update
+// (form: key, value as JSON, as_node): the value is applied to that
+// checkpoint as if the node had returned it, making a new checkpoint on a
+// branch, and the person is sent to it. Bad JSON, a value the state
+// rejects or a node the graph lacks is a 400 with the reason, re-showing
+// the form; nothing is written. A running thread is a 409.
+func UpdateCheckpoint(rt Routes) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		thread := chi.URLParam(r, "thread")
+		id, err := checkpointParam(r, "checkpoint", chi.URLParam(r, "checkpoint"))
+		if err != nil {
+			fail(w, r, rt.Logger, err)
+			return
+		}
+		_, p, err := threadGraph(rt, thread)
+		if err != nil {
+			fail(w, r, rt.Logger, err)
+			return
+		}
+		if err := parseForm(r); err != nil {
+			fail(w, r, rt.Logger, err)
+			return
+		}
+		key, raw, asNode := r.PostForm.Get("key"), r.PostForm.Get("value"), r.PostForm.Get("as_node")
+		refuse := func(err error) {
+			code := statusOf(err)
+			if code >= 500 || code == http.StatusNotFound {
+				fail(w, r, rt.Logger, err)
+				return
+			}
+			v, verr := treeView(r, rt)
+			if verr != nil || v.Selected == nil {
+				fail(w, r, rt.Logger, err)
+				return
+			}
+			v.Selected.Error, v.Selected.ErrorKey, v.Selected.EditValue = err.Error(), key, raw
+			render(w, r, rt.Logger, code, web.Checkpoints(v))
+		}
+		if key == "" {
+			refuse(fmt.Errorf("%w: no state key given", runs.ErrInvalidInput))
+			return
+		}
+		if asNode != "" && (asNode == engine.Start || asNode == engine.End || !slices.Contains(p.NodeNames(), asNode)) {
+			refuse(fmt.Errorf("%w: as-node %q is not a node of this graph", runs.ErrInvalidInput, asNode))
+			return
+		}
+		val, err := DecodeJSON(raw)
+		if err != nil {
+			refuse(fmt.Errorf("value of %q: %w", key, err))
+			return
+		}
+		newID, err := rt.Runs.UpdateState(r.Context(), thread, id, map[string]any{key: val}, asNode)
+		if err != nil {
+			refuse(err)
+			return
+		}
+		http.Redirect(w, r, ckptPath(thread, newID), http.StatusSeeOther)
+	})
+}
+
+// RerunCheckpoint answers POST /threads/{thread}/checkpoints/{checkpoint}/rerun:
+// the thread runs again from that checkpoint (a fork of it), through the
+// run manager so open tabs see it; 409 while a run is active.
+func RerunCheckpoint(rt Routes) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		thread := chi.URLParam(r, "thread")
+		id, err := checkpointParam(r, "checkpoint", chi.URLParam(r, "checkpoint"))
+		if err != nil {
+			fail(w, r, rt.Logger, err)
+			return
+		}
+		if _, err := rt.Runs.RunFrom(r.Context(), thread, id); err != nil {
+			fail(w, r, rt.Logger, err)
+			return
+		}
+		http.Redirect(w, r, "/threads/"+thread, http.StatusSeeOther)
+	})
+}
+
+// ContinueThread answers POST /threads/{thread}/continue: run the head
+// checkpoint's next tasks (after an edit, or to retry a failed step);
+// 409 while a run is active.
+func ContinueThread(rt Routes) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		thread := chi.URLParam(r, "thread")
+		if _, err := rt.Runs.RunFrom(r.Context(), thread, ""); err != nil {
+			fail(w, r, rt.Logger, err)
+			return
+		}
+		http.Redirect(w, r, "/threads/"+thread, http.StatusSeeOther)
+	})
+}
