@@ -48,6 +48,11 @@ type Config struct {
 	// pgcache); replicas sharing a database must share it. Empty means a
 	// random key per process: entries written by others are misses.
 	CacheKey []byte
+	// AuthToken, when set, guards every page, API route and websocket:
+	// requests need `Authorization: Bearer <token>` or the cookie the
+	// Studio's login form sets (see handlers.RequireToken). Empty means
+	// no authentication: keep such a Studio on localhost.
+	AuthToken string
 }
 
 // Backends are the persistence implementations the Studio runs on.
@@ -154,7 +159,7 @@ func Open(ctx context.Context, cfg Config) (*Studio, error) {
 	r.Method(http.MethodGet, "/", handlers.Index{Backends: s.backends, Logger: log})
 	handlers.Routes{Runs: mgr, Logger: log}.Mount(r)
 	s.runs = mgr
-	s.handler = handlers.Secure(r)
+	s.handler = handlers.Secure(handlers.RequireToken(cfg.AuthToken, r))
 	return s, nil
 }
 

@@ -5,6 +5,9 @@
 //
 //	-addr          STUDIO_ADDR    listen address (default 127.0.0.1:8080)
 //	-database-url  DATABASE_URL   Postgres with pgvector; empty = in-memory backends
+//	-auth-token    STUDIO_AUTH_TOKEN  bearer token guarding every page, API and
+//	                              websocket; empty = no authentication. Prefer the
+//	                              environment variable: flags show up in ps.
 package main
 
 import (
@@ -64,6 +67,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 	var cfg studio.Config
 	fs.StringVar(&cfg.Addr, "addr", envOr(getenv, "STUDIO_ADDR", studio.DefaultAddr), "listen address (env STUDIO_ADDR)")
 	fs.StringVar(&cfg.DatabaseURL, "database-url", getenv("DATABASE_URL"), "Postgres URL; empty = in-memory backends (env DATABASE_URL)")
+	fs.StringVar(&cfg.AuthToken, "auth-token", getenv("STUDIO_AUTH_TOKEN"), "bearer token required by every page, API and websocket; empty = none (env STUDIO_AUTH_TOKEN)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}

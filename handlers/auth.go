@@ -1,0 +1,107 @@
+package handlers
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"net/http"
+	"strings"
+
+	"github.com/superstep-dev/superstep/web"
+)
+
+// SessionCookie is the cookie the login form sets.
+const SessionCookie = "studio_session"
+
+// RequireToken guards next with a shared bearer token: every request must
+// carry `Authorization: Bearer <token>` or the session cookie the login
+// form sets, else it gets 401 and the login form. An empty token turns the
+// guard off. Only /login and /static/ (the form's stylesheet) are open.
+// Tokens are compared in constant time, and never read from a query
+// string (URLs end up in logs and browser history).
+//
+// The cookie holds an HMAC of the token, not the token, so a leaked
+// cookie does not reveal the token itself; changing the token ends every
+// session. It is HttpOnly and SameSite=Strict (Secure on TLS), and the
+// websocket is covered because browsers send it on the upgrade request.
+func RequireToken(token string, next http.Handler) http.Handler {
+	if token == "" {
+		return next
+	}
+	want := sha256.Sum256([]byte(token))
+	session := sessionValue(token)
+	ok := func(r *http.Request) bool {
+		if h := r.Header.Get("Authorization"); h != "" {
+			scheme, got, found := strings.Cut(h, " ")
+			if found && strings.EqualFold(scheme, "Bearer") {
+				g := sha256.Sum256([]byte(strings.TrimSpace(got)))
+				return subtle.ConstantTimeCompare(g[:], want[:]) == 1
+			}
+			return false
+		}
+		if c, err := r.Cookie(SessionCookie); err == nil {
+			return subtle.ConstantTimeCompare([]byte(c.Value), []byte(session)) == 1
+		}
+		return false
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/login":
+			login(w, r, want, session)
+			return
+		case strings.HasPrefix(r.URL.Path, "/static/"):
+			next.ServeHTTP(w, r)
+			return
+		case ok(r):
+			next.ServeHTTP(w, r)
+			return
+		}
+		unauthorized(w, r, r.URL.RequestURI(), "")
+	})
+}
+
+func sessionValue(token string) string {
+	m := hmac.New(sha256.New, []byte(token))
+	m.Write([]byte("superstep studio session v1"))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+func unauthorized(w http.ResponseWriter, r *http.Request, next, msg string) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="Superstep Studio"`)
+	render(w, r, nil, http.StatusUnauthorized, web.Login(web.LoginView{Next: safeNext(next), Error: msg}))
+}
+
+// login serves the token form (GET) and checks it (POST), then sends the
+// person back where they were going.
+func login(w http.ResponseWriter, r *http.Request, want [32]byte, session string) {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		render(w, r, nil, http.StatusOK, web.Login(web.LoginView{Next: safeNext(r.URL.Query().Get("next"))}))
+	case http.MethodPost:
+		if err := parseForm(r); err != nil {
+			fail(w, r, nil, err)
+			return
+		}
+		g := sha256.Sum256([]byte(r.PostForm.Get("token")))
+		if subtle.ConstantTimeCompare(g[:], want[:]) != 1 {
+			unauthorized(w, r, r.PostForm.Get("next"), "That is not the token this Studio was started with.")
+			return
+		}
+		http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: session, Path: "/", HttpOnly: true,
+			SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		http.Redirect(w, r, safeNext(r.PostForm.Get("next")), http.StatusSeeOther)
+	default:
+		w.Header().Set("Allow", "GET, POST")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	}
+}
+
+// safeNext keeps a redirect target on this site: a path, never another
+// host ("//evil", "/\evil") or a scheme.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || next == "/login" || strings.HasPrefix(next, "/login?") {
+		return "/"
+	}
+	return next
+}
