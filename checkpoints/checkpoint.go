@@ -157,6 +157,12 @@ type ListOptions struct {
 	// MetadataOnly leaves Checkpoint.ChannelValues and PendingWrites nil,
 	// so a history page loads no channel values.
 	MetadataOnly bool
+	// Headers implies MetadataOnly and may also leave the checkpoint's
+	// version maps and updated channels empty (Checkpoint then carries
+	// only V, ID and TS) and an empty Metadata.Parents nil. Savers that do
+	// not distinguish return MetadataOnly tuples. It is the cheapest
+	// listing, for history pages.
+	Headers bool
 }
 
 // PruneStrategy says what Prune keeps.

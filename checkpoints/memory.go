@@ -454,7 +454,7 @@ func (m *Memory) List(ctx context.Context, q ListQuery, opts ListOptions) ([]*Tu
 	}
 	updated := make([]string, 0, nUpdated)
 	for i, c := range found {
-		c.fill(&tuples[i], &cps[i], &parents[i], m.threads[c.thread].namespaces[c.ns], opts.MetadataOnly)
+		c.fill(&tuples[i], &cps[i], &parents[i], m.threads[c.thread].namespaces[c.ns], opts.MetadataOnly, opts.Headers)
 		if u := c.cp.UpdatedChannels; u != nil {
 			// Capped, so that appending to one tuple's slice cannot
 			// write into the next one's.
@@ -471,7 +471,7 @@ func (m *Memory) List(ctx context.Context, q ListQuery, opts ListOptions) ([]*Tu
 func (c *memCP) tuple(ns *memNS, metadataOnly bool) *Tuple {
 	t := &Tuple{}
 	cp := &Checkpoint{}
-	c.fill(t, cp, &Config{}, ns, metadataOnly)
+	c.fill(t, cp, &Config{}, ns, metadataOnly, false)
 	cp.UpdatedChannels = slices.Clone(c.cp.UpdatedChannels)
 	return t
 }
@@ -480,12 +480,25 @@ func (c *memCP) tuple(ns *memNS, metadataOnly bool) *Tuple {
 // storage of its checkpoint and parent config. It leaves
 // cp.UpdatedChannels to the caller, which can allocate them for many
 // tuples at once.
-func (c *memCP) fill(t *Tuple, cp *Checkpoint, parent *Config, ns *memNS, metadataOnly bool) {
-	*cp = copyCheckpoint(&c.cp)
+// With headers, only the checkpoint's identity and time are copied (see
+// ListOptions.Headers).
+func (c *memCP) fill(t *Tuple, cp *Checkpoint, parent *Config, ns *memNS, metadataOnly, headers bool) {
+	if headers {
+		*cp = Checkpoint{V: c.cp.V, ID: c.cp.ID, TS: c.cp.TS}
+		metadataOnly = true
+	} else {
+		*cp = copyCheckpoint(&c.cp)
+	}
+	md := c.md
+	if headers && len(md.Parents) == 0 && len(md.Extra) == 0 {
+		md.Parents = nil // nothing to copy: encodes as {} all the same
+	} else {
+		md = copyMetadata(c.md)
+	}
 	*t = Tuple{
 		Config:     Config{ThreadID: c.thread, Namespace: c.ns, CheckpointID: c.cp.ID},
 		Checkpoint: cp,
-		Metadata:   copyMetadata(c.md),
+		Metadata:   md,
 	}
 	if c.parent != "" {
 		*parent = Config{ThreadID: c.thread, Namespace: c.ns, CheckpointID: c.parent}

@@ -133,16 +133,23 @@ func (g *Pregel) GetStateHistory(ctx context.Context, cfg checkpoints.Config, op
 	if cfg.CheckpointID != "" && opts.Before == "" {
 		opts.Before = cfg.CheckpointID
 	}
+	if opts.MetadataOnly {
+		opts.Headers = true // a snapshot header needs no version maps
+	}
 	tups, err := g.cfg.Checkpointer.List(ctx, checkpoints.ListQuery{ThreadID: cfg.ThreadID, Namespace: cfg.Namespace}, opts)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]*StateSnapshot, 0, len(tups))
-	for _, tup := range tups {
-		if opts.MetadataOnly {
-			out = append(out, &StateSnapshot{Config: tup.Config, ParentConfig: tup.ParentConfig, Metadata: tup.Metadata, CreatedAt: tup.Checkpoint.TS})
-			continue
+	if opts.MetadataOnly {
+		snaps := make([]StateSnapshot, len(tups)) // one allocation for the page
+		for i, tup := range tups {
+			snaps[i] = StateSnapshot{Config: tup.Config, ParentConfig: tup.ParentConfig, Metadata: tup.Metadata, CreatedAt: tup.Checkpoint.TS}
+			out = append(out, &snaps[i])
 		}
+		return out, nil
+	}
+	for _, tup := range tups {
 		s, err := g.snapshot(tup, false)
 		if err != nil {
 			return nil, err
