@@ -114,6 +114,16 @@ type TaskInterrupted struct {
 	Interrupts []Interruption
 }
 
+// ValuesEmitted reports the state outside a barrier: when a run resumes
+// (the state it resumes from) and when it stops at an interrupt (with the
+// writes of the tasks that finished applied, and the pending interrupts),
+// as upstream's "values" stream does.
+type ValuesEmitted struct {
+	Step       int
+	Values     map[string]any
+	Interrupts []Interruption
+}
+
 // RunFinished closes a run; Err is nil on success.
 type RunFinished struct {
 	RunID  string
@@ -132,3 +142,4 @@ func (CheckpointSaved) isEvent() {}
 func (Custom) isEvent()          {}
 func (RunFinished) isEvent()     {}
 func (TaskInterrupted) isEvent() {}
+func (ValuesEmitted) isEvent()   {}

@@ -441,6 +441,9 @@ func (l *loop) first(ctx context.Context, input any) error {
 		// Resuming: acknowledge breakpoints so they do not fire again
 		// until something changes.
 		l.seenInterrupt = slices.Clone(l.versions)
+		if l.emit != nil {
+			l.emit.send(ValuesEmitted{Step: l.step, Values: l.values()})
+		}
 		return nil
 	}
 	writes, err := l.mapInput(input)
@@ -973,6 +976,9 @@ func (l *loop) interrupted(tasks []*task) error {
 		// Errors here only affect the in-memory view; the saved pending
 		// writes are what a resume uses.
 		_, _ = l.apply(done)
+	}
+	if l.emit != nil {
+		l.emit.send(ValuesEmitted{Step: l.step, Values: l.values(), Interrupts: slices.Clone(is)})
 	}
 	return &Interrupted{Interrupts: is}
 }

@@ -171,6 +171,17 @@ func (p *projector) project(ev Event) {
 		if p.on(StreamCustom) {
 			p.sendNS(StreamCustom, e.Task.Namespace, e.Payload)
 		}
+	case ValuesEmitted:
+		if p.on(StreamValues) {
+			v := make(map[string]any, len(e.Values)+1)
+			for k, x := range e.Values {
+				v[k] = x
+			}
+			if len(e.Interrupts) > 0 {
+				v["__interrupt__"] = e.Interrupts
+			}
+			p.send(StreamValues, v)
+		}
 	case TaskInterrupted:
 		if p.on(StreamUpdates) {
 			p.sendNS(StreamUpdates, e.Task.Namespace, map[string]any{"__interrupt__": e.Interrupts})

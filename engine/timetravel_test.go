@@ -214,3 +214,67 @@ func TestBreakpointsInWaitingEdgeFanOut(t *testing.T) {
 		t.Fatalf("resume: %+v %v", out, err)
 	}
 }
+
+type robotState struct {
+	RobotInput string `json:"robot_input"`
+	HumanInput string `json:"human_input"`
+}
+
+// Reference §11 case 21: interrupts in the values and updates streams. The
+// run that stops shows the interrupt in both; the resume streams the state
+// it resumes from first.
+func TestInterruptInValuesAndUpdatesStreams(t *testing.T) {
+	t.Parallel()
+	g := engine.NewStateGraph[robotState]()
+	g.AddNode("robot", func(context.Context, robotState) (engine.Output, error) {
+		return engine.Update{"robot_input": "beep"}, nil
+	})
+	g.AddNode("human_input_node", func(ctx context.Context, s robotState) (engine.Output, error) {
+		a, err := engine.Interrupt(ctx, "what does the human say?")
+		if err != nil {
+			return nil, err
+		}
+		return engine.Update{"human_input": a}, nil
+	})
+	g.AddEdge(engine.Start, "robot").AddEdge("robot", "human_input_node")
+	cg, err := g.Compile(engine.CompileOptions{Checkpointer: checkpoints.NewMemory()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	opts := &engine.RunOptions{ThreadID: "1"}
+	shape := func(in any) (out []string, last map[string]any) {
+		for p, err := range cg.Stream(ctx, in, opts, engine.StreamUpdates, engine.StreamValues) {
+			if err != nil {
+				if !errors.Is(err, engine.ErrInterrupted) {
+					t.Fatal(err)
+				}
+				continue
+			}
+			m := p.Data.(map[string]any)
+			keys := make([]string, 0, len(m))
+			for k := range m {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			out = append(out, string(p.Mode)+strings.Join(keys, "+"))
+			last = m
+		}
+		return out, last
+	}
+	got, last := shape(engine.Update{"robot_input": ""})
+	// Keys without a value are absent, as upstream; the first values part
+	// is the input applied by START.
+	want := []string{"valuesrobot_input", "updatesrobot", "valuesrobot_input", "updates__interrupt__", "values__interrupt__+robot_input"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("first run streamed %v\nwant %v", got, want)
+	}
+	if is, ok := last["__interrupt__"].([]engine.Interruption); !ok || len(is) != 1 || is[0].Value != "what does the human say?" {
+		t.Fatalf("last values part %v", last)
+	}
+	got, last = shape(engine.Command{Resume: "hello"})
+	want = []string{"valuesrobot_input", "updateshuman_input_node", "valueshuman_input+robot_input"}
+	if !reflect.DeepEqual(got, want) || last["human_input"] != "hello" {
+		t.Fatalf("resume streamed %v (last %v)\nwant %v", got, last, want)
+	}
+}
