@@ -278,3 +278,41 @@ func TestInterruptInValuesAndUpdatesStreams(t *testing.T) {
 		t.Fatalf("resume streamed %v (last %v)\nwant %v", got, last, want)
 	}
 }
+
+// UpdateStateWith reports the fork it makes, with its parent and next tasks,
+// so a viewer can draw the new branch live.
+func TestUpdateStateEmitsTheNewCheckpoint(t *testing.T) {
+	t.Parallel()
+	g, _ := abGraph(t)
+	ctx := context.Background()
+	if _, err := g.Invoke(ctx, engine.Update{"log": []string{}}, &engine.RunOptions{ThreadID: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	hist, err := g.GetStateHistory(ctx, checkpoints.Config{ThreadID: "1"}, engine.HistoryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var beforeB *engine.StateSnapshot
+	for _, h := range hist {
+		if reflect.DeepEqual(h.Next, []string{"node_b"}) {
+			beforeB = h
+		}
+	}
+	if beforeB == nil {
+		t.Fatal("no checkpoint before node_b")
+	}
+	var saved []engine.CheckpointSaved
+	fork, err := g.UpdateStateWith(ctx, beforeB.Config, [][]engine.StateUpdate{{{Values: engine.Update{"log": "x"}, AsNode: "node_a"}}},
+		engine.UpdateOptions{Listener: func(ev engine.Event) {
+			if c, ok := ev.(engine.CheckpointSaved); ok {
+				saved = append(saved, c)
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(saved) != 1 || saved[0].Config != fork || saved[0].Parent == nil || saved[0].Parent.CheckpointID != beforeB.Config.CheckpointID ||
+		saved[0].Metadata.Source != checkpoints.SourceUpdate || !reflect.DeepEqual(saved[0].Next, []string{"node_b"}) {
+		t.Fatalf("events = %+v", saved)
+	}
+}
