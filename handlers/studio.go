@@ -11,10 +11,12 @@ import (
 	"github.com/a-h/templ"
 	"github.com/go-chi/chi/v5"
 
+	"github.com/superstep-dev/superstep/cache"
 	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/engine"
 	"github.com/superstep-dev/superstep/runs"
 	"github.com/superstep-dev/superstep/static"
+	"github.com/superstep-dev/superstep/store"
 	"github.com/superstep-dev/superstep/web"
 )
 
@@ -43,7 +45,10 @@ const MaxBodyBytes = 1 << 20
 
 // Routes are the Studio's graph, thread and live pages over one Runner.
 type Routes struct {
-	Runs   Runner
+	Runs Runner
+	// Store and Cache back the store and cache pages; nil hides them.
+	Store  store.Store
+	Cache  cache.Cache
 	Logger *slog.Logger
 	// OriginPatterns are extra hosts allowed to open the websocket (the
 	// Studio's own host always is); see websocket.AcceptOptions.
@@ -62,6 +67,8 @@ func (rt Routes) Mount(r chi.Router) {
 	r.Method(http.MethodPost, "/threads/{thread}/resume", ResumeRun(rt))
 	r.Method(http.MethodPost, "/threads/{thread}/cancel", CancelRun(rt))
 	rt.mountTimeTravel(r)
+	rt.mountStore(r)
+	rt.mountCache(r)
 	r.Method(http.MethodGet, "/static/*", http.StripPrefix("/static/", http.FileServerFS(static.FS)))
 }
 

@@ -157,7 +157,7 @@ func Open(ctx context.Context, cfg Config) (*Studio, error) {
 	r.Use(middleware.Recoverer)
 	r.Method(http.MethodGet, "/healthz", handlers.Health{Backends: s.backends, DB: db, Logger: log})
 	r.Method(http.MethodGet, "/", handlers.Index{Backends: s.backends, Logger: log})
-	handlers.Routes{Runs: mgr, Logger: log}.Mount(r)
+	handlers.Routes{Runs: mgr, Store: b.Store, Cache: b.Cache, Logger: log}.Mount(r)
 	s.runs = mgr
 	s.handler = handlers.Secure(handlers.RequireToken(cfg.AuthToken, r))
 	return s, nil
