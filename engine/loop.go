@@ -603,6 +603,7 @@ func (l *loop) prepare() ([]*task, error) {
 		}
 		t := l.newTask(n)
 		t.triggers, t.input, t.idx = n.sortedTriggers(), in, -1
+		t.builtInput = n.input != nil
 		if l.needIDs {
 			t.ID()
 		}

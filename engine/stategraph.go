@@ -73,6 +73,21 @@ type Route struct {
 	one string
 }
 
+// asValue unboxes a T given as a T or as a *T (the state builder returns a
+// pointer: boxing the pointer costs no allocation, boxing a copy would).
+func asValue[T any](in any) (T, bool) {
+	switch v := in.(type) {
+	case T:
+		return v, true
+	case *T:
+		if v != nil {
+			return *v, true
+		}
+	}
+	var zero T
+	return zero, false
+}
+
 // To routes to the named nodes (End stops the branch).
 func To(nodes ...string) Route {
 	if len(nodes) == 1 {
@@ -213,7 +228,7 @@ func (g *StateGraph[S]) AddNode(name string, fn func(ctx context.Context, state 
 		return g
 	}
 	return g.addNode(name, reflect.TypeFor[S](), func(ctx context.Context, in any) (Output, error) {
-		s, ok := in.(S)
+		s, ok := asValue[S](in)
 		if !ok {
 			return nil, fmt.Errorf("%w: node %q received %T, want %s", ErrInvalidUpdate, name, in, reflect.TypeFor[S]())
 		}
@@ -229,7 +244,7 @@ func AddNodeFunc[S, T any](g *StateGraph[S], name string, fn func(ctx context.Co
 		return g
 	}
 	return g.addNode(name, reflect.TypeFor[T](), func(ctx context.Context, in any) (Output, error) {
-		v, ok := in.(T)
+		v, ok := asValue[T](in)
 		if !ok {
 			return nil, fmt.Errorf("%w: node %q received %T, want %s", ErrInvalidUpdate, name, in, reflect.TypeFor[T]())
 		}
@@ -307,7 +322,13 @@ func (g *StateGraph[S]) AddConditionalEdges(src string, router func(ctx context.
 		g.errs = append(g.errs, fmt.Errorf("%w: conditional edge from %q has a nil router", ErrInvalidGraph, src))
 		return g
 	}
-	b := &sgBranch{pathMap: pathMap, router: func(ctx context.Context, st any) (Route, error) { return router(ctx, st.(S)) }}
+	b := &sgBranch{pathMap: pathMap, router: func(ctx context.Context, st any) (Route, error) {
+		v, ok := asValue[S](st)
+		if !ok {
+			return Route{}, fmt.Errorf("%w: router after %q received %T", ErrInvalidUpdate, src, st)
+		}
+		return router(ctx, v)
+	}}
 	for _, dest := range pathMap {
 		b.ends = append(b.ends, dest)
 	}

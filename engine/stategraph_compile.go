@@ -471,9 +471,13 @@ type inputPlan struct {
 
 var anyMapType = reflect.TypeFor[map[string]any]()
 
-// structValues returns a struct's json-tagged fields as a map.
+// structValues returns a struct's (or a struct pointer's) json-tagged
+// fields as a map.
 func structValues(v any) map[string]any {
 	rv := reflect.ValueOf(v)
+	if rv.Kind() == reflect.Pointer && !rv.IsNil() {
+		rv = rv.Elem()
+	}
 	if rv.Kind() != reflect.Struct {
 		return nil
 	}
@@ -542,7 +546,8 @@ func (p *inputPlan) build(r reader) (any, error) {
 	if p.raw {
 		return reflect.Zero(p.typ).Interface(), nil
 	}
-	v := reflect.New(p.typ).Elem()
+	ptr := reflect.New(p.typ)
+	v := ptr.Elem()
 	for _, f := range p.fields {
 		x, ok := r.read(f.idx)
 		if !ok || x == nil {
@@ -557,7 +562,8 @@ func (p *inputPlan) build(r reader) (any, error) {
 		}
 		v.Field(f.index).Set(xv)
 	}
-	return v.Interface(), nil
+	// A pointer boxes without copying; readers accept T or *T (asValue).
+	return ptr.Interface(), nil
 }
 
 // Invoke runs the graph with input (an Update; nil resumes the thread) and
@@ -571,7 +577,7 @@ func (g *Graph[S]) Invoke(ctx context.Context, input any, opts *RunOptions) (S, 
 	if out == nil {
 		return zero, err
 	}
-	s, ok := out.(S)
+	s, ok := asValue[S](out)
 	if !ok {
 		return zero, fmt.Errorf("output is %T, want %T", out, zero)
 	}

@@ -36,6 +36,9 @@ type task struct {
 	useCache bool
 	attempts int
 	err      error
+	// builtInput: input was built from the state by the node's plan (a
+	// pointer to a fresh struct), not given by a Send.
+	builtInput bool
 	// asUpdate marks a task made by UpdateState: it bumps the step but
 	// records no trigger versions and consumes nothing.
 	asUpdate bool
@@ -100,7 +103,14 @@ func (t *task) info() TaskInfo {
 	if t.push {
 		path = pushKind
 	}
-	return TaskInfo{ID: t.ID(), Name: t.name, Step: t.l.step, Triggers: t.triggers, Path: path, Index: t.idx, Namespace: t.l.ns, Input: t.input}
+	in := t.input
+	if t.builtInput {
+		// The state builder hands nodes a *S; events show the state itself.
+		if rv := reflect.ValueOf(in); rv.Kind() == reflect.Pointer && !rv.IsNil() {
+			in = rv.Elem().Interface()
+		}
+	}
+	return TaskInfo{ID: t.ID(), Name: t.name, Step: t.l.step, Triggers: t.triggers, Path: path, Index: t.idx, Namespace: t.l.ns, Input: in}
 }
 
 // less orders tasks as upstream's barrier does: pull tasks by node name,
