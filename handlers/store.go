@@ -85,13 +85,18 @@ func itemsHref(ns []string) string {
 	return "/store/items?" + url.Values{"ns": {store.JoinNamespace(ns)}}.Encode()
 }
 
-// prettyJSON is v as indented JSON; the template escapes it.
+// prettyJSON is v as indented JSON. HTML characters stay as typed (no
+// \u003c): the template escapes the text, and a person editing the value
+// sees what they stored.
 func prettyJSON(v any) string {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
 		return fmt.Sprintf("(not JSON: %v)", err)
 	}
-	return string(b)
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // namespaceTree expands the listed (depth-truncated) namespaces into every
@@ -165,12 +170,9 @@ func itemRows(items []store.SearchItem) []web.StoreItemRow {
 		if it.Score != nil {
 			row.Score = strconv.FormatFloat(*it.Score, 'f', 3, 64)
 		}
-		b, err := json.Marshal(it.Value)
-		if err == nil {
-			row.Preview = string(b)
-			if len(row.Preview) > 120 {
-				row.Preview = strings.ToValidUTF8(row.Preview[:120], "") + "…"
-			}
+		row.Preview = strings.Join(strings.Fields(prettyJSON(it.Value)), " ")
+		if len(row.Preview) > 120 {
+			row.Preview = strings.ToValidUTF8(row.Preview[:120], "") + "…"
 		}
 		out = append(out, row)
 	}
