@@ -26,6 +26,9 @@ type BinaryOperator struct {
 	// viewOK says it is current.
 	view   any
 	viewOK bool
+	// appends is set when reduce is AppendReducer, whose fold of a step's
+	// values can be done as one append (appendAll).
+	appends bool
 	// mu guards view: Get may be called by parallel tasks between
 	// barriers (routers reading the state), and builds view lazily.
 	mu sync.Mutex
@@ -45,6 +48,7 @@ var _ Channel = (*BinaryOperator)(nil)
 // A nil reduce makes every non-empty Update fail with a clear error.
 func NewBinaryOperator(typ reflect.Type, reduce Reducer) *BinaryOperator {
 	c := &BinaryOperator{vt: newValueType(typ), reduce: reduce}
+	c.appends = reduce != nil && reflect.ValueOf(reduce).Pointer() == reflect.ValueOf(Reducer(AppendReducer)).Pointer()
 	c.reset()
 	return c
 }
@@ -92,6 +96,15 @@ func overwriteOf(v any) (any, bool) {
 	return nil, false
 }
 
+func anyOverwrite(values []any) bool {
+	for _, v := range values {
+		if _, ok := overwriteOf(v); ok {
+			return true
+		}
+	}
+	return false
+}
+
 // overwriteKey is upstream's JSON marker for an Overwrite.
 const overwriteKey = "__overwrite__"
 
@@ -107,6 +120,18 @@ func (c *BinaryOperator) Update(values []any) (bool, error) {
 		return false, fmt.Errorf("%w: the channel has no reducer; pass one to NewBinaryOperator", ErrInvalidUpdate)
 	}
 	cur, has := c.value, c.has
+	if c.appends && has && len(values) > 1 && !anyOverwrite(values) {
+		// A step's appends in one go: one growth and one boxed slice
+		// instead of one per value (fan-ins write many values at once).
+		if out, ok := appendAll(cur, values); ok {
+			checked, err := c.vt.check(out)
+			if err != nil {
+				return false, fmt.Errorf("reducer result: %w", err)
+			}
+			c.value, c.has, c.viewOK = checked, true, false
+			return true, nil
+		}
+	}
 	overwritten := false
 	for _, v := range values {
 		if ov, ok := overwriteOf(v); ok {
@@ -181,7 +206,7 @@ func (c *BinaryOperator) Checkpoint() (json.RawMessage, bool, error) {
 // FromCheckpoint returns a BinaryOperator with the same type and reducer
 // holding the saved value; no data gives the initial zero value.
 func (c *BinaryOperator) FromCheckpoint(data json.RawMessage) (Channel, error) {
-	out := &BinaryOperator{vt: c.vt, reduce: c.reduce}
+	out := &BinaryOperator{vt: c.vt, reduce: c.reduce, appends: c.appends}
 	if isAbsent(data) {
 		out.reset()
 		return out, nil
@@ -198,7 +223,7 @@ func (c *BinaryOperator) FromCheckpoint(data json.RawMessage) (Channel, error) {
 // shared with its capacity clipped, so the first append on either side
 // reallocates instead of writing into memory the other one can see.
 func (c *BinaryOperator) Copy() Channel {
-	cp := &BinaryOperator{vt: c.vt, reduce: c.reduce, has: c.has}
+	cp := &BinaryOperator{vt: c.vt, reduce: c.reduce, appends: c.appends, has: c.has}
 	cp.value = clipSlice(c.value)
 	return cp
 }

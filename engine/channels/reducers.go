@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 )
 
 // AppendReducer appends to a slice: next is either one element or a slice
@@ -44,6 +45,47 @@ func AppendReducer(current, next any) (any, error) {
 		}
 	}
 	return appendReflect(current, next)
+}
+
+// appendAll folds values into current as AppendReducer would, one after
+// another, but growing the slice once. It reports false (and the caller
+// folds one by one) for types it does not handle and for Overwrites.
+func appendAll(current any, values []any) (any, bool) {
+	switch cur := current.(type) {
+	case []string:
+		return appendBatch(cur, values)
+	case []int:
+		return appendBatch(cur, values)
+	case []float64:
+		return appendBatch(cur, values)
+	case []map[string]any:
+		return appendBatch(cur, values)
+	}
+	return nil, false
+}
+
+func appendBatch[T any](cur []T, values []any) (any, bool) {
+	extra := 0
+	for _, v := range values {
+		switch x := v.(type) {
+		case T:
+			extra++
+		case []T:
+			extra += len(x)
+		default:
+			return nil, false
+		}
+	}
+	out := slices.Grow(cur, extra)
+	for _, v := range values {
+		switch x := v.(type) {
+		case T:
+			out = append(out, x)
+		case []T:
+			out = append(out, x...)
+		}
+	}
+	return out, true
 }
 
 // appendFast handles the common element types without reflect.
