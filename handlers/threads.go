@@ -81,10 +81,7 @@ func ThreadPage(rt Routes) http.Handler {
 		}
 		v := web.ThreadView{ID: t.ID, Graph: t.Graph, Status: string(t.Status), Updated: when(t.Updated), Error: t.Error, SVG: string(svg), Before: t.Before, After: t.After}
 		v.Tasks, v.Channels = fold(evs)
-		for _, p := range t.Pending {
-			s, cut := runs.Preview(p.Value, PendingPreviewBytes)
-			v.Pending = append(v.Pending, web.PendingView{ID: p.ID, Node: p.Node, Value: s, Truncated: cut})
-		}
+		v.Pending = pendingViews(t.Pending)
 		render(w, r, rt.Logger, http.StatusOK, web.Thread(v))
 	})
 }
@@ -150,13 +147,15 @@ func fold(evs []runs.Event) ([]web.TaskRow, []web.ChannelRow) {
 }
 
 // ResumeRun answers POST /threads/{thread}/resume. The form's action is
-// approve (answer true), reject (false), respond (the JSON in value) or
-// continue (a breakpoint: no answer); interrupt_id, when set, answers that
-// interrupt only.
+// approve (answer true), reject (false), respond (the JSON in value),
+// form (a typed form built from the interrupt's answer schema; the answer
+// is the JSON object of its fields) or continue (a breakpoint: no answer);
+// interrupt_id, when set, answers that interrupt only.
 func ResumeRun(rt Routes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := chi.URLParam(r, "thread")
-		if _, err := rt.Runs.Thread(id); err != nil {
+		t, err := rt.Runs.Thread(id)
+		if err != nil {
 			fail(w, r, rt.Logger, err)
 			return
 		}
@@ -177,9 +176,16 @@ func ResumeRun(rt Routes) http.Handler {
 				return
 			}
 			answer = v
+		case "form":
+			v, err := typedAnswer(t, r.PostForm.Get("interrupt_id"), r.PostForm)
+			if err != nil {
+				fail(w, r, rt.Logger, fmt.Errorf("typed answer: %w", err))
+				return
+			}
+			answer = v
 		case "continue":
 		default:
-			fail(w, r, rt.Logger, fmt.Errorf("%w: action %q: use approve, reject, respond or continue", runs.ErrInvalidInput, action))
+			fail(w, r, rt.Logger, fmt.Errorf("%w: action %q: use approve, reject, respond or continue (or form, for a schema question)", runs.ErrInvalidInput, action))
 			return
 		}
 		if iid := r.PostForm.Get("interrupt_id"); iid != "" {
