@@ -294,3 +294,16 @@ func TestStorePagesNeedAStore(t *testing.T) {
 	f := storeSetup(t, nil)
 	want(t, f.get(t, "/store"), http.StatusNotFound)
 }
+
+// A form posted from another site writes nothing.
+func TestStoreCrossSitePutIsRefused(t *testing.T) {
+	t.Parallel()
+	s := memoryStore(t)
+	f := storeSetup(t, s)
+	r := f.do(t, http.MethodPost, "/store/put", strings.NewReader(putForm("a", "k", `{"x": 1}`).Encode()), map[string]string{
+		"Content-Type": "application/x-www-form-urlencoded", "Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"})
+	want(t, r, http.StatusForbidden)
+	if it, err := store.Get(context.Background(), s, []string{"a"}, "k"); err != nil || it != nil {
+		t.Fatalf("a cross-site put wrote %v (%v)", it, err)
+	}
+}
