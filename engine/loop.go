@@ -922,29 +922,14 @@ func (l *loop) runTasks(ctx context.Context, tasks []*task) error {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		firstErr error
-	)
+	step := &stepRun{ctx: cctx, cancel: cancel}
 	for _, t := range run {
-		wg.Add(1)
-		spawn(func() {
-			defer wg.Done()
-			if err := t.execute(cctx); err != nil {
-				if errors.Is(err, errInterruptSignal) {
-					return // not a failure: siblings go on
-				}
-				mu.Lock()
-				if firstErr == nil && (cctx.Err() == nil || !errors.Is(err, context.Canceled)) {
-					firstErr = err
-				}
-				mu.Unlock()
-				cancel()
-			}
-		})
+		step.wg.Add(1)
+		t.sr = step
+		spawn(t)
 	}
-	wg.Wait()
+	step.wg.Wait()
+	firstErr := step.firstErr
 	if firstErr == nil {
 		firstErr = ctx.Err()
 	}
@@ -952,6 +937,32 @@ func (l *loop) runTasks(ctx context.Context, tasks []*task) error {
 		return firstErr
 	}
 	return l.interrupted(tasks)
+}
+
+// stepRun is what the parallel tasks of one superstep share.
+type stepRun struct {
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	firstErr error
+}
+
+// run is a task's job on a worker: execute, record the first real failure
+// and cancel the siblings. The task itself is the job (no closure per task).
+func (t *task) run() {
+	s := t.sr
+	defer s.wg.Done()
+	err := t.execute(s.ctx)
+	if err == nil || errors.Is(err, errInterruptSignal) {
+		return // an interrupt is not a failure: siblings go on
+	}
+	s.mu.Lock()
+	if s.firstErr == nil && (s.ctx.Err() == nil || !errors.Is(err, context.Canceled)) {
+		s.firstErr = err
+	}
+	s.mu.Unlock()
+	s.cancel()
 }
 
 // interrupted collects the step's interrupts into an *Interrupted error.

@@ -8,26 +8,29 @@ import "time"
 // fan-outs of small nodes. Concurrency is never limited — a task that finds
 // no idle worker gets a new goroutine — because nodes are often I/O-bound;
 // idle workers exit after workerIdle.
-var workerJobs = make(chan func())
+var workerJobs = make(chan job)
+
+// job is work for a worker; a *task is one.
+type job interface{ run() }
 
 const workerIdle = 10 * time.Second
 
-func spawn(job func()) {
+func spawn(j job) {
 	select {
-	case workerJobs <- job:
+	case workerJobs <- j:
 	default:
-		go worker(job)
+		go worker(j)
 	}
 }
 
-func worker(job func()) {
-	job()
+func worker(j job) {
+	j.run()
 	idle := time.NewTimer(workerIdle)
 	defer idle.Stop()
 	for {
 		select {
-		case job := <-workerJobs:
-			job()
+		case j := <-workerJobs:
+			j.run()
 			if !idle.Stop() {
 				<-idle.C
 			}
