@@ -21,6 +21,9 @@ type TopoNode struct {
 	Deferred bool
 	Cached   bool
 	Retried  bool
+	// Subgraph is the topology of the graph the node runs, for nodes added
+	// with AddSubgraph (nil otherwise): viewers can expand it in place.
+	Subgraph *Topology
 }
 
 // TopoEdge is an edge of a Topology.
@@ -64,7 +67,12 @@ func (g *StateGraph[S]) topologyOf() Topology {
 	t.Nodes = append(t.Nodes, TopoNode{Name: Start})
 	for _, name := range g.order {
 		n := g.nodes[name]
-		t.Nodes = append(t.Nodes, TopoNode{Name: name, Deferred: n.deferred, Cached: n.cache != nil, Retried: len(n.retry) > 0})
+		tn := TopoNode{Name: name, Deferred: n.deferred, Cached: n.cache != nil, Retried: len(n.retry) > 0}
+		if n.subCompiled != nil {
+			sub := n.subCompiled.Topology()
+			tn.Subgraph = &sub
+		}
+		t.Nodes = append(t.Nodes, tn)
 	}
 	t.Nodes = append(t.Nodes, TopoNode{Name: End})
 	for _, e := range g.edges {

@@ -163,6 +163,12 @@ func (g *Pregel) Name() string { return g.cfg.Name }
 // Checkpointer is the graph's saver (nil when none).
 func (g *Pregel) Checkpointer() checkpoints.Saver { return g.cfg.Checkpointer }
 
+// Breakpoints returns the nodes the graph was compiled to stop before and
+// after ("*" = every visible node). Per-run RunOptions may replace them.
+func (g *Pregel) Breakpoints() (before, after []string) {
+	return slices.Clone(g.cfg.InterruptBefore), slices.Clone(g.cfg.InterruptAfter)
+}
+
 // NodeNames lists the nodes, sorted.
 func (g *Pregel) NodeNames() []string { return slices.Clone(g.nodeNames) }
 

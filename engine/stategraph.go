@@ -56,6 +56,7 @@ type sgNode struct {
 	destinations []string
 	identity     string
 	subgraph     *Pregel
+	subCompiled  Compiled // the subgraph as given, for its topology
 }
 
 type waitingEdge struct {

@@ -67,7 +67,7 @@ func (g *StateGraph[S]) AddSubgraph(name string, sub Compiled, opts ...NodeOptio
 		return upd, nil
 	}, opts)
 	if n := g.nodes[name]; n != nil {
-		n.subgraph = sp
+		n.subgraph, n.subCompiled = sp, sub
 		n.plan = &inputPlan{typ: anyMapType, asMap: true}
 		for _, f := range g.fields {
 			if shared[f.name] {

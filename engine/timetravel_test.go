@@ -316,3 +316,48 @@ func TestUpdateStateEmitsTheNewCheckpoint(t *testing.T) {
 		t.Fatalf("events = %+v", saved)
 	}
 }
+
+// A subgraph node carries its graph's topology, for viewers that expand it;
+// compiled breakpoints are visible on the graph.
+func TestSubgraphTopologyAndBreakpoints(t *testing.T) {
+	t.Parallel()
+	inner := engine.NewStateGraph[logState]()
+	inner.AddNode("inner_1", logNode("i1")).AddNode("inner_2", logNode("i2"))
+	inner.AddEdge(engine.Start, "inner_1").AddEdge("inner_1", "inner_2")
+	sub, err := inner.Compile(engine.CompileOptions{InterruptBefore: []string{"inner_2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outer := engine.NewStateGraph[logState]()
+	outer.AddNode("a", logNode("a")).AddSubgraph("inner", sub)
+	outer.AddEdge(engine.Start, "a").AddEdge("a", "inner")
+	g, err := outer.Compile(engine.CompileOptions{InterruptAfter: []string{"a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found *engine.Topology
+	for _, n := range g.Topology().Nodes {
+		if n.Name == "inner" {
+			found = n.Subgraph
+		}
+		if n.Name == "a" && n.Subgraph != nil {
+			t.Fatal("a plain node has a subgraph topology")
+		}
+	}
+	if found == nil {
+		t.Fatal("the subgraph node has no topology")
+	}
+	var names []string
+	for _, n := range found.Nodes {
+		names = append(names, n.Name)
+	}
+	if !reflect.DeepEqual(names, []string{engine.Start, "inner_1", "inner_2", engine.End}) {
+		t.Fatalf("subgraph nodes %v", names)
+	}
+	if b, a := g.Pregel().Breakpoints(); len(b) != 0 || !reflect.DeepEqual(a, []string{"a"}) {
+		t.Fatalf("breakpoints before %v after %v", b, a)
+	}
+	if b, _ := sub.Pregel().Breakpoints(); !reflect.DeepEqual(b, []string{"inner_2"}) {
+		t.Fatalf("subgraph breakpoints %v", b)
+	}
+}
