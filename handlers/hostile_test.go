@@ -167,6 +167,11 @@ func hostileCases() []hostileCase {
 		post(fmt.Sprintf("cache clear namespace %d", i), "/cache/clear", url.Values{"namespace": {k}}, http.StatusBadRequest, "nothing is cached")
 		post(fmt.Sprintf("start graph name %d", i), "/graphs/"+url.PathEscape(k)+"/runs", url.Values{}, http.StatusNotFound, "")
 	}
+	// An escaped NUL decodes fine but no checkpointer may store it: the
+	// edit is the request's fault (this was a 500 before statusOf knew
+	// checkpoints.ErrInvalidValue).
+	post("edit value escaped NUL", "/threads/%T/checkpoints/%C/update", url.Values{"key": {"answer"}, "value": {`"a\u0000b"`}}, http.StatusBadRequest, "NUL")
+	post("start input escaped NUL", "/graphs/approval/runs", url.Values{"input": {`{"answer": "a\u0000b"}`}}, http.StatusBadRequest, "NUL")
 	post("resume action script", "/threads/%T/resume", url.Values{"action": {xss}}, http.StatusBadRequest, "action")
 	post("edit as-node script", "/threads/%T/checkpoints/%C/update", url.Values{"key": {"answer"}, "value": {`"x"`}, "as_node": {xss}}, http.StatusBadRequest, "is not a node")
 	post("start recursion limit script", "/graphs/approval/runs", url.Values{"recursion_limit": {xss}}, http.StatusBadRequest, "not a whole number")

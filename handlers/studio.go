@@ -100,7 +100,10 @@ func statusOf(err error) int {
 	case errors.Is(err, runs.ErrThreadBusy), errors.Is(err, runs.ErrNotInterrupted),
 		errors.Is(err, runs.ErrNotRunning), errors.Is(err, runs.ErrGraphMismatch):
 		return http.StatusConflict
-	case errors.Is(err, runs.ErrInvalidInput), errors.Is(err, ErrBadJSON), errors.Is(err, errBadForm):
+	case errors.Is(err, runs.ErrInvalidInput), errors.Is(err, ErrBadJSON), errors.Is(err, errBadForm),
+		// A value the checkpointer cannot store (a NUL in a string) is the
+		// request's fault, not the server's.
+		errors.Is(err, checkpoints.ErrInvalidValue):
 		return http.StatusBadRequest
 	}
 	var mbe *http.MaxBytesError
