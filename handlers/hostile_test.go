@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coder/websocket"
 	"github.com/go-chi/chi/v5"
 
 	"github.com/superstep-dev/superstep/cache"
@@ -197,6 +198,7 @@ func hostileCases() []hostileCase {
 		post("resume thread "+name, "/threads/"+id+"/resume", url.Values{"action": {"approve"}}, http.StatusNotFound, "")
 		post("cancel thread "+name, "/threads/"+id+"/cancel", url.Values{}, http.StatusNotFound, "")
 		get("thread page "+name, "/threads/"+id, http.StatusNotFound, "")
+		get("thread websocket "+name, "/threads/"+id+"/ws", http.StatusNotFound, "")
 		get("tree page "+name, "/threads/%T/checkpoints/"+id, http.StatusBadRequest, "is not a checkpoint id")
 		get("value page "+name, "/threads/%T/checkpoints/"+id+"/values/answer", http.StatusBadRequest, "is not a checkpoint id")
 		get("tree before "+name, "/threads/%T/checkpoints?before="+id, http.StatusBadRequest, "is not a checkpoint id")
@@ -321,6 +323,28 @@ func TestHostileCrossSitePost(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A websocket opened from another site's page is refused with 403 before
+// it subscribes; the Studio's own origin is accepted.
+func TestHostileCrossSiteWebsocket(t *testing.T) {
+	t.Parallel()
+	f := hostileSetup(t, memoryStore(t))
+	u := "ws" + strings.TrimPrefix(f.srv.URL, "http") + "/threads/" + f.thread + "/ws"
+	ctx := context.Background()
+	c, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: http.Header{"Origin": {"https://evil.example"}}})
+	if err == nil {
+		c.CloseNow()
+		t.Fatal("a cross-site websocket was accepted")
+	}
+	if resp == nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("cross-site websocket = %v, %v; want 403", resp, err)
+	}
+	c, _, err = websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: http.Header{"Origin": {f.srv.URL}}})
+	if err != nil {
+		t.Fatalf("same-origin websocket refused: %v", err)
+	}
+	c.CloseNow()
 }
 
 // Serialized-object envelopes, injection keys, a lone surrogate and an
