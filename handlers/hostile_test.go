@@ -172,6 +172,8 @@ func hostileCases() []hostileCase {
 	// edit is the request's fault (this was a 500 before statusOf knew
 	// checkpoints.ErrInvalidValue).
 	post("edit value escaped NUL", "/threads/%T/checkpoints/%C/update", url.Values{"key": {"answer"}, "value": {`"a\u0000b"`}}, http.StatusBadRequest, "NUL")
+	// Likewise an answer: it was accepted (303) and then failed the run.
+	post("resume value escaped NUL", "/threads/%T/resume", url.Values{"action": {"respond"}, "value": {`{"note": "a\u0000b"}`}}, http.StatusBadRequest, "NUL")
 	post("start input escaped NUL", "/graphs/approval/runs", url.Values{"input": {`{"answer": "a\u0000b"}`}}, http.StatusBadRequest, "NUL")
 	post("resume action script", "/threads/%T/resume", url.Values{"action": {xss}}, http.StatusBadRequest, "action")
 	post("edit as-node script", "/threads/%T/checkpoints/%C/update", url.Values{"key": {"answer"}, "value": {`"x"`}, "as_node": {xss}}, http.StatusBadRequest, "is not a node")
