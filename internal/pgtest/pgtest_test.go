@@ -8,13 +8,15 @@ import (
 	"testing"
 )
 
-// TestMissingURLFailsUnderCI re-runs this test binary without
-// TEST_DATABASE_URL: under CI the database test must fail, elsewhere skip.
+// TestMissingURLFailsUnderCI re-runs itself without TEST_DATABASE_URL:
+// under CI the database test must fail, elsewhere skip. In the child
+// process it is that database test.
 func TestMissingURLFailsUnderCI(t *testing.T) {
-	t.Parallel()
 	if os.Getenv("PGTEST_CHILD") == "1" {
-		t.Skip("child process")
+		URL(t)
+		return
 	}
+	t.Parallel()
 	for _, tc := range []struct {
 		ci       string
 		wantFail bool
@@ -23,7 +25,7 @@ func TestMissingURLFailsUnderCI(t *testing.T) {
 		{ci: "true", wantFail: true, wantText: "CI must run database tests"},
 		{ci: "", wantFail: false, wantText: "SKIP"},
 	} {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestNeedsDatabase$", "-test.v")
+		cmd := exec.Command(os.Args[0], "-test.run=^TestMissingURLFailsUnderCI$", "-test.v")
 		cmd.Env = append(filteredEnv(), "PGTEST_CHILD=1", "CI="+tc.ci)
 		out, err := cmd.CombinedOutput()
 		if failed := err != nil; failed != tc.wantFail {
@@ -33,14 +35,6 @@ func TestMissingURLFailsUnderCI(t *testing.T) {
 			t.Errorf("CI=%q: output lacks %q:\n%s", tc.ci, tc.wantText, out)
 		}
 	}
-}
-
-// TestNeedsDatabase is run by TestMissingURLFailsUnderCI in a child process.
-func TestNeedsDatabase(t *testing.T) {
-	if os.Getenv("PGTEST_CHILD") != "1" {
-		t.Skip("only meaningful in the child process")
-	}
-	URL(t)
 }
 
 func filteredEnv() []string {
