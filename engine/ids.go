@@ -76,34 +76,17 @@ func formatUUID(b [16]byte) string {
 
 // idBytes is the 16 raw bytes of a UUID string (zero for malformed input).
 func idBytes(id string) [16]byte {
+	var digits [32]byte
+	n := 0
+	for i := 0; i < len(id) && n < len(digits); i++ {
+		if id[i] != '-' {
+			digits[n] = id[i]
+			n++
+		}
+	}
 	var b [16]byte
-	j := 0
-	for i := 0; i < len(id) && j < 32; i++ {
-		c := id[i]
-		if c == '-' {
-			continue
-		}
-		v := unhex(c)
-		if j%2 == 0 {
-			b[j/2] = v << 4
-		} else {
-			b[j/2] |= v
-		}
-		j++
-	}
+	_, _ = hex.Decode(b[:], digits[:n]) // malformed ids give zero bytes past the error
 	return b
-}
-
-func unhex(c byte) byte {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0'
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10
-	case 'A' <= c && c <= 'F':
-		return c - 'A' + 10
-	}
-	return 0
 }
 
 // taskIDHasher computes upstream's task ids: xxh3-128 over the checkpoint

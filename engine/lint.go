@@ -125,10 +125,6 @@ func lint(t Topology) []Warning {
 	var ws []Warning
 	out := map[string][]TopoEdge{}
 	dynamic := map[string]bool{}
-	deferred := map[string]bool{}
-	for _, n := range t.Nodes {
-		deferred[n.Name] = n.Deferred
-	}
 	for _, e := range t.Edges {
 		if e.To == "*" {
 			dynamic[e.From] = true
@@ -232,7 +228,6 @@ func lint(t Topology) []Warning {
 				Suggestion: "add a conditional edge that can route to engine.End"})
 		}
 	}
-	_ = deferred
 	return ws
 }
 

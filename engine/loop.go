@@ -633,11 +633,6 @@ func (l *loop) newTask(n *Node) *task {
 		t.writes = t.wbuf[:0]
 	}
 	t.l, t.name, t.node = l, n.Name, n
-	if l.needIDs {
-		t.ckpt = l.checkpointBytes()
-	} else {
-		t.ckpt = l.ckptBytes
-	}
 	return t
 }
 
@@ -727,18 +722,6 @@ func asSends(v any) ([]Send, error) {
 		return out, nil
 	case nil:
 		return nil, nil
-	}
-	rv := reflect.ValueOf(v)
-	if rv.Kind() == reflect.Slice {
-		out := make([]Send, 0, rv.Len())
-		for i := range rv.Len() {
-			s, ok := rv.Index(i).Interface().(Send)
-			if !ok {
-				return nil, fmt.Errorf("%w: %s written to the tasks channel is not a Send", ErrInvalidUpdate, rv.Index(i).Type())
-			}
-			out = append(out, s)
-		}
-		return out, nil
 	}
 	return nil, fmt.Errorf("%w: tasks channel holds %T", ErrInvalidUpdate, v)
 }

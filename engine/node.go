@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -228,5 +227,3 @@ func (b *NodeBuilder) Build() (*Node, error) {
 	n.Writers = slices.Clone(n.Writers)
 	return &n, nil
 }
-
-var errNodeFuncMissing = errors.New("node has no function")

@@ -101,7 +101,7 @@ func NewPregel(cfg PregelConfig) (*Pregel, error) {
 			return nil, fmt.Errorf("%w: node %q is declared twice", ErrInvalidGraph, n.Name)
 		}
 		if n.Func == nil {
-			return nil, fmt.Errorf("%w: node %q: %v", ErrInvalidGraph, n.Name, errNodeFuncMissing)
+			return nil, fmt.Errorf("%w: node %q has no function (NodeBuilder.Do)", ErrInvalidGraph, n.Name)
 		}
 		for _, c := range slices.Concat(n.Triggers, n.Channels) {
 			if _, ok := g.channels[c]; !ok {

@@ -179,15 +179,16 @@ func (g *Pregel) snapshot(tup *checkpoints.Tuple, applyPending bool) (*StateSnap
 		}
 		byID[t.ID()] = &states[i]
 	}
+	byTask := make(map[string][]checkpoints.PendingWrite, len(tasks))
+	for _, pw := range tup.PendingWrites {
+		byTask[pw.TaskID] = append(byTask[pw.TaskID], pw)
+	}
 	ran := map[string]bool{}
 	var applied []*task
 	for _, t := range tasks {
 		var ws []KV
 		st := byID[t.ID()]
-		for _, pw := range tup.PendingWrites {
-			if pw.TaskID != t.ID() {
-				continue
-			}
+		for _, pw := range byTask[t.ID()] {
 			switch pw.Channel {
 			case errorKey:
 				var msg string

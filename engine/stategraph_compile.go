@@ -69,7 +69,7 @@ func (g *StateGraph[S]) compile(opts CompileOptions) (*Pregel, error) {
 			Name:     name,
 			Triggers: append([]string{branchPrefix + name}, joins[name]...),
 			Channels: stateKeys,
-			Func:     nodeFunc(sn),
+			Func:     func(ctx context.Context, in any) (any, error) { return sn.fn(ctx, in) },
 			Writers:  append([]Writer{w}, g.edgeWriters(name, joinWrites, &plans)...),
 			Retry:    sn.retry,
 			Cache:    sn.cache,
@@ -113,16 +113,6 @@ func (g *StateGraph[S]) compile(opts CompileOptions) (*Pregel, error) {
 		return kvs, err
 	}
 	return p, nil
-}
-
-func nodeFunc(sn *sgNode) NodeFunc {
-	return func(ctx context.Context, in any) (any, error) {
-		out, err := sn.fn(ctx, in)
-		if err != nil {
-			return nil, err
-		}
-		return out, nil
-	}
 }
 
 // edgeWriters are the writes a node makes after it runs, whatever it

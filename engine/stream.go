@@ -212,10 +212,8 @@ func stateWrites(ws []KV) []KV {
 
 func isStateChannel(c string) bool {
 	return c != tasksChannel && !reservedWrite(c) && c != Start &&
-		!hasPrefix(c, branchPrefix) && !hasPrefix(c, joinPrefix)
+		!strings.HasPrefix(c, branchPrefix) && !strings.HasPrefix(c, joinPrefix)
 }
-
-func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
 
 // updatePayload is upstream's "updates" value for one task: nil for no
 // writes, a map when each key is written once, a list of one-key maps when

@@ -20,7 +20,6 @@ import (
 type task struct {
 	l        *loop
 	id       string // computed lazily by ID
-	ckpt     [16]byte
 	name     string
 	node     *Node
 	push     bool
@@ -70,10 +69,13 @@ func (t *task) ID() string {
 		l := t.l
 		ns := l.taskNS(t.name)
 		l.hmu.Lock()
+		// The step's checkpoint id is materialised here on first need
+		// (runs without a saver or listener never need it).
+		ckpt := l.checkpointBytes()
 		if t.push {
-			t.id = l.hasher.pushID(t.ckpt, ns, t.step(), t.name, t.idx)
+			t.id = l.hasher.pushID(ckpt, ns, t.step(), t.name, t.idx)
 		} else {
-			t.id = l.hasher.pullID(t.ckpt, ns, t.step(), t.name, t.triggers)
+			t.id = l.hasher.pullID(ckpt, ns, t.step(), t.name, t.triggers)
 		}
 		l.hmu.Unlock()
 	}
@@ -369,7 +371,7 @@ func decodeArg(n *Node, arg any) (any, error) {
 	if !ok {
 		return arg, nil
 	}
-	typ := n.inputType()
+	typ := n.inType
 	if typ == nil {
 		var v any
 		if err := json.Unmarshal(raw, &v); err != nil {
@@ -395,13 +397,6 @@ func (s *Send) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	s.Node, s.Arg = w.Node, w.Arg
-	return nil
-}
-
-func (n *Node) inputType() reflect.Type {
-	if n.inType != nil {
-		return n.inType
-	}
 	return nil
 }
 

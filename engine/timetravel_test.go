@@ -5,7 +5,6 @@ import (
 	"errors"
 	"reflect"
 	"sort"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -135,7 +134,6 @@ func BenchmarkHistoryPage(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/page")
-	_ = strconv.Itoa
 }
 
 type waitDocsState struct {

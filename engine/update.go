@@ -181,7 +181,6 @@ func (g *Pregel) updateSuperstep(ctx context.Context, cfg checkpoints.Config, up
 		}
 		n := g.nodes[name]
 		t := &task{l: l, name: name, node: n, triggers: []string{interruptKey}, asUpdate: true, idx: -1}
-		t.ckpt = l.ckptBytes
 		// Reuse the id of the task that would have run, so the update
 		// shows as that task's result in history.
 		for _, p := range planned {
