@@ -129,8 +129,9 @@ func (m *Memory) search(s PreparedSearch, now time.Time) []SearchItem {
 	if s.HasQuery && s.QueryVector == nil {
 		return []SearchItem{}
 	}
+	want := JoinNamespace(s.Prefix)
 	for prefix, bucket := range m.items {
-		if len(s.Prefix) > 0 && prefix != JoinNamespace(s.Prefix) && !strings.HasPrefix(prefix, JoinNamespace(s.Prefix)+".") {
+		if len(s.Prefix) > 0 && prefix != want && !strings.HasPrefix(prefix, want+".") {
 			continue
 		}
 		for _, e := range bucket {

@@ -86,18 +86,6 @@ func SplitNamespace(s string) []string {
 	return strings.Split(s, ".")
 }
 
-// HasPrefix reports whether ns starts with the labels of prefix.
-func HasPrefix(ns, prefix []string) bool {
-	if len(prefix) > len(ns) {
-		return false
-	}
-	for i, l := range prefix {
-		if ns[i] != l {
-			return false
-		}
-	}
-	return true
-}
 
 // Matches reports whether ns satisfies the condition ("*" matches any one
 // label).

@@ -179,12 +179,26 @@ func Prepare(ctx context.Context, ops []Op, o Options) (*Prepared, error) {
 	if len(texts) == 0 {
 		return p, nil
 	}
-	vecs, err := Embed(ctx, o.Index.Embedder, texts)
+	// Each distinct text is embedded once, however many fields, puts or
+	// searches carry it (HTTP embedders are paid per text).
+	slot := make([]int, len(texts))
+	index := make(map[string]int, len(texts))
+	unique := texts[:0:0]
+	for i, txt := range texts {
+		j, ok := index[txt]
+		if !ok {
+			j = len(unique)
+			index[txt] = j
+			unique = append(unique, txt)
+		}
+		slot[i] = j
+	}
+	vecs, err := Embed(ctx, o.Index.Embedder, unique)
 	if err != nil {
 		return nil, err
 	}
 	for i, t := range targets {
-		v := vecs[i]
+		v := vecs[slot[i]]
 		if norm(v) == 0 {
 			// A zero vector has no direction: cosine similarity with it is
 			// undefined, so it is neither stored nor searched with.

@@ -129,6 +129,13 @@ func Open(ctx context.Context, cfg Config) (*Studio, error) {
 		b = Backends{Checkpointer: checkpoints.NewMemory(), Cache: mc, Store: st}
 	}
 	s.b = b
+	// Expired store items are never returned, but only a sweep reclaims
+	// them (and their vectors); the cache sweeps itself.
+	sweepCtx, stopSweep := context.WithCancel(context.Background())
+	go store.RunSweeper(sweepCtx, b.Store, 0, func(err error) {
+		log.Error("store sweep", slog.Any("error", err))
+	})
+	s.closers = append(s.closers, stopSweep)
 	graphs := maps.Clone(cfg.Graphs)
 	if cfg.Build != nil {
 		built, err := cfg.Build(b)
