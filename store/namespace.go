@@ -86,7 +86,6 @@ func SplitNamespace(s string) []string {
 	return strings.Split(s, ".")
 }
 
-
 // Matches reports whether ns satisfies the condition ("*" matches any one
 // label).
 func (c MatchCondition) Matches(ns []string) bool {
