@@ -521,8 +521,8 @@ func (m *Memory) DeleteThread(ctx context.Context, threadID string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if threadID == "" {
-		return fmt.Errorf("%w: delete thread needs a thread id", ErrInvalidConfig)
+	if err := CheckDelete(threadID); err != nil {
+		return err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

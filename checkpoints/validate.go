@@ -128,12 +128,6 @@ type PreparedPut struct {
 // ErrInvalidValue (a value, metadata or channel name that cannot be
 // stored).
 func PreparePut(cfg Config, cp *Checkpoint, md Metadata, newVersions map[string]int64) (*PreparedPut, error) {
-	return preparePut(cfg, cp, md, newVersions, true)
-}
-
-// preparePut is PreparePut; without body it leaves Body nil (the memory
-// saver keeps the checkpoint as a struct and needs no encoding of it).
-func preparePut(cfg Config, cp *Checkpoint, md Metadata, newVersions map[string]int64, body bool) (*PreparedPut, error) {
 	mdJSON, err := checkPut(cfg, cp, md, newVersions)
 	if err != nil {
 		return nil, err
@@ -153,10 +147,8 @@ func preparePut(cfg Config, cp *Checkpoint, md Metadata, newVersions map[string]
 			p.Values[ch] = v
 		}
 	}
-	if body {
-		if p.Body, err = json.Marshal(&p.Checkpoint); err != nil {
-			return nil, fmt.Errorf("%w: encode checkpoint: %v", ErrInvalidValue, err)
-		}
+	if p.Body, err = json.Marshal(&p.Checkpoint); err != nil {
+		return nil, fmt.Errorf("%w: encode checkpoint: %v", ErrInvalidValue, err)
 	}
 	return p, nil
 }
@@ -238,8 +230,13 @@ func EncodeMetadata(md Metadata) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: encode metadata: %v", ErrInvalidValue, err)
 	}
-	if err := CheckValue(b); err != nil {
-		return nil, fmt.Errorf("metadata: %w", err)
+	// Without user keys every string was checked above and the encoding is
+	// written by hand (Metadata.MarshalJSON): nothing left to scan. User
+	// values may be any JSON and are checked as stored.
+	if len(md.Extra) > 0 {
+		if err := CheckValue(b); err != nil {
+			return nil, fmt.Errorf("metadata: %w", err)
+		}
 	}
 	return b, nil
 }
@@ -333,6 +330,18 @@ func EncodeFilter(filter map[string]any) ([]byte, error) {
 func CheckCopy(src, dst string) error {
 	if src == "" || dst == "" || src == dst {
 		return fmt.Errorf("%w: copy thread needs two different thread ids, got %q and %q", ErrInvalidConfig, src, dst)
+	}
+	if !ValidText(src) || !ValidText(dst) {
+		return fmt.Errorf("%w: thread ids must be valid UTF-8 without NUL", ErrInvalidConfig)
+	}
+	return nil
+}
+
+// CheckDelete checks DeleteThread's argument as every saver must. The
+// error wraps ErrInvalidConfig.
+func CheckDelete(threadID string) error {
+	if threadID == "" {
+		return fmt.Errorf("%w: delete thread needs a thread id", ErrInvalidConfig)
 	}
 	return nil
 }

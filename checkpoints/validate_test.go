@@ -1,6 +1,7 @@
 package checkpoints_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -53,5 +54,22 @@ func TestNewIDIsStrictlyIncreasing(t *testing.T) {
 			t.Fatalf("NewID() = %s, not a UUIDv7", id)
 		}
 		prev = id
+	}
+}
+
+// Both savers refuse the same unusable thread ids through the shared checks.
+func TestThreadIDChecksAreShared(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ src, dst string }{{"", "b"}, {"a", "a"}, {"\xff", "b"}, {"a", "b\x00"}} {
+		if err := checkpoints.CheckCopy(tc.src, tc.dst); !errors.Is(err, checkpoints.ErrInvalidConfig) {
+			t.Errorf("checkpoints.CheckCopy(%q, %q) = %v, want checkpoints.ErrInvalidConfig", tc.src, tc.dst, err)
+		}
+	}
+	if err := checkpoints.CheckDelete(""); !errors.Is(err, checkpoints.ErrInvalidConfig) {
+		t.Errorf("checkpoints.CheckDelete(\"\") = %v", err)
+	}
+	m := checkpoints.NewMemory()
+	if err := m.CopyThread(context.Background(), "\xff", "b"); !errors.Is(err, checkpoints.ErrInvalidConfig) {
+		t.Errorf("memory CopyThread with invalid UTF-8 = %v, want checkpoints.ErrInvalidConfig", err)
 	}
 }

@@ -42,8 +42,8 @@ WHERE b.thread_id = ANY($1) AND NOT EXISTS (SELECT 1 FROM live WHERE live.thread
 
 // DeleteThread implements checkpoints.Saver.
 func (s *Saver) DeleteThread(ctx context.Context, threadID string) error {
-	if threadID == "" {
-		return fmt.Errorf("%w: delete thread needs a thread id", checkpoints.ErrInvalidConfig)
+	if err := checkpoints.CheckDelete(threadID); err != nil {
+		return err
 	}
 	if !checkpoints.ValidText(threadID) {
 		return nil
@@ -68,9 +68,6 @@ func (s *Saver) deleteThreads(ctx context.Context, threads []string) error {
 func (s *Saver) CopyThread(ctx context.Context, src, dst string) error {
 	if err := checkpoints.CheckCopy(src, dst); err != nil {
 		return err
-	}
-	if !checkpoints.ValidText(src) || !checkpoints.ValidText(dst) {
-		return fmt.Errorf("%w: thread ids must be valid UTF-8 without NUL", checkpoints.ErrInvalidConfig)
 	}
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
 		var exists bool
