@@ -25,12 +25,8 @@ const formFieldPrefix = "field."
 // properties. Values are normalised through JSON first, so a Go struct
 // payload (as graphs pass to engine.Interrupt) is read by its json names.
 func answerSchema(value any) (map[string]any, bool) {
-	b, err := json.Marshal(value)
-	if err != nil {
-		return nil, false
-	}
-	var payload map[string]any
-	if json.Unmarshal(b, &payload) != nil {
+	payload, ok := jsonShape(value).(map[string]any)
+	if !ok {
 		return nil, false
 	}
 	s, ok := payload["schema"].(map[string]any)

@@ -9,6 +9,8 @@ import (
 	"github.com/coder/websocket"
 	"github.com/coder/websocket/wsjson"
 	"github.com/go-chi/chi/v5"
+
+	"github.com/superstep-dev/superstep/runs"
 )
 
 // writeTimeout bounds one websocket write: a tab that stops reading is
@@ -41,10 +43,13 @@ func ThreadEvents(rt Routes) http.Handler {
 			return
 		}
 		defer sub.Close()
-		send := func(v any) bool {
+		send := func(ev runs.Event) bool {
 			wctx, cancel := context.WithTimeout(ctx, writeTimeout)
 			defer cancel()
-			return wsjson.Write(wctx, c, v) == nil
+			if b := ev.Encoded(); b != nil {
+				return c.Write(wctx, websocket.MessageText, b) == nil
+			}
+			return wsjson.Write(wctx, c, ev) == nil
 		}
 		for _, ev := range catchup {
 			if !send(ev) {

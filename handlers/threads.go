@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/runs"
 	"github.com/superstep-dev/superstep/web"
 )
@@ -189,14 +187,6 @@ func ResumeRun(rt Routes) http.Handler {
 		default:
 			fail(w, r, rt.Logger, fmt.Errorf("%w: action %q: use approve, reject, respond or continue (or form, for a schema question)", runs.ErrInvalidInput, action))
 			return
-		}
-		// An answer no checkpointer can store (a NUL in a string) would be
-		// accepted here and then fail the run; refuse it up front.
-		if raw, err := json.Marshal(answer); err == nil {
-			if err := checkpoints.CheckValue(raw); err != nil {
-				fail(w, r, rt.Logger, fmt.Errorf("answer: %w", err))
-				return
-			}
 		}
 		if iid := r.PostForm.Get("interrupt_id"); iid != "" {
 			answer = runs.ByID{iid: answer}

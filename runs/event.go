@@ -83,7 +83,15 @@ type Event struct {
 	// Status is the thread's status after a run_finished event.
 	Status Status    `json:"status,omitempty"`
 	Time   time.Time `json:"time"`
+
+	// encoded is the event's JSON, made once when it was published to
+	// subscribers (every open tab sends the same bytes).
+	encoded []byte
 }
+
+// Encoded returns the event's JSON as published, or nil for events that
+// were not published (catch-up events); encode those yourself.
+func (e Event) Encoded() []byte { return e.encoded }
 
 // fromEngine converts an engine event; ok is false for events the Studio
 // does not forward (RunFinished is replaced by the manager's own, sent

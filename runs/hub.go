@@ -1,6 +1,9 @@
 package runs
 
-import "sync"
+import (
+	"encoding/json"
+	"sync"
+)
 
 // SubscriberBuffer is how many events a subscriber may lag behind before
 // it is dropped. A run never waits for a subscriber: a browser tab that
@@ -59,6 +62,9 @@ func (h *hub) publish(evs ...Event) {
 	for _, ev := range evs {
 		h.seq++
 		ev.Seq = h.seq
+		if len(h.subs) > 0 {
+			ev.encoded, _ = json.Marshal(ev) // Event holds only plain data
+		}
 		for s := range h.subs {
 			select {
 			case s.c <- ev:

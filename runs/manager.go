@@ -2,6 +2,7 @@ package runs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/engine"
 )
 
@@ -226,6 +228,9 @@ func (m *Manager) Start(ctx context.Context, graph, threadID string, input map[s
 	if err != nil {
 		return Thread{}, err
 	}
+	if err := storable("input", input); err != nil {
+		return Thread{}, err
+	}
 	return m.launch(ctx, g, graph, threadID, engine.Update(input), opts, "", "")
 }
 
@@ -275,11 +280,28 @@ func (m *Manager) Resume(ctx context.Context, threadID string, answer any) (Thre
 			return Thread{}, fmt.Errorf("%w: thread %q has %d pending interrupts; answer them by id", ErrInvalidInput, threadID, len(info.Pending))
 		}
 	}
+	if err := storable("answer", answer); err != nil {
+		return Thread{}, err
+	}
 	g, err := m.Graph(info.Graph)
 	if err != nil {
 		return Thread{}, err
 	}
 	return m.launch(ctx, g, info.Graph, threadID, input, info.Options, info.RunID, "")
+}
+
+// storable refuses a value no checkpointer can store (a NUL in a string,
+// a lone surrogate) before a run starts, instead of letting the run fail on
+// its first save.
+func storable(what string, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrInvalidInput, what, err)
+	}
+	if err := checkpoints.CheckValue(raw); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrInvalidInput, what, err)
+	}
+	return nil
 }
 
 // Cancel stops the thread's active run. The thread becomes idle with
