@@ -10,6 +10,7 @@ import (
 
 	"github.com/superstep-dev/superstep/cache"
 	"github.com/superstep-dev/superstep/engine"
+	"github.com/superstep-dev/superstep/internal/testclock"
 )
 
 // Case 35 (tp::test_in_one_fan_out_state_graph_waiting_edge_multiple, with
@@ -138,7 +139,7 @@ type clockState struct {
 func TestConformanceCachedTimestamp(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	clock := testclock.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	nodeCache := cache.NewMemory(&cache.MemoryOptions{Now: clock.Now})
 	var calls atomic.Int32
 	g := engine.NewStateGraph[clockState]()

@@ -12,24 +12,10 @@ import (
 	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/engine"
 	"github.com/superstep-dev/superstep/examples/cachedlookup"
+	"github.com/superstep-dev/superstep/internal/testclock"
 )
 
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+type clock = testclock.Clock
 
 // countingRates counts provider calls: the cost the cache saves.
 type countingRates struct {
@@ -51,7 +37,7 @@ type setup struct {
 func newSetup(t *testing.T) *setup {
 	t.Helper()
 	s := &setup{
-		clock: &clock{now: time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)},
+		clock: testclock.New(time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)),
 		rates: &countingRates{inner: cachedlookup.DefaultRates},
 	}
 	var err error
@@ -181,7 +167,7 @@ func TestFailuresAreNotCached(t *testing.T) {
 func TestCheckpointedCachedRun(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clk := &clock{now: time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)}
+	clk := testclock.New(time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC))
 	g, err := cachedlookup.New(cachedlookup.Options{Now: clk.Now, Checkpointer: checkpoints.NewMemory()})
 	if err != nil {
 		t.Fatal(err)

@@ -6,10 +6,10 @@ package storetest
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/superstep-dev/superstep/internal/testclock"
 	"github.com/superstep-dev/superstep/store"
 )
 
@@ -18,29 +18,10 @@ import (
 type Opener func(t *testing.T, opts store.Options) store.Store
 
 // Clock is a manual clock for TTL tests.
-type Clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+type Clock = testclock.Clock
 
 // NewClock starts a clock at a fixed instant.
-func NewClock() *Clock {
-	return &Clock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-}
-
-// Now returns the clock's time.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// Advance moves the clock forward.
-func (c *Clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+func NewClock() *Clock { return testclock.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)) }
 
 // Exercise runs the conformance suite against stores made by open.
 func Exercise(t *testing.T, open Opener) {
