@@ -52,13 +52,6 @@ func validateLabels(ns []string) error {
 	return nil
 }
 
-// validatePrefix checks a search prefix: like a namespace, but it may be
-// empty (everything) and may start with the reserved root (which simply
-// matches nothing).
-func validatePrefix(ns []string) error {
-	return validateLabels(ns)
-}
-
 // ValidateKey reports why key cannot name an item, or nil.
 func ValidateKey(key string) error {
 	switch {

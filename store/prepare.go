@@ -102,7 +102,10 @@ func Prepare(ctx context.Context, ops []Op, o Options) (*Prepared, error) {
 			}
 			p.Gets = append(p.Gets, PreparedGet{Index: i, Namespace: op.Namespace, Key: op.Key, Refresh: refresh(op.RefreshTTL)})
 		case SearchOp:
-			if err := validatePrefix(op.NamespacePrefix); err != nil {
+			// A search prefix is checked like a namespace's labels, but it
+			// may be empty (everything) and may start with the reserved
+			// root (which simply matches nothing).
+			if err := validateLabels(op.NamespacePrefix); err != nil {
 				return nil, opError(i, err)
 			}
 			f, err := ParseFilter(op.Filter)

@@ -166,7 +166,6 @@ func (s *Store) reembed(ctx context.Context, tx pgx.Tx) error {
 		if err != nil {
 			return fmt.Errorf("pgstore: re-embed: read items: %w", err)
 		}
-		var puts []store.PreparedPut
 		var ops []store.Op
 		for rows.Next() {
 			var prefix, key string
@@ -190,8 +189,7 @@ func (s *Store) reembed(ctx context.Context, tx pgx.Tx) error {
 		if err != nil {
 			return fmt.Errorf("pgstore: re-embed: %w", err)
 		}
-		puts = p.Puts
-		if err := insertVectors(ctx, tx, puts); err != nil {
+		if err := insertVectors(ctx, tx, p.Puts); err != nil {
 			return err
 		}
 	}
