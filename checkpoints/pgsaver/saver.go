@@ -367,16 +367,21 @@ func (s *Saver) plan(p *checkpoints.PreparedPut, writes *writeRows, useMemory, u
 			refs[ch] = valueRef{version: ver, inline: slices.Clone([]byte(v))}
 			continue
 		}
-		val := slices.Clone([]byte(v))
-		h := hashOf(val)
+		raw := []byte(v)
+		h := hashOf(raw)
 		refs[ch] = valueRef{version: ver, hash: h}
 		key := valueKey{thread, ns, ch}
-		next := &lastValue{hash: h, value: val, snapshot: len(val)}
-		enc, base, data := encJSON, []byte(nil), val
-		if prev := s.lastValue(key, useMemory); prev != nil && prev.hash == h {
+		// raw is sent within this Put; only a value remembered past it
+		// (for the next delta) is copied, and only when it changed.
+		enc, base, data := encJSON, []byte(nil), raw
+		prev := s.lastValue(key, useMemory)
+		var next *lastValue
+		if prev != nil && prev.hash == h {
 			next = prev
-		} else if prev != nil {
-			if d, ok := appendDelta(prev.value, val); ok &&
+		} else {
+			val := slices.Clone(raw)
+			next = &lastValue{hash: h, value: val, snapshot: len(val)}
+			if d, ok := deltaOf(prev, val); ok &&
 				prev.depth+1 <= s.opts.MaxDeltaChain &&
 				prev.sinceSnapshot+len(d) <= s.opts.SnapshotRatio*prev.snapshot {
 				enc, base, data = encAppend, prev.hash[:], d
@@ -635,4 +640,12 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// deltaOf is appendDelta against the value remembered before, if any.
+func deltaOf(prev *lastValue, val []byte) ([]byte, bool) {
+	if prev == nil {
+		return nil, false
+	}
+	return appendDelta(prev.value, val)
 }
