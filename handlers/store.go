@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -26,29 +25,6 @@ const (
 	// storeTreeLimit caps the namespaces listed on the tree page.
 	storeTreeLimit = 500
 )
-
-// storeStatus maps store and form errors to status codes: every store
-// error that means "your input was wrong" is a 400 whose message says
-// what; anything else goes through statusOf.
-func storeStatus(err error) int {
-	for _, s := range []error{store.ErrInvalidNamespace, store.ErrInvalidKey, store.ErrInvalidValue,
-		store.ErrInvalidFilter, store.ErrInvalidPath, store.ErrInvalidOp, store.ErrNoIndex} {
-		if errors.Is(err, s) {
-			return http.StatusBadRequest
-		}
-	}
-	return statusOf(err)
-}
-
-// storeFail answers err; bad input gets the store's own message.
-func storeFail(w http.ResponseWriter, r *http.Request, rt Routes, err error) {
-	code := storeStatus(err)
-	if code >= 500 || code == http.StatusRequestEntityTooLarge {
-		fail(w, r, rt.Logger, err)
-		return
-	}
-	renderError(w, r, rt.Logger, code, titleOf(code), err.Error())
-}
 
 // parseNamespace reads a dot-separated namespace from a URL or form. An
 // empty string is the root (nil), allowed only when root is true. Labels
@@ -153,7 +129,7 @@ func StoreIndex(rt Routes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v, err := storeIndexView(r, rt)
 		if err != nil {
-			storeFail(w, r, rt, err)
+			fail(w, r, rt.Logger, err)
 			return
 		}
 		render(w, r, rt.Logger, http.StatusOK, web.StoreIndex(v))
@@ -185,18 +161,18 @@ func StoreItems(rt Routes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ns, err := parseNamespace(r.URL.Query().Get("ns"), true)
 		if err != nil {
-			storeFail(w, r, rt, err)
+			fail(w, r, rt.Logger, err)
 			return
 		}
 		page, err := atoiParam(r, "page", 0, 0, store.MaxOffset/StorePageSize)
 		if err != nil {
-			storeFail(w, r, rt, err)
+			fail(w, r, rt.Logger, err)
 			return
 		}
 		// One extra item tells whether a next page exists.
 		items, err := store.Search(r.Context(), rt.Store, store.SearchOp{NamespacePrefix: ns, Limit: StorePageSize + 1, Offset: page * StorePageSize})
 		if err != nil {
-			storeFail(w, r, rt, err)
+			fail(w, r, rt.Logger, err)
 			return
 		}
 		v := web.StoreItemsView{Namespace: store.JoinNamespace(ns), Page: page}
@@ -223,17 +199,17 @@ func StoreItem(rt Routes) http.Handler {
 		q := r.URL.Query()
 		ns, err := parseNamespace(q.Get("ns"), false)
 		if err != nil {
-			storeFail(w, r, rt, err)
+			fail(w, r, rt.Logger, err)
 			return
 		}
 		key := q.Get("key")
 		if err := store.ValidateKey(key); err != nil {
-			storeFail(w, r, rt, err)
+			fail(w, r, rt.Logger, err)
 			return
 		}
 		it, err := store.Get(r.Context(), rt.Store, ns, key)
 		if err != nil {
-			storeFail(w, r, rt, err)
+			fail(w, r, rt.Logger, err)
 			return
 		}
 		if it == nil {
@@ -257,7 +233,7 @@ func StoreSearch(rt Routes) http.Handler {
 		q := r.URL.Query()
 		v := web.StoreSearchView{Namespace: q.Get("ns"), Query: q.Get("q"), Filter: q.Get("filter")}
 		refuse := func(err error) {
-			code := storeStatus(err)
+			code := statusOf(err)
 			if code >= 500 {
 				fail(w, r, rt.Logger, err)
 				return
@@ -300,12 +276,12 @@ func StoreSearch(rt Routes) http.Handler {
 func StorePut(rt Routes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := parseForm(r); err != nil {
-			storeFail(w, r, rt, err)
+			fail(w, r, rt.Logger, err)
 			return
 		}
 		nsText, key, raw := strings.TrimSpace(r.PostForm.Get("namespace")), r.PostForm.Get("key"), r.PostForm.Get("value")
 		refuse := func(err error) {
-			code := storeStatus(err)
+			code := statusOf(err)
 			if code >= 500 {
 				fail(w, r, rt.Logger, err)
 				return
@@ -345,21 +321,21 @@ func StorePut(rt Routes) http.Handler {
 func StoreDelete(rt Routes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := parseForm(r); err != nil {
-			storeFail(w, r, rt, err)
+			fail(w, r, rt.Logger, err)
 			return
 		}
 		ns, err := parseNamespace(r.PostForm.Get("namespace"), false)
 		if err != nil {
-			storeFail(w, r, rt, err)
+			fail(w, r, rt.Logger, err)
 			return
 		}
 		key := r.PostForm.Get("key")
 		if err := store.ValidateKey(key); err != nil {
-			storeFail(w, r, rt, err)
+			fail(w, r, rt.Logger, err)
 			return
 		}
 		if err := store.Delete(r.Context(), rt.Store, ns, key); err != nil {
-			storeFail(w, r, rt, err)
+			fail(w, r, rt.Logger, err)
 			return
 		}
 		http.Redirect(w, r, itemsHref(ns), http.StatusSeeOther)

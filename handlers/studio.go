@@ -106,6 +106,13 @@ func statusOf(err error) int {
 		errors.Is(err, checkpoints.ErrInvalidValue):
 		return http.StatusBadRequest
 	}
+	// Store errors that mean "your input was wrong" (the store page).
+	for _, bad := range []error{store.ErrInvalidNamespace, store.ErrInvalidKey, store.ErrInvalidValue,
+		store.ErrInvalidFilter, store.ErrInvalidPath, store.ErrInvalidOp, store.ErrNoIndex} {
+		if errors.Is(err, bad) {
+			return http.StatusBadRequest
+		}
+	}
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return http.StatusRequestEntityTooLarge
