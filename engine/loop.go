@@ -125,6 +125,7 @@ type loop struct {
 	needIDs    bool
 	ckptLazy   bool
 	candidates []int
+	runBuf     []*task
 	grouped    [][]any
 	touched    []int
 	touchedSet []bool
@@ -888,12 +889,13 @@ func (l *loop) decodeWrite(channel string, raw json.RawMessage) (any, error) {
 }
 
 func (l *loop) runTasks(ctx context.Context, tasks []*task) error {
-	var run []*task
+	run := l.runBuf[:0]
 	for _, t := range tasks {
 		if !t.cached {
 			run = append(run, t)
 		}
 	}
+	l.runBuf = run
 	switch len(run) {
 	case 0:
 		return nil
@@ -903,49 +905,10 @@ func (l *loop) runTasks(ctx context.Context, tasks []*task) error {
 		}
 		return l.interrupted(tasks)
 	}
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	step := &stepRun{ctx: cctx, cancel: cancel}
-	for _, t := range run {
-		step.wg.Add(1)
-		t.sr = step
-		spawn(t)
-	}
-	step.wg.Wait()
-	firstErr := step.firstErr
-	if firstErr == nil {
-		firstErr = ctx.Err()
-	}
-	if firstErr != nil {
-		return firstErr
+	if err := runStep(ctx, run); err != nil {
+		return err
 	}
 	return l.interrupted(tasks)
-}
-
-// stepRun is what the parallel tasks of one superstep share.
-type stepRun struct {
-	ctx      context.Context
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-	mu       sync.Mutex
-	firstErr error
-}
-
-// run is a task's job on a worker: execute, record the first real failure
-// and cancel the siblings. The task itself is the job (no closure per task).
-func (t *task) run() {
-	s := t.sr
-	defer s.wg.Done()
-	err := t.execute(s.ctx)
-	if err == nil || errors.Is(err, errInterruptSignal) {
-		return // an interrupt is not a failure: siblings go on
-	}
-	s.mu.Lock()
-	if s.firstErr == nil && (s.ctx.Err() == nil || !errors.Is(err, context.Canceled)) {
-		s.firstErr = err
-	}
-	s.mu.Unlock()
-	s.cancel()
 }
 
 // interrupted collects the step's interrupts into an *Interrupted error.

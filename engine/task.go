@@ -35,8 +35,6 @@ type task struct {
 	useCache bool
 	attempts int
 	err      error
-	// sr is shared by the tasks of a parallel superstep (runTasks).
-	sr *stepRun
 	// builtInput: input was built from the state by the node's plan (a
 	// pointer to a fresh struct), not given by a Send.
 	builtInput bool

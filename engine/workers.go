@@ -1,42 +1,151 @@
 package engine
 
-import "time"
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+)
 
-// Tasks of a superstep run on goroutines reused across steps and runs: a
-// fresh goroutine starts with a small stack that grows (and is copied) as a
-// node's call chain deepens, which costs more than the node itself in
-// fan-outs of small nodes. Concurrency is never limited — a task that finds
-// no idle worker gets a new goroutine — because nodes are often I/O-bound;
-// idle workers exit after workerIdle.
-var workerJobs = make(chan job)
+// A superstep's tasks run from a shared queue (stepRun). The loop's own
+// goroutine takes tasks too, and whoever takes a task while others are
+// still queued first wakes one more helper, unless one is already on its
+// way. So a step of tiny CPU-bound nodes costs a wake-up or two, not a
+// goroutine hand-off per task, while a step of blocking nodes (I/O, LLM
+// calls) still has every task running at once: each helper that arrives
+// takes a task and wakes the next before it blocks. Concurrency is never
+// capped.
+type stepRun struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	tasks  []*task
+	next   atomic.Int32 // index of the next task to take
+	waking atomic.Bool  // a helper has been woken and has not arrived yet
+	done   sync.WaitGroup
 
-// job is work for a worker; a *task is one.
-type job interface{ run() }
+	mu       sync.Mutex
+	firstErr error
+}
 
-const workerIdle = 10 * time.Second
+// runStep runs tasks in parallel and returns the first real failure (or
+// the context's error).
+func runStep(ctx context.Context, tasks []*task) error {
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s := &stepRun{ctx: cctx, cancel: cancel, tasks: tasks}
+	s.done.Add(len(tasks))
+	s.work()
+	s.done.Wait()
+	if s.firstErr != nil {
+		return s.firstErr
+	}
+	return ctx.Err()
+}
 
-func spawn(j job) {
-	select {
-	case workerJobs <- j:
-	default:
-		go worker(j)
+// take returns the next queued task (nil when none is left), waking a
+// helper first when more tasks wait behind it.
+func (s *stepRun) take() *task {
+	i := int(s.next.Add(1)) - 1
+	if i >= len(s.tasks) {
+		return nil
+	}
+	if i+1 < len(s.tasks) && s.waking.CompareAndSwap(false, true) {
+		spawn(s)
+	}
+	return s.tasks[i]
+}
+
+// work takes and runs tasks until the queue is empty.
+func (s *stepRun) work() {
+	for t := s.take(); t != nil; t = s.take() {
+		s.exec(t)
 	}
 }
 
+// run is a helper's job: it has arrived, so the next take may wake
+// another.
+func (s *stepRun) run() {
+	s.waking.Store(false)
+	s.work()
+}
+
+// exec runs one task, records the first real failure and cancels the
+// siblings. A task still queued when the step is cancelled does not run.
+func (s *stepRun) exec(t *task) {
+	defer s.done.Done()
+	if s.ctx.Err() != nil {
+		return
+	}
+	err := t.execute(s.ctx)
+	if err == nil || errors.Is(err, errInterruptSignal) {
+		return // an interrupt is not a failure: siblings go on
+	}
+	s.mu.Lock()
+	if s.firstErr == nil && (s.ctx.Err() == nil || !errors.Is(err, context.Canceled)) {
+		s.firstErr = err
+	}
+	s.mu.Unlock()
+	s.cancel()
+}
+
+// job is work for a worker goroutine.
+type job interface{ run() }
+
+// Workers are goroutines reused across steps and runs: a fresh goroutine
+// starts with a small stack that grows (and is copied) as a node's call
+// chain deepens. Idle workers wait on their own channel in a LIFO stack,
+// so the most recently used (warm) one is woken first; one idle for longer
+// than workerIdle is told to exit the next time work is handed out.
+const (
+	workerIdle     = 10 * time.Second
+	maxIdleWorkers = 1024
+)
+
+type idleWorker struct {
+	jobs  chan job
+	since time.Time
+}
+
+var idle struct {
+	mu      sync.Mutex
+	workers []idleWorker
+}
+
+// spawn runs j on an idle worker, or on a new goroutine when none is idle.
+func spawn(j job) {
+	idle.mu.Lock()
+	n := len(idle.workers)
+	if n == 0 {
+		idle.mu.Unlock()
+		go worker(j)
+		return
+	}
+	w := idle.workers[n-1]
+	idle.workers = idle.workers[:n-1]
+	var stale chan job
+	if n > 1 && time.Since(idle.workers[0].since) > workerIdle {
+		stale = idle.workers[0].jobs
+		idle.workers = append(idle.workers[:0], idle.workers[1:]...)
+	}
+	idle.mu.Unlock()
+	if stale != nil {
+		stale <- nil
+	}
+	w.jobs <- j
+}
+
 func worker(j job) {
-	j.run()
-	idle := time.NewTimer(workerIdle)
-	defer idle.Stop()
-	for {
-		select {
-		case j := <-workerJobs:
-			j.run()
-			if !idle.Stop() {
-				<-idle.C
-			}
-			idle.Reset(workerIdle)
-		case <-idle.C:
+	jobs := make(chan job, 1)
+	for j != nil {
+		j.run()
+		idle.mu.Lock()
+		if len(idle.workers) >= maxIdleWorkers {
+			idle.mu.Unlock()
 			return
 		}
+		idle.workers = append(idle.workers, idleWorker{jobs: jobs, since: time.Now()})
+		idle.mu.Unlock()
+		j = <-jobs
 	}
 }
