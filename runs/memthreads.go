@@ -1,0 +1,112 @@
+package runs
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+)
+
+// MemoryThreads is the in-memory ThreadStore: the registry of a Studio
+// without a database, and of tests. Nothing survives the process. It is
+// safe for concurrent use.
+type MemoryThreads struct {
+	mu      sync.Mutex
+	threads map[string]ThreadRecord
+}
+
+var _ ThreadStore = (*MemoryThreads)(nil)
+
+// NewMemoryThreads returns an empty registry.
+func NewMemoryThreads() *MemoryThreads {
+	return &MemoryThreads{threads: map[string]ThreadRecord{}}
+}
+
+// SaveThread implements ThreadStore.
+func (s *MemoryThreads) SaveThread(ctx context.Context, rec ThreadRecord) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := CheckThreadRecord(rec); err != nil {
+		return err
+	}
+	rec = rec.clone()
+	rec.Updated = stamp(rec.Updated)
+	// Postgres reads an empty array back like one never set.
+	for _, l := range []*[]string{&rec.Before, &rec.After, &rec.Options.InterruptBefore, &rec.Options.InterruptAfter} {
+		if len(*l) == 0 {
+			*l = nil
+		}
+	}
+	s.mu.Lock()
+	s.threads[rec.ID] = rec
+	s.mu.Unlock()
+	return nil
+}
+
+// GetThread implements ThreadStore.
+func (s *MemoryThreads) GetThread(ctx context.Context, id string) (ThreadRecord, error) {
+	if err := ctx.Err(); err != nil {
+		return ThreadRecord{}, err
+	}
+	if err := CheckThreadID(id); err != nil {
+		return ThreadRecord{}, err
+	}
+	s.mu.Lock()
+	rec, ok := s.threads[id]
+	s.mu.Unlock()
+	if !ok {
+		return ThreadRecord{}, fmt.Errorf("%w %q", ErrUnknownThread, id)
+	}
+	return rec.clone(), nil
+}
+
+// ListThreads implements ThreadStore.
+func (s *MemoryThreads) ListThreads(ctx context.Context, f ThreadFilter) ([]ThreadRecord, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := CheckThreadFilter(f); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	out := make([]ThreadRecord, 0, len(s.threads))
+	for _, rec := range s.threads {
+		if (f.Status == "" || rec.Status == f.Status) && (f.Graph == "" || rec.Graph == f.Graph) {
+			out = append(out, rec.clone())
+		}
+	}
+	s.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Updated.Equal(out[j].Updated) {
+			return out[i].Updated.After(out[j].Updated)
+		}
+		return out[i].ID < out[j].ID
+	})
+	if f.Limit > 0 && len(out) > f.Limit {
+		out = out[:f.Limit]
+	}
+	return out, nil
+}
+
+// FailRunning implements ThreadStore.
+func (s *MemoryThreads) FailRunning(ctx context.Context, reason string, at time.Time) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := CheckFailRunning(reason, at); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for id, rec := range s.threads {
+		if rec.Status == StatusRunning {
+			rec.Status, rec.Error, rec.Updated = StatusError, reason, stamp(at)
+			s.threads[id] = rec
+			n++
+		}
+	}
+	return n, nil
+}

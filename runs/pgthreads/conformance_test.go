@@ -1,0 +1,19 @@
+package pgthreads_test
+
+import (
+	"testing"
+
+	"github.com/superstep-dev/superstep/internal/pgtest"
+	"github.com/superstep-dev/superstep/runs"
+	"github.com/superstep-dev/superstep/runs/pgthreads"
+	"github.com/superstep-dev/superstep/runs/runstest"
+)
+
+// TestConformance runs the suite in a transaction per case, rolled back at
+// the end: each case sees an empty registry and nothing is committed.
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	runstest.Exercise(t, func(t *testing.T) runs.ThreadStore {
+		return pgthreads.New(pgtest.Tx(t))
+	})
+}

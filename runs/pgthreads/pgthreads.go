@@ -1,0 +1,145 @@
+// Package pgthreads is the Postgres runs.ThreadStore: the Studio's thread
+// registry, so the threads page and resuming an interrupted thread survive
+// a restart. Its schema is migrations/005_threads.sql (table
+// studio_threads); every statement is a constant in sql.go and takes its
+// values as parameters.
+package pgthreads
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/superstep-dev/superstep/runs"
+)
+
+// DB is what the registry needs of a connection: a *pgxpool.Pool, a
+// *pgx.Conn or a pgx.Tx.
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Store is the Postgres runs.ThreadStore. It is as safe for concurrent use
+// as its DB (a pool is; a transaction is not).
+type Store struct {
+	db DB
+}
+
+var _ runs.ThreadStore = (*Store)(nil)
+
+// New returns a registry on db, whose search_path must reach the table of
+// migrations/005_threads.sql.
+func New(db DB) *Store { return &Store{db: db} }
+
+// SaveThread implements runs.ThreadStore. Postgres would round the time
+// to the microsecond; it is truncated first, as the memory registry does.
+func (s *Store) SaveThread(ctx context.Context, rec runs.ThreadRecord) error {
+	if err := runs.CheckThreadRecord(rec); err != nil {
+		return err
+	}
+	_, err := s.db.Exec(ctx, sqlSave, rec.ID, rec.Graph, string(rec.Status), rec.RunID, rec.Error,
+		rec.Updated.UTC().Truncate(time.Microsecond), list(rec.Before), list(rec.After),
+		list(rec.Options.InterruptBefore), list(rec.Options.InterruptAfter), int32(rec.Options.RecursionLimit))
+	if err != nil {
+		return fmt.Errorf("pgthreads: save thread %q: %w", rec.ID, err)
+	}
+	return nil
+}
+
+// GetThread implements runs.ThreadStore.
+func (s *Store) GetThread(ctx context.Context, id string) (runs.ThreadRecord, error) {
+	if err := runs.CheckThreadID(id); err != nil {
+		return runs.ThreadRecord{}, err
+	}
+	rec, err := scan(s.db.QueryRow(ctx, sqlGet, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return runs.ThreadRecord{}, fmt.Errorf("%w %q", runs.ErrUnknownThread, id)
+	}
+	if err != nil {
+		return runs.ThreadRecord{}, fmt.Errorf("pgthreads: read thread %q: %w", id, err)
+	}
+	return rec, nil
+}
+
+// ListThreads implements runs.ThreadStore.
+func (s *Store) ListThreads(ctx context.Context, f runs.ThreadFilter) ([]runs.ThreadRecord, error) {
+	if err := runs.CheckThreadFilter(f); err != nil {
+		return nil, err
+	}
+	var limit *int64
+	if f.Limit > 0 {
+		l := int64(f.Limit)
+		limit = &l
+	}
+	var rows pgx.Rows
+	var err error
+	switch {
+	case f.Status != "" && f.Graph != "":
+		rows, err = s.db.Query(ctx, sqlListStatusGraph, limit, string(f.Status), f.Graph)
+	case f.Status != "":
+		rows, err = s.db.Query(ctx, sqlListStatus, limit, string(f.Status))
+	case f.Graph != "":
+		rows, err = s.db.Query(ctx, sqlListGraph, limit, f.Graph)
+	default:
+		rows, err = s.db.Query(ctx, sqlListAll, limit)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pgthreads: list threads: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (runs.ThreadRecord, error) { return scan(r) })
+	if err != nil {
+		return nil, fmt.Errorf("pgthreads: list threads: %w", err)
+	}
+	return out, nil
+}
+
+// FailRunning implements runs.ThreadStore.
+func (s *Store) FailRunning(ctx context.Context, reason string, at time.Time) (int, error) {
+	if err := runs.CheckFailRunning(reason, at); err != nil {
+		return 0, err
+	}
+	tag, err := s.db.Exec(ctx, sqlFailRunning, reason, at.UTC().Truncate(time.Microsecond))
+	if err != nil {
+		return 0, fmt.Errorf("pgthreads: fail running threads: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+func scan(row pgx.Row) (runs.ThreadRecord, error) {
+	var rec runs.ThreadRecord
+	var status string
+	var limit int32
+	err := row.Scan(&rec.ID, &rec.Graph, &status, &rec.RunID, &rec.Error, &rec.Updated,
+		&rec.Before, &rec.After, &rec.Options.InterruptBefore, &rec.Options.InterruptAfter, &limit)
+	if err != nil {
+		return runs.ThreadRecord{}, err
+	}
+	rec.Status, rec.Options.RecursionLimit = runs.Status(status), int(limit)
+	rec.Updated = rec.Updated.UTC()
+	rec.Before, rec.After = orNil(rec.Before), orNil(rec.After)
+	rec.Options.InterruptBefore, rec.Options.InterruptAfter = orNil(rec.Options.InterruptBefore), orNil(rec.Options.InterruptAfter)
+	return rec, nil
+}
+
+// list encodes nil as an empty array: the columns are NOT NULL.
+func list(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// orNil reads an empty array back as nil, as the memory registry keeps
+// a list nobody set.
+func orNil(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}

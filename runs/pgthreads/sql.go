@@ -1,0 +1,45 @@
+package pgthreads
+
+// The statements of the registry, on the studio_threads table of
+// migrations/005_threads.sql. Every time is a parameter from the caller;
+// none uses now().
+
+const threadColumns = `id, graph, status, run_id, error, updated_at,
+    stopped_before, stopped_after, interrupt_before, interrupt_after, recursion_limit`
+
+const sqlSave = `
+INSERT INTO studio_threads (` + threadColumns + `)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+ON CONFLICT (id) DO UPDATE
+SET graph = excluded.graph, status = excluded.status, run_id = excluded.run_id,
+    error = excluded.error, updated_at = excluded.updated_at,
+    stopped_before = excluded.stopped_before, stopped_after = excluded.stopped_after,
+    interrupt_before = excluded.interrupt_before, interrupt_after = excluded.interrupt_after,
+    recursion_limit = excluded.recursion_limit`
+
+const sqlGet = `SELECT ` + threadColumns + ` FROM studio_threads WHERE id = $1`
+
+// The list statements, one per filter, so each reads its own index in
+// list order. LIMIT NULL means no limit.
+const (
+	sqlListAll = `SELECT ` + threadColumns + ` FROM studio_threads
+ORDER BY updated_at DESC, id
+LIMIT $1`
+	sqlListStatus = `SELECT ` + threadColumns + ` FROM studio_threads
+WHERE status = $2
+ORDER BY updated_at DESC, id
+LIMIT $1`
+	sqlListGraph = `SELECT ` + threadColumns + ` FROM studio_threads
+WHERE graph = $2
+ORDER BY updated_at DESC, id
+LIMIT $1`
+	sqlListStatusGraph = `SELECT ` + threadColumns + ` FROM studio_threads
+WHERE status = $2 AND graph = $3
+ORDER BY updated_at DESC, id
+LIMIT $1`
+)
+
+const sqlFailRunning = `
+UPDATE studio_threads
+SET status = 'error', error = $1, updated_at = $2
+WHERE status = 'running'`

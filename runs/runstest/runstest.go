@@ -1,0 +1,419 @@
+// Package runstest is the conformance suite every runs.ThreadStore must
+// pass, in the manner of river's riverdrivertest: a backend's test calls
+//
+//	runstest.Exercise(t, func(t *testing.T) runs.ThreadStore { ... })
+//
+// and Exercise runs one parallel subtest per behaviour, each on a store of
+// its own (a store must start empty: several cases list every thread).
+//
+// It covers saving (create and replace), reading back every field, unknown
+// and malformed ids, listing (filters by status and graph, newest first
+// with ties by id, limits), failing the runs of a stopped process, and
+// input the stores must refuse with runs.ErrInvalidInput, writing nothing.
+package runstest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/superstep-dev/superstep/runs"
+)
+
+// Exercise runs the conformance suite against the stores newStore makes.
+// newStore is called once per subtest and must return an empty store; it
+// may register cleanups on t.
+func Exercise(t *testing.T, newStore func(t *testing.T) runs.ThreadStore) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.run(t, newStore(t))
+		})
+	}
+}
+
+// CaseCount returns the number of subtests Exercise runs.
+func CaseCount() int { return len(cases) }
+
+var cases = []struct {
+	name string
+	run  func(t *testing.T, s runs.ThreadStore)
+}{
+	{"SaveThenGetReturnsEveryField", saveThenGet},
+	{"SaveReplacesTheRecord", saveReplaces},
+	{"GetUnknownThread", getUnknown},
+	{"GetMalformedID", getMalformed},
+	{"ListNewestFirstTiesByID", listOrder},
+	{"ListFilters", listFilters},
+	{"ListLimit", listLimit},
+	{"ListRejectsBadFilters", listBadFilters},
+	{"FailRunningMarksOnlyRunningThreads", failRunning},
+	{"FailRunningRejectsBadInput", failRunningBad},
+	{"SaveRejectsBadRecords", saveBad},
+	{"RecordsAreCopies", recordsAreCopies},
+}
+
+func ctx() context.Context { return context.Background() }
+
+// base is a fixed instant with nanoseconds, to show that stores keep
+// microseconds.
+var base = time.Date(2026, 3, 14, 15, 9, 26, 535897932, time.FixedZone("CET", 3600))
+
+func rec(id, graph string, status runs.Status, at time.Time) runs.ThreadRecord {
+	return runs.ThreadRecord{ID: id, Graph: graph, Status: status, RunID: "run-" + id, Updated: at}
+}
+
+func mustSave(t *testing.T, s runs.ThreadStore, r runs.ThreadRecord) {
+	t.Helper()
+	if err := s.SaveThread(ctx(), r); err != nil {
+		t.Fatalf("SaveThread(%q): %v", r.ID, err)
+	}
+}
+
+func mustGet(t *testing.T, s runs.ThreadStore, id string) runs.ThreadRecord {
+	t.Helper()
+	r, err := s.GetThread(ctx(), id)
+	if err != nil {
+		t.Fatalf("GetThread(%q): %v", id, err)
+	}
+	return r
+}
+
+func mustList(t *testing.T, s runs.ThreadStore, f runs.ThreadFilter) []runs.ThreadRecord {
+	t.Helper()
+	rs, err := s.ListThreads(ctx(), f)
+	if err != nil {
+		t.Fatalf("ListThreads(%+v): %v", f, err)
+	}
+	return rs
+}
+
+func ids(rs []runs.ThreadRecord) []string {
+	out := make([]string, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, r.ID)
+	}
+	return out
+}
+
+// same compares records as a user sees them: the same instant (in UTC, to
+// the microsecond) and the same lists, an empty list being one never set.
+func same(t *testing.T, got, want runs.ThreadRecord) {
+	t.Helper()
+	wantAt := want.Updated.UTC().Truncate(time.Microsecond)
+	if !got.Updated.Equal(wantAt) || got.Updated.Location() != time.UTC {
+		t.Errorf("thread %q: updated %v, want %v in UTC (kept to the microsecond)", want.ID, got.Updated, wantAt)
+	}
+	got.Updated, want.Updated = time.Time{}, time.Time{}
+	g, w := fmt.Sprintf("%+v", got), fmt.Sprintf("%+v", want)
+	if g != w {
+		t.Errorf("thread %q read back as\n %s\nwant\n %s", want.ID, g, w)
+	}
+}
+
+func saveThenGet(t *testing.T, s runs.ThreadStore) {
+	full := runs.ThreadRecord{
+		ID: "th-1.A_b", Graph: "review", Status: runs.StatusInterrupted, RunID: "0198c0de-7a1b-7cc2-9d3e-4f5a6b7c8d9e",
+		Error: "ünïcödé ✓ and a \"quote\"", Updated: base,
+		Before: []string{"approve"}, After: []string{"draft", "check"},
+		Options: runs.StartOptions{InterruptBefore: []string{"*"}, InterruptAfter: []string{"draft"}, RecursionLimit: 42},
+	}
+	mustSave(t, s, full)
+	same(t, mustGet(t, s, full.ID), full)
+
+	// The smallest record: no run, no lists, no options.
+	bare := runs.ThreadRecord{ID: "bare", Graph: "g", Status: runs.StatusIdle, Updated: base}
+	mustSave(t, s, bare)
+	got := mustGet(t, s, "bare")
+	same(t, got, bare)
+	if got.Before != nil || got.After != nil || got.Options.InterruptBefore != nil || got.Options.InterruptAfter != nil {
+		t.Errorf("unset lists read back as %+v, want nil", got)
+	}
+	// An empty list is read back like one never set.
+	empty := bare
+	empty.ID, empty.Before, empty.Options.InterruptAfter = "empty", []string{}, []string{}
+	mustSave(t, s, empty)
+	if got := mustGet(t, s, "empty"); got.Before != nil || got.Options.InterruptAfter != nil {
+		t.Errorf("empty lists read back as %+v, want nil", got)
+	}
+}
+
+func saveReplaces(t *testing.T, s runs.ThreadStore) {
+	first := rec("t", "g", runs.StatusRunning, base)
+	first.Options.InterruptBefore = []string{"a"}
+	mustSave(t, s, first)
+	second := rec("t", "g", runs.StatusError, base.Add(time.Second))
+	second.RunID, second.Error = "run-2", "boom"
+	mustSave(t, s, second)
+	same(t, mustGet(t, s, "t"), second)
+	if got := ids(mustList(t, s, runs.ThreadFilter{})); !slices.Equal(got, []string{"t"}) {
+		t.Fatalf("after two saves of one thread the list is %v, want [t]", got)
+	}
+}
+
+func getUnknown(t *testing.T, s runs.ThreadStore) {
+	mustSave(t, s, rec("known", "g", runs.StatusIdle, base))
+	_, err := s.GetThread(ctx(), "unknown")
+	if !errors.Is(err, runs.ErrUnknownThread) {
+		t.Fatalf("GetThread(unknown) = %v, want ErrUnknownThread", err)
+	}
+	if !strings.Contains(err.Error(), "unknown") {
+		t.Errorf("error %q does not name the thread", err)
+	}
+}
+
+func getMalformed(t *testing.T, s runs.ThreadStore) {
+	for _, id := range []string{"", "a/b", "../etc", "sp ace", "nul\x00", strings.Repeat("x", 129), "'; DROP TABLE studio_threads; --"} {
+		_, err := s.GetThread(ctx(), id)
+		if !errors.Is(err, runs.ErrInvalidInput) {
+			t.Errorf("GetThread(%.40q) = %v, want ErrInvalidInput", id, err)
+		}
+	}
+}
+
+func listOrder(t *testing.T, s runs.ThreadStore) {
+	// Ties are broken by id, bytewise: upper case before '_' before lower.
+	for _, r := range []runs.ThreadRecord{
+		rec("old", "g", runs.StatusIdle, base.Add(-time.Hour)),
+		rec("b", "g", runs.StatusIdle, base),
+		rec("B", "g", runs.StatusIdle, base),
+		rec("_x", "g", runs.StatusIdle, base),
+		rec("new", "g", runs.StatusIdle, base.Add(time.Minute)),
+		// 1µs newer than the tie: microseconds order.
+		rec("micro", "g", runs.StatusIdle, base.Add(time.Microsecond)),
+	} {
+		mustSave(t, s, r)
+	}
+	want := []string{"new", "micro", "B", "_x", "b", "old"}
+	if got := ids(mustList(t, s, runs.ThreadFilter{})); !slices.Equal(got, want) {
+		t.Fatalf("list order %v, want %v", got, want)
+	}
+	// An update moves a thread to the top.
+	mustSave(t, s, rec("old", "g", runs.StatusRunning, base.Add(time.Hour)))
+	if got := ids(mustList(t, s, runs.ThreadFilter{Limit: 1})); !slices.Equal(got, []string{"old"}) {
+		t.Fatalf("after an update the newest is %v, want [old]", got)
+	}
+}
+
+func listFilters(t *testing.T, s runs.ThreadStore) {
+	var all []runs.ThreadRecord
+	graphs := []string{"alpha", "beta"}
+	for i := range 12 {
+		r := rec(fmt.Sprintf("t%02d", i), graphs[i%2], runs.Statuses[i%len(runs.Statuses)], base.Add(time.Duration(i)*time.Second))
+		mustSave(t, s, r)
+		all = append(all, r)
+	}
+	// expect computes a filter's answer from the fixture.
+	expect := func(f runs.ThreadFilter) []string {
+		var out []string
+		for i := len(all) - 1; i >= 0; i-- { // newest first
+			r := all[i]
+			if (f.Status == "" || r.Status == f.Status) && (f.Graph == "" || r.Graph == f.Graph) {
+				out = append(out, r.ID)
+			}
+		}
+		if f.Limit > 0 && len(out) > f.Limit {
+			out = out[:f.Limit]
+		}
+		return out
+	}
+	var filters []runs.ThreadFilter
+	for _, st := range append([]runs.Status{""}, runs.Statuses...) {
+		for _, g := range []string{"", "alpha", "beta", "gamma"} {
+			for _, limit := range []int{0, 1, 2, 100} {
+				filters = append(filters, runs.ThreadFilter{Status: st, Graph: g, Limit: limit})
+			}
+		}
+	}
+	for _, f := range filters {
+		got := mustList(t, s, f)
+		if want := ids(got); !slices.Equal(want, expect(f)) {
+			t.Errorf("ListThreads(%+v) = %v, want %v", f, want, expect(f))
+		}
+		for _, r := range got {
+			if (f.Status != "" && r.Status != f.Status) || (f.Graph != "" && r.Graph != f.Graph) {
+				t.Errorf("ListThreads(%+v) returned %+v", f, r)
+			}
+		}
+	}
+	// Rows carry their fields, not just ids.
+	for _, r := range mustList(t, s, runs.ThreadFilter{Graph: "beta", Limit: 1}) {
+		same(t, r, all[11])
+	}
+}
+
+func listLimit(t *testing.T, s runs.ThreadStore) {
+	if got := mustList(t, s, runs.ThreadFilter{}); len(got) != 0 {
+		t.Fatalf("a new store lists %v, want nothing", ids(got))
+	}
+	for i := range 5 {
+		mustSave(t, s, rec(fmt.Sprintf("t%d", i), "g", runs.StatusIdle, base.Add(time.Duration(i)*time.Millisecond)))
+	}
+	for _, tc := range []struct {
+		limit int
+		want  []string
+	}{
+		{0, []string{"t4", "t3", "t2", "t1", "t0"}},
+		{1, []string{"t4"}},
+		{3, []string{"t4", "t3", "t2"}},
+		{5, []string{"t4", "t3", "t2", "t1", "t0"}},
+		{6, []string{"t4", "t3", "t2", "t1", "t0"}},
+	} {
+		if got := ids(mustList(t, s, runs.ThreadFilter{Limit: tc.limit})); !slices.Equal(got, tc.want) {
+			t.Errorf("limit %d: %v, want %v", tc.limit, got, tc.want)
+		}
+	}
+}
+
+func listBadFilters(t *testing.T, s runs.ThreadStore) {
+	mustSave(t, s, rec("t", "g", runs.StatusIdle, base))
+	for _, f := range []runs.ThreadFilter{
+		{Status: "paused"},
+		{Status: "IDLE"},
+		{Graph: "a/b"},
+		{Graph: strings.Repeat("g", 129)},
+		{Limit: -1},
+	} {
+		if got, err := s.ListThreads(ctx(), f); !errors.Is(err, runs.ErrInvalidInput) {
+			t.Errorf("ListThreads(%+v) = %v, %v; want ErrInvalidInput", f, ids(got), err)
+		}
+	}
+}
+
+func failRunning(t *testing.T, s runs.ThreadStore) {
+	for _, r := range []runs.ThreadRecord{
+		rec("r1", "g", runs.StatusRunning, base),
+		rec("r2", "h", runs.StatusRunning, base.Add(time.Second)),
+		rec("i", "g", runs.StatusInterrupted, base),
+		rec("d", "g", runs.StatusIdle, base),
+		rec("e", "g", runs.StatusError, base),
+	} {
+		r.Options.InterruptBefore = []string{"n"}
+		mustSave(t, s, r)
+	}
+	before := map[string]runs.ThreadRecord{}
+	for _, id := range []string{"i", "d", "e", "r1"} {
+		before[id] = mustGet(t, s, id)
+	}
+	at := base.Add(time.Hour)
+	n, err := s.FailRunning(ctx(), "the process stopped", at)
+	if err != nil || n != 2 {
+		t.Fatalf("FailRunning = %d, %v; want 2 threads", n, err)
+	}
+	for _, id := range []string{"r1", "r2"} {
+		got := mustGet(t, s, id)
+		if got.Status != runs.StatusError || got.Error != "the process stopped" || !got.Updated.Equal(at.Truncate(time.Microsecond)) {
+			t.Errorf("thread %s after FailRunning: %+v, want error %q at %v", id, got, "the process stopped", at)
+		}
+	}
+	// Everything else about a failed thread stays: its graph, run, options.
+	failed := before["r1"]
+	failed.Status, failed.Error, failed.Updated = runs.StatusError, "the process stopped", at
+	same(t, mustGet(t, s, "r1"), failed)
+	for _, id := range []string{"i", "d", "e"} {
+		same(t, mustGet(t, s, id), before[id])
+	}
+	if got := ids(mustList(t, s, runs.ThreadFilter{Status: runs.StatusRunning})); len(got) != 0 {
+		t.Errorf("running threads after FailRunning: %v", got)
+	}
+	if n, err := s.FailRunning(ctx(), "again", at); err != nil || n != 0 {
+		t.Errorf("a second FailRunning = %d, %v; want 0", n, err)
+	}
+}
+
+func failRunningBad(t *testing.T, s runs.ThreadStore) {
+	mustSave(t, s, rec("r", "g", runs.StatusRunning, base))
+	for _, tc := range []struct {
+		name   string
+		reason string
+		at     time.Time
+	}{
+		{"no reason", "", base},
+		{"no time", "stopped", time.Time{}},
+		{"NUL", "stop\x00ped", base},
+		{"bad UTF-8", "stop\xffped", base},
+		{"too long", strings.Repeat("x", runs.MaxErrorBytes+1), base},
+	} {
+		if _, err := s.FailRunning(ctx(), tc.reason, tc.at); !errors.Is(err, runs.ErrInvalidInput) {
+			t.Errorf("%s: FailRunning = %v, want ErrInvalidInput", tc.name, err)
+		}
+	}
+	if got := mustGet(t, s, "r"); got.Status != runs.StatusRunning {
+		t.Errorf("a refused FailRunning changed the thread: %+v", got)
+	}
+}
+
+func saveBad(t *testing.T, s runs.ThreadStore) {
+	good := rec("ok", "g", runs.StatusIdle, base)
+	many := make([]string, runs.MaxNodeNames+1)
+	for i := range many {
+		many[i] = "n"
+	}
+	for _, tc := range []struct {
+		name   string
+		mutate func(*runs.ThreadRecord)
+		says   string
+	}{
+		{"empty id", func(r *runs.ThreadRecord) { r.ID = "" }, "thread id"},
+		{"id with a slash", func(r *runs.ThreadRecord) { r.ID = "a/b" }, "thread id"},
+		{"overlong id", func(r *runs.ThreadRecord) { r.ID = strings.Repeat("x", 129) }, "thread id"},
+		{"empty graph", func(r *runs.ThreadRecord) { r.Graph = "" }, "graph"},
+		{"overlong graph", func(r *runs.ThreadRecord) { r.Graph = strings.Repeat("g", 129) }, "graph"},
+		{"unknown status", func(r *runs.ThreadRecord) { r.Status = "paused" }, "status"},
+		{"empty status", func(r *runs.ThreadRecord) { r.Status = "" }, "status"},
+		{"bad run id", func(r *runs.ThreadRecord) { r.RunID = "run 1" }, "run id"},
+		{"overlong error", func(r *runs.ThreadRecord) { r.Error = strings.Repeat("e", runs.MaxErrorBytes+1) }, "error text"},
+		{"NUL in error", func(r *runs.ThreadRecord) { r.Error = "a\x00b" }, "NUL"},
+		{"bad UTF-8 in error", func(r *runs.ThreadRecord) { r.Error = "a\xffb" }, "UTF-8"},
+		{"no update time", func(r *runs.ThreadRecord) { r.Updated = time.Time{} }, "update time"},
+		{"empty node name", func(r *runs.ThreadRecord) { r.Before = []string{""} }, "node name"},
+		{"overlong node name", func(r *runs.ThreadRecord) { r.After = []string{strings.Repeat("n", runs.MaxNodeNameBytes+1)} }, "node name"},
+		{"NUL in a breakpoint", func(r *runs.ThreadRecord) { r.Options.InterruptBefore = []string{"a\x00"} }, "NUL"},
+		{"too many breakpoints", func(r *runs.ThreadRecord) { r.Options.InterruptAfter = many }, "limit"},
+		{"negative recursion limit", func(r *runs.ThreadRecord) { r.Options.RecursionLimit = -1 }, "recursion limit"},
+		{"huge recursion limit", func(r *runs.ThreadRecord) { r.Options.RecursionLimit = runs.MaxRecursionLimit + 1 }, "recursion limit"},
+	} {
+		r := good
+		tc.mutate(&r)
+		err := s.SaveThread(ctx(), r)
+		if !errors.Is(err, runs.ErrInvalidInput) || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s: SaveThread = %v, want ErrInvalidInput mentioning %q", tc.name, err, tc.says)
+		}
+		if len(err.Error()) > 400 {
+			t.Errorf("%s: the error is %d bytes long; it should not echo the whole input", tc.name, len(err.Error()))
+		}
+	}
+	if got := mustList(t, s, runs.ThreadFilter{}); len(got) != 0 {
+		t.Fatalf("refused saves wrote %v", ids(got))
+	}
+	// The limits themselves are accepted.
+	edge := good
+	edge.ID, edge.Graph = strings.Repeat("i", 128), strings.Repeat("g", 128)
+	edge.Error = strings.Repeat("é", runs.MaxErrorBytes/2)
+	edge.After = []string{strings.Repeat("n", runs.MaxNodeNameBytes)}
+	edge.Options.RecursionLimit = runs.MaxRecursionLimit
+	mustSave(t, s, edge)
+	same(t, mustGet(t, s, edge.ID), edge)
+}
+
+func recordsAreCopies(t *testing.T, s runs.ThreadStore) {
+	r := rec("c", "g", runs.StatusInterrupted, base)
+	r.Before = []string{"a"}
+	r.Options.InterruptBefore = []string{"a"}
+	mustSave(t, s, r)
+	r.Before[0], r.Options.InterruptBefore[0] = "changed", "changed"
+	got := mustGet(t, s, "c")
+	if got.Before[0] != "a" || got.Options.InterruptBefore[0] != "a" {
+		t.Fatalf("changing the saved record's lists changed the store: %+v", got)
+	}
+	got.After = append(got.After, "x")
+	got.Before[0] = "y"
+	if again := mustGet(t, s, "c"); again.Before[0] != "a" || again.After != nil {
+		t.Fatalf("changing a read record changed the store: %+v", again)
+	}
+}

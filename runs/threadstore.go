@@ -1,0 +1,207 @@
+package runs
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// ThreadStore is the thread registry: what the Manager knows about each
+// thread, kept where it survives a restart. The checkpoints hold a
+// thread's state; the registry holds what they do not: which graph the
+// thread belongs to, how its last run ended, and the options a resume
+// reuses. An interrupted thread's pending interrupts are not kept here:
+// they live in its checkpoints and the Manager reads them from there.
+//
+// Implementations: MemoryThreads in this package, package runs/pgthreads
+// for Postgres; both pass the conformance suite in runs/runstest. Every
+// method checks its input with CheckThreadRecord or CheckThreadFilter, so
+// the implementations accept and refuse exactly the same things.
+type ThreadStore interface {
+	// SaveThread creates the thread's record or replaces it. Updated is
+	// kept to the microsecond (Postgres' precision), in UTC.
+	SaveThread(ctx context.Context, rec ThreadRecord) error
+	// GetThread returns a thread's record; ErrUnknownThread when there is
+	// none, ErrInvalidInput when id cannot be a thread id.
+	GetThread(ctx context.Context, id string) (ThreadRecord, error)
+	// ListThreads returns the records f selects, most recently updated
+	// first, ties by id (bytewise), at most f.Limit of them (0: all).
+	ListThreads(ctx context.Context, f ThreadFilter) ([]ThreadRecord, error)
+	// FailRunning marks every running thread as failed with reason as its
+	// error and at as its update time, and reports how many it changed.
+	// A Manager calls it when it starts: it has no runs yet, so a thread
+	// the registry calls running was left so by a process that stopped
+	// mid-run, and would otherwise look busy forever. (This assumes one
+	// Studio per database; replicas will need runs claimed with leases.)
+	FailRunning(ctx context.Context, reason string, at time.Time) (int, error)
+}
+
+// ThreadRecord is what a ThreadStore keeps of one thread.
+type ThreadRecord struct {
+	ID      string
+	Graph   string
+	Status  Status
+	RunID   string
+	Error   string
+	Updated time.Time
+	// Before and After name the breakpoint nodes the last run stopped at.
+	Before, After []string
+	// Options are the last run's options; a resume reuses them.
+	Options StartOptions
+}
+
+// Limits on a ThreadRecord; CheckThreadRecord enforces them.
+const (
+	// MaxErrorBytes caps a thread's error text; the Manager cuts longer
+	// run errors to it.
+	MaxErrorBytes = 8 << 10
+	// MaxNodeNames caps each list of node names in a record.
+	MaxNodeNames = 1024
+	// MaxNodeNameBytes caps one node name in a record.
+	MaxNodeNameBytes = 256
+)
+
+// CheckThreadRecord reports why rec cannot be stored, or nil when it can.
+// Errors wrap ErrInvalidInput and name the field.
+func CheckThreadRecord(rec ThreadRecord) error {
+	if err := CheckThreadID(rec.ID); err != nil {
+		return err
+	}
+	if !validName.MatchString(rec.Graph) {
+		return fmt.Errorf("%w: thread %q: graph %q: use letters, digits, '.', '_' and '-' (1-128 characters)", ErrInvalidInput, rec.ID, clip(rec.Graph))
+	}
+	if !slices.Contains(Statuses, rec.Status) {
+		return fmt.Errorf("%w: thread %q: unknown status %q", ErrInvalidInput, rec.ID, clip(string(rec.Status)))
+	}
+	if rec.RunID != "" && !validName.MatchString(rec.RunID) {
+		return fmt.Errorf("%w: thread %q: run id %q: use letters, digits, '.', '_' and '-' (1-128 characters)", ErrInvalidInput, rec.ID, clip(rec.RunID))
+	}
+	if len(rec.Error) > MaxErrorBytes {
+		return fmt.Errorf("%w: thread %q: error text is %d bytes; the limit is %d", ErrInvalidInput, rec.ID, len(rec.Error), MaxErrorBytes)
+	}
+	if err := checkText(rec.Error); err != nil {
+		return fmt.Errorf("%w: thread %q: error text %v", ErrInvalidInput, rec.ID, err)
+	}
+	if rec.Updated.IsZero() {
+		return fmt.Errorf("%w: thread %q: no update time", ErrInvalidInput, rec.ID)
+	}
+	for _, l := range []struct {
+		what  string
+		names []string
+	}{{"stopped before", rec.Before}, {"stopped after", rec.After}, {"interrupt before", rec.Options.InterruptBefore}, {"interrupt after", rec.Options.InterruptAfter}} {
+		if len(l.names) > MaxNodeNames {
+			return fmt.Errorf("%w: thread %q: %s lists %d nodes; the limit is %d", ErrInvalidInput, rec.ID, l.what, len(l.names), MaxNodeNames)
+		}
+		for _, n := range l.names {
+			if n == "" || len(n) > MaxNodeNameBytes {
+				return fmt.Errorf("%w: thread %q: %s: node name of %d bytes; use 1 to %d", ErrInvalidInput, rec.ID, l.what, len(n), MaxNodeNameBytes)
+			}
+			if err := checkText(n); err != nil {
+				return fmt.Errorf("%w: thread %q: %s: node name %v", ErrInvalidInput, rec.ID, l.what, err)
+			}
+		}
+	}
+	if r := rec.Options.RecursionLimit; r < 0 || r > MaxRecursionLimit {
+		return fmt.Errorf("%w: thread %q: recursion limit %d: use 1 to %d (0 for the default)", ErrInvalidInput, rec.ID, r, MaxRecursionLimit)
+	}
+	return nil
+}
+
+// CheckThreadFilter reports why f cannot select threads, or nil.
+func CheckThreadFilter(f ThreadFilter) error {
+	if f.Status != "" && !slices.Contains(Statuses, f.Status) {
+		return fmt.Errorf("%w: unknown status %q", ErrInvalidInput, clip(string(f.Status)))
+	}
+	if f.Graph != "" && !validName.MatchString(f.Graph) {
+		return fmt.Errorf("%w: graph %q: use letters, digits, '.', '_' and '-' (1-128 characters)", ErrInvalidInput, clip(f.Graph))
+	}
+	if f.Limit < 0 {
+		return fmt.Errorf("%w: limit %d: use 0 (no limit) or more", ErrInvalidInput, f.Limit)
+	}
+	return nil
+}
+
+// CheckThreadID reports why id cannot be a thread id, or nil: ids are
+// what a URL path segment and an element id can carry unescaped.
+func CheckThreadID(id string) error {
+	if !validName.MatchString(id) {
+		return fmt.Errorf("%w: thread id %q: use letters, digits, '.', '_' and '-' (1-128 characters)", ErrInvalidInput, clip(id))
+	}
+	return nil
+}
+
+// checkText refuses what Postgres text cannot hold.
+func checkText(s string) error {
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("is not valid UTF-8")
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		return fmt.Errorf("contains NUL, which Postgres cannot store")
+	}
+	return nil
+}
+
+// clip shortens a rejected value for an error message, so a 1 MB id does
+// not come back as a 1 MB message.
+func clip(s string) string {
+	const max = 64
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// cleanText makes run error text storable: invalid UTF-8 and NULs become
+// U+FFFD and the text is cut to MaxErrorBytes on a rune boundary. Run
+// errors carry whatever a node returned; refusing to record one would
+// lose the fact that the run failed.
+func cleanText(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.ReplaceAll(s, "\x00", "\uFFFD")
+	if len(s) <= MaxErrorBytes {
+		return s
+	}
+	const more = "…"
+	cut := MaxErrorBytes - len(more)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + more
+}
+
+// stamp is the form every ThreadStore keeps times in.
+func stamp(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// clone copies rec's lists, so a caller's later changes do not reach a
+// store's copy (or the other way round).
+func (rec ThreadRecord) clone() ThreadRecord {
+	rec.Before, rec.After = slices.Clone(rec.Before), slices.Clone(rec.After)
+	rec.Options.InterruptBefore = slices.Clone(rec.Options.InterruptBefore)
+	rec.Options.InterruptAfter = slices.Clone(rec.Options.InterruptAfter)
+	return rec
+}
+
+// CheckFailRunning reports why FailRunning cannot record reason at at, or
+// nil: the reason becomes each thread's error, so it has the same limits.
+func CheckFailRunning(reason string, at time.Time) error {
+	if reason == "" {
+		return fmt.Errorf("%w: a reason is needed to fail running threads", ErrInvalidInput)
+	}
+	if len(reason) > MaxErrorBytes {
+		return fmt.Errorf("%w: reason is %d bytes; the limit is %d", ErrInvalidInput, len(reason), MaxErrorBytes)
+	}
+	if err := checkText(reason); err != nil {
+		return fmt.Errorf("%w: reason %v", ErrInvalidInput, err)
+	}
+	if at.IsZero() {
+		return fmt.Errorf("%w: no time to fail running threads at", ErrInvalidInput)
+	}
+	return nil
+}
