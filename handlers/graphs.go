@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -37,6 +39,9 @@ func GraphList(rt Routes) http.Handler {
 
 // GraphPage answers GET /graphs/{graph}: the graph drawn on the server,
 // its warnings, and a start-run form prefilled from the state type.
+// ?expand=<subgraph node> (repeatable; nested ones as "outer:inner") draws
+// those subgraphs open, so every expanded view has its own URL; a value
+// that names no subgraph node is a 400 saying which (see ParseExpand).
 func GraphPage(rt Routes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		g, err := rt.Runs.Graph(chi.URLParam(r, "graph"))
@@ -72,7 +77,11 @@ func StartRun(rt Routes) http.Handler {
 		}
 		thread := strings.TrimSpace(r.PostForm.Get("thread"))
 		rawInput := r.PostForm.Get("input")
-		opts := runs.StartOptions{InterruptBefore: r.PostForm["interrupt_before"], InterruptAfter: r.PostForm["interrupt_after"]}
+		before, after := g.Pregel().Breakpoints()
+		opts := runs.StartOptions{
+			InterruptBefore: withCompiled(r.PostForm["interrupt_before"], before),
+			InterruptAfter:  withCompiled(r.PostForm["interrupt_after"], after),
+		}
 		refuse := func(err error) {
 			code := statusOf(err)
 			if code >= 500 {
@@ -117,12 +126,44 @@ func StartRun(rt Routes) http.Handler {
 	})
 }
 
+// withCompiled is a run's breakpoints as the start form asks for them:
+// none ticked (nil) leaves the compiled ones in force, as the engine does;
+// otherwise the ticked ones are added to the compiled ones, because the
+// engine's per-run list replaces the compiled list and the form shows the
+// compiled breakpoints as fixed.
+func withCompiled(posted, compiled []string) []string {
+	if posted == nil {
+		return nil
+	}
+	out := slices.Clone(compiled)
+	for _, n := range posted {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// graphView is the graph page for request r: the picture with the
+// subgraphs of r's ?expand= open, the toggles, and the form with the
+// compiled breakpoints fixed.
 func graphView(r *http.Request, rt Routes, name string, g engine.Compiled) (web.GraphView, error) {
-	svg, err := GraphSVG(r.Context(), g.Topology(), g.Warnings())
+	topo := g.Topology()
+	expand, err := ParseExpand(topo, r.URL.Query()["expand"])
 	if err != nil {
 		return web.GraphView{}, err
 	}
-	v := web.GraphView{Name: name, SVG: string(svg), Warnings: warningViews(g.Warnings())}
+	base := "/graphs/" + url.PathEscape(name)
+	svg, err := CompiledSVG(r.Context(), g, expand, base)
+	if err != nil {
+		return web.GraphView{}, err
+	}
+	v := web.GraphView{Name: name, SVG: string(svg), Warnings: warningViews(g.Warnings()),
+		Subgraphs: subgraphToggles(topo, "", 0, expand, base), Action: ExpandHref(base+"/runs", expand)}
+	if len(expand) > 0 {
+		v.CollapseAll = base
+	}
+	v.CompiledBefore, v.CompiledAfter = g.Pregel().Breakpoints()
 	for _, n := range g.Pregel().NodeNames() {
 		if n != engine.Start && n != engine.End {
 			v.Nodes = append(v.Nodes, n)
@@ -130,6 +171,26 @@ func graphView(r *http.Request, rt Routes, name string, g engine.Compiled) (web.
 	}
 	v.Threads = threadRows(rt.Runs.Threads(runs.ThreadFilter{Graph: name}), 10)
 	return v, nil
+}
+
+// subgraphToggles lists the subgraph nodes a person can see in the
+// drawing (those at the top and those inside open subgraphs), depth
+// first, each with the link that opens or closes it.
+func subgraphToggles(topo engine.Topology, prefix string, depth int, expand []string, base string) []web.SubgraphToggle {
+	var out []web.SubgraphToggle
+	for _, n := range topo.Nodes {
+		if !expandable(n) {
+			continue
+		}
+		q := qualify(prefix, n.Name)
+		open := slices.Contains(expand, q)
+		out = append(out, web.SubgraphToggle{Path: q, Depth: depth, Nodes: len(n.Subgraph.Nodes) - terminals(*n.Subgraph),
+			Expanded: open, Href: ToggleHref(base, expand, q)})
+		if open {
+			out = append(out, subgraphToggles(*n.Subgraph, q, depth+1, expand, base)...)
+		}
+	}
+	return out
 }
 
 func warningViews(ws []engine.Warning) []web.WarningView {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/url"
+	"slices"
 	"strings"
 	"sync"
 
@@ -11,34 +13,137 @@ import (
 	"github.com/zeebo/xxh3"
 
 	"github.com/superstep-dev/superstep/engine"
+	"github.com/superstep-dev/superstep/runs"
 )
 
 // NodeID and EdgeID are the stable element ids of a graph's SVG: the live
 // script, the breakpoints picker and the browser tests find nodes by them.
+//
+// Nodes inside an expanded subgraph are named by their qualified name: the
+// path of subgraph nodes that leads to them and their own name, joined by
+// ":" (QualifiedName), so node "plan" of subgraph node "research" is
+// "research:plan" and its element id is NodeID("research:plan") =
+// "n-research:plan"; an inner edge is EdgeID("research:plan",
+// "research:search") = "e-research:plan-research:search". These ids cannot
+// collide with top-level ones: a StateGraph refuses ":" in node names (it
+// separates checkpoint namespaces), and only StateGraphs have subgraph
+// nodes, so a ":" in an id always means "inside a subgraph". An expanded
+// subgraph's box (a Graphviz cluster) keeps the id of the node it
+// replaces, NodeID("research"), so live highlighting of the subgraph node
+// works whether it is open or not.
+//
+// From JavaScript, document.getElementById("n-research:plan") works as
+// is; in a CSS selector the ":" must be escaped (#n-research\:plan, or
+// CSS.escape in scripts), or use an attribute selector
+// ([id="n-research:plan"]).
 func NodeID(node string) string { return "n-" + node }
 
-// EdgeID is the element id of the edge from → to.
+// EdgeID is the element id of the edge from → to (qualified names for
+// edges inside an expanded subgraph; see NodeID).
 func EdgeID(from, to string) string { return "e-" + from + "-" + to }
+
+// QualifiedName names a node inside nested subgraphs: the subgraph node
+// path and the node's own name, joined by ":" (like the upstream x-ray
+// view's names, and like checkpoint namespaces without their task ids).
+// The values of the ?expand= parameter are qualified names of subgraph
+// nodes.
+func QualifiedName(path ...string) string { return strings.Join(path, ":") }
+
+// SVGOptions choose what a graph's drawing shows besides its topology and
+// lint warnings. The zero value draws every subgraph closed, without
+// breakpoint marks and without links.
+type SVGOptions struct {
+	// Expand lists the subgraph nodes drawn open, by qualified name, as
+	// ParseExpand returns them (ancestors included, sorted).
+	Expand []string
+	// BreakBefore and BreakAfter are the graph's static (compile-time)
+	// breakpoints, "*" for every node, as (*engine.Pregel).Breakpoints
+	// returns them. Their nodes get the class bp-before / bp-after (the
+	// stylesheet draws a red bar on the node's top / bottom side), a
+	// "● break before/after" line in the label and a tooltip line.
+	BreakBefore, BreakAfter []string
+	// LinkBase, when set, is the path of the page showing the graph (for
+	// example "/graphs/research-subgraph"). A closed subgraph node then
+	// links to LinkBase?expand=… with it opened, and an open subgraph's
+	// label links to the URL with it (and the subgraphs inside it) closed.
+	// Only pages that honour ?expand= should set it.
+	LinkBase string
+}
 
 // DOT describes a topology for Graphviz: every node and edge carries its
 // stable id, conditional edges are dashed and labelled with the router
 // results that select them, join edges are bold with a diamond tail, and
 // nodes with lint warnings are marked and carry the warning as a tooltip.
-// The output depends only on its arguments, so it keys the SVG cache.
+// Subgraph nodes are drawn closed (see DOTWith). The output depends only
+// on its arguments, so it keys the SVG cache.
 func DOT(topo engine.Topology, warnings []engine.Warning) string {
-	warn := map[string][]string{}
-	for _, w := range warnings {
-		warn[w.Node] = append(warn[w.Node], w.Cause+" — "+w.Suggestion)
+	return DOTWith(topo, warnings, SVGOptions{})
+}
+
+// DOTWith is DOT with options: subgraph nodes (marked with a double
+// border and "⊞ subgraph") listed in opts.Expand are drawn open as a
+// cluster holding their own nodes and edges, recursively; edges into and
+// out of an open subgraph are drawn to its inner START and from its inner
+// END, clipped at the cluster's border (compound=true, lhead/ltail), and
+// keep their top-level ids. Static breakpoints are marked. Like DOT, the
+// output is a pure function of the arguments: it keys the SVG cache, so
+// each expansion is laid out (and cached) on its own.
+func DOTWith(topo engine.Topology, warnings []engine.Warning, opts SVGOptions) string {
+	d := dotWriter{
+		opts:     opts,
+		expanded: map[string]bool{},
+		warn:     map[string][]string{},
+		seen:     map[string]int{},
+		before:   breakSet(opts.BreakBefore),
+		after:    breakSet(opts.BreakAfter),
+		subs:     map[string]*engine.Topology{},
 	}
-	var b strings.Builder
-	b.WriteString("digraph G {\n")
-	b.WriteString("  graph [rankdir=TB, bgcolor=\"transparent\", fontname=\"Helvetica\", nodesep=0.4, ranksep=0.45];\n")
-	b.WriteString("  node [shape=box, style=\"rounded,filled\", fillcolor=\"#ffffff\", color=\"#5b6470\", fontname=\"Helvetica\", fontsize=12, height=0.4];\n")
-	b.WriteString("  edge [fontname=\"Helvetica\", fontsize=10, color=\"#5b6470\", arrowsize=0.7];\n")
+	for _, p := range opts.Expand {
+		d.expanded[p] = true
+	}
+	for _, w := range warnings {
+		d.warn[w.Node] = append(d.warn[w.Node], w.Cause+" — "+w.Suggestion)
+	}
+	d.b.WriteString("digraph G {\n")
+	d.b.WriteString("  graph [rankdir=TB, bgcolor=\"transparent\", fontname=\"Helvetica\", fontsize=11, nodesep=0.4, ranksep=0.45, compound=true];\n")
+	d.b.WriteString("  node [shape=box, style=\"rounded,filled\", fillcolor=\"#ffffff\", color=\"#5b6470\", fontname=\"Helvetica\", fontsize=12, height=0.4];\n")
+	d.b.WriteString("  edge [fontname=\"Helvetica\", fontsize=10, color=\"#5b6470\", arrowsize=0.7];\n")
+	d.graph("", topo, "  ")
+	d.b.WriteString("}\n")
+	return d.b.String()
+}
+
+// dotWriter writes one DOTWith call's graph. Warnings and breakpoints
+// belong to the top-level graph (what the engine reports for a compiled
+// graph); nodes inside subgraphs get neither.
+type dotWriter struct {
+	b             strings.Builder
+	opts          SVGOptions
+	expanded      map[string]bool
+	warn          map[string][]string
+	seen          map[string]int
+	before, after breakSet
+	// subs holds the topology of each open subgraph written so far, for
+	// the edges that attach to its inner START or END.
+	subs map[string]*engine.Topology
+}
+
+// breakSet is a list of breakpoints: node names, or "*" for every node.
+type breakSet []string
+
+func (s breakSet) has(node string) bool {
+	return slices.Contains(s, node) || (slices.Contains(s, "*") && node != engine.Start && node != engine.End)
+}
+
+// graph writes topo's nodes and edges; prefix is the qualified name of
+// the subgraph node topo belongs to ("" at the top).
+func (d *dotWriter) graph(prefix string, topo engine.Topology, indent string) {
+	top := prefix == ""
 	for _, n := range topo.Nodes {
-		attrs := []string{"id=" + quote(NodeID(n.Name))}
+		q := qualify(prefix, n.Name)
 		class := "gnode"
 		label := n.Name
+		var attrs, tips []string
 		switch n.Name {
 		case engine.Start, engine.End:
 			class += " terminal"
@@ -46,6 +151,16 @@ func DOT(topo engine.Topology, warnings []engine.Warning) string {
 			attrs = append(attrs, "shape=oval", "fillcolor=\"#eef0f3\"")
 		}
 		var flags []string
+		if top && d.before.has(n.Name) {
+			class += " bp-before"
+			flags = append(flags, "● break before")
+			tips = append(tips, "breakpoint set at compile time: every run stops before "+n.Name+" runs")
+		}
+		if top && d.after.has(n.Name) {
+			class += " bp-after"
+			flags = append(flags, "● break after")
+			tips = append(tips, "breakpoint set at compile time: every run stops after "+n.Name+" runs")
+		}
 		if n.Cached {
 			flags = append(flags, "cached")
 		}
@@ -55,24 +170,41 @@ func DOT(topo engine.Topology, warnings []engine.Warning) string {
 		if n.Deferred {
 			flags = append(flags, "deferred")
 		}
+		if top && len(d.warn[n.Name]) > 0 {
+			class += " warn"
+			label += " ⚠"
+			tips = slices.Concat(d.warn[n.Name], tips)
+			attrs = append(attrs, "color=\"#b7791f\"", "penwidth=2")
+		}
+		if expandable(n) {
+			if d.expanded[q] {
+				d.cluster(q, n, class, label, flags, tips, indent)
+				continue
+			}
+			class += " subgraph"
+			flags = append(flags, "⊞ subgraph")
+			attrs = append(attrs, "peripheries=2")
+			tips = append(tips, fmt.Sprintf("subgraph %s (%d nodes)", n.Name, len(n.Subgraph.Nodes)-terminals(*n.Subgraph)))
+			if d.opts.LinkBase != "" {
+				attrs = append(attrs, "href="+quote(ToggleHref(d.opts.LinkBase, d.opts.Expand, q)))
+				tips[len(tips)-1] += ": click to expand"
+			}
+		}
 		if len(flags) > 0 {
 			label += "\n(" + strings.Join(flags, ", ") + ")"
 		}
-		if ws := warn[n.Name]; len(ws) > 0 {
-			class += " warn"
-			label += " ⚠"
-			attrs = append(attrs, "tooltip="+quote(strings.Join(ws, "\n")), "color=\"#b7791f\"", "penwidth=2")
-		} else {
-			attrs = append(attrs, "tooltip="+quote(n.Name))
+		if len(tips) == 0 {
+			tips = []string{n.Name}
 		}
-		attrs = append(attrs, "class="+quote(class), "label="+quote(label))
-		fmt.Fprintf(&b, "  %s [%s];\n", quote(n.Name), strings.Join(attrs, ", "))
+		attrs = append([]string{"id=" + quote(NodeID(q))}, attrs...)
+		attrs = append(attrs, "tooltip="+quote(strings.Join(tips, "\n")), "class="+quote(class), "label="+quote(label))
+		fmt.Fprintf(&d.b, "%s%s [%s];\n", indent, quote(q), strings.Join(attrs, ", "))
 	}
-	seen := map[string]int{}
 	for _, e := range topo.Edges {
-		id := EdgeID(e.From, e.To)
-		seen[id]++
-		if k := seen[id]; k > 1 {
+		from, to := qualify(prefix, e.From), qualify(prefix, e.To)
+		id := EdgeID(from, to)
+		d.seen[id]++
+		if k := d.seen[id]; k > 1 {
 			id = fmt.Sprintf("%s-%d", id, k)
 		}
 		class := "gedge"
@@ -88,11 +220,98 @@ func DOT(topo engine.Topology, warnings []engine.Warning) string {
 			class += " join"
 			attrs = append(attrs, "style=bold", "arrowtail=diamond", "dir=both", "color=\"#2b6cb0\"")
 		}
+		// An open subgraph is a cluster, not a node: the edge runs from
+		// its inner END (to its inner START) and is clipped at the
+		// cluster's border, unless both ends are inside that cluster (a
+		// loop on the subgraph node), where clipping is undefined.
+		tail, head := d.endpoint(from, false), d.endpoint(to, true)
+		if tail != from && !inside(head, from) {
+			attrs = append(attrs, "ltail="+quote(clusterName(from)))
+		}
+		if head != to && !inside(tail, to) {
+			attrs = append(attrs, "lhead="+quote(clusterName(to)))
+		}
 		attrs = append(attrs, "class="+quote(class))
-		fmt.Fprintf(&b, "  %s -> %s [%s];\n", quote(e.From), quote(e.To), strings.Join(attrs, ", "))
+		fmt.Fprintf(&d.b, "%s%s -> %s [%s];\n", indent, quote(tail), quote(head), strings.Join(attrs, ", "))
 	}
-	b.WriteString("}\n")
-	return b.String()
+}
+
+// cluster writes the open subgraph node q as a cluster that keeps the
+// node's id, classes, flags and tooltip, and holds the subgraph's nodes
+// and edges.
+func (d *dotWriter) cluster(q string, n engine.TopoNode, class, label string, flags, tips []string, indent string) {
+	class += " subgraph expanded"
+	label += " ⊟"
+	if len(flags) > 0 {
+		label += " (" + strings.Join(flags, ", ") + ")"
+	}
+	tips = append(tips, "subgraph "+n.Name)
+	d.subs[q] = n.Subgraph
+	fmt.Fprintf(&d.b, "%ssubgraph %s {\n", indent, quote(clusterName(q)))
+	in := indent + "  "
+	attrs := []string{"id=" + quote(NodeID(q)), "class=" + quote(class), "label=" + quote(label),
+		"style=\"rounded,dashed,filled\"", "fillcolor=\"#f6f8fb\"", "color=\"#5b6470\"", "labeljust=l"}
+	if d.opts.LinkBase != "" {
+		attrs = append(attrs, "href="+quote(ToggleHref(d.opts.LinkBase, d.opts.Expand, q)))
+		tips[len(tips)-1] += ": click the label to collapse"
+	}
+	attrs = append(attrs, "tooltip="+quote(strings.Join(tips, "\n")))
+	for _, a := range attrs {
+		fmt.Fprintf(&d.b, "%s%s;\n", in, a)
+	}
+	d.graph(q, *n.Subgraph, in)
+	fmt.Fprintf(&d.b, "%s}\n", indent)
+}
+
+// endpoint is the DOT node an edge attaches to for the node named q: q
+// itself, or for an open subgraph its inner START (head) or END (tail),
+// descending through open subgraphs.
+func (d *dotWriter) endpoint(q string, head bool) string {
+	for d.expanded[q] {
+		sub := d.subs[q]
+		if sub == nil || len(sub.Nodes) == 0 {
+			return q
+		}
+		want, fallback := engine.End, sub.Nodes[len(sub.Nodes)-1].Name
+		if head {
+			want, fallback = engine.Start, sub.Nodes[0].Name
+		}
+		name := fallback
+		if slices.ContainsFunc(sub.Nodes, func(n engine.TopoNode) bool { return n.Name == want }) {
+			name = want
+		}
+		q = qualify(q, name)
+	}
+	return q
+}
+
+func qualify(prefix, name string) string {
+	if prefix == "" {
+		return name
+	}
+	return QualifiedName(prefix, name)
+}
+
+// inside reports whether the node named q is drawn inside the cluster of
+// subgraph node sub.
+func inside(q, sub string) bool { return strings.HasPrefix(q, sub+":") }
+
+// clusterName is the DOT name of the cluster drawing subgraph node q
+// (Graphviz treats subgraphs named cluster… as boxes).
+func clusterName(q string) string { return "cluster_" + q }
+
+// expandable reports whether n is a subgraph node with something to show.
+func expandable(n engine.TopoNode) bool { return n.Subgraph != nil && len(n.Subgraph.Nodes) > 0 }
+
+// terminals counts START and END in topo, which a node count leaves out.
+func terminals(topo engine.Topology) int {
+	k := 0
+	for _, n := range topo.Nodes {
+		if n.Name == engine.Start || n.Name == engine.End {
+			k++
+		}
+	}
+	return k
 }
 
 // quote makes s a DOT string. Backslashes are doubled so Graphviz's own
@@ -150,7 +369,96 @@ func RenderSVG(ctx context.Context, dot string) ([]byte, error) {
 	return svg, nil
 }
 
-// GraphSVG is RenderSVG of DOT(topo, warnings).
+// GraphSVG is RenderSVG of DOT(topo, warnings): every subgraph closed, no
+// breakpoint marks, no links.
 func GraphSVG(ctx context.Context, topo engine.Topology, warnings []engine.Warning) ([]byte, error) {
 	return RenderSVG(ctx, DOT(topo, warnings))
+}
+
+// GraphSVGWith is RenderSVG of DOTWith(topo, warnings, opts). The cache
+// is keyed by the DOT text, which holds the expansion, the breakpoints
+// and the links, so each combination is laid out once.
+func GraphSVGWith(ctx context.Context, topo engine.Topology, warnings []engine.Warning, opts SVGOptions) ([]byte, error) {
+	return RenderSVG(ctx, DOTWith(topo, warnings, opts))
+}
+
+// CompiledSVG draws a compiled graph as the Studio's pages show it: its
+// topology and lint warnings, its static breakpoints marked, the
+// subgraphs in expand (from ParseExpand) open, and subgraph nodes linking
+// to linkBase with their expansion toggled ("" for no links).
+func CompiledSVG(ctx context.Context, g engine.Compiled, expand []string, linkBase string) ([]byte, error) {
+	before, after := g.Pregel().Breakpoints()
+	return GraphSVGWith(ctx, g.Topology(), g.Warnings(), SVGOptions{Expand: expand, BreakBefore: before, BreakAfter: after, LinkBase: linkBase})
+}
+
+// MaxExpand bounds the ?expand= values one request may give.
+const MaxExpand = 64
+
+// ParseExpand checks the values of a page's ?expand= parameter against
+// topo and returns the subgraph nodes to draw open: sorted, without
+// duplicates, and with the ancestors of a nested subgraph added (opening
+// "research:deep" opens "research" too). A value is a qualified name
+// (QualifiedName); empty values are skipped. A value naming no node, or a
+// node that is not a subgraph, is refused with runs.ErrInvalidInput (a
+// 400 that says which) rather than ignored: a deep link that no longer
+// matches its graph should say so, not silently show something else.
+func ParseExpand(topo engine.Topology, values []string) ([]string, error) {
+	if len(values) > MaxExpand {
+		return nil, fmt.Errorf("%w: expand: %d values; give at most %d", runs.ErrInvalidInput, len(values), MaxExpand)
+	}
+	set := map[string]bool{}
+	for _, v := range values {
+		if v == "" {
+			continue
+		}
+		t, path := topo, ""
+		for seg := range strings.SplitSeq(v, ":") {
+			i := slices.IndexFunc(t.Nodes, func(n engine.TopoNode) bool { return n.Name == seg })
+			switch {
+			case i < 0 && path == "":
+				return nil, fmt.Errorf("%w: expand=%q: the graph has no node %q", runs.ErrInvalidInput, v, seg)
+			case i < 0:
+				return nil, fmt.Errorf("%w: expand=%q: subgraph %q has no node %q", runs.ErrInvalidInput, v, path, seg)
+			case !expandable(t.Nodes[i]):
+				return nil, fmt.Errorf("%w: expand=%q: node %q is not a subgraph; only subgraph nodes (marked ⊞) can be expanded", runs.ErrInvalidInput, v, qualify(path, seg))
+			}
+			path = qualify(path, seg)
+			set[path] = true
+			t = *t.Nodes[i].Subgraph
+		}
+	}
+	out := make([]string, 0, len(set))
+	for p := range set {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// ToggleHref is the URL of the page at base with subgraph node q's
+// expansion toggled in expand: opened, or closed together with every
+// subgraph open inside it. The values keep ParseExpand's order, so each
+// view has one URL.
+func ToggleHref(base string, expand []string, q string) string {
+	var next []string
+	if slices.Contains(expand, q) {
+		for _, p := range expand {
+			if p != q && !inside(p, q) {
+				next = append(next, p)
+			}
+		}
+	} else {
+		next = append(slices.Clone(expand), q)
+		slices.Sort(next)
+	}
+	return ExpandHref(base, next)
+}
+
+// ExpandHref is the URL of the page at base showing the subgraphs in
+// expand open.
+func ExpandHref(base string, expand []string) string {
+	if len(expand) == 0 {
+		return base
+	}
+	return base + "?" + url.Values{"expand": expand}.Encode()
 }
