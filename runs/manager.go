@@ -96,6 +96,9 @@ type StartOptions struct {
 type ThreadFilter struct {
 	Status Status
 	Graph  string
+	// Limit caps how many threads come back, the most recently updated;
+	// 0 means no cap.
+	Limit int
 }
 
 // Manager runs registered graphs on threads: at most one active run per
@@ -107,6 +110,11 @@ type Manager struct {
 	stop   context.CancelFunc
 	wg     sync.WaitGroup
 	now    func() time.Time
+	// store is the thread registry every status change is written to;
+	// threads holds the threads this process has touched (live hubs,
+	// active runs) and is the truth for them.
+	store   ThreadStore
+	onError func(error)
 
 	mu      sync.Mutex
 	threads map[string]*thread
@@ -120,12 +128,27 @@ type thread struct {
 	hub      *hub
 	cancel   context.CancelFunc
 	done     chan struct{} // closed when the active run ends
+	// saveMu orders writes of this thread's record to the store: each
+	// write takes the record as it is once it holds the lock, so the last
+	// write is never an older record than an earlier one.
+	saveMu sync.Mutex
 }
 
 // NewManager registers graphs by name. Every graph needs a checkpointer:
-// threads, resume and catch-up all read checkpoints.
-func NewManager(graphs map[string]engine.Compiled) (*Manager, error) {
+// threads, resume and catch-up all read checkpoints. Without
+// WithThreadStore the thread registry is in memory.
+//
+// With a registry that outlives processes, NewManager first marks the
+// threads it calls running as failed (error StoppedReason): this Manager
+// has no runs yet, so those runs died with the process that ran them.
+func NewManager(graphs map[string]engine.Compiled, opts ...ManagerOption) (*Manager, error) {
 	m := &Manager{graphs: map[string]engine.Compiled{}, threads: map[string]*thread{}, now: time.Now}
+	for _, o := range opts {
+		o(m)
+	}
+	if m.store == nil {
+		m.store = NewMemoryThreads()
+	}
 	for name, g := range graphs {
 		if name == "" || !validName.MatchString(name) {
 			return nil, fmt.Errorf("runs: graph name %q: use letters, digits, '.', '_' and '-' (1-128 characters)", name)
@@ -137,6 +160,11 @@ func NewManager(graphs map[string]engine.Compiled) (*Manager, error) {
 			return nil, fmt.Errorf("runs: graph %q has no checkpointer; compile it with CompileOptions{Checkpointer: checkpoints.NewMemory()} or a Postgres saver", name)
 		}
 		m.graphs[name] = g
+	}
+	ctx, cancel := storeContext()
+	defer cancel()
+	if _, err := m.store.FailRunning(ctx, StoppedReason, stamp(m.now())); err != nil {
+		return nil, fmt.Errorf("runs: mark the runs of a stopped process as failed: %w", err)
 	}
 	m.base, m.stop = context.WithCancel(context.Background())
 	return m, nil
@@ -165,35 +193,70 @@ func (m *Manager) Graph(name string) (engine.Compiled, error) {
 	return g, nil
 }
 
-// Thread returns a thread's current record.
+// Thread returns a thread's current record, read from the registry when
+// this process has not seen the thread yet (a thread of an earlier run of
+// the Studio); an interrupted thread's pending interrupts are then read
+// from its checkpoints.
 func (m *Manager) Thread(id string) (Thread, error) {
+	ctx, cancel := storeContext()
+	defer cancel()
+	t, err := m.load(ctx, id)
+	if err != nil {
+		return Thread{}, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	t, ok := m.threads[id]
-	if !ok {
-		return Thread{}, fmt.Errorf("%w %q", ErrUnknownThread, id)
-	}
 	return t.snapshot(), nil
 }
 
-// Threads lists the threads f selects, most recently updated first.
+// Threads is ListThreads for callers that show a list and have no use for
+// its error: a registry that cannot be read lists nothing.
 func (m *Manager) Threads(f ThreadFilter) []Thread {
-	m.mu.Lock()
-	out := make([]Thread, 0, len(m.threads))
-	for _, t := range m.threads {
-		if (f.Status == "" || t.info.Status == f.Status) && (f.Graph == "" || t.info.Graph == f.Graph) {
-			out = append(out, t.snapshot())
-		}
+	ctx, cancel := storeContext()
+	defer cancel()
+	ts, err := m.ListThreads(ctx, f)
+	if err != nil {
+		m.report(err)
+		return nil
 	}
-	m.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].Updated.Equal(out[j].Updated) {
-			return out[i].Updated.After(out[j].Updated)
-		}
-		return out[i].ID < out[j].ID
-	})
-	return out
+	return ts
 }
+
+// ListThreads lists the threads f selects from the registry, most
+// recently updated first. A list leaves Pending empty (Thread fills it):
+// reading every interrupted thread's checkpoints would make a list page
+// cost a checkpoint read per row.
+func (m *Manager) ListThreads(ctx context.Context, f ThreadFilter) ([]Thread, error) {
+	recs, err := m.store.ListThreads(ctx, f)
+	if err != nil {
+		return nil, fmt.Errorf("runs: list threads: %w", err)
+	}
+	out := make([]Thread, 0, len(recs))
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, rec := range recs {
+		th := fromRecord(rec)
+		// A thread this process holds is what its record was last
+		// written as, unless that write failed: show the live one.
+		if t, ok := m.threads[rec.ID]; ok {
+			th = t.snapshot()
+			th.Pending = nil
+			if (f.Status != "" && th.Status != f.Status) || (f.Graph != "" && th.Graph != f.Graph) {
+				continue
+			}
+		}
+		out = append(out, th)
+	}
+	return out, nil
+}
+
+// ThreadLister is the part of the Manager that lists threads with an
+// error; callers that hold a narrower interface find it by type assertion.
+type ThreadLister interface {
+	ListThreads(ctx context.Context, f ThreadFilter) ([]Thread, error)
+}
+
+var _ ThreadLister = (*Manager)(nil)
 
 func (t *thread) snapshot() Thread {
 	s := t.info
@@ -243,12 +306,11 @@ type ByID map[string]any
 // static breakpoint continues with a nil answer. Resume reuses the last
 // run's options (breakpoints and recursion limit).
 func (m *Manager) Resume(ctx context.Context, threadID string, answer any) (Thread, error) {
-	m.mu.Lock()
-	t, ok := m.threads[threadID]
-	if !ok {
-		m.mu.Unlock()
-		return Thread{}, fmt.Errorf("%w %q", ErrUnknownThread, threadID)
+	t, err := m.load(ctx, threadID)
+	if err != nil {
+		return Thread{}, err
 	}
+	m.mu.Lock()
 	info := t.snapshot()
 	m.mu.Unlock()
 	switch info.Status {
@@ -307,12 +369,14 @@ func storable(what string, v any) error {
 // Cancel stops the thread's active run. The thread becomes idle with
 // Error "cancelled"; what the run saved so far stays.
 func (m *Manager) Cancel(threadID string) error {
+	ctx, cancel := storeContext()
+	defer cancel()
+	t, err := m.load(ctx, threadID)
+	if err != nil {
+		return err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	t, ok := m.threads[threadID]
-	if !ok {
-		return fmt.Errorf("%w %q", ErrUnknownThread, threadID)
-	}
 	if t.info.Status != StatusRunning || t.cancel == nil {
 		return fmt.Errorf("%w: thread %q is %s", ErrNotRunning, threadID, t.info.Status)
 	}
@@ -323,12 +387,11 @@ func (m *Manager) Cancel(threadID string) error {
 // Wait blocks until the thread has no active run (or ctx is done) and
 // returns its record.
 func (m *Manager) Wait(ctx context.Context, threadID string) (Thread, error) {
-	m.mu.Lock()
-	t, ok := m.threads[threadID]
-	if !ok {
-		m.mu.Unlock()
-		return Thread{}, fmt.Errorf("%w %q", ErrUnknownThread, threadID)
+	t, err := m.load(ctx, threadID)
+	if err != nil {
+		return Thread{}, err
 	}
+	m.mu.Lock()
 	done := t.done
 	m.mu.Unlock()
 	if done != nil {
@@ -369,6 +432,11 @@ func checkOptions(g engine.Compiled, opts StartOptions) error {
 // when set, runs from that checkpoint instead of the thread's latest.
 func (m *Manager) launch(ctx context.Context, g engine.Compiled, graph, threadID string, input any, opts StartOptions, resumeOf, checkpointID string) (Thread, error) {
 	runID := uuid.NewString()
+	// A thread of an earlier process is loaded first, so the checks
+	// below (its graph, whether it waits on resumeOf) see its record.
+	if _, err := m.load(ctx, threadID); err != nil && !errors.Is(err, ErrUnknownThread) {
+		return Thread{}, err
+	}
 	m.mu.Lock()
 	t, existed := m.threads[threadID]
 	var prev Thread
@@ -392,7 +460,7 @@ func (m *Manager) launch(ctx context.Context, g engine.Compiled, graph, threadID
 	}
 	runCtx, cancel := context.WithCancel(m.base)
 	t.cancel, t.done = cancel, make(chan struct{})
-	t.info = Thread{ID: threadID, Graph: graph, Status: StatusRunning, Updated: m.now(), RunID: runID, Options: opts}
+	t.info = Thread{ID: threadID, Graph: graph, Status: StatusRunning, Updated: stamp(m.now()), RunID: runID, Options: opts}
 	done := t.done
 	m.mu.Unlock()
 
@@ -416,6 +484,13 @@ func (m *Manager) launch(ctx context.Context, g engine.Compiled, graph, threadID
 		Listener: func(ev engine.Event) {
 			switch ev.(type) {
 			case engine.CheckpointSaved, engine.StepPlanned:
+				if !progressed {
+					// The input was accepted: from now on the thread
+					// exists, and runs, for the registry too. (Written
+					// here, in the run's own goroutine, so it always
+					// precedes the write of how the run ended.)
+					m.persist(t)
+				}
 				progressed = true
 			}
 			if evs := fromEngine(threadID, runID, ev, m.now()); len(evs) > 0 {
@@ -471,11 +546,14 @@ func (m *Manager) finish(t *thread, threadID, runID string, err error, rejected,
 		}
 		t.cancel = nil
 		m.mu.Unlock()
+		if existed {
+			m.persist(t)
+		}
 		t.hub.publish(Event{Kind: KindRunFinished, Thread: threadID, RunID: runID, Status: status, Error: "rejected: " + err.Error(), Time: m.now()})
 		return
 	}
 	info := &t.info
-	info.Updated = m.now()
+	info.Updated = stamp(m.now())
 	info.Pending, info.Before, info.After, info.Error = nil, nil, nil, ""
 	var intr *engine.Interrupted
 	switch {
@@ -488,11 +566,125 @@ func (m *Manager) finish(t *thread, threadID, runID string, err error, rejected,
 	case errors.Is(err, context.Canceled):
 		info.Status, info.Error = StatusIdle, "cancelled"
 	default:
-		info.Status, info.Error = StatusError, err.Error()
+		info.Status, info.Error = StatusError, cleanText(err.Error())
 	}
 	t.cancel = nil
 	ev := Event{Kind: KindRunFinished, Thread: threadID, RunID: runID, Status: info.Status, Error: info.Error, Time: info.Updated}
 	ev.Interrupts = previews(info.Pending)
 	m.mu.Unlock()
+	m.persist(t)
 	t.hub.publish(ev)
+}
+
+// StoppedReason is the error of a thread whose run was going on when the
+// Studio that ran it stopped (see NewManager).
+const StoppedReason = "the Studio stopped during this run"
+
+// ManagerOption configures NewManager.
+type ManagerOption func(*Manager)
+
+// WithThreadStore keeps the thread registry in s (Postgres: package
+// runs/pgthreads), so threads are listed, and interrupted ones can be
+// resumed, after a restart. The graphs' checkpointers must keep their
+// checkpoints as long.
+func WithThreadStore(s ThreadStore) ManagerOption {
+	return func(m *Manager) { m.store = s }
+}
+
+// WithErrorHandler receives the errors the Manager cannot return to a
+// caller: a run's status that could not be written to the registry (the
+// Manager goes on with the status it holds; the registry is behind until
+// the thread's next change), or a registry that Threads could not read.
+// The Manager never logs; without a handler these errors are dropped.
+func WithErrorHandler(f func(error)) ManagerOption {
+	return func(m *Manager) { m.onError = f }
+}
+
+// storeTimeout bounds a registry call made without a caller's context
+// (Thread, Threads, Cancel, and writes at the end of a run, which must
+// not be cancelled with the run).
+const storeTimeout = 30 * time.Second
+
+func storeContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), storeTimeout)
+}
+
+func (m *Manager) report(err error) {
+	if m.onError != nil {
+		m.onError(err)
+	}
+}
+
+// load returns the thread, from this process's threads or else from the
+// registry; a thread read from the registry is kept from then on (it gets
+// a hub for subscribers). An interrupted thread's pending interrupts are
+// read from its latest checkpoint: they are what Resume answers.
+func (m *Manager) load(ctx context.Context, id string) (*thread, error) {
+	m.mu.Lock()
+	t, ok := m.threads[id]
+	m.mu.Unlock()
+	if ok {
+		return t, nil
+	}
+	if CheckThreadID(id) != nil {
+		// Not a thread id, so not a thread: callers answer 404, as for
+		// any id nobody started.
+		return nil, fmt.Errorf("%w %q", ErrUnknownThread, clip(id))
+	}
+	rec, err := m.store.GetThread(ctx, id)
+	if err != nil {
+		if errors.Is(err, ErrUnknownThread) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("runs: read thread %q: %w", id, err)
+	}
+	info := fromRecord(rec)
+	if info.Status == StatusInterrupted {
+		if g, ok := m.graphs[info.Graph]; ok {
+			snap, err := g.Pregel().GetState(ctx, checkpoints.Config{ThreadID: id})
+			if err != nil {
+				return nil, fmt.Errorf("runs: read the pending interrupts of thread %q: %w", id, err)
+			}
+			info.Pending = slices.Clone(snap.Interrupts)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if t, ok := m.threads[id]; ok {
+		return t, nil // loaded (or started) meanwhile
+	}
+	t = &thread{info: info, hub: newHub()}
+	m.threads[id] = t
+	return t, nil
+}
+
+// persist writes the thread's record as it is now to the registry. A
+// failure goes to the error handler: the run it reports on has already
+// happened, and the in-memory record stays right for this process.
+func (m *Manager) persist(t *thread) {
+	t.saveMu.Lock()
+	defer t.saveMu.Unlock()
+	m.mu.Lock()
+	rec := record(t.info)
+	m.mu.Unlock()
+	ctx, cancel := storeContext()
+	defer cancel()
+	if err := m.store.SaveThread(ctx, rec); err != nil {
+		m.report(fmt.Errorf("runs: save thread %q (%s): %w", rec.ID, rec.Status, err))
+	}
+}
+
+func record(t Thread) ThreadRecord {
+	return ThreadRecord{
+		ID: t.ID, Graph: t.Graph, Status: t.Status, RunID: t.RunID, Error: t.Error, Updated: t.Updated,
+		Before: t.Before, After: t.After, Options: t.Options,
+	}.clone()
+}
+
+func fromRecord(r ThreadRecord) Thread {
+	r = r.clone()
+	return Thread{
+		ID: r.ID, Graph: r.Graph, Status: r.Status, RunID: r.RunID, Error: r.Error, Updated: r.Updated,
+		Before: r.Before, After: r.After, Options: r.Options,
+	}
 }

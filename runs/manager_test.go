@@ -33,6 +33,12 @@ func newGates() *gates {
 // linear is START → a → b → END; b waits on g (nil: it does not wait).
 func linear(t *testing.T, g *gates) engine.Compiled {
 	t.Helper()
+	return linearOn(t, g, checkpoints.NewMemory())
+}
+
+// linearOn is linear with its checkpoints in saver.
+func linearOn(t *testing.T, g *gates, saver checkpoints.Saver) engine.Compiled {
+	t.Helper()
 	sg := engine.NewStateGraph[testState]()
 	sg.AddNode("a", func(context.Context, testState) (engine.Output, error) {
 		return engine.Update{"log": "a"}, nil
@@ -49,12 +55,18 @@ func linear(t *testing.T, g *gates) engine.Compiled {
 		return engine.Update{"log": "b"}, nil
 	})
 	sg.AddEdge(engine.Start, "a").AddEdge("a", "b").AddEdge("b", engine.End)
-	return compile(t, sg)
+	return compileOn(t, sg, saver)
 }
 
 // approvals has one interrupting node "ask", or two in parallel ("ask"
 // and "ask2") when two is set.
 func approvals(t *testing.T, two bool) engine.Compiled {
+	t.Helper()
+	return approvalsOn(t, two, checkpoints.NewMemory())
+}
+
+// approvalsOn is approvals with its checkpoints in saver.
+func approvalsOn(t *testing.T, two bool, saver checkpoints.Saver) engine.Compiled {
 	t.Helper()
 	sg := engine.NewStateGraph[testState]()
 	ask := func(name string) func(ctx context.Context, _ testState) (engine.Output, error) {
@@ -72,21 +84,21 @@ func approvals(t *testing.T, two bool) engine.Compiled {
 		sg.AddNode("ask2", ask("ask2"))
 		sg.AddEdge(engine.Start, "ask2").AddEdge("ask2", engine.End)
 	}
-	return compile(t, sg)
+	return compileOn(t, sg, saver)
 }
 
-func compile(t *testing.T, sg *engine.StateGraph[testState]) engine.Compiled {
+func compileOn(t *testing.T, sg *engine.StateGraph[testState], saver checkpoints.Saver) engine.Compiled {
 	t.Helper()
-	g, err := sg.Compile(engine.CompileOptions{Checkpointer: checkpoints.NewMemory()})
+	g, err := sg.Compile(engine.CompileOptions{Checkpointer: saver})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return g
 }
 
-func manager(t *testing.T, graphs map[string]engine.Compiled) *runs.Manager {
+func manager(t *testing.T, graphs map[string]engine.Compiled, opts ...runs.ManagerOption) *runs.Manager {
 	t.Helper()
-	m, err := runs.NewManager(graphs)
+	m, err := runs.NewManager(graphs, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

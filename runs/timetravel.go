@@ -48,12 +48,11 @@ func (m *Manager) Checkpoint(ctx context.Context, threadID, checkpointID string)
 // what a resume would answer; RunFrom(ctx, thread, "") continues from the
 // edit.
 func (m *Manager) UpdateState(ctx context.Context, threadID, checkpointID string, values map[string]any, asNode string) (string, error) {
-	m.mu.Lock()
-	t, ok := m.threads[threadID]
-	if !ok {
-		m.mu.Unlock()
-		return "", fmt.Errorf("%w %q", ErrUnknownThread, threadID)
+	t, err := m.load(ctx, threadID)
+	if err != nil {
+		return "", err
 	}
+	m.mu.Lock()
 	if t.info.Status == StatusRunning || t.updating {
 		m.mu.Unlock()
 		return "", fmt.Errorf("%w: thread %q has an active run; wait for it or cancel it before editing its state", ErrThreadBusy, threadID)
@@ -92,9 +91,12 @@ func (m *Manager) UpdateState(ctx context.Context, threadID, checkpointID string
 		return "", fmt.Errorf("runs: update thread %q: %w", threadID, err)
 	}
 	m.mu.Lock()
-	t.info.Status, t.info.Error, t.info.Updated = StatusIdle, "", m.now()
+	t.info.Status, t.info.Error, t.info.Updated = StatusIdle, "", stamp(m.now())
 	t.info.Pending, t.info.Before, t.info.After = nil, nil, nil
 	m.mu.Unlock()
+	// Written while the thread is still marked updating, so no run can
+	// start (and write its record) before this write is done.
+	m.persist(t)
 	t.hub.publish(evs...)
 	return cfg.CheckpointID, nil
 }

@@ -1,0 +1,276 @@
+package runs_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/superstep-dev/superstep/checkpoints"
+	"github.com/superstep-dev/superstep/checkpoints/pgsaver"
+	"github.com/superstep-dev/superstep/engine"
+	"github.com/superstep-dev/superstep/internal/pgtest"
+	"github.com/superstep-dev/superstep/runs"
+	"github.com/superstep-dev/superstep/runs/pgthreads"
+)
+
+// backend is what a Studio keeps across a restart: its checkpoints and its
+// thread registry. saver gives each process its own saver on the same
+// storage (a Postgres saver caches per process).
+type backend struct {
+	name    string
+	threads func(t *testing.T) (saver func() checkpoints.Saver, store runs.ThreadStore)
+}
+
+var backends = []backend{
+	{"memory", func(*testing.T) (func() checkpoints.Saver, runs.ThreadStore) {
+		mem := checkpoints.NewMemory()
+		return func() checkpoints.Saver { return mem }, runs.NewMemoryThreads()
+	}},
+	{"postgres", func(t *testing.T) (func() checkpoints.Saver, runs.ThreadStore) {
+		pool := pgtest.Schema(t, nil)
+		return func() checkpoints.Saver { return pgsaver.New(pool, nil) }, pgthreads.New(pool)
+	}},
+}
+
+// TestRestartKeepsThreadsAndInterruptsAnswerable: manager 1 runs threads to
+// an interrupt, a breakpoint and the end, then closes; manager 2, on the
+// same storage, lists them as they were, restores the pending interrupt
+// from the checkpoints and resumes both waiting threads to the end.
+func TestRestartKeepsThreadsAndInterruptsAnswerable(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			saver, store := b.threads(t)
+			graphs := func(s checkpoints.Saver) map[string]engine.Compiled {
+				return map[string]engine.Compiled{"ask": approvalsOn(t, false, s), "linear": linearOn(t, nil, s)}
+			}
+
+			m1, err := runs.NewManager(graphs(saver()), runs.WithThreadStore(store))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range []struct {
+				graph, thread string
+				opts          runs.StartOptions
+			}{
+				{"ask", "asking", runs.StartOptions{RecursionLimit: 7}},
+				{"linear", "paused", runs.StartOptions{InterruptBefore: []string{"b"}}},
+				{"linear", "done", runs.StartOptions{}},
+			} {
+				if _, err := m1.Start(ctx, s.graph, s.thread, nil, s.opts); err != nil {
+					t.Fatal(err)
+				}
+				wait(t, m1, s.thread)
+			}
+			before, err := m1.Thread("asking")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(before.Pending) != 1 {
+				t.Fatalf("manager 1: %+v, want one pending interrupt", before)
+			}
+			m1.Close()
+
+			m2 := manager(t, graphs(saver()), runs.WithThreadStore(store))
+			status := map[string]runs.Status{}
+			for _, th := range m2.Threads(runs.ThreadFilter{}) {
+				status[th.ID] = th.Status
+			}
+			want := map[string]runs.Status{"asking": runs.StatusInterrupted, "paused": runs.StatusInterrupted, "done": runs.StatusIdle}
+			if fmt.Sprint(status) != fmt.Sprint(want) {
+				t.Fatalf("manager 2 lists %v, want %v", status, want)
+			}
+			waiting := m2.Threads(runs.ThreadFilter{Status: runs.StatusInterrupted, Graph: "ask"})
+			if len(waiting) != 1 || waiting[0].ID != "asking" || waiting[0].RunID != before.RunID {
+				t.Fatalf("interrupted threads of ask: %+v, want asking from run %s", waiting, before.RunID)
+			}
+
+			th, err := m2.Thread("asking")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if th.Status != runs.StatusInterrupted || len(th.Pending) != 1 || th.Pending[0].ID != before.Pending[0].ID || th.Pending[0].Node != "ask" {
+				t.Fatalf("manager 2: %+v, want the pending interrupt %+v", th, before.Pending)
+			}
+			if fmt.Sprint(th.Pending[0].Value) != fmt.Sprint(before.Pending[0].Value) || th.Options.RecursionLimit != 7 {
+				t.Fatalf("manager 2: interrupt value %v and options %+v, want %v and recursion limit 7", th.Pending[0].Value, th.Options, before.Pending[0].Value)
+			}
+			if _, err := m2.Resume(ctx, "asking", runs.ByID{th.Pending[0].ID: "yes"}); err != nil {
+				t.Fatal(err)
+			}
+			if th := wait(t, m2, "asking"); th.Status != runs.StatusIdle {
+				t.Fatalf("after resuming on manager 2: %+v, want idle", th)
+			}
+			if log := state(t, m2, "ask", "asking")["log"]; fmt.Sprint(log) != "[ask=yes]" {
+				t.Fatalf("log = %v, want [ask=yes]", log)
+			}
+
+			paused, err := m2.Thread("paused")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(paused.Before, []string{"b"}) || len(paused.Pending) != 0 || !slices.Equal(paused.Options.InterruptBefore, []string{"b"}) {
+				t.Fatalf("manager 2: %+v, want stopped before b with the breakpoint kept", paused)
+			}
+			if _, err := m2.Resume(ctx, "paused", nil); err != nil {
+				t.Fatal(err)
+			}
+			if th := wait(t, m2, "paused"); th.Status != runs.StatusIdle {
+				t.Fatalf("after continuing on manager 2: %+v", th)
+			}
+			if log := state(t, m2, "linear", "paused")["log"]; fmt.Sprint(log) != "[a b]" {
+				t.Fatalf("log = %v, want [a b]", log)
+			}
+			// The registry has the outcome, for a third process.
+			for _, id := range []string{"asking", "paused"} {
+				if rec, err := store.GetThread(ctx, id); err != nil || rec.Status != runs.StatusIdle {
+					t.Errorf("registry has %s as %+v, %v; want idle", id, rec, err)
+				}
+			}
+		})
+	}
+}
+
+// TestRestartFailsRunsOfAStoppedProcess: a thread the registry calls
+// running when a Manager starts was running in a process that died; it is
+// shown as failed, and can be run again.
+func TestRestartFailsRunsOfAStoppedProcess(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			saver, store := b.threads(t)
+			gr := map[string]engine.Compiled{"linear": linearOn(t, nil, saver())}
+			// What a process that died mid-run leaves behind.
+			crashed := runs.ThreadRecord{ID: "crashed", Graph: "linear", Status: runs.StatusRunning, RunID: "run-1", Updated: time.Now()}
+			if err := store.SaveThread(ctx, crashed); err != nil {
+				t.Fatal(err)
+			}
+			m := manager(t, gr, runs.WithThreadStore(store))
+			th, err := m.Thread("crashed")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if th.Status != runs.StatusError || th.Error != runs.StoppedReason || th.RunID != "run-1" {
+				t.Fatalf("after the restart: %+v, want error %q", th, runs.StoppedReason)
+			}
+			if err := m.Cancel("crashed"); !errors.Is(err, runs.ErrNotRunning) {
+				t.Fatalf("Cancel = %v, want ErrNotRunning", err)
+			}
+			if _, err := m.Start(ctx, "linear", "crashed", nil, runs.StartOptions{}); err != nil {
+				t.Fatalf("Start on the failed thread = %v", err)
+			}
+			if th := wait(t, m, "crashed"); th.Status != runs.StatusIdle {
+				t.Fatalf("the new run: %+v, want idle", th)
+			}
+		})
+	}
+}
+
+// TestRegistryFollowsEveryStatusChange: what the registry holds is what
+// the Manager says, after a run starts, stops at an interrupt, is resumed,
+// is cancelled, is edited; a rejected start writes nothing.
+func TestRegistryFollowsEveryStatusChange(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := runs.NewMemoryThreads()
+	g := newGates()
+	m := manager(t, map[string]engine.Compiled{"ask": approvals(t, false), "linear": linear(t, g)}, runs.WithThreadStore(store))
+	check := func(id string) {
+		t.Helper()
+		th, err := m.Thread(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, err := store.GetThread(ctx, id)
+		if err != nil {
+			t.Fatalf("registry: %v", err)
+		}
+		if rec.Status != th.Status || rec.RunID != th.RunID || rec.Error != th.Error || !rec.Updated.Equal(th.Updated) {
+			t.Fatalf("registry has %+v, manager says %+v", rec, th)
+		}
+	}
+	if _, err := m.Start(ctx, "linear", "l", nil, runs.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	<-g.entered
+	check("l") // running
+	if err := m.Cancel("l"); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, m, "l")
+	check("l") // idle, cancelled
+
+	if _, err := m.Start(ctx, "ask", "a", nil, runs.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, m, "a")
+	check("a") // interrupted
+	if _, err := m.UpdateState(ctx, "a", "", map[string]any{"answer": "edited"}, "ask"); err != nil {
+		t.Fatal(err)
+	}
+	check("a") // idle after the edit
+
+	if _, err := m.Start(ctx, "linear", "rejected", map[string]any{"nope": 1}, runs.StartOptions{}); !errors.Is(err, runs.ErrInvalidInput) {
+		t.Fatalf("Start with a bad key = %v", err)
+	}
+	if _, err := store.GetThread(ctx, "rejected"); !errors.Is(err, runs.ErrUnknownThread) {
+		t.Fatalf("a rejected start reached the registry: %v", err)
+	}
+}
+
+// TestBackToBackRunsLeaveTheLastStatus: a run's final write and the next
+// run's first one race; the registry must end with the last run's outcome.
+func TestBackToBackRunsLeaveTheLastStatus(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := runs.NewMemoryThreads()
+	m := manager(t, map[string]engine.Compiled{"linear": linear(t, nil)}, runs.WithThreadStore(store))
+	for range 20 {
+		if _, err := m.Start(ctx, "linear", "t", nil, runs.StartOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		th := wait(t, m, "t")
+		rec, err := store.GetThread(ctx, "t")
+		if err != nil || rec.Status != runs.StatusIdle || rec.RunID != th.RunID {
+			t.Fatalf("registry has %+v (%v) after run %s ended", rec, err, th.RunID)
+		}
+	}
+}
+
+// failingStore refuses every write, as a database that went away does.
+type failingStore struct{ runs.ThreadStore }
+
+var errDown = errors.New("database is down")
+
+func (failingStore) SaveThread(context.Context, runs.ThreadRecord) error { return errDown }
+
+// TestRegistryWriteFailuresAreReported: a status the registry cannot take
+// goes to the error handler; the run and this process's view of it go on.
+func TestRegistryWriteFailuresAreReported(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var mu sync.Mutex
+	var reported []error
+	m := manager(t, map[string]engine.Compiled{"linear": linear(t, nil)},
+		runs.WithThreadStore(failingStore{runs.NewMemoryThreads()}),
+		runs.WithErrorHandler(func(err error) { mu.Lock(); reported = append(reported, err); mu.Unlock() }))
+	if _, err := m.Start(ctx, "linear", "t", nil, runs.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if th := wait(t, m, "t"); th.Status != runs.StatusIdle {
+		t.Fatalf("run: %+v, want idle", th)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reported) != 2 || !errors.Is(reported[0], errDown) {
+		t.Fatalf("reported %v, want the failed writes of running and idle", reported)
+	}
+}
