@@ -126,6 +126,9 @@ type loop struct {
 	ckptLazy   bool
 	candidates []int
 	runBuf     []*task
+	// stateVal is the StateGraph state as of the current step, built on
+	// first use and shared by the step's tasks; apply and restore drop it.
+	stateVal any
 	grouped    [][]any
 	touched    []int
 	touchedSet []bool
@@ -293,7 +296,7 @@ func (l *loop) load(ctx context.Context) error {
 // restore sets the loop's state from a saved checkpoint (nil: empty).
 func (l *loop) restore(tup *checkpoints.Tuple) error {
 	n := len(l.g.specs)
-	l.rd = nil
+	l.rd, l.stateVal = nil, nil
 	l.chans = make([]channels.Channel, n)
 	l.versions = make([]int64, n)
 	l.seen = make([][]int64, len(l.g.nodeList))
@@ -579,6 +582,11 @@ func (l *loop) prepare() ([]*task, error) {
 			if err != nil {
 				return nil, err
 			}
+			if n.needsState {
+				if _, err := l.state(); err != nil {
+					return nil, err
+				}
+			}
 			t := l.newTask(n)
 			t.push, t.idx, t.triggers, t.input = true, idx, pushTriggers, arg
 			if l.needIDs {
@@ -594,6 +602,11 @@ func (l *loop) prepare() ([]*task, error) {
 		n := l.g.nodeList[ni]
 		if !l.triggered(n) {
 			continue
+		}
+		if n.needsState {
+			if _, err := l.state(); err != nil {
+				return nil, err
+			}
 		}
 		in, ok, err := l.readInput(n)
 		if err != nil {
@@ -621,13 +634,27 @@ var pushTriggers = []string{pushKind}
 
 // newTask takes a task from the loop's pool: tasks of a finished step are
 // reused, so a long run allocates none per step.
+// state returns the StateGraph state (a *S) as of the current step. The
+// loop builds it while planning for every node that needs it, so tasks
+// running in parallel only read it.
+func (l *loop) state() (any, error) {
+	if l.stateVal == nil {
+		v, err := l.g.statePlan.build(l.reader())
+		if err != nil {
+			return nil, err
+		}
+		l.stateVal = v
+	}
+	return l.stateVal, nil
+}
+
 func (l *loop) newTask(n *Node) *task {
 	var t *task
 	if len(l.free) > 0 {
 		t = l.free[len(l.free)-1]
 		l.free = l.free[:len(l.free)-1]
-		writes, ovn, ovv := t.writes[:0], t.ov.names[:0], t.ov.vals[:0]
-		*t = task{writes: writes}
+		writes, ovn, ovv, scratch := t.writes[:0], t.ov.names[:0], t.ov.vals[:0], t.scratch
+		*t = task{writes: writes, scratch: scratch}
 		t.ov.names, t.ov.vals = ovn, ovv
 	} else {
 		t = &task{}
@@ -1053,6 +1080,7 @@ func (l *loop) putWrites(ctx context.Context, taskID string, ws []checkpoints.Wr
 // It returns the indexes of the channels updated (those that can trigger
 // nodes next).
 func (l *loop) apply(tasks []*task) ([]int, error) {
+	l.stateVal = nil
 	sortTasks(tasks)
 	bump := false
 	for _, t := range tasks {

@@ -86,6 +86,11 @@ type Node struct {
 	// input, when set (StateGraph), builds the node's input directly from
 	// the channels without going through a map.
 	input func(r reader) (any, error)
+	// sharedInput: the input is the whole state (StateGraph nodes reading
+	// S), built once per superstep and shared by every task that reads it
+	// (nodes receive copies). needsState: the node reads the state or has
+	// conditional edges, so the loop builds it while planning.
+	sharedInput, needsState bool
 	// identity names the node's function for the cache namespace.
 	identity string
 	hidden   bool

@@ -67,6 +67,8 @@ type Pregel struct {
 	mapUpdate func(Output) ([]KV, error)
 	// mapOutput builds the output from the channels (StateGraph sets it).
 	mapOutput func(r reader) (any, error)
+	// statePlan builds the StateGraph's state struct (nil otherwise).
+	statePlan *inputPlan
 }
 
 // NewPregel validates cfg and compiles it.

@@ -83,6 +83,8 @@ func (g *StateGraph[S]) compile(opts CompileOptions) (*Pregel, error) {
 		plan := sn.plan.clone()
 		plans = append(plans, plan)
 		n.input = plan.build
+		n.sharedInput = sn.inType == reflect.TypeFor[S]()
+		n.needsState = n.sharedInput || len(g.branches[name]) > 0
 		nodes = append(nodes, n)
 	}
 	p, err := NewPregel(PregelConfig{
@@ -107,6 +109,7 @@ func (g *StateGraph[S]) compile(opts CompileOptions) (*Pregel, error) {
 		pl.resolve(p.chanIdx)
 	}
 	p.mapOutput = statePlan.build
+	p.statePlan = statePlan
 	p.mapUpdate = func(o Output) ([]KV, error) {
 		var kvs []KV
 		err := g.validate("Command", o, func(k string, v any) { kvs = append(kvs, KV{Key: k, Value: v}) })
@@ -404,11 +407,7 @@ type branchWriter[S any] struct {
 }
 
 func (w branchWriter[S]) write(t *task, _ any) error {
-	r, err := t.localRead()
-	if err != nil {
-		return err
-	}
-	st, err := w.plan.build(r)
+	st, err := w.state(t)
 	if err != nil {
 		return err
 	}
@@ -449,6 +448,33 @@ func (w branchWriter[S]) write(t *task, _ any) error {
 		}
 	}
 	return nil
+}
+
+// state is what the router sees: the state at the start of the step with
+// the task's own writes applied (upstream's fresh local read). It copies
+// the step's shared state into the task's scratch struct and sets only
+// the fields the task wrote, so a router costs no allocation.
+func (w branchWriter[S]) state(t *task) (*S, error) {
+	base, err := t.l.state()
+	if err != nil {
+		return nil, err
+	}
+	sp, _ := t.scratch.(*S)
+	if sp == nil {
+		sp = new(S)
+		t.scratch = sp
+	}
+	*sp = *base.(*S)
+	ov, err := t.localRead()
+	if err != nil {
+		return nil, err
+	}
+	if o, ok := ov.(*overlay); ok {
+		if err := t.l.g.statePlan.overlay(reflect.ValueOf(sp).Elem(), o); err != nil {
+			return nil, err
+		}
+	}
+	return sp, nil
 }
 
 // inputPlan builds a struct of type typ from state channels by json name.
@@ -523,6 +549,39 @@ func newInputPlan(typ reflect.Type, byName map[string]int) (*inputPlan, error) {
 	return p, nil
 }
 
+// overlay sets the fields of v (a struct of the plan's type) whose
+// channels the overlay replaces.
+func (p *inputPlan) overlay(v reflect.Value, o *overlay) error {
+	for _, f := range p.fields {
+		i := slices.Index(o.names, f.idx)
+		if i < 0 {
+			continue
+		}
+		if err := f.set(v, o.vals[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// set assigns x to the field of the struct v.
+func (f *planField) set(v reflect.Value, x any) error {
+	fv := v.Field(f.index)
+	if x == nil {
+		fv.SetZero()
+		return nil
+	}
+	xv := reflect.ValueOf(x)
+	if !xv.Type().AssignableTo(f.typ) {
+		if !xv.CanConvert(f.typ) {
+			return fmt.Errorf("state key %q holds %s, not %s", f.channel, xv.Type(), f.typ)
+		}
+		xv = xv.Convert(f.typ)
+	}
+	fv.Set(xv)
+	return nil
+}
+
 func (p *inputPlan) build(r reader) (any, error) {
 	if p.asMap {
 		m := make(map[string]any, len(p.fields))
@@ -538,19 +597,15 @@ func (p *inputPlan) build(r reader) (any, error) {
 	}
 	ptr := reflect.New(p.typ)
 	v := ptr.Elem()
-	for _, f := range p.fields {
+	for i := range p.fields {
+		f := &p.fields[i]
 		x, ok := r.read(f.idx)
 		if !ok || x == nil {
 			continue
 		}
-		xv := reflect.ValueOf(x)
-		if !xv.Type().AssignableTo(f.typ) {
-			if !xv.CanConvert(f.typ) {
-				return nil, fmt.Errorf("state key %q holds %s, not %s", f.channel, xv.Type(), f.typ)
-			}
-			xv = xv.Convert(f.typ)
+		if err := f.set(v, x); err != nil {
+			return nil, err
 		}
-		v.Field(f.index).Set(xv)
 	}
 	// A pointer boxes without copying; readers accept T or *T (asValue).
 	return ptr.Interface(), nil

@@ -43,6 +43,9 @@ type task struct {
 	asUpdate bool
 	tctx     taskContext
 	ov       overlay
+	// scratch is the *S a conditional edge's router state is built in,
+	// kept across the task's reuse.
+	scratch any
 
 	// Interrupts: answers given so far (by call order), the next call's
 	// index, and the interrupts raised by this execution.
@@ -247,6 +250,10 @@ func (t *task) execute(ctx context.Context) error {
 
 // readInput builds a pull task's input from the current channels.
 func (l *loop) readInput(n *Node) (any, bool, error) {
+	if n.sharedInput {
+		v, err := l.state()
+		return v, true, err
+	}
 	if n.input != nil {
 		v, err := n.input(l.reader())
 		return v, true, err

@@ -71,12 +71,11 @@ func (s *stepRun) run() {
 }
 
 // exec runs one task, records the first real failure and cancels the
-// siblings. A task still queued when the step is cancelled does not run.
+// siblings. A task taken after a sibling failed still runs (with the
+// cancelled context), as it would have had it started a moment earlier:
+// a node that finishes anyway keeps its writes as pending writes.
 func (s *stepRun) exec(t *task) {
 	defer s.done.Done()
-	if s.ctx.Err() != nil {
-		return
-	}
 	err := t.execute(s.ctx)
 	if err == nil || errors.Is(err, errInterruptSignal) {
 		return // an interrupt is not a failure: siblings go on

@@ -86,3 +86,44 @@ func TestStepFailureCancelsSiblings(t *testing.T) {
 		t.Fatal("the run only ended at the test's deadline")
 	}
 }
+
+// Sent tasks whose node has a conditional edge route in parallel, each on
+// the state as its own writes left it.
+func TestSentTasksRouteInParallel(t *testing.T) {
+	t.Parallel()
+	g := engine.NewStateGraph[sendState]()
+	g.AddNode("plan", func(context.Context, sendState) (engine.Output, error) { return nil, nil })
+	engine.AddNodeFunc(g, "work", func(_ context.Context, x int) (engine.Output, error) {
+		return engine.Update{"results": x}, nil
+	})
+	g.AddNode("odd", func(context.Context, sendState) (engine.Output, error) { return engine.Update{"n": 1}, nil })
+	g.AddEdge(engine.Start, "plan")
+	g.AddConditionalEdges("plan", func(_ context.Context, s sendState) (engine.Route, error) {
+		sends := make([]engine.Send, 20)
+		for i := range sends {
+			sends[i] = engine.Send{Node: "work", Arg: i}
+		}
+		return engine.SendTo(sends...), nil
+	}, nil)
+	g.AddConditionalEdges("work", func(_ context.Context, s sendState) (engine.Route, error) {
+		// Each router sees the results before the step plus its own one.
+		if len(s.Results) != 1 {
+			return engine.Route{}, errors.New("router saw other tasks' writes")
+		}
+		if s.Results[0]%2 == 1 {
+			return engine.To("odd"), nil
+		}
+		return engine.To(engine.End), nil
+	}, nil)
+	cg, err := g.Compile(engine.CompileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cg.Invoke(context.Background(), engine.Update{"n": 0}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Results) != 20 || out.N != 1 {
+		t.Fatalf("got %+v", out)
+	}
+}
