@@ -22,6 +22,7 @@ import (
 	"github.com/superstep-dev/superstep/handlers"
 	"github.com/superstep-dev/superstep/migrations"
 	"github.com/superstep-dev/superstep/runs"
+	"github.com/superstep-dev/superstep/runs/pgthreads"
 	"github.com/superstep-dev/superstep/store"
 	"github.com/superstep-dev/superstep/store/embed"
 	"github.com/superstep-dev/superstep/store/pgstore"
@@ -29,7 +30,8 @@ import (
 
 // Config is everything a program decides about the Studio it serves.
 type Config struct {
-	// DatabaseURL points at Postgres (pgvector required). Empty means
+	// DatabaseURL points at Postgres (pgvector required): checkpoints,
+	// the thread registry, store and node cache live there. Empty means
 	// in-memory backends: nothing survives a restart.
 	DatabaseURL string
 	// Addr is the listen address for Serve; default 127.0.0.1:8080.
@@ -91,6 +93,9 @@ func Open(ctx context.Context, cfg Config) (*Studio, error) {
 	s := &Studio{backends: handlers.Backends{Checkpoints: "memory", Store: "memory", Cache: "memory"}}
 	var db handlers.Pinger
 	var b Backends
+	// The thread registry lives with the checkpoints: in Postgres the
+	// threads page and resuming an interrupt survive a restart.
+	var threads runs.ThreadStore = runs.NewMemoryThreads()
 	if cfg.DatabaseURL != "" {
 		pool, err := pgxpool.New(ctx, cfg.DatabaseURL)
 		if err != nil {
@@ -119,6 +124,7 @@ func Open(ctx context.Context, cfg Config) (*Studio, error) {
 		}
 		s.closers = append(s.closers, func() { _ = c.Close() })
 		b = Backends{Checkpointer: pgsaver.New(pool, nil), Cache: c, Store: st}
+		threads = pgthreads.New(pool)
 	} else {
 		st, err := store.NewMemory(store.Options{Index: storeIndex()})
 		if err != nil {
@@ -154,7 +160,9 @@ func Open(ctx context.Context, cfg Config) (*Studio, error) {
 			graphs[name] = g
 		}
 	}
-	mgr, err := runs.NewManager(graphs)
+	mgr, err := runs.NewManager(graphs, runs.WithThreadStore(threads), runs.WithErrorHandler(func(err error) {
+		log.Error("thread registry", slog.Any("error", err))
+	}))
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("studio: %w", err)

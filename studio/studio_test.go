@@ -7,14 +7,19 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/engine"
 	"github.com/superstep-dev/superstep/handlers"
 	"github.com/superstep-dev/superstep/internal/pgtest"
+	"github.com/superstep-dev/superstep/runs"
 	"github.com/superstep-dev/superstep/studio"
 )
 
@@ -144,5 +149,117 @@ func TestBuildGetsTheStudiosBackends(t *testing.T) {
 			t.Errorf("url %q: backends %+v (checkpointer %s), want %s with a cache and a store", tc.url, got, typ, tc.want)
 		}
 		s.Close()
+	}
+}
+
+// schemaURL is a database URL whose connections use the fresh schema of
+// pgtest.Schema, so a test that commits (and a Studio that marks every
+// running thread of its database as failed when it opens) touches no one
+// else's rows.
+func schemaURL(t *testing.T) (string, *pgxpool.Pool) {
+	t.Helper()
+	pool := pgtest.Schema(t, nil)
+	u, err := url.Parse(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", pool.Config().ConnConfig.RuntimeParams["search_path"])
+	u.RawQuery = q.Encode()
+	return u.String(), pool
+}
+
+// reviewGraph asks for an approval, then counts it.
+func reviewGraph(saver checkpoints.Saver) (engine.Compiled, error) {
+	sg := engine.NewStateGraph[demoState]()
+	sg.AddNode("review", func(ctx context.Context, s demoState) (engine.Output, error) {
+		ok, err := engine.Interrupt(ctx, map[string]any{"question": "publish?"})
+		if err != nil {
+			return nil, err
+		}
+		if ok == true {
+			return engine.Update{"n": s.N + 1}, nil
+		}
+		return nil, nil
+	})
+	sg.AddEdge(engine.Start, "review").AddEdge("review", engine.End)
+	return sg.Compile(engine.CompileOptions{Checkpointer: saver})
+}
+
+// TestThreadsPageSurvivesARestart is `make run` stopped and started again
+// on one database: the second Studio's threads page lists the thread the
+// first one left waiting for an approval, its page shows the question,
+// and approving it there runs it to the end.
+func TestThreadsPageSurvivesARestart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dbURL, pool := schemaURL(t)
+	cfg := studio.Config{DatabaseURL: dbURL, Build: func(b studio.Backends) (map[string]engine.Compiled, error) {
+		g, err := reviewGraph(b.Checkpointer)
+		return map[string]engine.Compiled{"review": g}, err
+	}}
+
+	first, err := studio.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.Runs().Start(ctx, "review", "left-waiting", nil, runs.StartOptions{}); err != nil {
+		first.Close()
+		t.Fatal(err)
+	}
+	if th, err := first.Runs().Wait(ctx, "left-waiting"); err != nil || th.Status != runs.StatusInterrupted {
+		first.Close()
+		t.Fatalf("first Studio: %+v, %v; want the thread interrupted", th, err)
+	}
+	first.Close()
+	var saved int
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM studio_threads WHERE id = $1", "left-waiting").Scan(&saved); err != nil || saved != 1 {
+		t.Fatalf("the test's schema has %d rows for the thread (%v): the Studio wrote elsewhere", saved, err)
+	}
+
+	second, err := studio.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	get := func(path string) string {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		second.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		if rec.Code != http.StatusOK {
+			t.Fatalf("GET %s = %d: %.300s", path, rec.Code, rec.Body)
+		}
+		return rec.Body.String()
+	}
+	for _, path := range []string{"/threads", "/threads?status=interrupted&graph=review"} {
+		body := get(path)
+		if !strings.Contains(body, `id="thread-left-waiting"`) || !strings.Contains(body, "status-interrupted") {
+			t.Fatalf("GET %s does not list the interrupted thread of the first Studio: %.2000s", path, body)
+		}
+	}
+	if body := get("/threads?status=idle"); strings.Contains(body, "left-waiting") {
+		t.Fatalf("the idle filter lists the interrupted thread")
+	}
+	if body := get("/threads/left-waiting"); !strings.Contains(body, `id="approval"`) || !strings.Contains(body, "publish?") {
+		t.Fatalf("the thread page of the second Studio has no approval panel with the question: %.2000s", body)
+	}
+
+	th, err := second.Runs().Thread("left-waiting")
+	if err != nil || len(th.Pending) != 1 {
+		t.Fatalf("second Studio: %+v, %v; want one pending interrupt", th, err)
+	}
+	form := url.Values{"action": {"approve"}, "interrupt_id": {th.Pending[0].ID}}
+	req := httptest.NewRequest(http.MethodPost, "/threads/left-waiting/resume", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	rec := httptest.NewRecorder()
+	second.Handler().ServeHTTP(rec, req)
+	if rec.Code != http.StatusSeeOther {
+		t.Fatalf("approve = %d: %.300s", rec.Code, rec.Body)
+	}
+	if th, err := second.Runs().Wait(ctx, "left-waiting"); err != nil || th.Status != runs.StatusIdle {
+		t.Fatalf("after approving: %+v, %v; want idle", th, err)
+	}
+	if body := get("/threads?status=idle"); !strings.Contains(body, `id="thread-left-waiting"`) {
+		t.Fatalf("the finished thread is not listed as idle")
 	}
 }
