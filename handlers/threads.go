@@ -18,12 +18,16 @@ import (
 const PendingPreviewBytes = 64 << 10
 
 // ThreadList answers GET /threads?status=&graph=: threads filtered by
-// status and graph, newest first. An unknown status or graph is a 400,
-// so a mistyped link does not silently show nothing.
+// status and graph, newest first, including those of earlier runs of the
+// Studio (the run manager keeps a thread registry). An unknown status or
+// graph is a 400, so a mistyped link does not silently show nothing. The
+// page shows the newest 500; the filters reach older ones.
 func ThreadList(rt Routes) http.Handler {
+	const pageLimit = 500
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
-		f := runs.ThreadFilter{Status: runs.Status(q.Get("status")), Graph: q.Get("graph")}
+		// One more than the page shows, to know whether it is cut.
+		f := runs.ThreadFilter{Status: runs.Status(q.Get("status")), Graph: q.Get("graph"), Limit: pageLimit + 1}
 		statuses := make([]string, 0, len(runs.Statuses))
 		for _, s := range runs.Statuses {
 			statuses = append(statuses, string(s))
@@ -37,7 +41,22 @@ func ThreadList(rt Routes) http.Handler {
 			fail(w, r, rt.Logger, fmt.Errorf("%w: unknown graph %q", runs.ErrInvalidInput, f.Graph))
 			return
 		}
-		v := web.ThreadsView{Threads: threadRows(rt.Runs.Threads(f), 0), Status: string(f.Status), Graph: f.Graph, Statuses: statuses, Graphs: graphs}
+		var ts []runs.Thread
+		if l, ok := rt.Runs.(runs.ThreadLister); ok {
+			// A registry that cannot be read is an error page, not an
+			// empty list that says no thread exists.
+			var err error
+			if ts, err = l.ListThreads(r.Context(), f); err != nil {
+				fail(w, r, rt.Logger, err)
+				return
+			}
+		} else {
+			ts = rt.Runs.Threads(f)
+		}
+		v := web.ThreadsView{Threads: threadRows(ts, pageLimit), Status: string(f.Status), Graph: f.Graph, Statuses: statuses, Graphs: graphs}
+		if len(ts) > pageLimit {
+			v.Capped = pageLimit
+		}
 		render(w, r, rt.Logger, http.StatusOK, web.Threads(v))
 	})
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/superstep-dev/superstep/handlers"
 	"github.com/superstep-dev/superstep/internal/pgtest"
 	"github.com/superstep-dev/superstep/runs"
+	"github.com/superstep-dev/superstep/runs/pgthreads"
 	"github.com/superstep-dev/superstep/studio"
 )
 
@@ -261,5 +262,56 @@ func TestThreadsPageSurvivesARestart(t *testing.T) {
 	}
 	if body := get("/threads?status=idle"); !strings.Contains(body, `id="thread-left-waiting"`) {
 		t.Fatalf("the finished thread is not listed as idle")
+	}
+}
+
+// TestThreadsPageShowsTheNewestAndSaysSo: with more threads in the
+// registry than the page shows, it shows the newest and says the list is
+// cut; a filter reaches an old thread.
+func TestThreadsPageShowsTheNewestAndSaysSo(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dbURL, pool := schemaURL(t)
+	reg := pgthreads.New(pool)
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	const total = 502
+	for i := range total {
+		status := runs.StatusIdle
+		if i == 0 {
+			status = runs.StatusError // the oldest, and the only failed one
+		}
+		rec := runs.ThreadRecord{ID: fmt.Sprintf("t%04d", i), Graph: "review", Status: status, Updated: start.Add(time.Duration(i) * time.Minute)}
+		if err := reg.SaveThread(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := studio.Open(ctx, studio.Config{DatabaseURL: dbURL, Build: func(b studio.Backends) (map[string]engine.Compiled, error) {
+		g, err := reviewGraph(b.Checkpointer)
+		return map[string]engine.Compiled{"review": g}, err
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	get := func(path string) string {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		if rec.Code != http.StatusOK {
+			t.Fatalf("GET %s = %d: %.300s", path, rec.Code, rec.Body)
+		}
+		return rec.Body.String()
+	}
+	body := get("/threads")
+	rows := strings.Count(body, `<tr id="thread-`)
+	if rows != 500 || !strings.Contains(body, `id="threads-capped"`) {
+		t.Fatalf("GET /threads shows %d rows (capped note: %v), want the newest 500 and a note", rows, strings.Contains(body, `id="threads-capped"`))
+	}
+	if !strings.Contains(body, fmt.Sprintf(`id="thread-t%04d"`, total-1)) || strings.Contains(body, `id="thread-t0001"`) {
+		t.Fatal("GET /threads does not show the newest threads")
+	}
+	body = get("/threads?status=error")
+	if !strings.Contains(body, `id="thread-t0000"`) || strings.Contains(body, `id="threads-capped"`) {
+		t.Fatalf("the error filter does not find the oldest thread, or says it is cut: %.1000s", body)
 	}
 }
