@@ -25,8 +25,13 @@ import (
 const (
 	// ValuePreviewBytes caps a state key's JSON on a checkpoint page; the
 	// rest is fetched on demand, so a 5 MB state costs the browser a few
-	// KB per key until someone asks for more.
-	ValuePreviewBytes = 2 << 10
+	// KB per key until someone asks for more. The thread page's values
+	// panel and its live diffs use the same cap.
+	ValuePreviewBytes = runs.ValuePreviewBytes
+	// maxNextLoads caps how many checkpoints of a tree page have their
+	// state loaded to list their next tasks exactly (those whose header
+	// cannot tell: Sends, state edits); the rest say "+ sends".
+	maxNextLoads = 20
 	// TreePageSize is how many checkpoints a tree page lists by default;
 	// MaxTreePageSize caps ?limit=.
 	TreePageSize    = 100
@@ -116,7 +121,7 @@ func treeView(r *http.Request, rt Routes) (web.CheckpointsView, error) {
 	}
 	ctx := r.Context()
 	cfg := checkpoints.Config{ThreadID: id}
-	page, err := p.GetStateHistory(ctx, cfg, engine.HistoryOptions{MetadataOnly: true, Before: before, Limit: limit + 1})
+	page, partial, err := treePage(ctx, rt, t, p, before, limit+1)
 	if err != nil {
 		return web.CheckpointsView{}, err
 	}
@@ -137,6 +142,9 @@ func treeView(r *http.Request, rt Routes) (web.CheckpointsView, error) {
 		}
 	}
 	v.Rows = TreeRows(page, v.HeadID, sel)
+	for i := range v.Rows {
+		v.Rows[i].NextPartial = partial[v.Rows[i].ID]
+	}
 	if sel != "" {
 		d, err := detail(ctx, rt, p, id, sel)
 		if err != nil {
@@ -146,6 +154,57 @@ func treeView(r *http.Request, rt Routes) (web.CheckpointsView, error) {
 		v.Selected = &d
 	}
 	return v, nil
+}
+
+// treePage lists a page of the thread's checkpoints as header snapshots
+// (no values) with their next tasks: from the live events this process
+// saw when it has them, else inferred from the checkpoint's versions
+// (runs.NextIndex), else (a checkpoint with Sends, or a state edit) from
+// its state, for at most maxNextLoads checkpoints; partial marks the rows
+// whose list may lack tasks.
+func treePage(ctx context.Context, rt Routes, t runs.Thread, p *engine.Pregel, before string, limit int) ([]*engine.StateSnapshot, map[string]bool, error) {
+	g, err := rt.Runs.Graph(t.Graph)
+	if err != nil {
+		return nil, nil, err
+	}
+	saver := p.Checkpointer()
+	if saver == nil {
+		return nil, nil, nil
+	}
+	tups, err := saver.List(ctx, checkpoints.ListQuery{ThreadID: t.ID}, checkpoints.ListOptions{MetadataOnly: true, Before: before, Limit: limit})
+	if err != nil {
+		return nil, nil, err
+	}
+	var known map[string][]string
+	if lr, ok := rt.Runs.(liveRunner); ok {
+		known = lr.KnownNext(t.ID)
+	}
+	idx := runs.NewNextIndex(g)
+	snaps := make([]engine.StateSnapshot, len(tups))
+	page := make([]*engine.StateSnapshot, len(tups))
+	partial := map[string]bool{}
+	loads := 0
+	for i, tup := range tups {
+		s := &snaps[i]
+		*s = engine.StateSnapshot{Config: tup.Config, ParentConfig: tup.ParentConfig, Metadata: tup.Metadata, CreatedAt: tup.Checkpoint.TS}
+		page[i] = s
+		id := tup.Config.CheckpointID
+		if next, ok := known[id]; ok {
+			s.Next = next
+			continue
+		}
+		next, exact := idx.Next(tup.Checkpoint)
+		if !exact && loads < maxNextLoads {
+			loads++
+			full, err := p.GetState(ctx, checkpoints.Config{ThreadID: t.ID, CheckpointID: id})
+			if err != nil {
+				return nil, nil, err
+			}
+			next, exact = full.Next, true
+		}
+		s.Next, partial[id] = next, !exact
+	}
+	return page, partial, nil
 }
 
 // TreeRows lays out one page of checkpoints (newest first, as history
@@ -195,7 +254,7 @@ func TreeRows(page []*engine.StateSnapshot, head, selected string) []web.Checkpo
 		row := web.CheckpointRow{
 			ID: it.id, Short: shortID(it.id), Source: string(s.Metadata.Source), Step: s.Metadata.Step,
 			Created: when(s.CreatedAt), Depth: it.depth, Head: it.id == head, OnHead: onHead[it.id],
-			Selected: it.id == selected, Fork: it.fork,
+			Selected: it.id == selected, Fork: it.fork, Next: s.Next,
 		}
 		if s.ParentConfig != nil {
 			row.ParentID = s.ParentConfig.CheckpointID

@@ -1,8 +1,10 @@
 package handlers
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"sort"
 	"strconv"
@@ -72,10 +74,26 @@ func threadRows(ts []runs.Thread, limit int) []web.ThreadRow {
 	return out
 }
 
-// ThreadPage answers GET /threads/{thread}: the graph, the superstep
-// timeline and channel versions rebuilt from the checkpoints, and the
+// liveRunner is what the thread pages use of a Runner that keeps its
+// threads' live events (*runs.Manager does): the page renders the
+// catch-up once with its cursor, and the websocket resumes after that
+// cursor instead of sending a second catch-up. A Runner without it gets
+// the checkpoints' catch-up on both.
+type liveRunner interface {
+	History(ctx context.Context, thread string) ([]runs.Event, string, error)
+	SubscribeFrom(ctx context.Context, thread, cursor string) ([]runs.Event, *runs.Subscription, error)
+	KnownNext(thread string) map[string][]string
+}
+
+var _ liveRunner = (*runs.Manager)(nil)
+
+// ThreadPage answers GET /threads/{thread}: the graph with the thread's
+// last run overlaid (node states, fired edges), the superstep timeline
+// (with the durations, attempts and cache hits this process saw live),
+// the channel versions and the state at the latest checkpoint, and the
 // approval panel when the thread waits for an answer. The page's script
-// then keeps it live over the websocket.
+// then keeps it live over the websocket, resuming after the page's
+// cursor.
 func ThreadPage(rt Routes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t, err := rt.Runs.Thread(chi.URLParam(r, "thread"))
@@ -93,56 +111,115 @@ func ThreadPage(rt Routes) http.Handler {
 			fail(w, r, rt.Logger, err)
 			return
 		}
-		evs, err := runs.Catchup(r.Context(), g, t.ID)
+		var evs []runs.Event
+		cursor := ""
+		if lr, ok := rt.Runs.(liveRunner); ok {
+			evs, cursor, err = lr.History(r.Context(), t.ID)
+		} else {
+			evs, err = runs.Catchup(r.Context(), g, t.ID)
+		}
 		if err != nil {
 			fail(w, r, rt.Logger, err)
 			return
 		}
-		v := web.ThreadView{ID: t.ID, Graph: t.Graph, Status: string(t.Status), Updated: when(t.Updated), Error: t.Error, SVG: string(svg), Before: t.Before, After: t.After}
-		v.Tasks, v.Channels = fold(evs)
+		v := web.ThreadView{ID: t.ID, Graph: t.Graph, Status: string(t.Status), Updated: when(t.Updated), Error: t.Error, SVG: string(svg), Before: t.Before, After: t.After, Cursor: cursor}
+		f := fold(evs)
+		v.Tasks, v.Channels, v.Overlay = f.tasks, f.channels, f.overlay
+		v.Values = f.valueRows(t.ID)
 		v.Pending = pendingViews(t.Pending)
 		render(w, r, rt.Logger, http.StatusOK, web.Thread(v))
 	})
 }
 
+// folded is a thread page's state after applying its events in order, as
+// studio.js applies live ones.
+type folded struct {
+	tasks    []web.TaskRow
+	channels []web.ChannelRow
+	overlay  web.GraphState
+	// values are the values panel's rows by key; valueCkpt the
+	// checkpoint each was read at (its expand link).
+	values    map[string]runs.ValueChange
+	valueCkpt map[string]string
+}
+
+// taskStates maps task event kinds to the timeline's and graph's states.
+var taskStates = map[runs.Kind]string{runs.KindTaskPlanned: "planned", runs.KindTaskStarted: "running", runs.KindTaskRetried: "retried",
+	runs.KindTaskFinished: "done", runs.KindTaskFailed: "failed", runs.KindTaskInterrupted: "interrupted"}
+
 // fold turns a thread's events into the timeline (a row per task and
-// step, in order) and the channel table (each channel's version, with the
-// channels the last barrier bumped marked). studio.js applies live events
-// the same way.
-func fold(evs []runs.Event) ([]web.TaskRow, []web.ChannelRow) {
-	var tasks []web.TaskRow
+// step, in order), the channel table (each channel's version, with the
+// channels the last barrier bumped marked), the values panel (keys the
+// last checkpoint changed marked) and the graph overlay of the last run.
+// studio.js applies live events the same way.
+func fold(evs []runs.Event) folded {
+	f := folded{values: map[string]runs.ValueChange{}, valueCkpt: map[string]string{}}
 	at := map[string]int{}
 	versions := map[string]int64{}
 	var last []runs.Bump
+	nodes, retried := map[string]string{}, map[string]bool{}
+	var fired, now [][2]string
+	const noStep = -1
+	nowStep := noStep
 	for _, ev := range evs {
-		if ev.Kind == runs.KindBarrier {
+		switch ev.Kind {
+		case runs.KindBarrier:
 			for _, b := range ev.Bumps {
 				versions[b.Channel] = b.New
 			}
 			last = ev.Bumps
 			continue
+		case runs.KindRunStarted:
+			clear(nodes)
+			clear(retried)
+			fired, now, nowStep = nil, nil, noStep
+			continue
+		case runs.KindCheckpoint:
+			f.applyValues(ev)
+			continue
 		}
-		state := map[runs.Kind]string{runs.KindTaskPlanned: "planned", runs.KindTaskStarted: "running", runs.KindTaskRetried: "retried",
-			runs.KindTaskFinished: "done", runs.KindTaskFailed: "failed", runs.KindTaskInterrupted: "interrupted"}[ev.Kind]
+		state := taskStates[ev.Kind]
 		if state == "" {
 			continue
+		}
+		if ev.Kind == runs.KindTaskPlanned {
+			// Edges of a later step replace the "now" edges.
+			if ev.Step > nowStep {
+				now, nowStep = nil, ev.Step
+			}
+			for _, e := range ev.Edges {
+				pair := [2]string{e.From, e.To}
+				if !slices.Contains(fired, pair) {
+					fired = append(fired, pair)
+				}
+				if !slices.Contains(now, pair) {
+					now = append(now, pair)
+				}
+			}
 		}
 		key := strconv.Itoa(ev.Step) + "-" + ev.TaskID
 		i, ok := at[key]
 		if !ok {
-			i = len(tasks)
+			i = len(f.tasks)
 			at[key] = i
-			tasks = append(tasks, web.TaskRow{Step: ev.Step, Node: ev.Node, TaskID: ev.TaskID})
+			f.tasks = append(f.tasks, web.TaskRow{Step: ev.Step, Node: ev.Node, TaskID: ev.TaskID})
 		}
-		row := &tasks[i]
+		row := &f.tasks[i]
 		if ev.Kind == runs.KindTaskFinished && ev.Cached {
 			state = "cached"
 		}
 		row.Status = state
+		if state == "retried" {
+			retried[ev.Node] = true
+		} else {
+			nodes[ev.Node] = state
+		}
 		if len(ev.Triggers) > 0 {
 			row.Triggers = ev.Triggers
 		}
-		if ev.Kind == runs.KindTaskFinished && !ev.Catchup {
+		// Checkpoints keep no durations: a catch-up event has one only
+		// when this process saw the task finish live.
+		if ev.Kind == runs.KindTaskFinished && (!ev.Catchup || ev.DurationMS > 0) {
 			row.Duration = strconv.FormatFloat(ev.DurationMS, 'f', 1, 64)
 		}
 		if ev.Attempt > 0 {
@@ -156,13 +233,58 @@ func fold(evs []runs.Event) ([]web.TaskRow, []web.ChannelRow) {
 	for _, b := range last {
 		bumped[b.Channel] = b.Old
 	}
-	channels := make([]web.ChannelRow, 0, len(versions))
+	f.channels = make([]web.ChannelRow, 0, len(versions))
 	for name, v := range versions {
 		old, ok := bumped[name]
-		channels = append(channels, web.ChannelRow{Name: name, Version: v, Old: old, Bumped: ok})
+		f.channels = append(f.channels, web.ChannelRow{Name: name, Version: v, Old: old, Bumped: ok})
 	}
-	sort.Slice(channels, func(i, j int) bool { return channels[i].Name < channels[j].Name })
-	return tasks, channels
+	sort.Slice(f.channels, func(i, j int) bool { return f.channels[i].Name < f.channels[j].Name })
+	f.overlay = web.GraphState{Nodes: nodes, Fired: fired, Now: now, Step: nowStep}
+	if f.overlay.Fired == nil {
+		f.overlay.Fired, f.overlay.Now = [][2]string{}, [][2]string{}
+	}
+	if f.overlay.Now == nil {
+		f.overlay.Now = [][2]string{}
+	}
+	for n := range retried {
+		f.overlay.Retried = append(f.overlay.Retried, n)
+	}
+	sort.Strings(f.overlay.Retried)
+	return f
+}
+
+// applyValues applies a checkpoint event's values update: the marks of
+// the previous step go, a reset replaces the panel, a diff patches the
+// keys it names.
+func (f *folded) applyValues(ev runs.Event) {
+	for k, c := range f.values {
+		c.Op = ""
+		f.values[k] = c
+	}
+	if ev.Reset {
+		clear(f.values)
+		clear(f.valueCkpt)
+	}
+	for _, c := range ev.Values {
+		if c.Op == runs.OpRemoved {
+			delete(f.values, c.Key)
+			delete(f.valueCkpt, c.Key)
+			continue
+		}
+		f.values[c.Key] = c
+		f.valueCkpt[c.Key] = ev.Checkpoint
+	}
+}
+
+// valueRows are the values panel's rows, sorted by key.
+func (f *folded) valueRows(thread string) []web.ValueRow {
+	out := make([]web.ValueRow, 0, len(f.values))
+	for k, c := range f.values {
+		out = append(out, web.ValueRow{Key: k, JSON: c.JSON, Truncated: c.Truncated, Size: c.Size, Op: c.Op, Changed: c.Op != "",
+			URL: ckptPath(thread, f.valueCkpt[k]) + "/values/" + url.PathEscape(k)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
 }
 
 // ResumeRun answers POST /threads/{thread}/resume. The form's action is

@@ -2,9 +2,12 @@ package runs
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
+	"strconv"
 
 	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/engine"
@@ -16,42 +19,181 @@ const CatchupLimit = 200
 
 // Subscribe registers a subscriber to the thread's events. It returns the
 // catch-up first: the thread's checkpoints so far (the latest
-// CatchupLimit), oldest first, as events with Catchup set, ending with a
-// caught_up event carrying the thread's status; then the live events
-// arrive on sub.C. The subscriber is registered before the checkpoints are
-// read, so nothing is missed: an event of a step that is both in the
-// catch-up and live is sent twice, and consumers apply events
-// idempotently (keyed by task id and step).
+// CatchupLimit), oldest first, as events with Catchup set, with the
+// details only live events carry (durations, attempts, cache hits) merged
+// in from the thread's retained events, ending with a caught_up event
+// carrying the thread's status and a cursor; then the live events arrive
+// on sub.C. The subscriber is registered before the checkpoints are read,
+// so nothing is missed: an event of a step that is both in the catch-up
+// and live is sent twice, and consumers apply events idempotently (keyed
+// by task id and step).
 func (m *Manager) Subscribe(ctx context.Context, threadID string) (catchup []Event, sub *Subscription, err error) {
+	h, err := m.hubOf(threadID)
+	if err != nil {
+		return nil, nil, err
+	}
+	sub, cursor := h.subscribeAt()
+	catchup, err = m.history(ctx, threadID, h)
+	if err != nil {
+		sub.Close()
+		return nil, nil, err
+	}
+	caught, err := m.caughtUp(threadID, cursor)
+	if err != nil {
+		sub.Close()
+		return nil, nil, err
+	}
+	return append(catchup, caught), sub, nil
+}
+
+// SubscribeFrom is Subscribe for a subscriber that already shows the
+// thread up to cursor (a page rendered from History, a tab reconnecting
+// with the cursor of the last event it applied): the catch-up is only the
+// retained live events after the cursor, then caught_up, and no
+// checkpoint is read. A cursor from another process, or one whose
+// following events are no longer retained, gets Subscribe's full
+// catch-up. A malformed cursor is ErrInvalidInput.
+func (m *Manager) SubscribeFrom(ctx context.Context, threadID, cursor string) (catchup []Event, sub *Subscription, err error) {
+	h, err := m.hubOf(threadID)
+	if err != nil {
+		return nil, nil, err
+	}
+	evs, sub, at, err := h.resume(cursor)
+	switch {
+	case errors.Is(err, errCursorGone):
+		return m.Subscribe(ctx, threadID)
+	case err != nil:
+		return nil, nil, err
+	}
+	caught, err := m.caughtUp(threadID, at)
+	if err != nil {
+		sub.Close()
+		return nil, nil, err
+	}
+	return append(evs, caught), sub, nil
+}
+
+// History returns what Subscribe's catch-up holds, without subscribing
+// and without the caught_up event, and the cursor it is current to: a
+// page renders it, then subscribes with SubscribeFrom(cursor). The cursor
+// is taken before the checkpoints are read, so the events after it may
+// repeat some of what the page shows (applying them again is harmless).
+func (m *Manager) History(ctx context.Context, threadID string) ([]Event, string, error) {
+	h, err := m.hubOf(threadID)
+	if err != nil {
+		return nil, "", err
+	}
+	cursor := h.cursor()
+	evs, err := m.history(ctx, threadID, h)
+	return evs, cursor, err
+}
+
+func (m *Manager) hubOf(threadID string) (*hub, error) {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	t, ok := m.threads[threadID]
 	if !ok {
-		m.mu.Unlock()
-		return nil, nil, fmt.Errorf("%w %q", ErrUnknownThread, threadID)
+		return nil, fmt.Errorf("%w %q", ErrUnknownThread, threadID)
 	}
-	sub = t.hub.subscribe()
-	graph := t.info.Graph
-	m.mu.Unlock()
-	g, err := m.Graph(graph)
-	if err != nil {
-		sub.Close()
-		return nil, nil, err
-	}
-	catchup, err = Catchup(ctx, g, threadID)
-	if err != nil {
-		sub.Close()
-		return nil, nil, err
-	}
+	return t.hub, nil
+}
+
+// history is the thread's catch-up: its checkpoints as events, the
+// retained live details merged in, and the tasks at work while it runs.
+func (m *Manager) history(ctx context.Context, threadID string, h *hub) ([]Event, error) {
 	info, err := m.Thread(threadID)
 	if err != nil {
-		sub.Close()
-		return nil, nil, err
+		return nil, err
 	}
+	g, err := m.Graph(info.Graph)
+	if err != nil {
+		return nil, err
+	}
+	evs, err := Catchup(ctx, g, threadID)
+	if err != nil {
+		return nil, err
+	}
+	evs = mergeDetails(evs, h.retained())
 	if info.Status == StatusRunning {
-		catchup = append(catchup, running(catchup)...)
+		evs = append(evs, running(evs)...)
 	}
-	catchup = append(catchup, Event{Kind: KindCaughtUp, Catchup: true, Thread: threadID, RunID: info.RunID, Status: info.Status, Error: info.Error, Interrupts: previews(info.Pending), Time: info.Updated})
-	return catchup, sub, nil
+	return evs, nil
+}
+
+func (m *Manager) caughtUp(threadID, cursor string) (Event, error) {
+	info, err := m.Thread(threadID)
+	if err != nil {
+		return Event{}, err
+	}
+	return Event{Kind: KindCaughtUp, Catchup: true, Thread: threadID, RunID: info.RunID, Status: info.Status, Error: info.Error,
+		Interrupts: previews(info.Pending), Cursor: cursor, Time: info.Updated}, nil
+}
+
+// mergeDetails adds to catch-up task events what only live events know:
+// triggers, durations, attempts, cache hits, and edges where the
+// checkpoints could not tell them (the first step after a fork). Events
+// are matched by step and task id; the latest live event of a task wins.
+func mergeDetails(evs, live []Event) []Event {
+	if len(live) == 0 {
+		return evs
+	}
+	type detail struct {
+		triggers []string
+		edges    []Edge
+		ms       float64
+		attempt  int
+		cached   bool
+		done     bool
+	}
+	byTask := map[string]*detail{}
+	for i := range live {
+		ev := &live[i]
+		if ev.TaskID == "" {
+			continue
+		}
+		key := strconv.Itoa(ev.Step) + "-" + ev.TaskID
+		d := byTask[key]
+		if d == nil {
+			d = &detail{}
+			byTask[key] = d
+		}
+		if len(ev.Triggers) > 0 {
+			d.triggers = ev.Triggers
+		}
+		if len(ev.Edges) > 0 {
+			d.edges = ev.Edges
+		}
+		if ev.Attempt > 0 {
+			d.attempt = ev.Attempt
+		}
+		if ev.Kind == KindTaskFinished {
+			d.ms, d.cached, d.done = ev.DurationMS, ev.Cached, true
+		}
+	}
+	for i := range evs {
+		ev := &evs[i]
+		d := byTask[strconv.Itoa(ev.Step)+"-"+ev.TaskID]
+		if ev.TaskID == "" || d == nil {
+			continue
+		}
+		switch ev.Kind {
+		case KindTaskPlanned:
+			if len(ev.Triggers) == 0 {
+				ev.Triggers = d.triggers
+			}
+			if len(ev.Edges) == 0 {
+				ev.Edges = d.edges
+			}
+		case KindTaskFinished:
+			if d.done {
+				ev.DurationMS, ev.Cached = d.ms, d.cached
+			}
+			ev.Attempt = max(ev.Attempt, d.attempt)
+		case KindTaskFailed, KindTaskInterrupted:
+			ev.Attempt = max(ev.Attempt, d.attempt)
+		}
+	}
+	return evs
 }
 
 // running lists, as task_started events, the tasks planned from the last
@@ -96,10 +238,17 @@ func (m *Manager) Subscribers(threadID string) int {
 // Catchup rebuilds a thread's history as events, oldest first: for each
 // checkpoint a barrier (the channels whose version it bumped against its
 // parent, old → new) and a checkpoint event, then the tasks planned from
-// it with their outcome when they ran (finished, failed, interrupted).
-// Durations, attempts and triggers are not stored in checkpoints, so these
-// events do not carry them. A run_started event precedes the first
+// it with the edges that caused them and their outcome when they ran
+// (finished, failed, interrupted). The last checkpoint event carries the
+// whole state, previewed (Reset), marked with the keys its step changed.
+// Durations, attempts and cache hits are not stored in checkpoints, so
+// these events do not carry them. A run_started event precedes the first
 // checkpoint of each run.
+//
+// It reads the history once as raw tuples (versions, updated channels and
+// every pending write, which edges need) and once as snapshots (next
+// tasks, task outcomes and values, which only the engine can derive): the
+// engine exposes no way to build a snapshot from a tuple already read.
 func Catchup(ctx context.Context, g engine.Compiled, threadID string) ([]Event, error) {
 	p := g.Pregel()
 	saver := p.Checkpointer()
@@ -123,8 +272,13 @@ func Catchup(ctx context.Context, g engine.Compiled, threadID string) ([]Event, 
 	for _, tup := range tups {
 		versions[tup.Config.CheckpointID] = tup.Checkpoint.ChannelVersions
 	}
+	trig := newTriggerIndex(g)
+	var edges edgeState
+	var vals valueState
 	var out []Event
 	lastRun := ""
+	lastCkpt, lastOps := -1, map[string]string(nil)
+	var lastValues map[string]any
 	for i := len(tups) - 1; i >= 0; i-- {
 		tup := tups[i]
 		md := tup.Metadata
@@ -136,32 +290,46 @@ func Catchup(ctx context.Context, g engine.Compiled, threadID string) ([]Event, 
 			lastRun = md.RunID
 		}
 		var parent map[string]int64
+		parentID := ""
 		if tup.ParentConfig != nil {
-			parent = versions[tup.ParentConfig.CheckpointID]
+			parentID = tup.ParentConfig.CheckpointID
+			parent = versions[parentID]
 		}
-		if bumps := diffVersions(parent, tup.Checkpoint.ChannelVersions); len(bumps) > 0 {
+		bumps := diffVersions(parent, tup.Checkpoint.ChannelVersions)
+		if len(bumps) > 0 {
 			ev := base
 			ev.Kind, ev.Step, ev.Bumps = KindBarrier, md.Step, bumps
 			out = append(out, ev)
 		}
-		snap := byID[tup.Config.CheckpointID]
+		for _, b := range bumps {
+			vals.bump(b.Channel)
+		}
+		id := tup.Config.CheckpointID
+		edges.checkpoint(id, parentID, md.Source == checkpoints.SourceInput, tup.Checkpoint.UpdatedChannels)
+		snap := byID[id]
 		ev := base
-		ev.Kind, ev.Step, ev.Checkpoint, ev.Source = KindCheckpoint, md.Step, tup.Config.CheckpointID, string(md.Source)
+		ev.Kind, ev.Step, ev.Checkpoint, ev.Source = KindCheckpoint, md.Step, id, string(md.Source)
 		if snap != nil {
 			ev.Next = snap.Next
+			lastOps, _ = vals.next(id, parentID, snap.Values)
+			lastCkpt, lastValues = len(out), snap.Values
 		}
 		out = append(out, ev)
 		if snap == nil {
 			continue
 		}
+		plan := edges.planned(catchupTasks(snap.Tasks, tup.Checkpoint.UpdatedChannels, &edges, trig))
+		names := make(map[string]string, len(snap.Tasks))
 		for _, ts := range snap.Tasks {
+			names[ts.ID] = ts.Name
 			if ts.Name == engine.Start {
 				continue
 			}
 			te := base
 			te.Step, te.Node, te.TaskID = md.Step+1, ts.Name, ts.ID
-			te.Kind = KindTaskPlanned
+			te.Kind, te.Edges = KindTaskPlanned, plan[ts.ID]
 			out = append(out, te)
+			te.Edges = nil
 			switch {
 			case ts.Error != "":
 				te.Kind, te.Error = KindTaskFailed, ts.Error
@@ -178,8 +346,46 @@ func Catchup(ctx context.Context, g engine.Compiled, threadID string) ([]Event, 
 				out = append(out, te)
 			}
 		}
+		// The writes of the tasks planned here feed the next step's edges.
+		for _, w := range tup.PendingWrites {
+			node, ok := names[w.TaskID]
+			if !ok {
+				continue
+			}
+			if w.Channel == checkpoints.TasksChannel {
+				if to, ok := sendTarget(w.Value); ok {
+					edges.sent(node, to)
+				}
+				continue
+			}
+			edges.wrote(node, w.Channel)
+		}
+	}
+	if lastCkpt >= 0 {
+		out[lastCkpt].Values, out[lastCkpt].Reset = renderValues(lastValues, lastOps, true), true
 	}
 	return out, nil
+}
+
+// catchupTasks describes a checkpoint's tasks for edge tracking. Snapshots
+// do not say which task is a Send's, nor a task's triggers: the engine
+// plans Send tasks first, one per Send the previous step wrote, so the
+// first tasks of a node that was sent to are its Send tasks; a pulled
+// task's triggers are the updated channels that trigger its node.
+func catchupTasks(ts []engine.TaskState, updated []string, edges *edgeState, trig triggerIndex) []plannedTask {
+	pushes := maps.Clone(edges.sendCount)
+	out := make([]plannedTask, 0, len(ts))
+	for _, t := range ts {
+		pt := plannedTask{ID: t.ID, Node: t.Name}
+		if pushes[t.Name] > 0 {
+			pt.Push = true
+			pushes[t.Name]--
+		} else {
+			pt.Triggers = trig.triggers(t.Name, updated)
+		}
+		out = append(out, pt)
+	}
+	return out
 }
 
 // diffVersions lists the channels whose version differs between parent

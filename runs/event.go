@@ -80,6 +80,19 @@ type Event struct {
 	Checkpoint string      `json:"checkpoint,omitempty"`
 	Source     string      `json:"source,omitempty"`
 	Next       []string    `json:"next,omitempty"`
+	// Edges are, on a task_planned event, the graph edges that caused the
+	// task: from each task that wrote the channel that triggered it (or
+	// sent it), to its node. See firedEdges.
+	Edges []Edge `json:"edges,omitempty"`
+	// Values are, on a checkpoint event, the top-level state keys that
+	// changed since the previous checkpoint event of the thread, each
+	// previewed (never the whole value). With Reset set they are instead
+	// the whole state: keys not listed are gone.
+	Values []ValueChange `json:"values,omitempty"`
+	Reset  bool          `json:"reset,omitempty"`
+	// Cursor is, on a caught_up event, where the subscriber stands in the
+	// thread's live log: pass it to SubscribeFrom to resume after it.
+	Cursor string `json:"cursor,omitempty"`
 	// Status is the thread's status after a run_finished event.
 	Status Status    `json:"status,omitempty"`
 	Time   time.Time `json:"time"`
@@ -87,7 +100,46 @@ type Event struct {
 	// encoded is the event's JSON, made once when it was published to
 	// subscribers (every open tab sends the same bytes).
 	encoded []byte
+	// src is the engine event this one was converted from: the hub's
+	// tracker reads writes, sends and values from it, then drops it (it
+	// may hold the whole state, which events never carry).
+	src engine.Event
 }
+
+// kindTrack marks an event that only feeds the hub's tracker (the hidden
+// __start__ task's writes, for example); it is never published.
+const kindTrack Kind = ""
+
+// Edge is a graph edge that fired: its element id in the graph's SVG is
+// e-<from>-<to>.
+type Edge struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// ValueChange is one top-level state key in a values update: Op is
+// added, changed or removed ("" in a Reset for a key the step did not
+// change); JSON is the new value as indented JSON cut to
+// ValuePreviewBytes, Size the full value's bytes.
+type ValueChange struct {
+	Key       string `json:"key"`
+	Op        string `json:"op,omitempty"`
+	JSON      string `json:"json,omitempty"`
+	Truncated bool   `json:"truncated,omitempty"`
+	Size      int    `json:"size,omitempty"`
+}
+
+// The value change ops.
+const (
+	OpAdded   = "added"
+	OpChanged = "changed"
+	OpRemoved = "removed"
+)
+
+// ValuePreviewBytes caps one state key's JSON on a page or in an event;
+// the rest is fetched on demand (a checkpoint's value route), so a 5 MB
+// state costs a browser a few KB per key.
+const ValuePreviewBytes = 2 << 10
 
 // Encoded returns the event's JSON as published, or nil for events that
 // were not published (catch-up events); encode those yourself.
@@ -97,6 +149,18 @@ func (e Event) Encoded() []byte { return e.encoded }
 // does not forward (RunFinished is replaced by the manager's own, sent
 // after the thread's status is updated; Custom payloads are unbounded).
 func fromEngine(thread, runID string, ev engine.Event, now time.Time) (out []Event) {
+	defer func() {
+		// The hub's tracker needs the engine event even when the Studio
+		// shows nothing of it (the __start__ task's writes, a plan of
+		// only __start__).
+		switch ev.(type) {
+		case engine.StepPlanned, engine.TaskFinished, engine.BarrierApplied, engine.CheckpointSaved:
+			if len(out) == 0 {
+				out = []Event{{Kind: kindTrack, Thread: thread}}
+			}
+			out[0].src = ev
+		}
+	}()
 	base := Event{Thread: thread, RunID: runID, Time: now}
 	task := func(k Kind, t engine.TaskInfo) Event {
 		e := base
@@ -177,6 +241,13 @@ func previews(is []engine.Interruption) []Interrupt {
 // Preview renders v as indented JSON of at most max bytes (cut on a rune
 // boundary); truncated says whether anything was cut.
 func Preview(v any, max int) (s string, truncated bool) {
+	s, truncated, _ = PreviewSize(v, max)
+	return s, truncated
+}
+
+// PreviewSize is Preview that also reports the full JSON's size in bytes
+// (for "2.1 MB, first 2 KB shown").
+func PreviewSize(v any, max int) (s string, truncated bool, size int) {
 	// Pages escape the text; JSON's own HTML escaping (\u003c) would
 	// only make it harder to read.
 	var buf bytes.Buffer
@@ -184,17 +255,18 @@ func Preview(v any, max int) (s string, truncated bool) {
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
-		return "(value cannot be shown as JSON: " + err.Error() + ")", false
+		s = "(value cannot be shown as JSON: " + err.Error() + ")"
+		return s, false, len(s)
 	}
 	b := bytes.TrimRight(buf.Bytes(), "\n")
 	if len(b) <= max {
-		return string(b), false
+		return string(b), false, len(b)
 	}
 	cut := max
 	for cut > 0 && !utf8.RuneStart(b[cut]) {
 		cut--
 	}
-	return string(b[:cut]), true
+	return string(b[:cut]), true, len(b)
 }
 
 func errText(err error) string {

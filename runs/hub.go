@@ -2,6 +2,11 @@ package runs
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -37,34 +42,118 @@ func (s *Subscription) Close() {
 	s.hub.remove(s, false)
 }
 
-// hub fans one thread's events out to its subscribers. publish never
-// blocks: a subscriber whose buffer is full is dropped.
+// Retention of a thread's live events (the thread page's durations,
+// attempts, cache hits and retries exist only in them): the hub keeps the
+// latest RetainEvents events of each thread, and fewer when they hold
+// more than RetainBytes of JSON. A process restart loses them; pages then
+// show what checkpoints keep.
+const (
+	RetainEvents = 10_000
+	RetainBytes  = 8 << 20
+)
+
+// hub fans one thread's events out to its subscribers and keeps the
+// latest of them (see RetainEvents). publish never blocks: a subscriber
+// whose buffer is full is dropped.
 type hub struct {
-	mu   sync.Mutex
-	seq  uint64
-	subs map[*Subscription]struct{}
+	mu sync.Mutex
+	// epoch names this hub: a cursor from another process (or an older
+	// hub of the thread) never matches, so it cannot resume from the
+	// wrong log.
+	epoch string
+	seq   uint64
+	subs  map[*Subscription]struct{}
+	track tracker
+	// log holds the retained events, oldest first; logBytes their size.
+	log      []Event
+	logBytes int
 }
 
-func newHub() *hub { return &hub{subs: map[*Subscription]struct{}{}} }
+func newHub() *hub {
+	return &hub{subs: map[*Subscription]struct{}{}, epoch: strconv.FormatUint(rand.Uint64()>>16, 36)}
+}
 
 func (h *hub) subscribe() *Subscription {
+	s, _ := h.subscribeAt()
+	return s
+}
+
+// subscribeAt registers a subscriber and returns the cursor it starts
+// after: every event it receives has a higher seq.
+func (h *hub) subscribeAt() (*Subscription, string) {
 	c := make(chan Event, SubscriberBuffer)
 	s := &Subscription{C: c, c: c, hub: h}
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	h.subs[s] = struct{}{}
-	h.mu.Unlock()
-	return s
+	return s, h.cursorLocked()
+}
+
+func (h *hub) cursorLocked() string { return h.epoch + ":" + strconv.FormatUint(h.seq, 10) }
+
+// cursor is where the thread's live log stands now.
+func (h *hub) cursor() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cursorLocked()
+}
+
+// errCursorGone: the cursor is from another process, or the events after
+// it are no longer retained; the subscriber gets a full catch-up instead.
+var errCursorGone = errors.New("runs: cursor no longer resumable")
+
+// resume registers a subscriber and returns the retained events after
+// cursor, atomically: nothing is missed or sent twice between the two.
+func (h *hub) resume(cursor string) ([]Event, *Subscription, string, error) {
+	epoch, seqText, ok := strings.Cut(cursor, ":")
+	after, err := strconv.ParseUint(seqText, 10, 64)
+	if !ok || err != nil {
+		return nil, nil, "", fmt.Errorf("%w: cursor %q is not <epoch>:<seq>", ErrInvalidInput, cursor)
+	}
+	c := make(chan Event, SubscriberBuffer)
+	s := &Subscription{C: c, c: c, hub: h}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if epoch != h.epoch || after > h.seq {
+		return nil, nil, "", errCursorGone
+	}
+	var out []Event
+	if after < h.seq {
+		if len(h.log) == 0 || h.log[0].Seq > after+1 {
+			return nil, nil, "", errCursorGone
+		}
+		i := int(after + 1 - h.log[0].Seq)
+		out = append(out, h.log[i:]...)
+	}
+	h.subs[s] = struct{}{}
+	return out, s, h.cursorLocked(), nil
+}
+
+// retained returns a copy of the retained events.
+func (h *hub) retained() []Event {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]Event(nil), h.log...)
 }
 
 func (h *hub) publish(evs ...Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, ev := range evs {
+		if ev.src != nil {
+			h.track.observe(ev.src)
+			ev.src = nil // it may hold the whole state
+		}
+		if ev.Kind == kindTrack {
+			continue
+		}
+		h.track.annotate(&ev)
 		h.seq++
 		ev.Seq = h.seq
 		if len(h.subs) > 0 {
 			ev.encoded, _ = json.Marshal(ev) // Event holds only plain data
 		}
+		h.retain(ev)
 		for s := range h.subs {
 			select {
 			case s.c <- ev:
@@ -73,6 +162,44 @@ func (h *hub) publish(evs ...Event) {
 			}
 		}
 	}
+}
+
+// retain appends ev to the log, dropping the oldest events beyond
+// RetainEvents or RetainBytes.
+func (h *hub) retain(ev Event) {
+	h.log = append(h.log, ev)
+	h.logBytes += ev.size()
+	if len(h.log) <= RetainEvents && h.logBytes <= RetainBytes {
+		return
+	}
+	// Drop a tenth at a time, so shifting the log costs O(1) per event;
+	// the array is reused, so a long run holds no more than the bounds.
+	drop := 0
+	for drop < len(h.log)-1 && (len(h.log)-drop > RetainEvents*9/10 || h.logBytes > RetainBytes*9/10) {
+		h.logBytes -= h.log[drop].size()
+		drop++
+	}
+	if drop > 0 {
+		n := copy(h.log, h.log[drop:])
+		clear(h.log[n:])
+		h.log = h.log[:n]
+	}
+}
+
+// size estimates an event's retained bytes: its JSON when it was encoded,
+// else its strings plus a fixed overhead.
+func (e *Event) size() int {
+	if e.encoded != nil {
+		return len(e.encoded) + 256
+	}
+	n := 256 + len(e.Node) + len(e.TaskID) + len(e.Error) + len(e.Checkpoint) + len(e.RunID)
+	for _, v := range e.Values {
+		n += len(v.Key) + len(v.JSON)
+	}
+	for _, i := range e.Interrupts {
+		n += len(i.Preview)
+	}
+	return n
 }
 
 func (h *hub) remove(s *Subscription, dropped bool) {

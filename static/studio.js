@@ -1,7 +1,10 @@
 // studio.js: live updates for a thread page. One websocket per page; each
-// message is one JSON event (runs.Event). Applying an event is idempotent
-// (rows are keyed by step and task id), so the catch-up and the live
-// stream may overlap. No framework, no build step.
+// message is one JSON event (runs.Event). The page is rendered with the
+// thread's history and a cursor; the socket resumes after that cursor (and
+// a reconnecting socket after the last event applied), so the server sends
+// no second catch-up. Applying an event is idempotent (rows are keyed by
+// step and task id, values by key), so a catch-up and the live stream may
+// overlap. No framework, no build step.
 (() => {
   "use strict";
   const body = document.body;
@@ -12,6 +15,8 @@
   if (!thread) return;
   const STATES = ["planned", "running", "done", "cached", "failed", "interrupted"];
   const $ = (id) => document.getElementById(id);
+  // Where this page stands in the thread's live events ("<epoch>:<seq>").
+  let cursor = body.dataset.cursor || "";
 
   function markNode(name, state) {
     const el = $("n-" + name);
@@ -21,6 +26,25 @@
   }
   function clearNodes() {
     document.querySelectorAll("g.gnode").forEach((el) => el.classList.remove(...STATES, "retried"));
+    document.querySelectorAll("g.gedge.fired").forEach((el) => el.classList.remove("fired", "fired-now"));
+    nowStep = null;
+  }
+  // Fired edges: e-<from>-<to> (a second edge between the same nodes is
+  // e-<from>-<to>-2); a router drawn without its destinations is e-<from>-*.
+  let nowStep = null;
+  function edgeEls(from, to) {
+    const base = "e-" + from + "-" + to;
+    const els = [];
+    for (let el = $(base), k = 2; el; el = $(base + "-" + k), k++) els.push(el);
+    if (!els.length && $("e-" + from + "-*")) els.push($("e-" + from + "-*"));
+    return els;
+  }
+  function fireEdges(step, edges) {
+    if (nowStep === null || step > nowStep) {
+      nowStep = step;
+      document.querySelectorAll("g.gedge.fired-now").forEach((el) => el.classList.remove("fired-now"));
+    }
+    for (const [from, to] of edges) for (const el of edgeEls(from, to)) el.classList.add("fired", "fired-now");
   }
   function cells(tr, classes) {
     for (const c of classes) {
@@ -45,8 +69,9 @@
     tr.classList.add(state);
     tr.cells[3].textContent = state;
     if (ev.triggers) tr.cells[2].textContent = ev.triggers.join(", ");
-    // Checkpoints do not keep durations: only live events carry them.
-    if (ev.kind === "task_finished" && !ev.catchup) tr.cells[4].textContent = (ev.ms || 0).toFixed(1);
+    // Checkpoints do not keep durations: live events carry them, and a
+    // catch-up has them for tasks the server saw finish.
+    if (ev.kind === "task_finished" && (!ev.catchup || ev.ms !== undefined)) tr.cells[4].textContent = (ev.ms || 0).toFixed(1);
     if (ev.attempt) tr.cells[5].textContent = ev.attempt;
     if (ev.error) tr.cells[6].textContent = ev.error;
   }
@@ -71,6 +96,51 @@
       tr.classList.add("bumped");
     }
   }
+  // The values panel: a checkpoint event carries the keys its step
+  // changed (or, with reset, the whole state); rows change only for those
+  // keys, and are marked until the next checkpoint.
+  function sizeText(n) {
+    if (n >= 1 << 20) return (n / (1 << 20)).toFixed(1) + " MB";
+    if (n >= 1 << 10) return (n / (1 << 10)).toFixed(1) + " KB";
+    return n + " bytes";
+  }
+  function setValues(ev) {
+    document.querySelectorAll("#values tr.changed").forEach((tr) => { tr.classList.remove("changed"); tr.dataset.op = ""; });
+    if (ev.reset) document.querySelectorAll("#values tr").forEach((tr) => tr.remove());
+    for (const c of ev.values || []) {
+      let tr = $("v-" + c.key);
+      if (c.op === "removed") { if (tr) tr.remove(); continue; }
+      if (!tr) {
+        tr = document.createElement("tr");
+        tr.id = "v-" + c.key;
+        tr.className = "value-row";
+        cells(tr, ["", ""]);
+        const code = document.createElement("code");
+        code.textContent = c.key;
+        tr.cells[0].appendChild(code);
+        const rows = Array.from($("values").rows);
+        const after = rows.find((r) => r.id > tr.id);
+        $("values").insertBefore(tr, after || null);
+      }
+      const td = tr.cells[1];
+      td.textContent = "";
+      const pre = document.createElement("pre");
+      pre.className = "value";
+      pre.id = "vp-" + c.key;
+      pre.textContent = c.json || "";
+      td.appendChild(pre);
+      if (c.truncated) {
+        const a = document.createElement("a");
+        a.className = "expand";
+        a.dataset.target = pre.id;
+        a.href = "/threads/" + encodeURIComponent(thread) + "/checkpoints/" + encodeURIComponent(ev.checkpoint) + "/values/" + encodeURIComponent(c.key);
+        a.textContent = "Show all of it (" + sizeText(c.size || 0) + ")";
+        td.appendChild(a);
+      }
+      tr.dataset.op = c.op || "";
+      if (c.op) tr.classList.add("changed");
+    }
+  }
   function setStatus(status, error) {
     body.dataset.status = status;
     const el = $("status");
@@ -83,10 +153,12 @@
   }
   const taskState = { task_planned: "planned", task_started: "running", task_retried: "retried", task_failed: "failed", task_interrupted: "interrupted" };
   function apply(ev) {
+    if (ev.seq && cursor) cursor = cursor.split(":")[0] + ":" + ev.seq;
     if (ev.kind in taskState || ev.kind === "task_finished") {
       const state = ev.kind === "task_finished" ? (ev.cached ? "cached" : "done") : taskState[ev.kind];
       markNode(ev.node, state);
       setTask(ev, state);
+      if (ev.kind === "task_planned") fireEdges(ev.step, (ev.edges || []).map((e) => [e.from, e.to]));
       return;
     }
     switch (ev.kind) {
@@ -97,7 +169,11 @@
       case "barrier":
         bumps(ev.bumps);
         break;
+      case "checkpoint":
+        setValues(ev);
+        break;
       case "caught_up":
+        if (ev.cursor) cursor = ev.cursor;
         setStatus(ev.status, ev.error);
         body.dataset.live = "1";
         $("live").textContent = "live";
@@ -115,13 +191,25 @@
     }
   }
   function connect(delay) {
-    const ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/threads/" + encodeURIComponent(thread) + "/ws");
+    const after = cursor ? "?after=" + encodeURIComponent(cursor) : "";
+    const ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/threads/" + encodeURIComponent(thread) + "/ws" + after);
     ws.onmessage = (m) => apply(JSON.parse(m.data));
     ws.onclose = () => {
       body.dataset.live = "0";
       $("live").textContent = "disconnected; reconnecting…";
       setTimeout(() => connect(Math.min(delay * 2, 10000)), delay);
     };
+  }
+  // The overlay the page was rendered with: node states and fired edges
+  // of the thread's last run.
+  const overlay = $("graph-state");
+  if (overlay) {
+    const g = JSON.parse(overlay.textContent);
+    for (const [node, state] of Object.entries(g.nodes || {})) markNode(node, state);
+    for (const node of g.retried || []) markNode(node, "retried");
+    for (const [from, to] of g.fired || []) for (const el of edgeEls(from, to)) el.classList.add("fired");
+    for (const [from, to] of g.now || []) for (const el of edgeEls(from, to)) el.classList.add("fired-now");
+    if (g.step >= 0) nowStep = g.step;
   }
   connect(500);
 
