@@ -159,7 +159,7 @@ func graphView(r *http.Request, rt Routes, name string, g engine.Compiled) (web.
 		return web.GraphView{}, err
 	}
 	v := web.GraphView{Name: name, SVG: string(svg), Warnings: warningViews(g.Warnings()),
-		Subgraphs: subgraphToggles(topo, "", 0, expand, base), Action: ExpandHref(base+"/runs", expand)}
+		Subgraphs: SubgraphToggles(topo, expand, base), Action: ExpandHref(base+"/runs", expand)}
 	if len(expand) > 0 {
 		v.CollapseAll = base
 	}
@@ -173,9 +173,14 @@ func graphView(r *http.Request, rt Routes, name string, g engine.Compiled) (web.
 	return v, nil
 }
 
-// subgraphToggles lists the subgraph nodes a person can see in the
-// drawing (those at the top and those inside open subgraphs), depth
-// first, each with the link that opens or closes it.
+// SubgraphToggles lists the subgraph nodes a person can see in the
+// drawing of topo with the subgraphs in expand open (those at the top and
+// those inside open subgraphs), depth first, each with the link that
+// opens or closes it on the page at base (for web.SubgraphList).
+func SubgraphToggles(topo engine.Topology, expand []string, base string) []web.SubgraphToggle {
+	return subgraphToggles(topo, "", 0, expand, base)
+}
+
 func subgraphToggles(topo engine.Topology, prefix string, depth int, expand []string, base string) []web.SubgraphToggle {
 	var out []web.SubgraphToggle
 	for _, n := range topo.Nodes {
