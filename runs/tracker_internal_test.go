@@ -1,0 +1,85 @@
+package runs
+
+import (
+	"errors"
+	"maps"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestValueStateOps(t *testing.T) {
+	t.Parallel()
+	base := map[string]any{"a": 1, "b": []string{"x"}, "gone": true}
+	for _, tc := range []struct {
+		name   string
+		parent string
+		bumped []string
+		next   map[string]any
+		want   map[string]string
+	}{
+		{"bumped keys on the same branch", "c1", []string{"a", "new", "gone", "branch:to:x"},
+			map[string]any{"a": 2, "b": []string{"x"}, "new": "n"},
+			map[string]string{"a": OpChanged, "new": OpAdded, "gone": OpRemoved}},
+		{"a write of the same value still bumps", "c1", []string{"a"},
+			map[string]any{"a": 1, "b": []string{"x"}, "gone": true},
+			map[string]string{"a": OpChanged}},
+		{"a fork compares values", "c0", nil,
+			map[string]any{"a": 1, "b": []string{"y"}, "new": 3},
+			map[string]string{"b": OpChanged, "new": OpAdded, "gone": OpRemoved}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var v valueState
+			v.next("c1", "", base)
+			for _, b := range tc.bumped {
+				v.bump(b)
+			}
+			ops, known := v.next("c2", tc.parent, tc.next)
+			if !known || !maps.Equal(ops, tc.want) {
+				t.Fatalf("ops = %v (known %v), want %v", ops, known, tc.want)
+			}
+		})
+	}
+	var v valueState
+	v.bump("a")
+	if ops, known := v.next("c1", "c0", base); known || !maps.Equal(ops, map[string]string{"a": OpChanged}) {
+		t.Fatalf("first checkpoint seen: ops %v known %v; want unknown, with the bumped key marked", ops, known)
+	}
+}
+
+// The hub keeps at most RetainEvents events; a cursor whose next event
+// was dropped cannot resume, a recent one can.
+func TestHubRetentionIsBounded(t *testing.T) {
+	t.Parallel()
+	h := newHub()
+	for i := range RetainEvents + 500 {
+		h.publish(Event{Kind: KindTaskStarted, Node: "n", TaskID: strconv.Itoa(i)})
+	}
+	if n := len(h.log); n > RetainEvents || n < RetainEvents*8/10 {
+		t.Fatalf("log holds %d events, want at most %d and most of them", n, RetainEvents)
+	}
+	for i := 1; i < len(h.log); i++ {
+		if h.log[i].Seq != h.log[i-1].Seq+1 {
+			t.Fatalf("log has a gap at %d", i)
+		}
+	}
+	if _, _, _, err := h.resume(h.epoch + ":1"); !errors.Is(err, errCursorGone) {
+		t.Fatalf("resume from a dropped event: %v", err)
+	}
+	at := h.seq - 3
+	evs, sub, _, err := h.resume(h.epoch + ":" + strconv.FormatUint(at, 10))
+	if err != nil || len(evs) != 3 || evs[0].Seq != at+1 {
+		t.Fatalf("resume 3 events back: %d events, %v", len(evs), err)
+	}
+	sub.Close()
+
+	big := newHub()
+	huge := strings.Repeat("v", 64<<10)
+	for range 200 {
+		big.publish(Event{Kind: KindCheckpoint, Values: []ValueChange{{Key: "k", JSON: huge}}})
+	}
+	if big.logBytes > RetainBytes {
+		t.Fatalf("log holds %d bytes, over %d", big.logBytes, RetainBytes)
+	}
+}
