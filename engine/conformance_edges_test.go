@@ -155,7 +155,7 @@ func appendName(name string) func(context.Context, itemsState) (engine.Output, e
 }
 
 func routeTo(nodes ...string) func(context.Context, itemsState) (engine.Route, error) {
-	return func(context.Context, itemsState) (engine.Route, error) { return engine.To(nodes...), nil }
+	return func(context.Context, itemsState) (engine.Route, error) { return engine.Route{To: nodes}, nil }
 }
 
 // Case 8 (tp::test_cond_edge_after_send): two Sends to "2", each routing

@@ -10,7 +10,7 @@ import (
 )
 
 func route(dests ...string) func(context.Context, logState) (engine.Route, error) {
-	return func(context.Context, logState) (engine.Route, error) { return engine.To(dests...), nil }
+	return func(context.Context, logState) (engine.Route, error) { return engine.Route{To: dests}, nil }
 }
 
 func warningsOf(t *testing.T, g *engine.StateGraph[logState]) []engine.Warning {

@@ -66,6 +66,9 @@ type loop struct {
 
 	chans    []channels.Channel // by channel index
 	versions []int64            // by channel index; 0 = no version yet
+	// maxVersion is the largest of versions: the next step's versions
+	// are one above it.
+	maxVersion int64
 	// seen[node][k] is the version of the node's k-th trigger it last ran
 	// on; nil when the node never ran. seenInterrupt acknowledges
 	// breakpoints (upstream's versions_seen["__interrupt__"]).
@@ -128,7 +131,13 @@ type loop struct {
 	runBuf     []*task
 	// stateVal is the StateGraph state as of the current step, built on
 	// first use and shared by the step's tasks; apply and restore drop it.
-	stateVal any
+	// Without a listener nothing outside the step holds it, so the next
+	// step refreshes the same struct (stateBuf), setting only the fields
+	// whose channels changed (stateDirty) unless stateAll asks for all.
+	stateVal   any
+	stateBuf   any
+	stateDirty []int
+	stateAll   bool
 	grouped    [][]any
 	touched    []int
 	touchedSet []bool
@@ -296,9 +305,10 @@ func (l *loop) load(ctx context.Context) error {
 // restore sets the loop's state from a saved checkpoint (nil: empty).
 func (l *loop) restore(tup *checkpoints.Tuple) error {
 	n := len(l.g.specs)
-	l.rd, l.stateVal = nil, nil
+	l.rd, l.stateVal, l.stateAll = nil, nil, true
 	l.chans = make([]channels.Channel, n)
 	l.versions = make([]int64, n)
+	l.maxVersion = 0
 	l.seen = make([][]int64, len(l.g.nodeList))
 	l.seenMaps = make([]map[string]int64, len(l.g.nodeList))
 	l.seenDirty = make([]bool, len(l.g.nodeList))
@@ -327,6 +337,7 @@ func (l *loop) restore(tup *checkpoints.Tuple) error {
 	for c, v := range cp.ChannelVersions {
 		if i, ok := l.g.chanIdx[c]; ok {
 			l.versions[i] = v
+			l.maxVersion = max(l.maxVersion, v)
 		}
 	}
 	for name, vs := range cp.VersionsSeen {
@@ -638,13 +649,27 @@ var pushTriggers = []string{pushKind}
 // loop builds it while planning for every node that needs it, so tasks
 // running in parallel only read it.
 func (l *loop) state() (any, error) {
-	if l.stateVal == nil {
-		v, err := l.g.statePlan.build(l.reader())
+	if l.stateVal != nil {
+		return l.stateVal, nil
+	}
+	p := l.g.statePlan
+	if l.emit != nil || l.stateBuf == nil || l.stateAll {
+		v, err := p.build(l.reader())
 		if err != nil {
 			return nil, err
 		}
+		if l.emit == nil {
+			l.stateBuf, l.stateAll, l.stateDirty = v, false, l.stateDirty[:0]
+		}
 		l.stateVal = v
+		return v, nil
 	}
+	if err := p.refresh(reflect.ValueOf(l.stateBuf).Elem(), l.reader(), l.stateDirty); err != nil {
+		l.stateAll = true
+		return nil, err
+	}
+	l.stateDirty = l.stateDirty[:0]
+	l.stateVal = l.stateBuf
 	return l.stateVal, nil
 }
 
@@ -1105,17 +1130,22 @@ func (l *loop) apply(tasks []*task) ([]int, error) {
 			}
 		}
 	}
-	var maxV int64
-	for _, v := range l.versions {
-		maxV = max(maxV, v)
-	}
-	next := maxV + 1
+	next := l.maxVersion + 1
 	l.bumps = l.bumps[:0]
+	track := l.g.statePlan != nil && l.stateBuf != nil && !l.stateAll
 	setVersion := func(c int) {
 		if l.emit != nil {
 			l.bumps = append(l.bumps, ChannelBump{Channel: l.g.chanNames[c], Old: l.versions[c], New: next})
 		}
 		l.versions[c] = next
+		l.maxVersion = next
+		if track {
+			if len(l.stateDirty) < len(l.chans) {
+				l.stateDirty = append(l.stateDirty, c)
+			} else {
+				l.stateAll = true
+			}
+		}
 	}
 	for _, t := range tasks {
 		if t.node == nil || t.push || t.asUpdate {
@@ -1164,10 +1194,11 @@ func (l *loop) apply(tasks []*task) ([]int, error) {
 		}
 	}
 	if bump {
-		for c, ch := range l.chans {
+		for _, c := range l.g.volatile {
 			if l.touchedSet[c] {
 				continue
 			}
+			ch := l.chans[c]
 			if changed, _ := ch.Update(nil); changed {
 				setVersion(c)
 				if ch.IsAvailable() {

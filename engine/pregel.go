@@ -67,6 +67,9 @@ type Pregel struct {
 	mapUpdate func(Output) ([]KV, error)
 	// mapOutput builds the output from the channels (StateGraph sets it).
 	mapOutput func(r reader) (any, error)
+	// volatile are the channels an unwritten step may change (see
+	// channels.Unwritten), by index.
+	volatile []int
 	// statePlan builds the StateGraph's state struct (nil otherwise).
 	statePlan *inputPlan
 }
@@ -127,6 +130,11 @@ func NewPregel(cfg PregelConfig) (*Pregel, error) {
 		g.specs = append(g.specs, g.channels[c])
 	}
 	g.tasksIdx = g.chanIdx[tasksChannel]
+	for i, ch := range g.specs {
+		if u, ok := ch.(channels.Unwritten); !ok || u.ChangesWhenUnwritten() {
+			g.volatile = append(g.volatile, i)
+		}
+	}
 	g.trigNodes = make([][]int, len(g.chanNames))
 	for i, name := range g.nodeNames {
 		n := g.nodes[name]

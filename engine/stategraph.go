@@ -89,12 +89,15 @@ func asValue[T any](in any) (T, bool) {
 	return zero, false
 }
 
-// To routes to the named nodes (End stops the branch).
-func To(nodes ...string) Route {
-	if len(nodes) == 1 {
-		return Route{one: nodes[0]}
+// To routes to the named nodes (End stops the branch). The first node is
+// a separate parameter so that routing to one node, which most routers do
+// every superstep, allocates nothing; route to a slice of names with
+// Route{To: names}.
+func To(node string, more ...string) Route {
+	if len(more) == 0 {
+		return Route{one: node}
 	}
-	return Route{To: nodes}
+	return Route{To: append([]string{node}, more...)}
 }
 
 // destinations calls f for each destination of the route.

@@ -428,15 +428,17 @@ func (w branchWriter[S]) write(t *task, _ any) error {
 			}
 			dest = mapped
 		}
+		if dest == End {
+			return nil
+		}
+		ch, ok := w.g.branchChan[dest]
 		switch {
-		case dest == End:
 		case dest == Start || dest == "":
 			return fmt.Errorf("%w: router after %q returned %q", ErrInvalidUpdate, w.src, dest)
-		case w.g.nodes[dest] == nil:
+		case !ok:
 			return fmt.Errorf("%w: router after %q returned unknown node %q", ErrInvalidUpdate, w.src, dest)
-		default:
-			t.addWrite(w.g.branchChan[dest], nil)
 		}
+		t.addWrite(ch, nil)
 		return nil
 	})
 	if err != nil {
@@ -483,6 +485,9 @@ type inputPlan struct {
 	fields []planField
 	raw    bool // not a struct over state keys: only Sends deliver it
 	asMap  bool // build a map[string]any of the fields (subgraph input)
+	// byChan maps a channel index to its field's position in fields (-1:
+	// the plan does not read it); set by resolve.
+	byChan []int
 }
 
 var anyMapType = reflect.TypeFor[map[string]any]()
@@ -522,8 +527,11 @@ func (p *inputPlan) clone() *inputPlan {
 // resolve binds the plan's channel names to a compiled graph's indexes.
 // Plans are compiled per graph, so each is resolved once.
 func (p *inputPlan) resolve(idx map[string]int) {
+	p.byChan = slices.Repeat([]int{-1}, len(idx))
 	for i := range p.fields {
-		p.fields[i].idx = idx[p.fields[i].channel]
+		c := idx[p.fields[i].channel]
+		p.fields[i].idx = c
+		p.byChan[c] = i
 	}
 }
 
@@ -579,6 +587,26 @@ func (f *planField) set(v reflect.Value, x any) error {
 		xv = xv.Convert(f.typ)
 	}
 	fv.Set(xv)
+	return nil
+}
+
+// refresh sets the fields of v (a struct of the plan's type) read from
+// the given channels to their current values (zero when empty).
+func (p *inputPlan) refresh(v reflect.Value, r reader, chans []int) error {
+	for _, c := range chans {
+		if c >= len(p.byChan) || p.byChan[c] < 0 {
+			continue
+		}
+		f := &p.fields[p.byChan[c]]
+		x, ok := r.read(c)
+		if !ok || x == nil {
+			v.Field(f.index).SetZero()
+			continue
+		}
+		if err := f.set(v, x); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -79,3 +79,6 @@ func (c *AnyValue) Copy() Channel {
 	cp := *c
 	return &cp
 }
+
+// ChangesWhenUnwritten implements Unwritten.
+func (c *AnyValue) ChangesWhenUnwritten() bool { return true }

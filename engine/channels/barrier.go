@@ -265,3 +265,9 @@ func (c *NamedBarrierValueAfterFinish) FromCheckpoint(data json.RawMessage) (Cha
 func (c *NamedBarrierValueAfterFinish) Copy() Channel {
 	return &NamedBarrierValueAfterFinish{barrierSeen: c.clone(), finished: c.finished}
 }
+
+// ChangesWhenUnwritten implements Unwritten.
+func (c *NamedBarrierValue) ChangesWhenUnwritten() bool { return false }
+
+// ChangesWhenUnwritten implements Unwritten.
+func (c *NamedBarrierValueAfterFinish) ChangesWhenUnwritten() bool { return false }

@@ -227,3 +227,6 @@ func (c *BinaryOperator) Copy() Channel {
 	cp.value = clipSlice(c.value)
 	return cp
 }
+
+// ChangesWhenUnwritten implements Unwritten.
+func (c *BinaryOperator) ChangesWhenUnwritten() bool { return false }

@@ -47,6 +47,18 @@ type Channel interface {
 	Copy() Channel
 }
 
+// Unwritten is implemented by channel kinds that can say, once and for
+// all, whether Update(nil) — a step that wrote nothing to them — may
+// change them. The loop calls Update(nil) only on channels that may
+// change (and on every channel of a kind that does not say), which keeps
+// a step's cost proportional to what it touched rather than to the
+// number of channels.
+type Unwritten interface {
+	// ChangesWhenUnwritten reports whether Update(nil) can ever report a
+	// change (EphemeralValue clears, LastValue never changes).
+	ChangesWhenUnwritten() bool
+}
+
 // Overwrite, written to a BinaryOperator channel, replaces its value instead
 // of being folded in by the reducer. Only one Overwrite per channel per step
 // is allowed. The JSON forms {"__overwrite__": x} and

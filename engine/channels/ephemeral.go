@@ -85,3 +85,6 @@ func (c *EphemeralValue) Copy() Channel {
 	cp := *c
 	return &cp
 }
+
+// ChangesWhenUnwritten implements Unwritten.
+func (c *EphemeralValue) ChangesWhenUnwritten() bool { return true }

@@ -196,3 +196,9 @@ func (c *LastValueAfterFinish) Copy() Channel {
 	cp := *c
 	return &cp
 }
+
+// ChangesWhenUnwritten implements Unwritten.
+func (c *LastValue) ChangesWhenUnwritten() bool { return false }
+
+// ChangesWhenUnwritten implements Unwritten.
+func (c *LastValueAfterFinish) ChangesWhenUnwritten() bool { return false }

@@ -213,3 +213,6 @@ func (c *Topic) Copy() Channel {
 	}
 	return cp
 }
+
+// ChangesWhenUnwritten implements Unwritten.
+func (c *Topic) ChangesWhenUnwritten() bool { return !c.accumulate }

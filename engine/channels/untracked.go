@@ -66,3 +66,6 @@ func (c *UntrackedValue) Copy() Channel {
 	cp := *c
 	return &cp
 }
+
+// ChangesWhenUnwritten implements Unwritten.
+func (c *UntrackedValue) ChangesWhenUnwritten() bool { return false }
