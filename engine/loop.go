@@ -129,6 +129,10 @@ type loop struct {
 	ckptLazy   bool
 	candidates []int
 	runBuf     []*task
+	// mem holds an earlier run's buffers until restore takes them;
+	// seenStore is the storage of its seen slices.
+	mem       *loopMem
+	seenStore [][]int64
 	// stateVal is the StateGraph state as of the current step, built on
 	// first use and shared by the step's tasks; apply and restore drop it.
 	// Without a listener nothing outside the step holds it, so the next
@@ -168,6 +172,7 @@ func (g *Pregel) Invoke(ctx context.Context, input any, opts *RunOptions) (out a
 		return nil, err
 	}
 	out, oerr := l.output()
+	l.release()
 	if oerr != nil {
 		return nil, oerr
 	}
@@ -178,6 +183,11 @@ func (g *Pregel) newLoop(opts *RunOptions) (*loop, error) {
 	l := &loop{g: g, saver: g.cfg.Checkpointer, rs: &resumeState{}}
 	if opts != nil {
 		l.opts = *opts
+	}
+	if l.opts.Listener == nil {
+		if m, ok := g.mem.Get().(*loopMem); ok {
+			l.adopt(m)
+		}
 	}
 	if l.opts.RecursionLimit == 0 {
 		l.opts.RecursionLimit = DefaultRecursionLimit
@@ -306,14 +316,23 @@ func (l *loop) load(ctx context.Context) error {
 func (l *loop) restore(tup *checkpoints.Tuple) error {
 	n := len(l.g.specs)
 	l.rd, l.stateVal, l.stateAll = nil, nil, true
-	l.chans = make([]channels.Channel, n)
-	l.versions = make([]int64, n)
+	nodes := len(l.g.nodeList)
+	if m := l.mem; m != nil && len(m.seen) == nodes && len(m.grouped) == n {
+		// The buffers of an earlier run: seen keeps its storage aside.
+		l.seenStore, l.seen = m.seen, make([][]int64, nodes)
+		l.chans, l.versions, l.seenDirty = reuse(m.chans, n), reuse(m.versions, n), reuse(m.seenDirty, nodes)
+		l.grouped, l.touchedSet = m.grouped, m.touchedSet
+		l.mem = nil
+	} else {
+		l.chans = make([]channels.Channel, n)
+		l.versions = make([]int64, n)
+		l.seen = make([][]int64, nodes)
+		l.seenDirty = make([]bool, nodes)
+		l.grouped = make([][]any, n)
+		l.touchedSet = make([]bool, n)
+	}
 	l.maxVersion = 0
-	l.seen = make([][]int64, len(l.g.nodeList))
-	l.seenMaps = make([]map[string]int64, len(l.g.nodeList))
-	l.seenDirty = make([]bool, len(l.g.nodeList))
-	l.grouped = make([][]any, n)
-	l.touchedSet = make([]bool, n)
+	l.seenMaps = make([]map[string]int64, nodes)
 	l.step = -1
 	if tup == nil {
 		for i, spec := range l.g.specs {
@@ -1118,7 +1137,12 @@ func (l *loop) apply(tasks []*task) ([]int, error) {
 		}
 		s := l.seen[n.idx]
 		if s == nil {
-			s = make([]int64, len(n.trig))
+			if n.idx < len(l.seenStore) && cap(l.seenStore[n.idx]) >= len(n.trig) {
+				s = l.seenStore[n.idx][:len(n.trig)]
+				clear(s)
+			} else {
+				s = make([]int64, len(n.trig))
+			}
 			l.seen[n.idx] = s
 		}
 		l.seenDirty[n.idx] = true

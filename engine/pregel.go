@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/superstep-dev/superstep/cache"
 	"github.com/superstep-dev/superstep/checkpoints"
@@ -67,6 +68,8 @@ type Pregel struct {
 	mapUpdate func(Output) ([]KV, error)
 	// mapOutput builds the output from the channels (StateGraph sets it).
 	mapOutput func(r reader) (any, error)
+	// mem keeps the buffers of finished runs for the next ones.
+	mem sync.Pool
 	// volatile are the channels an unwritten step may change (see
 	// channels.Unwritten), by index.
 	volatile []int

@@ -1,0 +1,82 @@
+package engine
+
+import "github.com/superstep-dev/superstep/engine/channels"
+
+// loopMem is what a finished run leaves to the next run of the same graph:
+// its task objects and its per-channel and per-node buffers. A graph run
+// many times (a request handler, a benchmark, a Studio) then allocates
+// little beyond what its nodes return. Runs with a listener keep nothing:
+// events may still hold their tasks.
+type loopMem struct {
+	free       []*task
+	chans      []channels.Channel
+	versions   []int64
+	seen       [][]int64 // by node; entries are spare storage
+	seenDirty  []bool
+	grouped    [][]any
+	touchedSet []bool
+	tasks      []*task
+	runBuf     []*task
+	candidates []int
+	updated    []int
+	touched    []int
+	stateDirty []int
+	bumps      []ChannelBump
+}
+
+// adopt takes the buffers of an earlier run.
+func (l *loop) adopt(m *loopMem) {
+	l.mem = m
+	l.free = m.free
+	l.tasks, l.runBuf = m.tasks[:0], m.runBuf[:0]
+	l.candidates, l.updated, l.touched = m.candidates[:0], m.updated[:0], m.touched[:0]
+	l.stateDirty, l.bumps = m.stateDirty[:0], m.bumps[:0]
+}
+
+// release hands the run's buffers to the next run, unless a listener may
+// still hold its tasks. Nothing of the run may be used afterwards.
+func (l *loop) release() {
+	if l.emit != nil || l.g == nil {
+		return
+	}
+	m := l.mem
+	if m == nil {
+		m = &loopMem{}
+	}
+	for _, t := range l.free {
+		// Drop what the tasks point to, so a pooled task keeps no state
+		// of this run alive.
+		t.l, t.node, t.input, t.err, t.resume, t.interrupts = nil, nil, nil, nil, nil, nil
+		t.tctx = taskContext{}
+		clear(t.writes)
+		clear(t.ov.vals)
+	}
+	for i := range l.grouped {
+		clear(l.grouped[i])
+		l.grouped[i] = l.grouped[i][:0]
+	}
+	clear(l.touchedSet)
+	clear(l.chans)
+	*m = loopMem{
+		free: l.free, chans: l.chans, versions: l.versions, seen: l.seen, seenDirty: l.seenDirty,
+		grouped: l.grouped, touchedSet: l.touchedSet, tasks: clearTasks(l.tasks), runBuf: clearTasks(l.runBuf),
+		candidates: l.candidates, updated: l.updated, touched: l.touched, stateDirty: l.stateDirty, bumps: l.bumps,
+	}
+	l.g.mem.Put(m)
+}
+
+func clearTasks(ts []*task) []*task {
+	clear(ts[:cap(ts)])
+	return ts[:0]
+}
+
+// reuse returns s with length n and every element zero, reusing its
+// storage when it is large enough.
+func reuse[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
