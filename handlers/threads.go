@@ -188,7 +188,7 @@ func fold(evs []runs.Event) folded {
 				now, nowStep = nil, ev.Step
 			}
 			for _, e := range ev.Edges {
-				pair := [2]string{e.From, e.To}
+				pair := [2]string(e)
 				if !slices.Contains(fired, pair) {
 					fired = append(fired, pair)
 				}

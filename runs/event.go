@@ -110,17 +110,15 @@ type Event struct {
 // __start__ task's writes, for example); it is never published.
 const kindTrack Kind = ""
 
-// Edge is a graph edge that fired: its element id in the graph's SVG is
-// e-<from>-<to>.
-type Edge struct {
-	From string `json:"from"`
-	To   string `json:"to"`
-}
+// Edge is a graph edge that fired, as [from, to] (a pair, not an
+// object: it is in every task_planned event every tab decodes); its
+// element id in the graph's SVG is e-<from>-<to>.
+type Edge [2]string
 
 // ValueChange is one top-level state key in a values update: Op is
 // added, changed or removed ("" in a Reset for a key the step did not
 // change); JSON is the new value as indented JSON cut to
-// ValuePreviewBytes, Size the full value's bytes.
+// ValuePreviewBytes and, when that cut it, Size the full value's bytes.
 type ValueChange struct {
 	Key       string `json:"key"`
 	Op        string `json:"op,omitempty"`

@@ -73,11 +73,6 @@ func newHub() *hub {
 	return &hub{subs: map[*Subscription]struct{}{}, epoch: strconv.FormatUint(rand.Uint64()>>16, 36)}
 }
 
-func (h *hub) subscribe() *Subscription {
-	s, _ := h.subscribeAt()
-	return s
-}
-
 // subscribeAt registers a subscriber and returns the cursor it starts
 // after: every event it receives has a higher seq.
 func (h *hub) subscribeAt() (*Subscription, string) {

@@ -123,7 +123,7 @@ func edgesByNode(evs []runs.Event) map[string][]string {
 			continue
 		}
 		for _, e := range ev.Edges {
-			s := e.From + "→" + e.To
+			s := e[0] + "→" + e[1]
 			if !slices.Contains(out[ev.Node], s) {
 				out[ev.Node] = append(out[ev.Node], s)
 			}
@@ -217,7 +217,7 @@ func foldPanel(evs []runs.Event) panel {
 		case runs.KindTaskPlanned, runs.KindTaskFinished, runs.KindTaskFailed, runs.KindTaskInterrupted:
 			p.tasks[fmt.Sprint(ev.Step, "-", ev.TaskID)] = string(ev.Kind)
 			for _, e := range ev.Edges {
-				if s := e.From + "→" + e.To; !slices.Contains(p.fired, s) {
+				if s := e[0] + "→" + e[1]; !slices.Contains(p.fired, s) {
 					p.fired = append(p.fired, s)
 				}
 			}

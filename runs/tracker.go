@@ -181,7 +181,7 @@ func (s *edgeState) planned(tasks []plannedTask) map[string][]Edge {
 		}
 		var es []Edge
 		add := func(from string) {
-			if e := (Edge{From: from, To: t.Node}); !slices.Contains(es, e) {
+			if e := (Edge{from, t.Node}); !slices.Contains(es, e) {
 				es = append(es, e)
 			}
 		}
@@ -291,6 +291,9 @@ func renderValues(values map[string]any, ops map[string]string, all bool) []Valu
 		c := ValueChange{Key: k, Op: ops[k]}
 		if v, ok := values[k]; ok {
 			c.JSON, c.Truncated, c.Size = PreviewSize(v, ValuePreviewBytes)
+			if !c.Truncated {
+				c.Size = 0 // the preview is the whole value
+			}
 		} else {
 			c.Op = OpRemoved
 		}

@@ -158,7 +158,7 @@
       const state = ev.kind === "task_finished" ? (ev.cached ? "cached" : "done") : taskState[ev.kind];
       markNode(ev.node, state);
       setTask(ev, state);
-      if (ev.kind === "task_planned") fireEdges(ev.step, (ev.edges || []).map((e) => [e.from, e.to]));
+      if (ev.kind === "task_planned") fireEdges(ev.step, ev.edges || []);
       return;
     }
     switch (ev.kind) {
