@@ -46,8 +46,8 @@ type memCP struct {
 	cp         Checkpoint // ChannelValues is nil
 	values     map[string][]byte
 	md         Metadata
-	mdJSON     []byte   // the metadata as stored, for filters
-	doc        *lazyDoc // mdJSON decoded on first use by a filter
+	mdJSON     []byte   // the metadata as stored, for filters (nil: md has no user keys)
+	doc        *lazyDoc // the metadata decoded on first use by a filter
 }
 
 // lazyDoc decodes metadata once, when a filter first needs it: most
@@ -60,7 +60,13 @@ type lazyDoc struct {
 
 func (c *memCP) document() any {
 	c.doc.once.Do(func() {
-		c.doc.doc, _ = decodeJSON(c.mdJSON)
+		raw := c.mdJSON
+		if raw == nil {
+			// Metadata without user keys is encoded only when a filter
+			// first needs it; its strings were checked when it was put.
+			raw, _ = json.Marshal(c.md)
+		}
+		c.doc.doc, _ = decodeJSON(raw)
 	})
 	return c.doc.doc
 }
@@ -88,7 +94,7 @@ func (m *Memory) Put(ctx context.Context, cfg Config, cp *Checkpoint, md Metadat
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.store(in, cp, newVersions), nil
+	return m.store(in, cp, newVersions, false), nil
 }
 
 // PutStep implements StepSaver: the writes and the checkpoint are saved
@@ -108,9 +114,9 @@ func (m *Memory) PutStep(ctx context.Context, cfg Config, writes []TaskWrites, c
 	defer m.mu.Unlock()
 	ns := m.ensure(cfg.ThreadID, cfg.Namespace)
 	for _, tw := range writes {
-		ns.addWrites(cfg.CheckpointID, tw.Writes, tw.TaskID)
+		ns.addWrites(cfg.CheckpointID, tw.Writes, tw.TaskID, true)
 	}
-	return m.store(in, cp, newVersions), nil
+	return m.store(in, cp, newVersions, true), nil
 }
 
 // memPut is a checked Put, ready to store.
@@ -123,9 +129,19 @@ type memPut struct {
 
 // prepare checks a Put and builds what does not need the lock.
 func (m *Memory) prepare(cfg Config, cp *Checkpoint, md Metadata, newVersions map[string]int64) (*memPut, error) {
-	mdJSON, err := checkPut(cfg, cp, md, newVersions)
-	if err != nil {
+	if err := checkPutArgs(cfg, cp, newVersions); err != nil {
 		return nil, err
+	}
+	var mdJSON []byte
+	if len(md.Extra) == 0 {
+		if err := checkMetadataText(md); err != nil {
+			return nil, err
+		}
+	} else {
+		var err error
+		if mdJSON, err = EncodeMetadata(md); err != nil {
+			return nil, err
+		}
 	}
 	in := &memPut{cfg: Config{ThreadID: cfg.ThreadID, Namespace: cfg.Namespace, CheckpointID: cp.ID}, parent: cfg.CheckpointID, mdJSON: mdJSON}
 	if len(md.Extra) == 0 {
@@ -165,7 +181,10 @@ func (m *Memory) ensure(thread, name string) *memNS {
 // are never modified, so a checkpoint shares those equal to its parent's
 // (the versions seen by nodes that did not run, unchanged values) rather
 // than copying them again.
-func (m *Memory) store(in *memPut, cp *Checkpoint, newVersions map[string]int64) Config {
+//
+// owned (PutStep): the caller handed over cp's maps, slices and byte
+// slices, so they are kept as they are instead of copied.
+func (m *Memory) store(in *memPut, cp *Checkpoint, newVersions map[string]int64, owned bool) Config {
 	ns := m.ensure(in.cfg.ThreadID, in.cfg.Namespace)
 	th := m.threads[in.cfg.ThreadID]
 	parent := ns.byID[in.parent]
@@ -175,7 +194,11 @@ func (m *Memory) store(in *memPut, cp *Checkpoint, newVersions map[string]int64)
 	}
 	stored := &memCP{thread: in.cfg.ThreadID, ns: in.cfg.Namespace, parent: in.parent, md: in.md, mdJSON: in.mdJSON, doc: &lazyDoc{}}
 	stored.cp = Checkpoint{V: cp.V, ID: cp.ID, TS: cp.TS.UTC()}
-	if ref != nil {
+	if owned {
+		stored.cp.ChannelVersions = cp.ChannelVersions
+		stored.cp.VersionsSeen = cp.VersionsSeen
+		stored.cp.UpdatedChannels = cp.UpdatedChannels
+	} else if ref != nil {
 		stored.cp.ChannelVersions = shareMap(ref.cp.ChannelVersions, cp.ChannelVersions)
 		stored.cp.VersionsSeen = shareSeen(ref.cp.VersionsSeen, cp.VersionsSeen)
 		if slices.Equal(ref.cp.UpdatedChannels, cp.UpdatedChannels) && (ref.cp.UpdatedChannels == nil) == (cp.UpdatedChannels == nil) {
@@ -194,7 +217,10 @@ func (m *Memory) store(in *memPut, cp *Checkpoint, newVersions map[string]int64)
 		if _, isNew := newVersions[ch]; isNew {
 			sameAsParent = false
 			if v, ok := cp.ChannelValues[ch]; ok {
-				stored.values[ch] = slices.Clone([]byte(v))
+				if !owned {
+					v = slices.Clone(v)
+				}
+				stored.values[ch] = v
 			}
 			continue
 		}
@@ -286,15 +312,20 @@ func (m *Memory) PutWrites(ctx context.Context, cfg Config, writes []Write, task
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.ensure(cfg.ThreadID, cfg.Namespace).addWrites(cfg.CheckpointID, writes, taskID)
+	m.ensure(cfg.ThreadID, cfg.Namespace).addWrites(cfg.CheckpointID, writes, taskID, false)
 	return nil
 }
 
-// addWrites saves a task's checked writes against checkpoint id.
-func (ns *memNS) addWrites(id string, writes []Write, taskID string) {
+// addWrites saves a task's checked writes against checkpoint id; owned:
+// the caller handed the values over (PutStep), so they are not copied.
+func (ns *memNS) addWrites(id string, writes []Write, taskID string, owned bool) {
 	list := ns.writes[id]
 	for i, w := range writes {
-		mw := memWrite{task: taskID, idx: WriteIndex(w.Channel, i), channel: w.Channel, value: slices.Clone([]byte(w.Value))}
+		value := []byte(w.Value)
+		if !owned {
+			value = slices.Clone(value)
+		}
+		mw := memWrite{task: taskID, idx: WriteIndex(w.Channel, i), channel: w.Channel, value: value}
 		at, found := slices.BinarySearchFunc(list, mw, cmpWrite)
 		switch {
 		case !found:

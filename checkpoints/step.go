@@ -24,5 +24,11 @@ type StepSaver interface {
 	// need a checkpoint id (ErrInvalidConfig otherwise); without writes it
 	// is exactly Put. Arguments are checked as Put and PutWrites check
 	// them, before anything is written.
+	//
+	// Unlike Put and PutWrites, PutStep takes ownership of what it is
+	// given: the caller must not modify cp's maps, slices and values, md,
+	// or the writes' values after the call. The memory saver keeps them
+	// as they are instead of copying them; the engine, the only caller,
+	// builds them afresh for every step.
 	PutStep(ctx context.Context, cfg Config, writes []TaskWrites, cp *Checkpoint, md Metadata, newVersions map[string]int64) (Config, error)
 }

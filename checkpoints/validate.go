@@ -156,28 +156,36 @@ func PreparePut(cfg Config, cp *Checkpoint, md Metadata, newVersions map[string]
 // checkPut checks a Put's arguments, the values it will store included,
 // and returns the encoded metadata.
 func checkPut(cfg Config, cp *Checkpoint, md Metadata, newVersions map[string]int64) ([]byte, error) {
+	if err := checkPutArgs(cfg, cp, newVersions); err != nil {
+		return nil, err
+	}
+	return EncodeMetadata(md)
+}
+
+// checkPutArgs is checkPut without the metadata.
+func checkPutArgs(cfg Config, cp *Checkpoint, newVersions map[string]int64) error {
 	if cfg.ThreadID == "" {
-		return nil, fmt.Errorf("%w: put needs a thread id", ErrInvalidConfig)
+		return fmt.Errorf("%w: put needs a thread id", ErrInvalidConfig)
 	}
 	if cp == nil || cp.ID == "" {
-		return nil, fmt.Errorf("%w: put needs a checkpoint with an id", ErrInvalidConfig)
+		return fmt.Errorf("%w: put needs a checkpoint with an id", ErrInvalidConfig)
 	}
 	for _, s := range []string{cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, cp.ID} {
 		if !ValidText(s) {
-			return nil, fmt.Errorf("%w: ids must be valid UTF-8 without NUL: %q", ErrInvalidConfig, s)
+			return fmt.Errorf("%w: ids must be valid UTF-8 without NUL: %q", ErrInvalidConfig, s)
 		}
 	}
 	if err := checkCheckpointNames(cp, newVersions); err != nil {
-		return nil, err
+		return err
 	}
 	for ch := range newVersions {
 		if v, ok := cp.ChannelValues[ch]; ok {
 			if err := CheckValue(v); err != nil {
-				return nil, fmt.Errorf("channel %q: %w", ch, err)
+				return fmt.Errorf("channel %q: %w", ch, err)
 			}
 		}
 	}
-	return EncodeMetadata(md)
+	return nil
 }
 
 func checkCheckpointNames(cp *Checkpoint, newVersions map[string]int64) error {
@@ -215,13 +223,8 @@ func checkCheckpointNames(cp *Checkpoint, newVersions map[string]int64) error {
 // EncodeMetadata encodes md as stored, after checking every string in it
 // (see CheckValue). The error wraps ErrInvalidValue.
 func EncodeMetadata(md Metadata) ([]byte, error) {
-	if !ValidText(string(md.Source)) || !ValidText(md.RunID) {
-		return nil, fmt.Errorf("%w: metadata source and run_id must be valid UTF-8 without NUL", ErrInvalidValue)
-	}
-	for k, v := range md.Parents {
-		if !ValidText(k) || !ValidText(v) {
-			return nil, fmt.Errorf("%w: metadata parents must be valid UTF-8 without NUL", ErrInvalidValue)
-		}
+	if err := checkMetadataText(md); err != nil {
+		return nil, err
 	}
 	if err := checkAny(md.Extra); err != nil {
 		return nil, fmt.Errorf("metadata: %w", err)
@@ -239,6 +242,19 @@ func EncodeMetadata(md Metadata) ([]byte, error) {
 		}
 	}
 	return b, nil
+}
+
+// checkMetadataText checks the strings of md other than its user keys.
+func checkMetadataText(md Metadata) error {
+	if !ValidText(string(md.Source)) || !ValidText(md.RunID) {
+		return fmt.Errorf("%w: metadata source and run_id must be valid UTF-8 without NUL", ErrInvalidValue)
+	}
+	for k, v := range md.Parents {
+		if !ValidText(k) || !ValidText(v) {
+			return fmt.Errorf("%w: metadata parents must be valid UTF-8 without NUL", ErrInvalidValue)
+		}
+	}
+	return nil
 }
 
 // checkAny checks the strings of the common dynamic JSON shapes before

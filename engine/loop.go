@@ -1283,10 +1283,18 @@ func (l *loop) putCheckpoint(ctx context.Context, source checkpoints.Source) err
 	return l.saveCheckpoint(ctx, source)
 }
 
+// noParents is the Parents of root checkpoints saved without a listener.
+var noParents = map[string]string{}
+
 func (l *loop) metadata(source checkpoints.Source) checkpoints.Metadata {
-	md := checkpoints.Metadata{Source: source, Step: l.step, Parents: map[string]string{}, RunID: l.opts.RunID}
-	for k, v := range l.parents {
-		md.Parents[k] = v
+	md := checkpoints.Metadata{Source: source, Step: l.step, Parents: noParents, RunID: l.opts.RunID}
+	if len(l.parents) > 0 || l.emit != nil {
+		// A listener gets a map of its own; savers never modify the
+		// shared empty one.
+		md.Parents = maps.Clone(l.parents)
+		if md.Parents == nil {
+			md.Parents = map[string]string{}
+		}
 	}
 	if len(l.opts.Metadata) > 0 {
 		md.Extra = maps.Clone(l.opts.Metadata)
