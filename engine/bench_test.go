@@ -10,27 +10,16 @@ import (
 	"github.com/superstep-dev/superstep/engine"
 )
 
-// BenchmarkLoop1000: one node increments a counter and routes back to
-// itself until 1000; the metric is per superstep.
-func BenchmarkLoop1000(b *testing.B) {
-	g := countTo(b, 1000)
-	ctx := context.Background()
-	in := engine.Update{"n": 0}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := g.Invoke(ctx, in, nil); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1001, "ns/superstep")
-}
-
-// BenchmarkLoop1000Checkpointed is BenchmarkLoop1000 with the in-memory
-// saver keeping full history, durability sync.
-func BenchmarkLoop1000Checkpointed(b *testing.B) {
+// loop1000 is the graph of BenchmarkLoop1000: one node increments a
+// counter and routes back to itself until 1000. mapUpdate writes the
+// counter with an Update map instead of Set.
+func loop1000(b *testing.B, mapUpdate bool, saver checkpoints.Saver) *engine.Graph[counter] {
 	g := engine.NewStateGraph[counter]()
 	g.AddNode("inc", func(_ context.Context, s counter) (engine.Output, error) {
-		return engine.Update{"n": s.N + 1}, nil
+		if mapUpdate {
+			return engine.Update{"n": s.N + 1}, nil
+		}
+		return engine.Set("n", s.N+1), nil
 	})
 	g.AddEdge(engine.Start, "inc")
 	g.AddConditionalEdges("inc", func(_ context.Context, s counter) (engine.Route, error) {
@@ -39,18 +28,52 @@ func BenchmarkLoop1000Checkpointed(b *testing.B) {
 		}
 		return engine.To("inc"), nil
 	}, nil)
-	cg, err := g.Compile(engine.CompileOptions{Checkpointer: checkpoints.NewMemory()})
+	cg, err := g.Compile(engine.CompileOptions{Checkpointer: saver})
 	if err != nil {
 		b.Fatal(err)
 	}
+	return cg
+}
+
+// BenchmarkLoop1000: one node increments a counter (engine.Set) and
+// routes back to itself until 1000; the metric is per superstep.
+func BenchmarkLoop1000(b *testing.B) {
+	benchLoop1000(b, false)
+}
+
+// BenchmarkLoop1000UpdateMap is BenchmarkLoop1000 with the node returning
+// engine.Update{"n": ...}: the difference is the cost of the map.
+func BenchmarkLoop1000UpdateMap(b *testing.B) {
+	benchLoop1000(b, true)
+}
+
+func benchLoop1000(b *testing.B, mapUpdate bool) {
+	g := loop1000(b, mapUpdate, nil)
+	ctx := context.Background()
+	in := engine.Update{"n": 0}
+	b.ReportAllocs()
+	for b.Loop() {
+		out, err := g.Invoke(ctx, in, nil)
+		if err != nil || out.N != 1000 {
+			b.Fatal(out, err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1001, "ns/superstep")
+}
+
+// BenchmarkLoop1000Checkpointed is BenchmarkLoop1000 with the in-memory
+// saver keeping full history, durability sync.
+func BenchmarkLoop1000Checkpointed(b *testing.B) {
+	cg := loop1000(b, false, checkpoints.NewMemory())
 	ctx := context.Background()
 	in := engine.Update{"n": 0}
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
 		i++
-		if _, err := cg.Invoke(ctx, in, &engine.RunOptions{ThreadID: strconv.Itoa(i), Durability: engine.DurabilitySync}); err != nil {
-			b.Fatal(err)
+		out, err := cg.Invoke(ctx, in, &engine.RunOptions{ThreadID: strconv.Itoa(i), Durability: engine.DurabilitySync})
+		if err != nil || out.N != 1000 {
+			b.Fatal(out, err)
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1001, "ns/superstep")
@@ -69,7 +92,7 @@ func BenchmarkFanOut100(b *testing.B) {
 	for i := range 100 {
 		name := "n" + strconv.Itoa(i)
 		names = append(names, name)
-		g.AddNode(name, func(context.Context, fanState) (engine.Output, error) { return engine.Update{"parts": i}, nil })
+		g.AddNode(name, func(context.Context, fanState) (engine.Output, error) { return engine.Set("parts", i), nil })
 		g.AddEdge(engine.Start, name)
 	}
 	g.AddNode("total", func(_ context.Context, s fanState) (engine.Output, error) {
@@ -77,7 +100,7 @@ func BenchmarkFanOut100(b *testing.B) {
 		for _, p := range s.Parts {
 			t += p
 		}
-		return engine.Update{"sum": t}, nil
+		return engine.Set("sum", t), nil
 	})
 	g.AddJoin(names, "total")
 	cg, err := g.Compile(engine.CompileOptions{})
@@ -105,7 +128,7 @@ func BenchmarkSend100(b *testing.B) {
 	g := engine.NewStateGraph[sendState]()
 	g.AddNode("plan", func(context.Context, sendState) (engine.Output, error) { return nil, nil })
 	engine.AddNodeFunc(g, "work", func(_ context.Context, x int) (engine.Output, error) {
-		return engine.Update{"results": x * 2}, nil
+		return engine.Set("results", x*2), nil
 	})
 	g.AddEdge(engine.Start, "plan")
 	g.AddConditionalEdges("plan", func(_ context.Context, s sendState) (engine.Route, error) {
@@ -136,7 +159,7 @@ func BenchmarkChain10(b *testing.B) {
 	prev := engine.Start
 	for i := range 10 {
 		name := "n" + strconv.Itoa(i)
-		g.AddNode(name, logNode(name))
+		g.AddNode(name, func(context.Context, logState) (engine.Output, error) { return engine.Set("log", name), nil })
 		g.AddEdge(prev, name)
 		prev = name
 	}

@@ -23,8 +23,9 @@
 //	graph, err := g.Compile(engine.CompileOptions{Checkpointer: checkpoints.NewMemory()})
 //
 // Nodes return an Update (keys written; an absent key is not written, a
-// zero value is written zero), Updates (ordered, may repeat a key), a
-// Command (update and route, or Send), or nil. Unknown keys and values of
+// zero value is written zero), Set(key, value) (one key, without the
+// map: the cheapest update in a hot loop), Updates (ordered, may repeat a
+// key), a Command (update and route, or Send), or nil. Unknown keys and values of
 // the wrong type are ErrInvalidUpdate errors naming the node and key.
 //
 // Underneath is the low-level Pregel API (NewNode, NewPregel): channels

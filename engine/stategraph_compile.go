@@ -178,6 +178,8 @@ func (g *StateGraph[S]) inputUpdate(input any) (Output, error) {
 	switch x := input.(type) {
 	case Update:
 		out = x
+	case KV:
+		out = x
 	case Updates:
 		out = x
 	case map[string]any:
@@ -207,6 +209,12 @@ func (g *StateGraph[S]) validate(node string, out Output, emit func(string, any)
 	switch u := out.(type) {
 	case nil:
 		return nil
+	case KV:
+		v, err := g.convert(node, u.Key, u.Value)
+		if err != nil {
+			return err
+		}
+		emit(u.Key, v)
 	case Update:
 		if len(u) == 1 {
 			for k, v := range u {

@@ -126,3 +126,43 @@ func TestRecursionLimit(t *testing.T) {
 		t.Fatalf("limit 4: %v", err)
 	}
 }
+
+// Set writes one key like an Update of one key, in node output, in a
+// Command and as run input, with the same checks.
+func TestSetWritesOneKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	g := engine.NewStateGraph[logState]()
+	g.AddNode("a", func(context.Context, logState) (engine.Output, error) { return engine.Set("log", "a"), nil })
+	g.AddNode("b", func(context.Context, logState) (engine.Output, error) {
+		return engine.Command{Update: engine.Set("log", "b"), Goto: []any{engine.End}}, nil
+	})
+	g.AddEdge(engine.Start, "a").AddEdge("a", "b")
+	cg, err := g.Compile(engine.CompileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cg.Invoke(ctx, engine.Set("log", []string{"in"}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(out.Log, ","); got != "in,a,b" {
+		t.Fatalf("log = %q, want in,a,b", got)
+	}
+
+	bad := engine.NewStateGraph[logState]()
+	bad.AddNode("x", func(context.Context, logState) (engine.Output, error) { return engine.Set("nope", 1), nil })
+	bad.AddEdge(engine.Start, "x")
+	bg, err := bad.Compile(engine.CompileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = bg.Invoke(ctx, engine.Update{"log": []string{}}, nil)
+	if !errors.Is(err, engine.ErrInvalidUpdate) || !strings.Contains(err.Error(), `"nope"`) {
+		t.Fatalf("unknown key: got %v", err)
+	}
+	_, err = cg.Invoke(ctx, engine.Set("log", 42), nil)
+	if !errors.Is(err, engine.ErrInvalidUpdate) {
+		t.Fatalf("wrong type: got %v", err)
+	}
+}

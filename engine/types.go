@@ -27,11 +27,17 @@ type Output interface{ isOutput() }
 // that is absent was not written; a key with a zero value was written zero.
 type Update map[string]any
 
-// KV is one keyed write.
+// KV is one keyed write. Returned by a node (see Set) it is an update of
+// one state key.
 type KV struct {
 	Key   string `json:"key"`
 	Value any    `json:"value"`
 }
+
+// Set is an update of the one state key: the same as Update{key: value},
+// without building a map. Most nodes write one key, and in a loop that
+// runs every superstep the map is most of the node's cost.
+func Set(key string, value any) KV { return KV{Key: key, Value: value} }
 
 // Updates is an ordered list of writes; unlike Update it may write one key
 // several times (a reducer folds them in order).
@@ -39,7 +45,7 @@ type Updates []KV
 
 // Command updates state and routes in one return value.
 type Command struct {
-	// Update is applied like a node's Update (Update, Updates, or nil).
+	// Update is applied like a node's Update (Update, Updates, a KV from Set, or nil).
 	Update Output
 	// Goto names nodes to run next (strings) or Sends to schedule.
 	Goto []any
@@ -49,6 +55,7 @@ type Command struct {
 	Resume any
 }
 
+func (KV) isOutput()      {}
 func (Update) isOutput()  {}
 func (Updates) isOutput() {}
 func (Command) isOutput() {}

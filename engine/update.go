@@ -237,12 +237,12 @@ func hashID(ckpt [16]byte, s string) [16]byte {
 
 func asOutput(v any) (any, error) {
 	switch x := v.(type) {
-	case nil, Update, Updates, Command, *Command:
+	case nil, Update, Updates, KV, Command, *Command:
 		return x, nil
 	case map[string]any:
 		return Update(x), nil
 	}
-	return nil, fmt.Errorf("%w: update values must be an Update, Updates, a Command or a map, got %T", ErrInvalidUpdate, v)
+	return nil, fmt.Errorf("%w: update values must be an Update, Updates, a KV (Set), a Command or a map, got %T", ErrInvalidUpdate, v)
 }
 
 // inferAsNode resolves the node an update is applied as.
