@@ -44,7 +44,7 @@ type memCP struct {
 	seq        int64
 	parent     string
 	cp         Checkpoint // ChannelValues is nil
-	values     map[string][]byte
+	values     memValues
 	md         Metadata
 	mdJSON     []byte   // the metadata as stored, for filters (nil: md has no user keys)
 	doc        *lazyDoc // the metadata decoded on first use by a filter
@@ -69,6 +69,24 @@ func (c *memCP) document() any {
 		c.doc.doc, _ = decodeJSON(raw)
 	})
 	return c.doc.doc
+}
+
+// memValues are a checkpoint's channel values sorted by channel: a
+// checkpoint holds a handful, and a sorted slice is one allocation where a
+// map is several, on every step.
+type memValues []memValue
+
+type memValue struct {
+	channel string
+	value   []byte
+}
+
+func (vs memValues) get(channel string) ([]byte, bool) {
+	i, ok := slices.BinarySearchFunc(vs, channel, func(v memValue, ch string) int { return cmp.Compare(v.channel, ch) })
+	if !ok {
+		return nil, false
+	}
+	return vs[i].value, true
 }
 
 type memWrite struct {
@@ -128,22 +146,22 @@ type memPut struct {
 }
 
 // prepare checks a Put and builds what does not need the lock.
-func (m *Memory) prepare(cfg Config, cp *Checkpoint, md Metadata, newVersions map[string]int64) (*memPut, error) {
+func (m *Memory) prepare(cfg Config, cp *Checkpoint, md Metadata, newVersions map[string]int64) (memPut, error) {
 	if err := checkPutArgs(cfg, cp, newVersions); err != nil {
-		return nil, err
+		return memPut{}, err
 	}
 	var mdJSON []byte
 	if len(md.Extra) == 0 {
 		if err := checkMetadataText(md); err != nil {
-			return nil, err
+			return memPut{}, err
 		}
 	} else {
 		var err error
 		if mdJSON, err = EncodeMetadata(md); err != nil {
-			return nil, err
+			return memPut{}, err
 		}
 	}
-	in := &memPut{cfg: Config{ThreadID: cfg.ThreadID, Namespace: cfg.Namespace, CheckpointID: cp.ID}, parent: cfg.CheckpointID, mdJSON: mdJSON}
+	in := memPut{cfg: Config{ThreadID: cfg.ThreadID, Namespace: cfg.Namespace, CheckpointID: cp.ID}, parent: cfg.CheckpointID, mdJSON: mdJSON}
 	if len(md.Extra) == 0 {
 		in.md = md
 		in.md.Extra = nil
@@ -154,7 +172,7 @@ func (m *Memory) prepare(cfg Config, cp *Checkpoint, md Metadata, newVersions ma
 	} else if err := json.Unmarshal(mdJSON, &in.md); err != nil {
 		// Decoding user keys back gives them the types they read back
 		// with from any saver (numbers as float64).
-		return nil, fmt.Errorf("checkpoints: decode metadata: %w", err)
+		return memPut{}, fmt.Errorf("checkpoints: decode metadata: %w", err)
 	}
 	return in, nil
 }
@@ -184,7 +202,7 @@ func (m *Memory) ensure(thread, name string) *memNS {
 //
 // owned (PutStep): the caller handed over cp's maps, slices and byte
 // slices, so they are kept as they are instead of copied.
-func (m *Memory) store(in *memPut, cp *Checkpoint, newVersions map[string]int64, owned bool) Config {
+func (m *Memory) store(in memPut, cp *Checkpoint, newVersions map[string]int64, owned bool) Config {
 	ns := m.ensure(in.cfg.ThreadID, in.cfg.Namespace)
 	th := m.threads[in.cfg.ThreadID]
 	parent := ns.byID[in.parent]
@@ -192,7 +210,12 @@ func (m *Memory) store(in *memPut, cp *Checkpoint, newVersions map[string]int64,
 	if ref == nil && len(ns.order) > 0 {
 		ref = ns.order[len(ns.order)-1]
 	}
-	stored := &memCP{thread: in.cfg.ThreadID, ns: in.cfg.Namespace, parent: in.parent, md: in.md, mdJSON: in.mdJSON, doc: &lazyDoc{}}
+	alloc := &struct {
+		c memCP
+		d lazyDoc
+	}{}
+	stored := &alloc.c
+	*stored = memCP{thread: in.cfg.ThreadID, ns: in.cfg.Namespace, parent: in.parent, md: in.md, mdJSON: in.mdJSON, doc: &alloc.d}
 	stored.cp = Checkpoint{V: cp.V, ID: cp.ID, TS: cp.TS.UTC()}
 	if owned {
 		stored.cp.ChannelVersions = cp.ChannelVersions
@@ -211,7 +234,7 @@ func (m *Memory) store(in *memPut, cp *Checkpoint, newVersions map[string]int64,
 		stored.cp.VersionsSeen = shareSeen(nil, cp.VersionsSeen)
 		stored.cp.UpdatedChannels = slices.Clone(cp.UpdatedChannels)
 	}
-	stored.values = make(map[string][]byte, len(stored.cp.ChannelVersions))
+	stored.values = make(memValues, 0, len(stored.cp.ChannelVersions))
 	sameAsParent := parent != nil
 	for ch, ver := range stored.cp.ChannelVersions {
 		if _, isNew := newVersions[ch]; isNew {
@@ -220,7 +243,7 @@ func (m *Memory) store(in *memPut, cp *Checkpoint, newVersions map[string]int64,
 				if !owned {
 					v = slices.Clone(v)
 				}
-				stored.values[ch] = v
+				stored.values = append(stored.values, memValue{ch, v})
 			}
 			continue
 		}
@@ -228,19 +251,21 @@ func (m *Memory) store(in *memPut, cp *Checkpoint, newVersions map[string]int64,
 			if pv, ok := parent.cp.ChannelVersions[ch]; ok && pv == ver {
 				// The parent's value, or its lack of one: a value saved
 				// at this version elsewhere belongs to another branch.
-				if v, ok := parent.values[ch]; ok {
-					stored.values[ch] = v
+				if v, ok := parent.values.get(ch); ok {
+					stored.values = append(stored.values, memValue{ch, v})
 				}
 				continue
 			}
 		}
 		sameAsParent = false
 		if v, ok := ns.valueAt(ch, ver); ok {
-			stored.values[ch] = v
+			stored.values = append(stored.values, memValue{ch, v})
 		}
 	}
 	if sameAsParent && len(stored.values) == len(parent.values) {
 		stored.values = parent.values
+	} else {
+		slices.SortFunc(stored.values, func(a, b memValue) int { return cmp.Compare(a.channel, b.channel) })
 	}
 	if old := ns.byID[cp.ID]; old != nil {
 		stored.seq = old.seq
@@ -295,7 +320,7 @@ func shareSeen(prev, next map[string]map[string]int64) map[string]map[string]int
 // scan in saving order is enough.
 func (ns *memNS) valueAt(channel string, version int64) ([]byte, bool) {
 	for _, c := range ns.order {
-		if v, ok := c.values[channel]; ok && c.cp.ChannelVersions[channel] == version {
+		if v, ok := c.values.get(channel); ok && c.cp.ChannelVersions[channel] == version {
 			return v, true
 		}
 	}
@@ -539,8 +564,8 @@ func (c *memCP) fill(t *Tuple, cp *Checkpoint, parent *Config, ns *memNS, metada
 		return
 	}
 	cp.ChannelValues = make(map[string]json.RawMessage, len(c.values))
-	for ch, v := range c.values {
-		cp.ChannelValues[ch] = slices.Clone(v)
+	for _, v := range c.values {
+		cp.ChannelValues[v.channel] = slices.Clone(v.value)
 	}
 	for _, w := range ns.writes[c.cp.ID] {
 		t.PendingWrites = append(t.PendingWrites, PendingWrite{TaskID: w.task, Channel: w.channel, Value: slices.Clone(w.value)})

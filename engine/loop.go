@@ -88,7 +88,6 @@ type loop struct {
 	ckptID    string
 	ckptBytes [16]byte
 	ckptCfg   checkpoints.Config
-	parentCfg *checkpoints.Config
 	pending   []checkpoints.PendingWrite
 	saved     []int64 // versions at the last put
 	hasSaved  bool
@@ -1302,6 +1301,10 @@ func (l *loop) metadata(source checkpoints.Source) checkpoints.Metadata {
 	return md
 }
 
+// noSeen is the versions seen of the input pseudo-task, which sees
+// nothing; savers never modify what they are given, so checkpoints share it.
+var noSeen = map[string]int64{}
+
 // versionsSeenMap is versions_seen in upstream's form.
 func (l *loop) versionsSeenMap() map[string]map[string]int64 {
 	out := make(map[string]map[string]int64, len(l.seen)+2)
@@ -1309,7 +1312,7 @@ func (l *loop) versionsSeenMap() map[string]map[string]int64 {
 		out[name] = maps.Clone(vs)
 	}
 	if _, ok := out[inputTask]; !ok {
-		out[inputTask] = map[string]int64{}
+		out[inputTask] = noSeen
 	}
 	for i, s := range l.seen {
 		if s == nil {
@@ -1380,16 +1383,15 @@ func (l *loop) saveCheckpoint(ctx context.Context, source checkpoints.Source) er
 	l.saved = append(l.saved[:0], l.versions...)
 	l.hasSaved = true
 	next := checkpoints.Config{ThreadID: l.opts.ThreadID, Namespace: l.ns, CheckpointID: cp.ID}
-	var parentPtr *checkpoints.Config
-	if parent.CheckpointID != "" {
-		p := parent
-		parentPtr = &p
-	}
-	l.parentCfg = parentPtr
 	l.ckptCfg = next
 	if l.emit != nil {
-		l.lastSaved = &CheckpointSaved{Config: next, Parent: parentPtr, Metadata: md, Values: l.values()}
-		l.evParent = &next
+		var parentPtr *checkpoints.Config
+		if parent.CheckpointID != "" {
+			p := parent
+			parentPtr = &p
+		}
+		ev := &CheckpointSaved{Config: next, Parent: parentPtr, Metadata: md, Values: l.values()}
+		l.lastSaved, l.evParent = ev, &ev.Config
 	}
 	if l.persist != nil {
 		l.persist.submit(func(ctx context.Context) error {
