@@ -682,7 +682,7 @@ func (l *loop) state() (any, error) {
 		l.stateVal = v
 		return v, nil
 	}
-	if err := p.refresh(reflect.ValueOf(l.stateBuf).Elem(), l.reader(), l.stateDirty); err != nil {
+	if err := p.refresh(reflect.ValueOf(l.stateBuf).UnsafePointer(), l.reader(), l.stateDirty); err != nil {
 		l.stateAll = true
 		return nil, err
 	}
@@ -696,12 +696,12 @@ func (l *loop) newTask(n *Node) *task {
 	if len(l.free) > 0 {
 		t = l.free[len(l.free)-1]
 		l.free = l.free[:len(l.free)-1]
-		writes, ovn, ovv, scratch := t.writes[:0], t.ov.names[:0], t.ov.vals[:0], t.scratch
-		*t = task{writes: writes, scratch: scratch}
+		writes, wch, ovn, ovv, scratch := t.writes[:0], t.wch[:0], t.ov.names[:0], t.ov.vals[:0], t.scratch
+		*t = task{writes: writes, wch: wch, scratch: scratch}
 		t.ov.names, t.ov.vals = ovn, ovv
 	} else {
 		t = &task{}
-		t.writes = t.wbuf[:0]
+		t.writes, t.wch = t.wbuf[:0], t.wcbuf[:0]
 	}
 	t.l, t.name, t.node = l, n.Name, n
 	return t
@@ -880,7 +880,8 @@ func (l *loop) reapplyPending(tasks []*task) {
 		v, err := l.decodeWrite(pw.Channel, pw.Value)
 		if err != nil {
 			// Undecodable writes cannot be trusted: run the task again.
-			t.cached, t.writes = false, nil
+			t.cached = false
+			t.setWrites(nil)
 			delete(byID, pw.TaskID)
 			continue
 		}
@@ -922,7 +923,8 @@ func (l *loop) matchCache(ctx context.Context, tasks []*task) error {
 			writes = append(writes, KV{Key: w.Channel, Value: v})
 		}
 		if valid {
-			t.writes, t.cached = writes, true
+			t.setWrites(writes)
+			t.cached = true
 		}
 	}
 	return nil
@@ -1187,11 +1189,11 @@ func (l *loop) apply(tasks []*task) ([]int, error) {
 	}
 	l.touched = l.touched[:0]
 	for _, t := range tasks {
-		for _, w := range t.writes {
+		for i, w := range t.writes {
 			if reservedWrite(w.Key) {
 				continue
 			}
-			c, ok := l.g.chanIdx[w.Key]
+			c, ok := t.chanOf(i)
 			if !ok {
 				return nil, fmt.Errorf("%w: node %q wrote to unknown channel %q", ErrInvalidUpdate, t.name, w.Key)
 			}

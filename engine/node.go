@@ -47,6 +47,21 @@ func (e WriteEntry) write(t *task, output any) error {
 	return nil
 }
 
+// indexedEntry is a WriteEntry whose channel index in the compiled graph
+// is known, so the barrier need not look it up.
+type indexedEntry struct {
+	WriteEntry
+	idx int
+}
+
+func (e indexedEntry) write(t *task, output any) error {
+	if !e.Fixed || e.Mapper != nil || (e.Value == nil && e.SkipNone) {
+		return e.WriteEntry.write(t, output)
+	}
+	t.addWriteAt(e.Channel, e.idx, e.Value)
+	return nil
+}
+
 // WriteTuple maps one output to several channel writes.
 type WriteTuple struct {
 	Mapper func(output any) ([]KV, error)
@@ -95,6 +110,8 @@ type Node struct {
 	identity string
 	hidden   bool
 	subgraph *Pregel // set when the node runs a compiled graph
+	// writers are Writers with channel indexes resolved (NewPregel).
+	writers []Writer
 	idx      int     // position in the compiled graph's node list
 	trig     []int   // trigger channel indexes, in sorted trigger order
 	read     []int   // read channel indexes

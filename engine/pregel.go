@@ -148,6 +148,15 @@ func NewPregel(cfg PregelConfig) (*Pregel, error) {
 			n.trig = append(n.trig, g.chanIdx[c])
 			g.trigNodes[g.chanIdx[c]] = append(g.trigNodes[g.chanIdx[c]], i)
 		}
+		n.writers = make([]Writer, len(n.Writers))
+		for k, w := range n.Writers {
+			n.writers[k] = w
+			if e, ok := w.(WriteEntry); ok {
+				if c, known := g.chanIdx[e.Channel]; known {
+					n.writers[k] = indexedEntry{WriteEntry: e, idx: c}
+				}
+			}
+		}
 		n.read = n.read[:0]
 		for _, c := range n.Channels {
 			n.read = append(n.read, g.chanIdx[c])
@@ -197,6 +206,6 @@ func cloneNode(n *Node) *Node {
 	c.Triggers = slices.Clone(n.Triggers)
 	c.Channels = slices.Clone(n.Channels)
 	c.Writers = slices.Clone(n.Writers)
-	c.trig, c.read = nil, nil
+	c.trig, c.read, c.writers = nil, nil, nil
 	return &c
 }

@@ -218,7 +218,7 @@ func (g *Pregel) snapshot(tup *checkpoints.Tuple, applyPending bool) (*StateSnap
 		}
 		if ran[t.ID()] {
 			st.Result = resultPayload(ws)
-			t.writes = ws
+			t.setWrites(ws)
 			applied = append(applied, t)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unsafe"
 
 	"github.com/superstep-dev/superstep/engine/channels"
 )
@@ -54,14 +55,15 @@ func (g *StateGraph[S]) compile(opts CompileOptions) (*Pregel, error) {
 			joinWrites[f] = append(joinWrites[f], ch)
 		}
 	}
-	w := &stateWriter[S]{g: g}
+	refs := &chanRefs{}
+	w := &stateWriter[S]{g: g, refs: refs}
 	startNode := &Node{
 		Name: Start, Triggers: []string{Start}, Channels: []string{Start}, ReadSingle: true,
 		Func:    func(_ context.Context, in any) (any, error) { return in, nil },
-		Writers: []Writer{startWriter[S]{g: g}}, Tags: []string{tagHidden}, hidden: true,
+		Writers: []Writer{startWriter[S]{g: g, refs: refs}}, Tags: []string{tagHidden}, hidden: true,
 	}
 	var plans []*inputPlan
-	startNode.Writers = append(startNode.Writers, g.edgeWriters(Start, joinWrites, &plans)...)
+	startNode.Writers = append(startNode.Writers, g.edgeWriters(Start, joinWrites, &plans, refs)...)
 	nodes := []*Node{startNode}
 	for _, name := range g.order {
 		sn := g.nodes[name]
@@ -70,7 +72,7 @@ func (g *StateGraph[S]) compile(opts CompileOptions) (*Pregel, error) {
 			Triggers: append([]string{branchPrefix + name}, joins[name]...),
 			Channels: stateKeys,
 			Func:     func(ctx context.Context, in any) (any, error) { return sn.fn(ctx, in) },
-			Writers:  append([]Writer{w}, g.edgeWriters(name, joinWrites, &plans)...),
+			Writers:  append([]Writer{w}, g.edgeWriters(name, joinWrites, &plans, refs)...),
 			Retry:    sn.retry,
 			Cache:    sn.cache,
 			identity: sn.identity,
@@ -108,11 +110,19 @@ func (g *StateGraph[S]) compile(opts CompileOptions) (*Pregel, error) {
 	for _, pl := range plans {
 		pl.resolve(p.chanIdx)
 	}
+	refs.field = make([]int, len(g.fields))
+	for i, f := range g.fields {
+		refs.field[i] = p.chanIdx[f.name]
+	}
+	refs.branch = make(map[string]chanRef, len(g.branchChan))
+	for node, ch := range g.branchChan {
+		refs.branch[node] = chanRef{name: ch, idx: p.chanIdx[ch]}
+	}
 	p.mapOutput = statePlan.build
 	p.statePlan = statePlan
 	p.mapUpdate = func(o Output) ([]KV, error) {
 		var kvs []KV
-		err := g.validate("Command", o, func(k string, v any) { kvs = append(kvs, KV{Key: k, Value: v}) })
+		err := g.validate("Command", o, func(_ int, k string, v any) { kvs = append(kvs, KV{Key: k, Value: v}) })
 		return kvs, err
 	}
 	return p, nil
@@ -120,7 +130,7 @@ func (g *StateGraph[S]) compile(opts CompileOptions) (*Pregel, error) {
 
 // edgeWriters are the writes a node makes after it runs, whatever it
 // returned: plain edges, joins and conditional edges.
-func (g *StateGraph[S]) edgeWriters(name string, joinWrites map[string][]string, plans *[]*inputPlan) []Writer {
+func (g *StateGraph[S]) edgeWriters(name string, joinWrites map[string][]string, plans *[]*inputPlan, refs *chanRefs) []Writer {
 	var ws []Writer
 	for _, e := range g.edges {
 		if e[0] == name && e[1] != End {
@@ -133,14 +143,17 @@ func (g *StateGraph[S]) edgeWriters(name string, joinWrites map[string][]string,
 	for _, b := range g.branches[name] {
 		plan, _ := newInputPlan(reflect.TypeFor[S](), g.byName)
 		*plans = append(*plans, plan)
-		ws = append(ws, branchWriter[S]{g: g, b: b, src: name, plan: plan})
+		ws = append(ws, branchWriter[S]{g: g, b: b, src: name, plan: plan, refs: refs})
 	}
 	return ws
 }
 
 // startWriter maps the input (as stored in the __start__ channel, possibly
 // read back from a checkpoint as plain JSON) onto state keys.
-type startWriter[S any] struct{ g *StateGraph[S] }
+type startWriter[S any] struct {
+	g    *StateGraph[S]
+	refs *chanRefs
+}
 
 func (w startWriter[S]) write(t *task, out any) error {
 	var o Output
@@ -167,7 +180,7 @@ func (w startWriter[S]) write(t *task, out any) error {
 	default:
 		return fmt.Errorf("%w: stored input is a %T", ErrInvalidUpdate, out)
 	}
-	return w.g.validate(Start, o, t.addWrite)
+	return w.g.validate(Start, o, func(i int, k string, v any) { t.addWriteAt(k, w.refs.field[i], v) })
 }
 
 // inputUpdate validates a run input (Update, Updates or map[string]any)
@@ -190,7 +203,7 @@ func (g *StateGraph[S]) inputUpdate(input any) (Output, error) {
 		return nil, fmt.Errorf("%w: input must be an engine.Update, got %T", ErrInvalidUpdate, input)
 	}
 	var kvs Updates
-	if err := g.validate(Start, out, func(k string, v any) { kvs = append(kvs, KV{Key: k, Value: v}) }); err != nil {
+	if err := g.validate(Start, out, func(_ int, k string, v any) { kvs = append(kvs, KV{Key: k, Value: v}) }); err != nil {
 		return nil, err
 	}
 	if _, ordered := out.(Updates); ordered {
@@ -204,49 +217,47 @@ func (g *StateGraph[S]) inputUpdate(input any) (Output, error) {
 }
 
 // validate checks an update against the state and calls emit with each
-// key and its converted value, in a deterministic order.
-func (g *StateGraph[S]) validate(node string, out Output, emit func(string, any)) error {
+// key (and its field's position in g.fields) and its converted value, in a
+// deterministic order.
+func (g *StateGraph[S]) validate(node string, out Output, emit func(field int, key string, v any)) error {
+	one := func(k string, v any) error {
+		i, err := g.field(node, k)
+		if err != nil {
+			return err
+		}
+		cv, err := g.convertField(node, k, i, v)
+		if err != nil {
+			return err
+		}
+		emit(i, k, cv)
+		return nil
+	}
 	switch u := out.(type) {
 	case nil:
 		return nil
 	case KV:
-		v, err := g.convert(node, u.Key, u.Value)
-		if err != nil {
-			return err
-		}
-		emit(u.Key, v)
+		return one(u.Key, u.Value)
 	case Update:
 		if len(u) == 1 {
 			for k, v := range u {
-				cv, err := g.convert(node, k, v)
-				if err != nil {
-					return err
-				}
-				emit(k, cv)
+				return one(k, v)
 			}
-			return nil
 		}
 		keys := make([]string, 0, len(u))
 		for k := range u {
 			keys = append(keys, k)
 		}
-		if len(keys) > 1 {
-			sort.Strings(keys)
-		}
+		sort.Strings(keys)
 		for _, k := range keys {
-			v, err := g.convert(node, k, u[k])
-			if err != nil {
+			if err := one(k, u[k]); err != nil {
 				return err
 			}
-			emit(k, v)
 		}
 	case Updates:
 		for _, kv := range u {
-			v, err := g.convert(node, kv.Key, kv.Value)
-			if err != nil {
+			if err := one(kv.Key, kv.Value); err != nil {
 				return err
 			}
-			emit(kv.Key, v)
 		}
 	default:
 		return fmt.Errorf("%w: node %q: a %T cannot be used as a state update", ErrInvalidUpdate, node, out)
@@ -254,11 +265,18 @@ func (g *StateGraph[S]) validate(node string, out Output, emit func(string, any)
 	return nil
 }
 
-func (g *StateGraph[S]) convert(node, key string, v any) (any, error) {
+// field returns the position in g.fields of the state key.
+func (g *StateGraph[S]) field(node, key string) (int, error) {
 	i, ok := g.byName[key]
 	if !ok {
-		return nil, fmt.Errorf("%w: node %q wrote unknown state key %q (state keys: %s)", ErrInvalidUpdate, node, key, strings.Join(g.keys(), ", "))
+		return 0, fmt.Errorf("%w: node %q wrote unknown state key %q (state keys: %s)", ErrInvalidUpdate, node, key, strings.Join(g.keys(), ", "))
 	}
+	return i, nil
+}
+
+// convertField converts v, written to the state key of field i, to the
+// field's type.
+func (g *StateGraph[S]) convertField(node, key string, i int, v any) (any, error) {
 	f := g.fields[i]
 	if v == nil {
 		return reflect.Zero(f.typ).Interface(), nil
@@ -269,7 +287,7 @@ func (g *StateGraph[S]) convert(node, key string, v any) (any, error) {
 	}
 	switch x := v.(type) {
 	case Overwrite:
-		inner, err := g.convert(node, key, x.Value)
+		inner, err := g.convertField(node, key, i, x.Value)
 		return Overwrite{Value: inner}, err
 	case map[string]any:
 		if _, ok := x["__overwrite__"]; ok {
@@ -346,7 +364,22 @@ func (g *StateGraph[S]) keys() []string {
 }
 
 // stateWriter turns a node's Output into state writes and Command routes.
-type stateWriter[S any] struct{ g *StateGraph[S] }
+type stateWriter[S any] struct {
+	g    *StateGraph[S]
+	refs *chanRefs
+}
+
+// chanRefs are the channel indexes, in the compiled graph, that writers
+// write to: set once the graph's channels are numbered.
+type chanRefs struct {
+	field  []int              // by position in StateGraph.fields
+	branch map[string]chanRef // by node: its branch:to: channel
+}
+
+type chanRef struct {
+	name string
+	idx  int
+}
 
 func (w *stateWriter[S]) write(t *task, out any) error {
 	o, _ := out.(Output)
@@ -359,14 +392,14 @@ func (w *stateWriter[S]) write(t *task, out any) error {
 		}
 		return w.command(t, c)
 	}
-	return w.g.validate(t.name, o, t.addWrite)
+	return w.g.validate(t.name, o, func(i int, k string, v any) { t.addWriteAt(k, w.refs.field[i], v) })
 }
 
 func (w *stateWriter[S]) command(t *task, c *Command) error {
 	if c.Resume != nil {
 		return fmt.Errorf("%w: node %q returned a Command with Resume; Resume is only valid as run input", ErrInvalidUpdate, t.name)
 	}
-	if err := w.g.validate(t.name, c.Update, t.addWrite); err != nil {
+	if err := w.g.validate(t.name, c.Update, func(i int, k string, v any) { t.addWriteAt(k, w.refs.field[i], v) }); err != nil {
 		return err
 	}
 	for _, dest := range c.Goto {
@@ -375,10 +408,11 @@ func (w *stateWriter[S]) command(t *task, c *Command) error {
 			if d == End {
 				continue
 			}
-			if w.g.nodes[d] == nil {
+			ch, ok := w.refs.branch[d]
+			if !ok {
 				return fmt.Errorf("%w: node %q routes to unknown node %q", ErrInvalidUpdate, t.name, d)
 			}
-			t.addWrite(w.g.branchChan[d], nil)
+			t.addWriteAt(ch.name, ch.idx, nil)
 		case Send:
 			if err := w.send(t, d); err != nil {
 				return err
@@ -412,6 +446,7 @@ type branchWriter[S any] struct {
 	b    *sgBranch
 	src  string
 	plan *inputPlan
+	refs *chanRefs
 }
 
 func (w branchWriter[S]) write(t *task, _ any) error {
@@ -427,7 +462,7 @@ func (w branchWriter[S]) write(t *task, _ any) error {
 	if err != nil {
 		return fmt.Errorf("router after %q: %w", w.src, err)
 	}
-	sw := stateWriter[S]{g: w.g}
+	sw := stateWriter[S]{g: w.g, refs: w.refs}
 	err = route.destinations(func(dest string) error {
 		if w.b.pathMap != nil {
 			mapped, ok := w.b.pathMap[dest]
@@ -439,14 +474,14 @@ func (w branchWriter[S]) write(t *task, _ any) error {
 		if dest == End {
 			return nil
 		}
-		ch, ok := w.g.branchChan[dest]
+		ch, ok := w.refs.branch[dest]
 		switch {
 		case dest == Start || dest == "":
 			return fmt.Errorf("%w: router after %q returned %q", ErrInvalidUpdate, w.src, dest)
 		case !ok:
 			return fmt.Errorf("%w: router after %q returned unknown node %q", ErrInvalidUpdate, w.src, dest)
 		}
-		t.addWrite(ch, nil)
+		t.addWriteAt(ch.name, ch.idx, nil)
 		return nil
 	})
 	if err != nil {
@@ -480,7 +515,7 @@ func (w branchWriter[S]) state(t *task) (*S, error) {
 		return nil, err
 	}
 	if o, ok := ov.(*overlay); ok {
-		if err := t.l.g.statePlan.overlay(reflect.ValueOf(sp).Elem(), o); err != nil {
+		if err := t.l.g.statePlan.overlay(unsafe.Pointer(sp), o); err != nil {
 			return nil, err
 		}
 	}
@@ -524,6 +559,8 @@ type planField struct {
 	channel string
 	idx     int // channel index, set by resolve
 	typ     reflect.Type
+	offset  uintptr     // of the field in the struct
+	fast    fieldSetter // nil: set through reflect
 }
 
 func (p *inputPlan) clone() *inputPlan {
@@ -560,58 +597,40 @@ func newInputPlan(typ reflect.Type, byName map[string]int) (*inputPlan, error) {
 			// Sends, or the field stays zero when read from state.
 			continue
 		}
-		p.fields = append(p.fields, planField{index: i, channel: name, typ: f.Type})
+		p.fields = append(p.fields, planField{index: i, channel: name, typ: f.Type, offset: f.Offset, fast: setterFor(f.Type)})
 	}
 	return p, nil
 }
 
-// overlay sets the fields of v (a struct of the plan's type) whose
-// channels the overlay replaces.
-func (p *inputPlan) overlay(v reflect.Value, o *overlay) error {
-	for _, f := range p.fields {
-		i := slices.Index(o.names, f.idx)
-		if i < 0 {
+// overlay sets the fields of the struct at base (of the plan's type)
+// whose channels the overlay replaces.
+func (p *inputPlan) overlay(base unsafe.Pointer, o *overlay) error {
+	for i := range p.fields {
+		f := &p.fields[i]
+		k := slices.Index(o.names, f.idx)
+		if k < 0 {
 			continue
 		}
-		if err := f.set(v, o.vals[i]); err != nil {
+		if err := f.set(base, o.vals[k]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// set assigns x to the field of the struct v.
-func (f *planField) set(v reflect.Value, x any) error {
-	fv := v.Field(f.index)
-	if x == nil {
-		fv.SetZero()
-		return nil
-	}
-	xv := reflect.ValueOf(x)
-	if !xv.Type().AssignableTo(f.typ) {
-		if !xv.CanConvert(f.typ) {
-			return fmt.Errorf("state key %q holds %s, not %s", f.channel, xv.Type(), f.typ)
-		}
-		xv = xv.Convert(f.typ)
-	}
-	fv.Set(xv)
-	return nil
-}
-
-// refresh sets the fields of v (a struct of the plan's type) read from
-// the given channels to their current values (zero when empty).
-func (p *inputPlan) refresh(v reflect.Value, r reader, chans []int) error {
+// refresh sets the fields of the struct at base (of the plan's type) read
+// from the given channels to their current values (zero when empty).
+func (p *inputPlan) refresh(base unsafe.Pointer, r reader, chans []int) error {
 	for _, c := range chans {
 		if c >= len(p.byChan) || p.byChan[c] < 0 {
 			continue
 		}
 		f := &p.fields[p.byChan[c]]
 		x, ok := r.read(c)
-		if !ok || x == nil {
-			v.Field(f.index).SetZero()
-			continue
+		if !ok {
+			x = nil
 		}
-		if err := f.set(v, x); err != nil {
+		if err := f.set(base, x); err != nil {
 			return err
 		}
 	}
@@ -632,14 +651,14 @@ func (p *inputPlan) build(r reader) (any, error) {
 		return reflect.Zero(p.typ).Interface(), nil
 	}
 	ptr := reflect.New(p.typ)
-	v := ptr.Elem()
+	base := ptr.UnsafePointer()
 	for i := range p.fields {
 		f := &p.fields[i]
 		x, ok := r.read(f.idx)
 		if !ok || x == nil {
 			continue
 		}
-		if err := f.set(v, x); err != nil {
+		if err := f.set(base, x); err != nil {
 			return nil, err
 		}
 	}

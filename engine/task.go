@@ -28,6 +28,10 @@ type task struct {
 	input    any
 	writes   []KV
 	wbuf     [2]KV // storage for the first writes, so most tasks never grow writes
+	// wch[i] is the index+1 of writes[i]'s channel (0: look it up), valid
+	// while it is as long as writes (setWrites empties it).
+	wch   []int32
+	wcbuf [2]int32
 	// cached: the writes came from the cache or from pending writes; the
 	// node does not run.
 	cached   bool
@@ -101,6 +105,28 @@ func (c *taskContext) Value(key any) any {
 
 func (t *task) addWrite(channel string, v any) {
 	t.writes = append(t.writes, KV{Key: channel, Value: v})
+	t.wch = append(t.wch, 0)
+}
+
+// addWriteAt is addWrite by a writer that knows the channel's index, so
+// the barrier need not look the name up.
+func (t *task) addWriteAt(channel string, idx int, v any) {
+	t.writes = append(t.writes, KV{Key: channel, Value: v})
+	t.wch = append(t.wch, int32(idx)+1)
+}
+
+// setWrites replaces the task's writes; their channel indexes are unknown.
+func (t *task) setWrites(ws []KV) {
+	t.writes, t.wch = ws, t.wch[:0]
+}
+
+// chanOf returns the index of the i-th write's channel.
+func (t *task) chanOf(i int) (int, bool) {
+	if len(t.wch) == len(t.writes) && t.wch[i] > 0 {
+		return int(t.wch[i]) - 1, true
+	}
+	c, ok := t.l.g.chanIdx[t.writes[i].Key]
+	return c, ok
 }
 
 func (t *task) info() TaskInfo {
@@ -185,7 +211,7 @@ func (t *task) call(ctx context.Context) (out any, err error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, w := range t.node.Writers {
+	for _, w := range t.node.writers {
 		if err := w.write(t, out); err != nil {
 			return nil, err
 		}
@@ -208,7 +234,7 @@ func (t *task) execute(ctx context.Context) error {
 	}
 	for {
 		t.attempts++
-		t.writes = t.writes[:0]
+		t.setWrites(t.writes[:0])
 		t.intrIdx, t.interrupts, t.subInterrupted = 0, nil, false
 		if l.emit != nil {
 			l.emit.send(TaskStarted{Task: t.info(), Attempt: t.attempts})
@@ -229,7 +255,7 @@ func (t *task) execute(ctx context.Context) error {
 		}
 		if ctx.Err() != nil {
 			// A sibling failed or the run was cancelled: not this task's fault.
-			t.writes = t.writes[:0]
+			t.setWrites(t.writes[:0])
 			return ctx.Err()
 		}
 		p, ok := policyFor(policies, err)
@@ -319,7 +345,7 @@ func (t *task) localRead() (reader, error) {
 		if reservedWrite(w.Key) {
 			continue
 		}
-		ci, ok := l.g.chanIdx[w.Key]
+		ci, ok := t.chanOf(i)
 		if !ok || slices.Contains(ov.names, ci) {
 			continue
 		}
