@@ -112,9 +112,9 @@ type Node struct {
 	subgraph *Pregel // set when the node runs a compiled graph
 	// writers are Writers with channel indexes resolved (NewPregel).
 	writers []Writer
-	idx      int     // position in the compiled graph's node list
-	trig     []int   // trigger channel indexes, in sorted trigger order
-	read     []int   // read channel indexes
+	idx     int   // position in the compiled graph's node list
+	trig    []int // trigger channel indexes, in sorted trigger order
+	read    []int // read channel indexes
 	// inType is the Go type of the node's input (StateGraph), used to
 	// decode Send arguments read back from a checkpoint.
 	inType reflect.Type
