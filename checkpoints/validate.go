@@ -3,7 +3,10 @@ package checkpoints
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"unicode/utf8"
+
+	"github.com/superstep-dev/superstep/internal/jsonfast"
 )
 
 // The checks in this file are shared by every Saver so that the memory and
@@ -20,6 +23,9 @@ import (
 func CheckValue(raw []byte) error {
 	if len(raw) == 0 {
 		return fmt.Errorf("%w: empty JSON value", ErrInvalidValue)
+	}
+	if jsonfast.Simple(raw) {
+		return nil // the common small values: valid, nothing to escape
 	}
 	if !utf8.Valid(raw) {
 		return fmt.Errorf("%w: value is not valid UTF-8", ErrInvalidValue)
@@ -92,12 +98,13 @@ func hex4(b []byte, at int) (int, bool) {
 // An identifier that fails cannot exist in any saver, so lookups treat it
 // as missing and writes reject it.
 func ValidText(s string) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
 	for i := 0; i < len(s); i++ {
-		if s[i] == 0 {
+		switch c := s[i]; {
+		case c == 0:
 			return false
+		case c >= utf8.RuneSelf:
+			// Not plain ASCII: check the rest properly.
+			return utf8.ValidString(s[i:]) && strings.IndexByte(s[i:], 0) < 0
 		}
 	}
 	return true

@@ -14,6 +14,7 @@ import (
 	"github.com/superstep-dev/superstep/cache"
 	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/engine/channels"
+	"github.com/superstep-dev/superstep/internal/jsonfast"
 )
 
 // DefaultRecursionLimit is upstream's default number of supersteps a run
@@ -1087,7 +1088,7 @@ func (l *loop) commitError(ctx context.Context, t *task) {
 func encodeWrites(ws []KV) ([]checkpoints.Write, error) {
 	out := make([]checkpoints.Write, 0, len(ws))
 	for _, w := range ws {
-		b, err := json.Marshal(w.Value)
+		b, err := jsonfast.Marshal(w.Value)
 		if err != nil {
 			return nil, fmt.Errorf("write to %q is not JSON-encodable: %w", w.Key, err)
 		}

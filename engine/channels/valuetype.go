@@ -7,6 +7,8 @@ import (
 	"math"
 	"reflect"
 	"strconv"
+
+	"github.com/superstep-dev/superstep/internal/jsonfast"
 )
 
 var anyType = reflect.TypeFor[any]()
@@ -244,7 +246,7 @@ func (vt *valueType) encode(v any) (json.RawMessage, error) {
 		p.Elem().Set(reflect.ValueOf(v))
 		v = p.Interface()
 	}
-	data, err := json.Marshal(v)
+	data, err := jsonfast.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("encoding a channel value of type %s: %w", vt.typ, err)
 	}

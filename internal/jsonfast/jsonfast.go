@@ -1,0 +1,97 @@
+// Package jsonfast encodes and recognises the small JSON values a graph
+// writes on almost every superstep — null, booleans, integers and plain
+// ASCII strings — without encoding/json's reflection or its scanner.
+// Anything else goes to encoding/json, so results are always exactly what
+// encoding/json gives.
+package jsonfast
+
+import (
+	"encoding/json"
+	"strconv"
+)
+
+// Marshal is json.Marshal with a fast path for nil, bool, the built-in
+// integer types and strings of printable ASCII that need no escaping. Only
+// the built-in types themselves take it (a type switch never matches a
+// named type, which might have its own MarshalJSON).
+func Marshal(v any) ([]byte, error) {
+	switch x := v.(type) {
+	case nil:
+		return []byte("null"), nil
+	case bool:
+		if x {
+			return []byte("true"), nil
+		}
+		return []byte("false"), nil
+	case int:
+		return strconv.AppendInt(nil, int64(x), 10), nil
+	case int64:
+		return strconv.AppendInt(nil, x, 10), nil
+	case int32:
+		return strconv.AppendInt(nil, int64(x), 10), nil
+	case uint:
+		return strconv.AppendUint(nil, uint64(x), 10), nil
+	case uint64:
+		return strconv.AppendUint(nil, x, 10), nil
+	case string:
+		if plain(x) {
+			b := make([]byte, 0, len(x)+2)
+			b = append(b, '"')
+			b = append(b, x...)
+			return append(b, '"'), nil
+		}
+	}
+	return json.Marshal(v)
+}
+
+// plain reports whether s is printable ASCII that encoding/json writes as
+// it is (it escapes ", \, <, > and &).
+func plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c >= 0x7f, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
+}
+
+// Simple reports whether raw is null, true, false, an integer, or a string
+// of printable ASCII without escapes: valid JSON, valid UTF-8, and free of
+// NUL. False means "not known to be simple", not invalid.
+func Simple(raw []byte) bool {
+	switch string(raw) {
+	case "null", "true", "false":
+		return true
+	}
+	if len(raw) == 0 {
+		return false
+	}
+	switch c := raw[0]; {
+	case c == '"':
+		if len(raw) < 2 || raw[len(raw)-1] != '"' {
+			return false
+		}
+		for _, c := range raw[1 : len(raw)-1] {
+			if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+				return false
+			}
+		}
+		return true
+	case c == '-' || (c >= '0' && c <= '9'):
+		digits := raw
+		if c == '-' {
+			digits = raw[1:]
+		}
+		if len(digits) == 0 || (digits[0] == '0' && len(digits) > 1) {
+			return false
+		}
+		for _, d := range digits {
+			if d < '0' || d > '9' {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
