@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -9,7 +10,6 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/coder/websocket/wsjson"
 	"github.com/go-chi/chi/v5"
 
 	"github.com/superstep-dev/superstep/runs"
@@ -19,17 +19,39 @@ import (
 // closed instead of holding its subscription.
 const writeTimeout = 5 * time.Second
 
+// MaxMessageBytes is the size at which a websocket message stops taking
+// more events: a burst is split into messages of about this size (a
+// message holds at least one event, whatever its size).
+const MaxMessageBytes = 64 << 10
+
 // cursorPattern is what a live-log cursor looks like (runs: <epoch>:<seq>).
 var cursorPattern = regexp.MustCompile(`^[0-9a-z]{1,16}:[0-9]{1,20}$`)
 
 // ThreadEvents answers GET /threads/{thread}/ws?after=<cursor>: a
-// websocket that sends the thread's catch-up, then its live events, one
-// JSON runs.Event per message. With after (the cursor the thread page was
-// rendered at, or of the last event a reconnecting tab applied) the
-// catch-up is only the live events after it, when the Runner still holds
-// them; a malformed cursor is a 400. Only the Studio's own origin (and Routes.OriginPatterns) may
-// connect: coder/websocket refuses other origins with 403. The browser
-// never sends anything but the close handshake.
+// websocket that sends the thread's catch-up, then its live events. With
+// after (the cursor the thread page was rendered at, or of the last event
+// a reconnecting tab applied) the catch-up is only the live events after
+// it, when the Runner still holds them; a malformed cursor is a 400. Only
+// the Studio's own origin (and Routes.OriginPatterns) may connect:
+// coder/websocket refuses other origins with 403. The browser never sends
+// anything but the close handshake.
+//
+// # Wire format
+//
+// Every message is a text message holding a JSON array of one or more
+// runs.Event objects, in the order they happened; a client applies them
+// in array order, then the next message's. A message holds every event
+// that was waiting when it was written (up to about MaxMessageBytes): a
+// run emits hundreds of events in a burst, and one message per event
+// would cost every tab, and the server, a frame, a wake-up and a parse
+// per event. A tab that keeps up gets each event as soon as it happens,
+// alone in its array, so batching adds no delay. Live events are encoded
+// once for all tabs (runs.Event.Encoded); a message is those bytes
+// joined, never re-encoded per tab.
+//
+// A tab that falls runs.SubscriberBuffer events behind is dropped by the
+// run manager, and its socket closed with status 1013 (try again later):
+// it reconnects with the cursor of the last event it applied.
 func ThreadEvents(rt Routes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := chi.URLParam(r, "thread")
@@ -62,29 +84,44 @@ func ThreadEvents(rt Routes) http.Handler {
 			return
 		}
 		defer sub.Close()
-		send := func(ev runs.Event) bool {
+		// msg is reused for every message of the connection.
+		msg := make([]byte, 0, 4<<10)
+		send := func() bool {
 			wctx, cancel := context.WithTimeout(ctx, writeTimeout)
 			defer cancel()
-			if b := ev.Encoded(); b != nil {
-				return c.Write(wctx, websocket.MessageText, b) == nil
-			}
-			return wsjson.Write(wctx, c, ev) == nil
+			return c.Write(wctx, websocket.MessageText, msg) == nil
 		}
-		for _, ev := range catchup {
-			if !send(ev) {
+		unsendable := func(err error) {
+			logger(rt.Logger).Error("websocket: encode event", slog.String("thread", id), slog.Any("error", err))
+			c.Close(websocket.StatusInternalError, "cannot encode an event")
+		}
+		for len(catchup) > 0 {
+			var n int
+			if msg, n, err = catchupMessage(msg[:0], catchup); err != nil {
+				unsendable(err)
 				return
 			}
+			if !send() {
+				return
+			}
+			catchup = catchup[n:]
 		}
 		for {
 			select {
 			case ev, ok := <-sub.C:
+				if ok {
+					if msg, ok, err = liveMessage(msg[:0], ev, sub.C); err != nil {
+						unsendable(err)
+						return
+					}
+					if !send() {
+						return
+					}
+				}
 				if !ok {
 					if sub.Dropped() {
 						c.Close(websocket.StatusTryAgainLater, "fell behind the run; reconnect to catch up")
 					}
-					return
-				}
-				if !send(ev) {
 					return
 				}
 			case <-ctx.Done():
@@ -92,4 +129,58 @@ func ThreadEvents(rt Routes) http.Handler {
 			}
 		}
 	})
+}
+
+// liveMessage appends to dst a message of first and the events waiting
+// on c after it, as many as fit in MaxMessageBytes; it never waits for
+// an event. open is false when it found c closed (after the events it
+// took).
+func liveMessage(dst []byte, first runs.Event, c <-chan runs.Event) (msg []byte, open bool, err error) {
+	if dst, err = appendEvent(append(dst, '['), first); err != nil {
+		return nil, false, err
+	}
+	for len(dst) < MaxMessageBytes {
+		select {
+		case ev, ok := <-c:
+			if !ok {
+				return append(dst, ']'), false, nil
+			}
+			if dst, err = appendEvent(append(dst, ','), ev); err != nil {
+				return nil, false, err
+			}
+		default:
+			return append(dst, ']'), true, nil
+		}
+	}
+	return append(dst, ']'), true, nil
+}
+
+// catchupMessage appends to dst a message of the first events of evs, as
+// many as fit in MaxMessageBytes (at least one), and says how many.
+func catchupMessage(dst []byte, evs []runs.Event) (msg []byte, n int, err error) {
+	dst = append(dst, '[')
+	for n < len(evs) && (n == 0 || len(dst) < MaxMessageBytes) {
+		if n > 0 {
+			dst = append(dst, ',')
+		}
+		if dst, err = appendEvent(dst, evs[n]); err != nil {
+			return nil, 0, err
+		}
+		n++
+	}
+	return append(dst, ']'), n, nil
+}
+
+// appendEvent appends ev's JSON: the bytes encoded once for every tab
+// when it was published, or, for catch-up events (never published),
+// encoded here.
+func appendEvent(dst []byte, ev runs.Event) ([]byte, error) {
+	if b := ev.Encoded(); b != nil {
+		return append(dst, b...), nil
+	}
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s event of thread %q: %w", ev.Kind, ev.Thread, err)
+	}
+	return append(dst, b...), nil
 }

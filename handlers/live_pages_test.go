@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/coder/websocket/wsjson"
 
 	"github.com/superstep-dev/superstep/runs"
 )
@@ -53,8 +52,9 @@ func TestThreadPageRendersOnceAndSocketResumesAtItsCursor(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.CloseNow()
-	var first runs.Event
-	if err := wsjson.Read(ctx, c, &first); err != nil {
+	stream := newEventStream(c)
+	first, err := stream.next(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if first.Kind != runs.KindCaughtUp || first.Cursor != m[1] {
@@ -63,8 +63,8 @@ func TestThreadPageRendersOnceAndSocketResumesAtItsCursor(t *testing.T) {
 	if _, err := f.runs.Start(ctx, "flow", "once", nil, runs.StartOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	var ev runs.Event
-	if err := wsjson.Read(ctx, c, &ev); err != nil {
+	ev, err := stream.next(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if ev.Kind != runs.KindRunStarted || ev.Catchup || ev.Seq == 0 {

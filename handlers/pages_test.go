@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/coder/websocket/wsjson"
 
 	"github.com/superstep-dev/superstep/engine"
 	"github.com/superstep-dev/superstep/runs"
@@ -334,9 +333,10 @@ func TestThreadWebsocketSendsCatchupThenLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.CloseNow()
+	stream := newEventStream(c)
 	read := func() runs.Event {
-		var ev runs.Event
-		if err := wsjson.Read(ctx, c, &ev); err != nil {
+		ev, err := stream.next(ctx)
+		if err != nil {
 			t.Fatal(err)
 		}
 		return ev

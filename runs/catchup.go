@@ -282,10 +282,10 @@ func Catchup(ctx context.Context, g engine.Compiled, threadID string) ([]Event, 
 	for i := len(tups) - 1; i >= 0; i-- {
 		tup := tups[i]
 		md := tup.Metadata
-		base := Event{Catchup: true, Thread: threadID, RunID: md.RunID, Time: tup.Checkpoint.TS}
+		base := Event{Catchup: true, Thread: threadID, Time: tup.Checkpoint.TS}
 		if md.RunID != lastRun || i == len(tups)-1 {
 			ev := base
-			ev.Kind = KindRunStarted
+			ev.Kind, ev.RunID = KindRunStarted, md.RunID
 			out = append(out, ev)
 			lastRun = md.RunID
 		}

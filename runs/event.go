@@ -59,12 +59,21 @@ type Event struct {
 	Seq  uint64 `json:"seq,omitempty"`
 	Kind Kind   `json:"kind"`
 	// Catchup is true for events rebuilt from checkpoints on Subscribe.
-	Catchup bool   `json:"catchup,omitempty"`
-	Thread  string `json:"thread"`
-	RunID   string `json:"run,omitempty"`
-	Step    int    `json:"step"`
-	Node    string `json:"node,omitempty"`
-	TaskID  string `json:"task,omitempty"`
+	Catchup bool `json:"catchup,omitempty"`
+	// Thread is the thread the event happened on. It is not in the
+	// JSON: a subscription, and the websocket that carries it, are of
+	// one thread, and repeating its id would make every event of a
+	// burst, for every tab, bigger by a third.
+	Thread string `json:"-"`
+	// RunID is set on the events that open, close or report a run
+	// (run_started, run_finished, caught_up). A thread has one active
+	// run at a time and its events arrive in order, so every other
+	// event belongs to the run of the run_started before it; repeating
+	// the id on each would cost what Thread would.
+	RunID  string `json:"run,omitempty"`
+	Step   int    `json:"step"`
+	Node   string `json:"node,omitempty"`
+	TaskID string `json:"task,omitempty"`
 	// Triggers are the channels whose update planned the task.
 	Triggers []string `json:"triggers,omitempty"`
 	Attempt  int      `json:"attempt,omitempty"`
@@ -159,7 +168,7 @@ func fromEngine(thread, runID string, ev engine.Event, now time.Time) (out []Eve
 			out[0].src = ev
 		}
 	}()
-	base := Event{Thread: thread, RunID: runID, Time: now}
+	base := Event{Thread: thread, Time: now}
 	task := func(k Kind, t engine.TaskInfo) Event {
 		e := base
 		e.Kind, e.Step, e.Node, e.TaskID = k, t.Step, t.Name, t.ID
@@ -168,7 +177,7 @@ func fromEngine(thread, runID string, ev engine.Event, now time.Time) (out []Eve
 	switch e := ev.(type) {
 	case engine.RunStarted:
 		x := base
-		x.Kind = KindRunStarted
+		x.Kind, x.RunID = KindRunStarted, runID
 		return []Event{x}
 	case engine.StepPlanned:
 		for _, t := range e.Tasks {

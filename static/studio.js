@@ -1,5 +1,6 @@
 // studio.js: live updates for a thread page. One websocket per page; each
-// message is one JSON event (runs.Event). The page is rendered with the
+// message is a JSON array of events (runs.Event), applied in order (see
+// handlers.ThreadEvents: a burst of events comes as one message). The page is rendered with the
 // thread's history and a cursor; the socket resumes after that cursor (and
 // a reconnecting socket after the last event applied), so the server sends
 // no second catch-up. Applying an event is idempotent (rows are keyed by
@@ -193,7 +194,7 @@
   function connect(delay) {
     const after = cursor ? "?after=" + encodeURIComponent(cursor) : "";
     const ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/threads/" + encodeURIComponent(thread) + "/ws" + after);
-    ws.onmessage = (m) => apply(JSON.parse(m.data));
+    ws.onmessage = (m) => { for (const ev of JSON.parse(m.data)) apply(ev); };
     ws.onclose = () => {
       body.dataset.live = "0";
       $("live").textContent = "disconnected; reconnecting…";
