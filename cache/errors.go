@@ -3,8 +3,8 @@ package cache
 import (
 	"errors"
 	"fmt"
-	"strings"
-	"unicode/utf8"
+
+	"github.com/superstep-dev/superstep/internal/pgtext"
 )
 
 // ErrInvalid marks bad input to a Cache: an empty or malformed namespace or
@@ -56,10 +56,9 @@ func validText(what, s string) error {
 	switch {
 	case s == "":
 		return fmt.Errorf("%w: %s is empty", ErrInvalid, what)
-	case !utf8.ValidString(s):
-		return fmt.Errorf("%w: %s %q is not valid UTF-8", ErrInvalid, what, s)
-	case strings.IndexByte(s, 0) >= 0:
-		return fmt.Errorf("%w: %s %q contains a NUL byte", ErrInvalid, what, s)
+	}
+	if p := pgtext.Problem(s); p != "" {
+		return fmt.Errorf("%w: %s %q %s", ErrInvalid, what, s, p)
 	}
 	return nil
 }

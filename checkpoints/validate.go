@@ -3,10 +3,10 @@ package checkpoints
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/superstep-dev/superstep/internal/jsonfast"
+	"github.com/superstep-dev/superstep/internal/pgtext"
 )
 
 // The checks in this file are shared by every Saver so that the memory and
@@ -97,18 +97,7 @@ func hex4(b []byte, at int) (int, bool) {
 // namespace, checkpoint id, channel, task id): valid UTF-8 without NUL.
 // An identifier that fails cannot exist in any saver, so lookups treat it
 // as missing and writes reject it.
-func ValidText(s string) bool {
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == 0:
-			return false
-		case c >= utf8.RuneSelf:
-			// Not plain ASCII: check the rest properly.
-			return utf8.ValidString(s[i:]) && strings.IndexByte(s[i:], 0) < 0
-		}
-	}
-	return true
-}
+func ValidText(s string) bool { return pgtext.Problem(s) == "" }
 
 // PreparedPut is a Put whose input has been checked and encoded; savers
 // build one with PreparePut before they write anything.

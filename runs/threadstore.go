@@ -2,11 +2,14 @@ package runs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/superstep-dev/superstep/internal/pgtext"
 )
 
 // ThreadStore is the thread registry: what the Manager knows about each
@@ -135,11 +138,8 @@ func CheckThreadID(id string) error {
 
 // checkText refuses what Postgres text cannot hold.
 func checkText(s string) error {
-	if !utf8.ValidString(s) {
-		return fmt.Errorf("is not valid UTF-8")
-	}
-	if strings.IndexByte(s, 0) >= 0 {
-		return fmt.Errorf("contains NUL, which Postgres cannot store")
+	if p := pgtext.Problem(s); p != "" {
+		return errors.New(p)
 	}
 	return nil
 }

@@ -3,7 +3,8 @@ package store
 import (
 	"fmt"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/superstep-dev/superstep/internal/pgtext"
 )
 
 // ReservedRoot is the first label no namespace may use; upstream keeps it
@@ -43,10 +44,9 @@ func validateLabels(ns []string) error {
 			return fmt.Errorf("%w: label %d (%q) contains \".\"", ErrInvalidNamespace, i, l)
 		case len(l) > MaxLabelBytes:
 			return fmt.Errorf("%w: label %d is %d bytes, at most %d allowed", ErrInvalidNamespace, i, len(l), MaxLabelBytes)
-		case !utf8.ValidString(l):
-			return fmt.Errorf("%w: label %d is not valid UTF-8", ErrInvalidNamespace, i)
-		case strings.ContainsRune(l, 0):
-			return fmt.Errorf("%w: label %d contains a NUL character", ErrInvalidNamespace, i)
+		}
+		if p := pgtext.Problem(l); p != "" {
+			return fmt.Errorf("%w: label %d %s", ErrInvalidNamespace, i, p)
 		}
 	}
 	return nil
@@ -59,10 +59,9 @@ func ValidateKey(key string) error {
 		return fmt.Errorf("%w: the key is empty", ErrInvalidKey)
 	case len(key) > MaxKeyBytes:
 		return fmt.Errorf("%w: the key is %d bytes, at most %d allowed", ErrInvalidKey, len(key), MaxKeyBytes)
-	case !utf8.ValidString(key):
-		return fmt.Errorf("%w: the key is not valid UTF-8", ErrInvalidKey)
-	case strings.ContainsRune(key, 0):
-		return fmt.Errorf("%w: the key contains a NUL character", ErrInvalidKey)
+	}
+	if p := pgtext.Problem(key); p != "" {
+		return fmt.Errorf("%w: the key %s", ErrInvalidKey, p)
 	}
 	return nil
 }
