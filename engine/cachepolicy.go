@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/superstep-dev/superstep/cache"
@@ -43,11 +44,29 @@ func (p *CachePolicy) key(n *Node, input any) (cache.Key, error) {
 	if identity == "" {
 		identity = "__dynamic__"
 	}
-	return cache.Key{Namespace: cacheNamespace(identity, n.Name), Key: hash128Hex(b)}, nil
+	return cache.Key{Namespace: CacheNamespace(identity, n.Name), Key: hash128Hex(b)}, nil
 }
 
-func cacheNamespace(identity, node string) string {
+// CacheNamespace is the cache namespace of a node's results: its
+// identity (the function, see Identity) and its name, as upstream forms it
+// ("__pregel_ns_writes|<identity>|<node>").
+func CacheNamespace(identity, node string) string {
 	return cacheNSWrites + "|" + identity + "|" + node
+}
+
+// ParseCacheNamespace is the inverse of CacheNamespace. The node name is
+// the last part, so an identity that itself contains "|" still parses; ok
+// is false for a namespace the engine did not form.
+func ParseCacheNamespace(ns string) (identity, node string, ok bool) {
+	rest, found := strings.CutPrefix(ns, cacheNSWrites+"|")
+	if !found {
+		return "", "", false
+	}
+	i := strings.LastIndexByte(rest, '|')
+	if i <= 0 || i == len(rest)-1 {
+		return "", "", false
+	}
+	return rest[:i], rest[i+1:], true
 }
 
 // cachedWrite is a write as stored in the node cache.

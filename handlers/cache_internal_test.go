@@ -7,29 +7,6 @@ import (
 	"github.com/superstep-dev/superstep/cache"
 )
 
-func TestSplitNamespace(t *testing.T) {
-	t.Parallel()
-	cases := []struct {
-		ns, identity, node string
-		ok                 bool
-	}{
-		{"__pregel_ns_writes|abc123|lookup", "abc123", "lookup", true},
-		{"__pregel_ns_writes|a|b|lookup", "a|b", "lookup", true},
-		{"__pregel_ns_writes|__dynamic__|n", "__dynamic__", "n", true},
-		{"__pregel_ns_writes||lookup", "", "", false},
-		{"__pregel_ns_writes|abc|", "", "", false},
-		{"__pregel_ns_writes|lookup", "", "", false},
-		{"other|abc|lookup", "", "", false},
-		{"", "", "", false},
-	}
-	for _, c := range cases {
-		identity, node, ok := splitNamespace(c.ns)
-		if identity != c.identity || node != c.node || ok != c.ok {
-			t.Errorf("splitNamespace(%q) = %q, %q, %v; want %q, %q, %v", c.ns, identity, node, ok, c.identity, c.node, c.ok)
-		}
-	}
-}
-
 func TestTTLLeftAndAge(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)

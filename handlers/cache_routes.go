@@ -13,6 +13,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/superstep-dev/superstep/cache"
+	"github.com/superstep-dev/superstep/engine"
 	"github.com/superstep-dev/superstep/runs"
 	"github.com/superstep-dev/superstep/web"
 )
@@ -20,10 +21,6 @@ import (
 // CacheListLimit caps how many entries the cache page lists, so a huge
 // cache cannot make the page (or the query behind it) unbounded.
 const CacheListLimit = 1000
-
-// cacheNSPrefix starts every namespace the engine writes node results
-// under: "__pregel_ns_writes|<identity>|<node>".
-const cacheNSPrefix = "__pregel_ns_writes|"
 
 // errUnknownNamespace is a clear request for a namespace the cache holds
 // nothing under (mistyped, or already cleared).
@@ -37,22 +34,6 @@ func (rt Routes) mountCache(r chi.Router) {
 	}
 	r.Method(http.MethodGet, "/cache", CachePage(rt))
 	r.Method(http.MethodPost, "/cache/clear", ClearCache(rt))
-}
-
-// splitNamespace parses an engine cache namespace into the node's
-// identity and name. The node name is the last part, so an identity that
-// itself contains "|" still parses; ok is false for namespaces the engine
-// did not write.
-func splitNamespace(ns string) (identity, node string, ok bool) {
-	rest, found := strings.CutPrefix(ns, cacheNSPrefix)
-	if !found {
-		return "", "", false
-	}
-	i := strings.LastIndexByte(rest, '|')
-	if i <= 0 || i == len(rest)-1 {
-		return "", "", false
-	}
-	return rest[:i], rest[i+1:], true
 }
 
 // CachePage answers GET /cache: the cached entries grouped per node, each
@@ -85,7 +66,7 @@ func cacheView(infos []cache.Info, now time.Time) web.CacheView {
 		ns := in.Key.Namespace
 		i, seen := at[ns]
 		if !seen {
-			identity, node, ok := splitNamespace(ns)
+			identity, node, ok := engine.ParseCacheNamespace(ns)
 			if !ok {
 				node = ns
 			}
@@ -169,7 +150,7 @@ func ClearCache(rt Routes) http.Handler {
 			return
 		}
 		label := ns
-		if _, node, ok := splitNamespace(ns); ok {
+		if _, node, ok := engine.ParseCacheNamespace(ns); ok {
 			label = node
 		}
 		http.Redirect(w, r, "/cache?cleared="+url.QueryEscape(label), http.StatusSeeOther)
