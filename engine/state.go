@@ -159,6 +159,19 @@ func (g *Pregel) GetStateHistory(ctx context.Context, cfg checkpoints.Config, op
 	return out, nil
 }
 
+// StateOf is the snapshot of a checkpoint already read from the graph's
+// checkpointer, for callers that need the tuple too (GetState would read
+// it again). head says the tuple is the thread's latest checkpoint, read
+// without a checkpoint id: then, as GetState does, the writes of tasks
+// that already finished in an interrupted step are applied to the values
+// and those tasks leave Next.
+func (g *Pregel) StateOf(tup *checkpoints.Tuple, head bool) (*StateSnapshot, error) {
+	if tup == nil {
+		return nil, fmt.Errorf("%w: StateOf needs a checkpoint", checkpoints.ErrInvalidConfig)
+	}
+	return g.snapshot(tup, head)
+}
+
 func (g *Pregel) snapshot(tup *checkpoints.Tuple, applyPending bool) (*StateSnapshot, error) {
 	l := &loop{g: g, needIDs: true, rs: &resumeState{}, opts: RunOptions{ThreadID: tup.Config.ThreadID}}
 	l.ns = tup.Config.Namespace

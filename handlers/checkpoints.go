@@ -291,7 +291,7 @@ func detail(ctx context.Context, rt Routes, p *engine.Pregel, thread, id string)
 	if err != nil {
 		return web.CheckpointDetail{}, err
 	}
-	snap, err := p.GetState(ctx, checkpoints.Config{ThreadID: thread, CheckpointID: id})
+	snap, err := p.StateOf(tup, id == "")
 	if err != nil {
 		return web.CheckpointDetail{}, err
 	}
@@ -389,11 +389,12 @@ func CheckpointValue(rt Routes) http.Handler {
 			fail(w, r, rt.Logger, err)
 			return
 		}
-		if _, err := rt.Runs.Checkpoint(r.Context(), thread, id); err != nil {
+		tup, err := rt.Runs.Checkpoint(r.Context(), thread, id)
+		if err != nil {
 			fail(w, r, rt.Logger, err)
 			return
 		}
-		snap, err := p.GetState(r.Context(), checkpoints.Config{ThreadID: thread, CheckpointID: id})
+		snap, err := p.StateOf(tup, id == "")
 		if err != nil {
 			fail(w, r, rt.Logger, err)
 			return

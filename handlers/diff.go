@@ -10,7 +10,6 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/runs"
 	"github.com/superstep-dev/superstep/web"
 )
@@ -45,11 +44,12 @@ func DiffCheckpoints(rt Routes) http.Handler {
 		v := web.DiffView{Thread: thread, A: a, B: b}
 		var vals [2]map[string]any
 		for i, id := range []string{a, b} {
-			if _, err := rt.Runs.Checkpoint(r.Context(), thread, id); err != nil {
+			tup, err := rt.Runs.Checkpoint(r.Context(), thread, id)
+			if err != nil {
 				fail(w, r, rt.Logger, err)
 				return
 			}
-			s, err := p.GetState(r.Context(), checkpoints.Config{ThreadID: thread, CheckpointID: id})
+			s, err := p.StateOf(tup, id == "")
 			if err != nil {
 				fail(w, r, rt.Logger, err)
 				return
