@@ -107,6 +107,23 @@
 // values, updates, tasks, checkpoints, debug, custom — as projections of
 // those events, with upstream's payload shapes.
 //
+// # Performance
+//
+// The loop's cost per superstep is what a graph pays on every step, so:
+// the tasks of a step run from a shared queue that the loop's own
+// goroutine helps drain, waking one helper at a time (a step of tiny nodes
+// costs a wake-up, while blocking nodes still all run at once); the typed
+// state is built once per step and shared by the step's nodes, refreshed
+// in place field by field as channels change, with fields of common types
+// set without reflection; writers pass channel indexes with their writes;
+// a finished run leaves its tasks and buffers to the next run of the same
+// graph; and small JSON values are encoded and checked without
+// encoding/json's reflection and scanner. Set writes one key without
+// building a map, which in a hot loop is most of a node's cost. The
+// benchmarks in bench_test.go (BenchmarkLoop1000, BenchmarkFanOut100,
+// BenchmarkSend100, BenchmarkChain10, BenchmarkLoop1000Checkpointed) track
+// these.
+//
 // # Where we differ from upstream on purpose
 //
 //   - Successful writes are cached even when run synchronously, and only
