@@ -1,12 +1,14 @@
 package handlers_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/superstep-dev/superstep/internal/e2e"
+	"github.com/superstep-dev/superstep/runs"
 )
 
 // A person opens the research assistant's graph, clicks the research
@@ -78,4 +80,43 @@ func TestE2ECompiledBreakpointsAreMarked(t *testing.T) {
 		t.Fatalf("the compiled breakpoint's box is not ticked and fixed (%v)", err)
 	}
 	screenshot(t, ctx, "graph-breakpoints.png")
+}
+
+// A person opens a research thread waiting at review with the research
+// subgraph expanded: the inner nodes show what ran (plan done, review
+// waiting). When the run is resumed, the nodes inside the open subgraph
+// light up live from the subgraph's task events, and the timeline names
+// them by their path.
+func TestE2ELiveThreadLightsAnExpandedSubgraph(t *testing.T) {
+	t.Parallel()
+	f := setupGraphs(t)
+	ctx := e2e.Browser(t)
+	if _, err := f.runs.Start(context.Background(), "research", "e2e-sub", map[string]any{"question": "Compare Postgres and SQLite for a multi-user web app"}, runs.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if th := f.wait(t, "e2e-sub"); th.Status != runs.StatusInterrupted {
+		t.Fatalf("thread %+v, want it waiting at review", th)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.srv.URL+"/threads/e2e-sub?expand=research")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the page, live", `body[data-live="1"]`)
+	waitFor(t, ctx, "plan done inside the open subgraph", `g[id="n-research:plan"].done`)
+	waitFor(t, ctx, "review waiting inside the open subgraph", `g[id="n-research:review"].interrupted`)
+	// (chromedp.ID would read the ":" as a pseudo-class.)
+	if cls, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS(`g[id="n-research:summarise"]`), "class")); err != nil || strings.Contains(cls.Value, "done") {
+		t.Fatalf("summarise, which has not run, is %q (%v)", cls.Value, err)
+	}
+	screenshot(t, ctx, "thread-subgraph.png")
+	// Someone answers (another tab, the API): this page sees the run go
+	// on over its websocket.
+	if _, err := f.runs.Resume(context.Background(), "e2e-sub", true); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "summarise done, live, in the open subgraph", `g[id="n-research:summarise"].done`)
+	waitFor(t, ctx, "the run finished", `body[data-status="idle"]`)
+	rows, err := chromedp.Run(ctx, chromedp.Evaluate[string](`Array.from(document.querySelectorAll("#timeline tr.task")).map(r => r.cells[1].textContent + "=" + r.cells[3].textContent).join(" ")`))
+	if err != nil || !strings.Contains(rows, "research:summarise=done") {
+		t.Fatalf("timeline %q (%v) lacks the subgraph's summarise, done", rows, err)
+	}
 }

@@ -93,7 +93,9 @@ var _ liveRunner = (*runs.Manager)(nil)
 // the channel versions and the state at the latest checkpoint, and the
 // approval panel when the thread waits for an answer. The page's script
 // then keeps it live over the websocket, resuming after the page's
-// cursor.
+// cursor. ?expand= opens subgraph nodes in the drawing as on the graph
+// page (a value naming no subgraph node is a 400); the nodes inside an
+// open subgraph light up from the subgraph's task events.
 func ThreadPage(rt Routes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t, err := rt.Runs.Thread(chi.URLParam(r, "thread"))
@@ -106,7 +108,13 @@ func ThreadPage(rt Routes) http.Handler {
 			fail(w, r, rt.Logger, err)
 			return
 		}
-		svg, err := GraphSVG(r.Context(), g.Topology(), g.Warnings())
+		expand, err := ParseExpand(g.Topology(), r.URL.Query()["expand"])
+		if err != nil {
+			fail(w, r, rt.Logger, err)
+			return
+		}
+		base := "/threads/" + url.PathEscape(t.ID)
+		svg, err := CompiledSVG(r.Context(), g, expand, base)
 		if err != nil {
 			fail(w, r, rt.Logger, err)
 			return
@@ -122,7 +130,12 @@ func ThreadPage(rt Routes) http.Handler {
 			fail(w, r, rt.Logger, err)
 			return
 		}
-		v := web.ThreadView{ID: t.ID, Graph: t.Graph, Status: string(t.Status), Updated: when(t.Updated), Error: t.Error, SVG: string(svg), Before: t.Before, After: t.After, Cursor: cursor}
+		v := web.ThreadView{ID: t.ID, Graph: t.Graph, Status: string(t.Status), Updated: when(t.Updated), Error: t.Error, SVG: string(svg), Before: t.Before, After: t.After, Cursor: cursor,
+			Subgraphs: SubgraphToggles(g.Topology(), expand, base)}
+		if len(expand) > 0 {
+			v.CollapseAll = base
+			v.Expand = strings.TrimPrefix(ExpandHref(base, expand), base)
+		}
 		f := fold(evs)
 		v.Tasks, v.Channels, v.Overlay = f.tasks, f.channels, f.overlay
 		v.Values = f.valueRows(t.ID)
@@ -182,7 +195,14 @@ func fold(evs []runs.Event) folded {
 		if state == "" {
 			continue
 		}
-		if ev.Kind == runs.KindTaskPlanned {
+		// A subgraph's task is its node in the expanded drawing
+		// (n-research:plan); its step is the subgraph's own, so it
+		// leaves the thread graph's edges alone.
+		node := ev.Node
+		if ev.Path != "" {
+			node = QualifiedName(ev.Path, ev.Node)
+		}
+		if ev.Kind == runs.KindTaskPlanned && ev.Path == "" {
 			// Edges of a later step replace the "now" edges.
 			if ev.Step > nowStep {
 				now, nowStep = nil, ev.Step
@@ -202,7 +222,7 @@ func fold(evs []runs.Event) folded {
 		if !ok {
 			i = len(f.tasks)
 			at[key] = i
-			f.tasks = append(f.tasks, web.TaskRow{Step: ev.Step, Node: ev.Node, TaskID: ev.TaskID})
+			f.tasks = append(f.tasks, web.TaskRow{Step: ev.Step, Node: node, TaskID: ev.TaskID})
 		}
 		row := &f.tasks[i]
 		if ev.Kind == runs.KindTaskFinished && ev.Cached {
@@ -210,9 +230,9 @@ func fold(evs []runs.Event) folded {
 		}
 		row.Status = state
 		if state == "retried" {
-			retried[ev.Node] = true
+			retried[node] = true
 		} else {
-			nodes[ev.Node] = state
+			nodes[node] = state
 		}
 		if len(ev.Triggers) > 0 {
 			row.Triggers = ev.Triggers
@@ -336,7 +356,7 @@ func ResumeRun(rt Routes) http.Handler {
 			fail(w, r, rt.Logger, err)
 			return
 		}
-		http.Redirect(w, r, "/threads/"+id, http.StatusSeeOther)
+		http.Redirect(w, r, threadPageURL(id, r), http.StatusSeeOther)
 	})
 }
 
@@ -348,6 +368,13 @@ func CancelRun(rt Routes) http.Handler {
 			fail(w, r, rt.Logger, err)
 			return
 		}
-		http.Redirect(w, r, "/threads/"+id, http.StatusSeeOther)
+		http.Redirect(w, r, threadPageURL(id, r), http.StatusSeeOther)
 	})
+}
+
+// threadPageURL is the thread page a form posted from it leads back to,
+// with the subgraphs the form's ?expand= names still open (the page
+// checks them).
+func threadPageURL(id string, r *http.Request) string {
+	return ExpandHref("/threads/"+url.PathEscape(id), r.URL.Query()["expand"])
 }

@@ -113,7 +113,8 @@ func (m *Manager) history(ctx context.Context, threadID string, h *hub) ([]Event
 	if err != nil {
 		return nil, err
 	}
-	evs = mergeDetails(evs, h.retained())
+	live := h.retained()
+	evs = withSubgraphTasks(mergeDetails(evs, live), live)
 	if info.Status == StatusRunning {
 		evs = append(evs, running(evs)...)
 	}
@@ -194,6 +195,38 @@ func mergeDetails(evs, live []Event) []Event {
 		}
 	}
 	return evs
+}
+
+// withSubgraphTasks places the retained live task events of subgraphs
+// (checkpoints of the thread's graph do not hold them) right after the
+// task_planned event of the thread graph's task they ran in, as catch-up
+// events: a page rebuilt from the catch-up lights the nodes of an
+// expanded subgraph as the live page did. Subgraph tasks of a task the
+// catch-up does not list (cut by CatchupLimit) are left out.
+func withSubgraphTasks(evs, live []Event) []Event {
+	byRoot := map[string][]Event{}
+	for _, ev := range live {
+		if ev.Path == "" || ev.root == "" {
+			continue
+		}
+		ev.Seq, ev.Catchup, ev.encoded = 0, true, nil
+		byRoot[ev.root] = append(byRoot[ev.root], ev)
+	}
+	if len(byRoot) == 0 {
+		return evs
+	}
+	out := make([]Event, 0, len(evs)+len(live))
+	for _, ev := range evs {
+		out = append(out, ev)
+		if ev.Kind != KindTaskPlanned || ev.Path != "" {
+			continue
+		}
+		if inner, ok := byRoot[ev.TaskID]; ok {
+			out = append(out, inner...)
+			delete(byRoot, ev.TaskID)
+		}
+	}
+	return out
 }
 
 // running lists, as task_started events, the tasks planned from the last

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -70,9 +71,15 @@ type Event struct {
 	// run at a time and its events arrive in order, so every other
 	// event belongs to the run of the run_started before it; repeating
 	// the id on each would cost what Thread would.
-	RunID  string `json:"run,omitempty"`
-	Step   int    `json:"step"`
-	Node   string `json:"node,omitempty"`
+	RunID string `json:"run,omitempty"`
+	Step  int    `json:"step"`
+	Node  string `json:"node,omitempty"`
+	// Path is, on a task event of a subgraph, the qualified name of the
+	// subgraph node it runs in ("research", or "research:inner" for a
+	// subgraph inside it): Path + ":" + Node names the task's node in an
+	// expanded drawing (element id n-research:plan). Step is then the
+	// subgraph's own step. Empty for the thread's graph.
+	Path   string `json:"path,omitempty"`
 	TaskID string `json:"task,omitempty"`
 	// Triggers are the channels whose update planned the task.
 	Triggers []string `json:"triggers,omitempty"`
@@ -109,6 +116,9 @@ type Event struct {
 	// encoded is the event's JSON, made once when it was published to
 	// subscribers (every open tab sends the same bytes).
 	encoded []byte
+	// root is, on a subgraph's task event, the id of the thread graph's
+	// task the subgraph runs in (where a catch-up places the event).
+	root string
 	// src is the engine event this one was converted from: the hub's
 	// tracker reads writes, sends and values from it, then drops it (it
 	// may hold the whole state, which events never carry).
@@ -151,6 +161,126 @@ const ValuePreviewBytes = 2 << 10
 // Encoded returns the event's JSON as published, or nil for events that
 // were not published (catch-up events); encode those yourself.
 func (e Event) Encoded() []byte { return e.encoded }
+
+// runEvents converts one run's engine events. The engine reports a
+// subgraph's events through the run's listener too: its task events carry
+// the subgraph's namespace and become task events with a Path; its plans,
+// barriers and checkpoints are the subgraph's own business (its channels,
+// its state) and are not published, nor fed to the hub's tracker, whose
+// edges and values are the thread graph's.
+type runEvents struct {
+	thread, runID string
+	// open holds the thread graph's tasks started and not yet ended. A
+	// barrier (and an empty plan) carries no namespace; while a task of
+	// the thread graph is open it comes from a subgraph, since the thread
+	// graph's own barrier waits for every task of its step.
+	open map[string]struct{}
+}
+
+func newRunEvents(thread, runID string) *runEvents {
+	return &runEvents{thread: thread, runID: runID, open: map[string]struct{}{}}
+}
+
+// convert is fromEngine for the thread graph's events and keeps only the
+// task events, with their Path, of a subgraph's.
+func (r *runEvents) convert(ev engine.Event, now time.Time) []Event {
+	ns := r.namespace(ev)
+	if ns == "" {
+		return fromEngine(r.thread, r.runID, ev, now)
+	}
+	path, root := subgraphPath(ns)
+	var out []Event
+	for _, e := range fromEngine(r.thread, "", ev, now) {
+		if !isTaskKind(e.Kind) {
+			continue
+		}
+		e.src, e.Path, e.root = nil, path, root
+		out = append(out, e)
+	}
+	return out
+}
+
+// subgraphNS is the namespace r.namespace gives an event known to come
+// from a subgraph that does not say which.
+const subgraphNS = "?"
+
+// namespace says which graph ev comes from: "" for the thread's graph,
+// else the subgraph's checkpoint namespace (or subgraphNS).
+func (r *runEvents) namespace(ev engine.Event) string {
+	var task engine.TaskInfo
+	switch e := ev.(type) {
+	case engine.RunStarted:
+		clear(r.open)
+		return ""
+	case engine.StepPlanned:
+		if len(e.Tasks) > 0 {
+			return e.Tasks[0].Namespace
+		}
+		return r.unnamed()
+	case engine.BarrierApplied, engine.ValuesEmitted:
+		return r.unnamed()
+	case engine.CheckpointSaved:
+		return e.Config.Namespace
+	case engine.TaskStarted:
+		if e.Task.Namespace == "" {
+			r.open[e.Task.ID] = struct{}{}
+		}
+		return e.Task.Namespace
+	case engine.TaskRetried:
+		return e.Task.Namespace
+	case engine.Custom:
+		return e.Task.Namespace
+	case engine.TaskFinished:
+		task = e.Task
+	case engine.TaskFailed:
+		task = e.Task
+	case engine.TaskInterrupted:
+		task = e.Task
+	default:
+		return ""
+	}
+	// A task's outcome.
+	if task.Namespace == "" {
+		delete(r.open, task.ID)
+	}
+	return task.Namespace
+}
+
+// unnamed places an event that carries no namespace.
+func (r *runEvents) unnamed() string {
+	if len(r.open) > 0 {
+		return subgraphNS
+	}
+	return ""
+}
+
+// subgraphPath turns a subgraph's checkpoint namespace
+// ("research:<task id>|inner:<task id>") into the qualified name of its
+// subgraph node ("research:inner") and the id of the thread graph's task
+// it runs in.
+func subgraphPath(ns string) (path, root string) {
+	if ns == subgraphNS {
+		return "", ""
+	}
+	parts := strings.Split(ns, "|")
+	names := make([]string, len(parts))
+	for i, p := range parts {
+		name, id, _ := strings.Cut(p, ":")
+		names[i] = name
+		if i == 0 {
+			root = id
+		}
+	}
+	return strings.Join(names, ":"), root
+}
+
+func isTaskKind(k Kind) bool {
+	switch k {
+	case KindTaskPlanned, KindTaskStarted, KindTaskRetried, KindTaskFinished, KindTaskFailed, KindTaskInterrupted:
+		return true
+	}
+	return false
+}
 
 // fromEngine converts an engine event; ok is false for events the Studio
 // does not forward (RunFinished is replaced by the manager's own, sent

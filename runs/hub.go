@@ -187,7 +187,7 @@ func (e *Event) size() int {
 	if e.encoded != nil {
 		return len(e.encoded) + 256
 	}
-	n := 256 + len(e.Node) + len(e.TaskID) + len(e.Error) + len(e.Checkpoint) + len(e.RunID)
+	n := 256 + len(e.Node) + len(e.Path) + len(e.TaskID) + len(e.Error) + len(e.Checkpoint) + len(e.RunID)
 	for _, v := range e.Values {
 		n += len(v.Key) + len(v.JSON)
 	}

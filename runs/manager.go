@@ -470,6 +470,7 @@ func (m *Manager) launch(ctx context.Context, g engine.Compiled, graph, threadID
 	// progressed is set (by the listener, before Invoke returns) once
 	// the run saved a checkpoint or planned a step.
 	var progressed bool
+	conv := newRunEvents(threadID, runID)
 	ro := &engine.RunOptions{
 		// Sync: each checkpoint is saved before the next step starts, so
 		// a tab that connects mid-run catches up on every finished step
@@ -493,7 +494,7 @@ func (m *Manager) launch(ctx context.Context, g engine.Compiled, graph, threadID
 				}
 				progressed = true
 			}
-			if evs := fromEngine(threadID, runID, ev, m.now()); len(evs) > 0 {
+			if evs := conv.convert(ev, m.now()); len(evs) > 0 {
 				t.hub.publish(evs...)
 			}
 			if progressed {

@@ -54,7 +54,7 @@
       tr.appendChild(td);
     }
   }
-  function setTask(ev, state) {
+  function setTask(ev, node, state) {
     const id = "task-" + ev.step + "-" + ev.task;
     let tr = $(id);
     if (!tr) {
@@ -63,7 +63,7 @@
       tr.className = "task";
       cells(tr, ["num", "", "triggers", "tstatus", "num ms", "num attempts", "terror"]);
       tr.cells[0].textContent = ev.step;
-      tr.cells[1].textContent = ev.node;
+      tr.cells[1].textContent = node;
       $("timeline").appendChild(tr);
     }
     if (state !== "retried") tr.classList.remove(...STATES);
@@ -157,9 +157,13 @@
     if (ev.seq && cursor) cursor = cursor.split(":")[0] + ":" + ev.seq;
     if (ev.kind in taskState || ev.kind === "task_finished") {
       const state = ev.kind === "task_finished" ? (ev.cached ? "cached" : "done") : taskState[ev.kind];
-      markNode(ev.node, state);
-      setTask(ev, state);
-      if (ev.kind === "task_planned") fireEdges(ev.step, ev.edges || []);
+      // A subgraph's task (ev.path, e.g. "research") is its node in the
+      // expanded drawing, n-research:plan; its step is the subgraph's, so
+      // it leaves the thread graph's fired edges alone.
+      const node = ev.path ? ev.path + ":" + ev.node : ev.node;
+      markNode(node, state);
+      setTask(ev, node, state);
+      if (ev.kind === "task_planned" && !ev.path) fireEdges(ev.step, ev.edges || []);
       return;
     }
     switch (ev.kind) {
