@@ -144,6 +144,10 @@ func withCompiled(posted, compiled []string) []string {
 	return out
 }
 
+// recentThreads is how many of a graph's threads its page lists, the
+// most recently updated; the threads page lists them all.
+const recentThreads = 10
+
 // graphView is the graph page for request r: the picture with the
 // subgraphs of r's ?expand= open, the toggles, and the form with the
 // compiled breakpoints fixed.
@@ -169,7 +173,7 @@ func graphView(r *http.Request, rt Routes, name string, g engine.Compiled) (web.
 			v.Nodes = append(v.Nodes, n)
 		}
 	}
-	v.Threads = threadRows(rt.Runs.Threads(runs.ThreadFilter{Graph: name}), 10)
+	v.Threads = threadRows(rt.Runs.Threads(runs.ThreadFilter{Graph: name, Limit: recentThreads}), recentThreads)
 	return v, nil
 }
 

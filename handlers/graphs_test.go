@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/go-chi/chi/v5"
@@ -243,5 +244,65 @@ func TestStartRunKeepsCompiledBreakpoints(t *testing.T) {
 	}
 	if v := f.values(t, "breaks", "bp"); fmt.Sprint(v["log"]) != "[a b c]" {
 		t.Fatalf("log = %v, want [a b c]", v["log"])
+	}
+}
+
+// limitRecorder is a thread registry that records the limit of each list.
+type limitRecorder struct {
+	runs.ThreadStore
+	mu     sync.Mutex
+	limits []int
+}
+
+func (r *limitRecorder) ListThreads(ctx context.Context, f runs.ThreadFilter) ([]runs.ThreadRecord, error) {
+	r.mu.Lock()
+	r.limits = append(r.limits, f.Limit)
+	r.mu.Unlock()
+	return r.ThreadStore.ListThreads(ctx, f)
+}
+
+// A graph's page lists its 10 most recently updated threads, and asks
+// the registry for no more than those (a graph with thousands of threads
+// costs the page ten rows, not a full scan).
+func TestGraphPageListsItsRecentThreads(t *testing.T) {
+	t.Parallel()
+	rec := &limitRecorder{ThreadStore: runs.NewMemoryThreads()}
+	m, err := runs.NewManager(map[string]engine.Compiled{"nested": nestedGraph(t)}, runs.WithThreadStore(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := chi.NewRouter()
+	handlers.Routes{Runs: m}.Mount(r)
+	srv := httptest.NewServer(handlers.Secure(r))
+	t.Cleanup(func() {
+		srv.Close()
+		m.Close()
+	})
+	f := &fixture{srv: srv, runs: m}
+	for i := 1; i <= 12; i++ {
+		id := fmt.Sprintf("t%02d", i)
+		if _, err := m.Start(context.Background(), "nested", id, nil, runs.StartOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		f.wait(t, id)
+	}
+	res := f.get(t, "/graphs/nested")
+	if res.code != http.StatusOK {
+		t.Fatalf("graph page = %d", res.code)
+	}
+	var listed []string
+	for _, m := range regexp.MustCompile(`href="/threads/(t\d\d)"`).FindAllStringSubmatch(res.body, -1) {
+		if !slices.Contains(listed, m[1]) {
+			listed = append(listed, m[1])
+		}
+	}
+	slices.Sort(listed)
+	if want := "t03 t04 t05 t06 t07 t08 t09 t10 t11 t12"; strings.Join(listed, " ") != want {
+		t.Fatalf("the graph page lists %v, want the 10 newest: %s", listed, want)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.limits) == 0 || slices.Contains(rec.limits, 0) {
+		t.Fatalf("the registry was asked for lists with limits %v; want each capped", rec.limits)
 	}
 }

@@ -28,7 +28,7 @@ const CatchupLimit = 200
 // and live is sent twice, and consumers apply events idempotently (keyed
 // by task id and step).
 func (m *Manager) Subscribe(ctx context.Context, threadID string) (catchup []Event, sub *Subscription, err error) {
-	h, err := m.hubOf(threadID)
+	h, err := m.hubOf(ctx, threadID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -54,7 +54,7 @@ func (m *Manager) Subscribe(ctx context.Context, threadID string) (catchup []Eve
 // following events are no longer retained, gets Subscribe's full
 // catch-up. A malformed cursor is ErrInvalidInput.
 func (m *Manager) SubscribeFrom(ctx context.Context, threadID, cursor string) (catchup []Event, sub *Subscription, err error) {
-	h, err := m.hubOf(threadID)
+	h, err := m.hubOf(ctx, threadID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -79,7 +79,7 @@ func (m *Manager) SubscribeFrom(ctx context.Context, threadID, cursor string) (c
 // is taken before the checkpoints are read, so the events after it may
 // repeat some of what the page shows (applying them again is harmless).
 func (m *Manager) History(ctx context.Context, threadID string) ([]Event, string, error) {
-	h, err := m.hubOf(threadID)
+	h, err := m.hubOf(ctx, threadID)
 	if err != nil {
 		return nil, "", err
 	}
@@ -88,12 +88,13 @@ func (m *Manager) History(ctx context.Context, threadID string) ([]Event, string
 	return evs, cursor, err
 }
 
-func (m *Manager) hubOf(threadID string) (*hub, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	t, ok := m.threads[threadID]
-	if !ok {
-		return nil, fmt.Errorf("%w %q", ErrUnknownThread, threadID)
+// hubOf returns the thread's hub. A thread of an earlier process, known
+// only from the registry, is loaded (and gets a hub, with no retained
+// events: its catch-up is what its checkpoints hold).
+func (m *Manager) hubOf(ctx context.Context, threadID string) (*hub, error) {
+	t, err := m.load(ctx, threadID)
+	if err != nil {
+		return nil, err
 	}
 	return t.hub, nil
 }

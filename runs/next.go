@@ -59,10 +59,14 @@ func (x *NextIndex) Next(cp *checkpoints.Checkpoint) (next []string, exact bool)
 // retained live events announced, by checkpoint id: exact, Sends
 // included, and free to read.
 func (m *Manager) KnownNext(threadID string) map[string][]string {
-	h, err := m.hubOf(threadID)
-	if err != nil {
+	// Only a thread this process holds has retained events.
+	m.mu.Lock()
+	t, ok := m.threads[threadID]
+	m.mu.Unlock()
+	if !ok {
 		return nil
 	}
+	h := t.hub
 	out := map[string][]string{}
 	h.mu.Lock()
 	defer h.mu.Unlock()

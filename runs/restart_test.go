@@ -274,3 +274,80 @@ func TestRegistryWriteFailuresAreReported(t *testing.T) {
 		t.Fatalf("reported %v, want the failed writes of running and idle", reported)
 	}
 }
+
+// TestRestartSubscribeToAThreadOfTheRegistry: after a restart a thread
+// known only from the registry can be watched: Subscribe sends its
+// catch-up from the checkpoints and then its live events; a cursor of the
+// earlier process gets the full catch-up; an unknown thread is still
+// ErrUnknownThread.
+func TestRestartSubscribeToAThreadOfTheRegistry(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			saver, store := b.threads(t)
+			graphs := func(s checkpoints.Saver) map[string]engine.Compiled {
+				return map[string]engine.Compiled{"ask": approvalsOn(t, false, s), "linear": linearOn(t, nil, s)}
+			}
+			m1, err := runs.NewManager(graphs(saver()), runs.WithThreadStore(store))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range []struct{ graph, thread string }{{"linear", "done"}, {"ask", "asking"}} {
+				if _, err := m1.Start(ctx, s.graph, s.thread, nil, runs.StartOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				wait(t, m1, s.thread)
+			}
+			_, oldCursor, err := m1.History(ctx, "asking")
+			if err != nil {
+				t.Fatal(err)
+			}
+			m1.Close()
+
+			m2 := manager(t, graphs(saver()), runs.WithThreadStore(store))
+			kinds := func(evs []runs.Event) []string {
+				var out []string
+				for _, ev := range evs {
+					if ev.Node != "" {
+						out = append(out, string(ev.Kind)+":"+ev.Node)
+					} else {
+						out = append(out, string(ev.Kind))
+					}
+				}
+				return out
+			}
+			catchup, sub, err := m2.Subscribe(ctx, "done")
+			if err != nil {
+				t.Fatalf("Subscribe to a thread of the registry: %v", err)
+			}
+			defer sub.Close()
+			got := kinds(catchup)
+			last := catchup[len(catchup)-1]
+			if !slices.Contains(got, "task_finished:a") || !slices.Contains(got, "task_finished:b") || last.Kind != runs.KindCaughtUp || last.Status != runs.StatusIdle {
+				t.Fatalf("catch-up of done = %v (last %+v); want a and b finished, then caught_up idle", got, last)
+			}
+			if _, err := m2.Start(ctx, "linear", "done", nil, runs.StartOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if live := collect(t, sub); !slices.Contains(live, "task_finished:b") {
+				t.Fatalf("live events after the restart = %v, want b finished", live)
+			}
+
+			catchup, sub2, err := m2.SubscribeFrom(ctx, "asking", oldCursor)
+			if err != nil {
+				t.Fatalf("SubscribeFrom with the earlier process's cursor: %v", err)
+			}
+			defer sub2.Close()
+			last = catchup[len(catchup)-1]
+			if got := kinds(catchup); !slices.Contains(got, "task_interrupted:ask") || last.Kind != runs.KindCaughtUp ||
+				last.Status != runs.StatusInterrupted || len(last.Interrupts) != 1 {
+				t.Fatalf("catch-up of asking = %v (last %+v); want the full catch-up ending interrupted with one interrupt", got, last)
+			}
+			if _, _, err := m2.Subscribe(ctx, "nobody"); !errors.Is(err, runs.ErrUnknownThread) {
+				t.Fatalf("Subscribe to an unknown thread = %v, want ErrUnknownThread", err)
+			}
+		})
+	}
+}
