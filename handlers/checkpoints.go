@@ -17,6 +17,7 @@ import (
 
 	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/engine"
+	"github.com/superstep-dev/superstep/internal/textcut"
 	"github.com/superstep-dev/superstep/runs"
 	"github.com/superstep-dev/superstep/web"
 )
@@ -311,7 +312,7 @@ func detail(ctx context.Context, rt Routes, p *engine.Pregel, thread, id string)
 		full := encodeJSON(snap.Values[k], true)
 		vv := web.ValueView{Index: i, Key: k, JSON: full, Size: len(full), URL: ckptPath(thread, id) + "/values/" + url.PathEscape(k)}
 		if len(full) > ValuePreviewBytes {
-			vv.JSON, vv.Truncated = cutUTF8(full, ValuePreviewBytes), true
+			vv.JSON, vv.Truncated = textcut.Cut(full, ValuePreviewBytes), true
 		}
 		d.Values = append(d.Values, vv)
 	}
@@ -359,19 +360,6 @@ func encodeJSON(v any, indent bool) string {
 	}
 	return strings.TrimRight(buf.String(), "\n")
 }
-
-// cutUTF8 cuts s to at most n bytes on a rune boundary.
-func cutUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !isRuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // CheckpointValue answers GET /threads/{thread}/checkpoints/{checkpoint}/values/{key}:
 // one state key's full value as JSON (the page's expand link), 404 for a

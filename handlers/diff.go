@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/superstep-dev/superstep/internal/textcut"
 	"github.com/superstep-dev/superstep/runs"
 	"github.com/superstep-dev/superstep/web"
 )
@@ -124,7 +125,7 @@ func jsonShape(v any) any {
 func compact(v any) string {
 	s := encodeJSON(v, false)
 	if len(s) > diffValueBytes {
-		return cutUTF8(s, diffValueBytes) + "…"
+		return textcut.Cut(s, diffValueBytes) + "…"
 	}
 	return s
 }

@@ -6,9 +6,9 @@ import (
 	"errors"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/superstep-dev/superstep/engine"
+	"github.com/superstep-dev/superstep/internal/textcut"
 )
 
 // Kind names what an Event reports.
@@ -399,11 +399,7 @@ func PreviewSize(v any, max int) (s string, truncated bool, size int) {
 	if len(b) <= max {
 		return string(b), false, len(b)
 	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(b[cut]) {
-		cut--
-	}
-	return string(b[:cut]), true, len(b)
+	return string(textcut.Cut(b, max)), true, len(b)
 }
 
 func errText(err error) string {

@@ -7,9 +7,9 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/superstep-dev/superstep/internal/pgtext"
+	"github.com/superstep-dev/superstep/internal/textcut"
 )
 
 // ThreadStore is the thread registry: what the Manager knows about each
@@ -151,11 +151,7 @@ func clip(s string) string {
 	if len(s) <= max {
 		return s
 	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return textcut.Cut(s, max) + "…"
 }
 
 // cleanText makes run error text storable: invalid UTF-8 and NULs become
@@ -169,11 +165,7 @@ func cleanText(s string) string {
 		return s
 	}
 	const more = "…"
-	cut := MaxErrorBytes - len(more)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + more
+	return textcut.Cut(s, MaxErrorBytes-len(more)) + more
 }
 
 // stamp is the form every ThreadStore keeps times in.
