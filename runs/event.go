@@ -282,9 +282,11 @@ func isTaskKind(k Kind) bool {
 	return false
 }
 
-// fromEngine converts an engine event; ok is false for events the Studio
-// does not forward (RunFinished is replaced by the manager's own, sent
-// after the thread's status is updated; Custom payloads are unbounded).
+// fromEngine converts an engine event. It returns no event for those the
+// Studio does not forward (RunFinished is replaced by the manager's own,
+// sent after the thread's status is updated; Custom payloads are
+// unbounded), except a kindTrack event when the hub's tracker needs to see
+// the engine event anyway.
 func fromEngine(thread, runID string, ev engine.Event, now time.Time) (out []Event) {
 	defer func() {
 		// The hub's tracker needs the engine event even when the Studio

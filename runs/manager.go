@@ -163,7 +163,7 @@ func NewManager(graphs map[string]engine.Compiled, opts ...ManagerOption) (*Mana
 	}
 	ctx, cancel := storeContext()
 	defer cancel()
-	if _, err := m.store.FailRunning(ctx, StoppedReason, stamp(m.now())); err != nil {
+	if _, err := m.store.FailRunning(ctx, StoppedReason, Stamp(m.now())); err != nil {
 		return nil, fmt.Errorf("runs: mark the runs of a stopped process as failed: %w", err)
 	}
 	m.base, m.stop = context.WithCancel(context.Background())
@@ -460,7 +460,7 @@ func (m *Manager) launch(ctx context.Context, g engine.Compiled, graph, threadID
 	}
 	runCtx, cancel := context.WithCancel(m.base)
 	t.cancel, t.done = cancel, make(chan struct{})
-	t.info = Thread{ID: threadID, Graph: graph, Status: StatusRunning, Updated: stamp(m.now()), RunID: runID, Options: opts}
+	t.info = Thread{ID: threadID, Graph: graph, Status: StatusRunning, Updated: Stamp(m.now()), RunID: runID, Options: opts}
 	done := t.done
 	m.mu.Unlock()
 
@@ -554,7 +554,7 @@ func (m *Manager) finish(t *thread, threadID, runID string, err error, rejected,
 		return
 	}
 	info := &t.info
-	info.Updated = stamp(m.now())
+	info.Updated = Stamp(m.now())
 	info.Pending, info.Before, info.After, info.Error = nil, nil, nil, ""
 	var intr *engine.Interrupted
 	switch {

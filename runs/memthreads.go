@@ -31,14 +31,7 @@ func (s *MemoryThreads) SaveThread(ctx context.Context, rec ThreadRecord) error 
 	if err := CheckThreadRecord(rec); err != nil {
 		return err
 	}
-	rec = rec.clone()
-	rec.Updated = stamp(rec.Updated)
-	// Postgres reads an empty array back like one never set.
-	for _, l := range []*[]string{&rec.Before, &rec.After, &rec.Options.InterruptBefore, &rec.Options.InterruptAfter} {
-		if len(*l) == 0 {
-			*l = nil
-		}
-	}
+	rec = rec.Normalized()
 	s.mu.Lock()
 	s.threads[rec.ID] = rec
 	s.mu.Unlock()
@@ -103,7 +96,7 @@ func (s *MemoryThreads) FailRunning(ctx context.Context, reason string, at time.
 	n := 0
 	for id, rec := range s.threads {
 		if rec.Status == StatusRunning {
-			rec.Status, rec.Error, rec.Updated = StatusError, reason, stamp(at)
+			rec.Status, rec.Error, rec.Updated = StatusError, reason, Stamp(at)
 			s.threads[id] = rec
 			n++
 		}

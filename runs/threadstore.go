@@ -44,11 +44,19 @@ type ThreadStore interface {
 
 // ThreadRecord is what a ThreadStore keeps of one thread.
 type ThreadRecord struct {
-	ID      string
-	Graph   string
-	Status  Status
-	RunID   string
-	Error   string
+	// ID is the thread's id, as the graph's checkpoints know it.
+	ID string
+	// Graph is the registered graph the thread belongs to, for its
+	// whole life.
+	Graph string
+	// Status is how the thread's last run stands.
+	Status Status
+	// RunID is the thread's active or last run.
+	RunID string
+	// Error is why the last run failed ("cancelled" for a cancelled one),
+	// at most MaxErrorBytes.
+	Error string
+	// Updated is when the thread last changed; lists are newest first.
 	Updated time.Time
 	// Before and After name the breakpoint nodes the last run stopped at.
 	Before, After []string
@@ -168,8 +176,24 @@ func cleanText(s string) string {
 	return textcut.Cut(s, MaxErrorBytes-len(more)) + more
 }
 
-// stamp is the form every ThreadStore keeps times in.
-func stamp(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+// Stamp is the form every ThreadStore keeps times in: UTC, to the
+// microsecond (Postgres' precision), so a record reads back the same from
+// either registry.
+func Stamp(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// Normalized is rec as every ThreadStore reads it back: its lists copied,
+// an empty list nil (Postgres reads an empty array back like one never
+// set), Updated stamped.
+func (rec ThreadRecord) Normalized() ThreadRecord {
+	rec = rec.clone()
+	rec.Updated = Stamp(rec.Updated)
+	for _, l := range []*[]string{&rec.Before, &rec.After, &rec.Options.InterruptBefore, &rec.Options.InterruptAfter} {
+		if len(*l) == 0 {
+			*l = nil
+		}
+	}
+	return rec
+}
 
 // clone copies rec's lists, so a caller's later changes do not reach a
 // store's copy (or the other way round).

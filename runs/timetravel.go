@@ -91,7 +91,7 @@ func (m *Manager) UpdateState(ctx context.Context, threadID, checkpointID string
 		return "", fmt.Errorf("runs: update thread %q: %w", threadID, err)
 	}
 	m.mu.Lock()
-	t.info.Status, t.info.Error, t.info.Updated = StatusIdle, "", stamp(m.now())
+	t.info.Status, t.info.Error, t.info.Updated = StatusIdle, "", Stamp(m.now())
 	t.info.Pending, t.info.Before, t.info.After = nil, nil, nil
 	m.mu.Unlock()
 	// Written while the thread is still marked updating, so no run can

@@ -38,13 +38,14 @@ var _ runs.ThreadStore = (*Store)(nil)
 func New(db DB) *Store { return &Store{db: db} }
 
 // SaveThread implements runs.ThreadStore. Postgres would round the time
-// to the microsecond; it is truncated first, as the memory registry does.
+// to the microsecond; it is truncated first (runs.Stamp), as the memory
+// registry does.
 func (s *Store) SaveThread(ctx context.Context, rec runs.ThreadRecord) error {
 	if err := runs.CheckThreadRecord(rec); err != nil {
 		return err
 	}
 	_, err := s.db.Exec(ctx, sqlSave, rec.ID, rec.Graph, string(rec.Status), rec.RunID, rec.Error,
-		rec.Updated.UTC().Truncate(time.Microsecond), list(rec.Before), list(rec.After),
+		runs.Stamp(rec.Updated), list(rec.Before), list(rec.After),
 		list(rec.Options.InterruptBefore), list(rec.Options.InterruptAfter), int32(rec.Options.RecursionLimit))
 	if err != nil {
 		return fmt.Errorf("pgthreads: save thread %q: %w", rec.ID, err)
@@ -104,7 +105,7 @@ func (s *Store) FailRunning(ctx context.Context, reason string, at time.Time) (i
 	if err := runs.CheckFailRunning(reason, at); err != nil {
 		return 0, err
 	}
-	tag, err := s.db.Exec(ctx, sqlFailRunning, reason, at.UTC().Truncate(time.Microsecond))
+	tag, err := s.db.Exec(ctx, sqlFailRunning, reason, runs.Stamp(at))
 	if err != nil {
 		return 0, fmt.Errorf("pgthreads: fail running threads: %w", err)
 	}
@@ -121,25 +122,13 @@ func scan(row pgx.Row) (runs.ThreadRecord, error) {
 		return runs.ThreadRecord{}, err
 	}
 	rec.Status, rec.Options.RecursionLimit = runs.Status(status), int(limit)
-	rec.Updated = rec.Updated.UTC()
-	rec.Before, rec.After = orNil(rec.Before), orNil(rec.After)
-	rec.Options.InterruptBefore, rec.Options.InterruptAfter = orNil(rec.Options.InterruptBefore), orNil(rec.Options.InterruptAfter)
-	return rec, nil
+	return rec.Normalized(), nil
 }
 
 // list encodes nil as an empty array: the columns are NOT NULL.
 func list(s []string) []string {
 	if s == nil {
 		return []string{}
-	}
-	return s
-}
-
-// orNil reads an empty array back as nil, as the memory registry keeps
-// a list nobody set.
-func orNil(s []string) []string {
-	if len(s) == 0 {
-		return nil
 	}
 	return s
 }

@@ -37,9 +37,6 @@ func Exercise(t *testing.T, newStore func(t *testing.T) runs.ThreadStore) {
 	}
 }
 
-// CaseCount returns the number of subtests Exercise runs.
-func CaseCount() int { return len(cases) }
-
 var cases = []struct {
 	name string
 	run  func(t *testing.T, s runs.ThreadStore)
