@@ -279,28 +279,18 @@ func (m *Manager) Subscribers(threadID string) int {
 // these events do not carry them. A run_started event precedes the first
 // checkpoint of each run.
 //
-// It reads the history once as raw tuples (versions, updated channels and
-// every pending write, which edges need) and once as snapshots (next
-// tasks, task outcomes and values, which only the engine can derive): the
-// engine exposes no way to build a snapshot from a tuple already read.
+// It reads the history once, as raw tuples: their versions, updated
+// channels and pending writes give the edges, and the engine's StateOf
+// derives from the same tuples the next tasks, task outcomes and values.
 func Catchup(ctx context.Context, g engine.Compiled, threadID string) ([]Event, error) {
 	p := g.Pregel()
 	saver := p.Checkpointer()
 	if saver == nil {
 		return nil, nil
 	}
-	cfg := checkpoints.Config{ThreadID: threadID}
 	tups, err := saver.List(ctx, checkpoints.ListQuery{ThreadID: threadID}, checkpoints.ListOptions{Limit: CatchupLimit})
 	if err != nil {
 		return nil, fmt.Errorf("runs: list checkpoints of thread %q: %w", threadID, err)
-	}
-	snaps, err := p.GetStateHistory(ctx, cfg, engine.HistoryOptions{Limit: CatchupLimit})
-	if err != nil {
-		return nil, fmt.Errorf("runs: history of thread %q: %w", threadID, err)
-	}
-	byID := make(map[string]*engine.StateSnapshot, len(snaps))
-	for _, s := range snaps {
-		byID[s.Config.CheckpointID] = s
 	}
 	versions := make(map[string]map[string]int64, len(tups))
 	for _, tup := range tups {
@@ -340,18 +330,18 @@ func Catchup(ctx context.Context, g engine.Compiled, threadID string) ([]Event, 
 		}
 		id := tup.Config.CheckpointID
 		edges.checkpoint(id, parentID, md.Source == checkpoints.SourceInput, tup.Checkpoint.UpdatedChannels)
-		snap := byID[id]
+		// As GetStateHistory does: each checkpoint as saved, without the
+		// pending writes of an interrupted step applied.
+		snap, err := p.StateOf(tup, false)
+		if err != nil {
+			return nil, fmt.Errorf("runs: state of checkpoint %q of thread %q: %w", id, threadID, err)
+		}
 		ev := base
 		ev.Kind, ev.Step, ev.Checkpoint, ev.Source = KindCheckpoint, md.Step, id, string(md.Source)
-		if snap != nil {
-			ev.Next = snap.Next
-			lastOps, _ = vals.next(id, parentID, snap.Values)
-			lastCkpt, lastValues = len(out), snap.Values
-		}
+		ev.Next = snap.Next
+		lastOps, _ = vals.next(id, parentID, snap.Values)
+		lastCkpt, lastValues = len(out), snap.Values
 		out = append(out, ev)
-		if snap == nil {
-			continue
-		}
 		plan := edges.planned(catchupTasks(snap.Tasks, tup.Checkpoint.UpdatedChannels, &edges, trig))
 		names := make(map[string]string, len(snap.Tasks))
 		for _, ts := range snap.Tasks {

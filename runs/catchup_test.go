@@ -163,3 +163,54 @@ func TestSlowSubscriberIsDroppedNeverBlocksTheRun(t *testing.T) {
 		t.Fatalf("%d subscribers left after both ended", m.Subscribers("slow"))
 	}
 }
+
+// countingSaver counts the reads of a thread's checkpoints.
+type countingSaver struct {
+	checkpoints.Saver
+	mu    sync.Mutex
+	reads int
+}
+
+func (s *countingSaver) List(ctx context.Context, q checkpoints.ListQuery, opts checkpoints.ListOptions) ([]*checkpoints.Tuple, error) {
+	s.mu.Lock()
+	s.reads++
+	s.mu.Unlock()
+	return s.Saver.List(ctx, q, opts)
+}
+
+func (s *countingSaver) Get(ctx context.Context, cfg checkpoints.Config) (*checkpoints.Tuple, error) {
+	s.mu.Lock()
+	s.reads++
+	s.mu.Unlock()
+	return s.Saver.Get(ctx, cfg)
+}
+
+// A catch-up (every page load, every tab that connects) reads the
+// thread's history from the checkpointer once, not once for the edges and
+// again for the values.
+func TestCatchupReadsTheHistoryOnce(t *testing.T) {
+	t.Parallel()
+	saver := &countingSaver{Saver: checkpoints.NewMemory()}
+	g := linearOn(t, nil, saver)
+	m := manager(t, map[string]engine.Compiled{"linear": g})
+	ctx := context.Background()
+	if _, err := m.Start(ctx, "linear", "once", map[string]any{}, runs.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, m, "once")
+	saver.mu.Lock()
+	saver.reads = 0
+	saver.mu.Unlock()
+	evs, err := runs.Catchup(ctx, g, "once")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(evs, func(ev runs.Event) bool { return ev.Kind == runs.KindTaskFinished && ev.Node == "b" }) {
+		t.Fatalf("catch-up %+v lacks b's outcome", evs)
+	}
+	saver.mu.Lock()
+	defer saver.mu.Unlock()
+	if saver.reads != 1 {
+		t.Fatalf("Catchup read the checkpointer %d times, want 1", saver.reads)
+	}
+}
