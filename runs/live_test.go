@@ -69,27 +69,6 @@ func edgeKinds(t *testing.T) engine.Compiled {
 	return g
 }
 
-func liveManager(t *testing.T, graphs map[string]engine.Compiled) *runs.Manager {
-	t.Helper()
-	m, err := runs.NewManager(graphs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
-	return m
-}
-
-func waitIdle(t *testing.T, m *runs.Manager, thread string) runs.Thread {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	th, err := m.Wait(ctx, thread)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return th
-}
-
 // untilFinished reads live events until run_finished.
 func untilFinished(t *testing.T, sub *runs.Subscription) []runs.Event {
 	t.Helper()
@@ -140,12 +119,12 @@ func edgesByNode(evs []runs.Event) map[string][]string {
 // run streams them and as a catch-up rebuilds them from checkpoints.
 func TestFiredEdgesOfEveryEdgeKind(t *testing.T) {
 	t.Parallel()
-	m := liveManager(t, map[string]engine.Compiled{"kinds": edgeKinds(t)})
+	m := manager(t, map[string]engine.Compiled{"kinds": edgeKinds(t)})
 	ctx := context.Background()
 	if _, err := m.Start(ctx, "kinds", "e", nil, runs.StartOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitIdle(t, m, "e")
+	wait(t, m, "e")
 	_, sub, err := m.Subscribe(ctx, "e")
 	if err != nil {
 		t.Fatal(err)
@@ -232,7 +211,7 @@ func foldPanel(evs []runs.Event) panel {
 // task outcomes.
 func TestLiveAndCatchupEndTheSame(t *testing.T) {
 	t.Parallel()
-	m := liveManager(t, map[string]engine.Compiled{"kinds": edgeKinds(t), "ask": approvals(t, false)})
+	m := manager(t, map[string]engine.Compiled{"kinds": edgeKinds(t), "ask": approvals(t, false)})
 	ctx := context.Background()
 	for _, tc := range []struct {
 		graph string
@@ -245,11 +224,11 @@ func TestLiveAndCatchupEndTheSame(t *testing.T) {
 		if _, err := m.Start(ctx, tc.graph, thread, nil, runs.StartOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if th := waitIdle(t, m, thread); th.Status == runs.StatusInterrupted {
+		if th := wait(t, m, thread); th.Status == runs.StatusInterrupted {
 			if _, err := m.Resume(ctx, thread, true); err != nil {
 				t.Fatal(err)
 			}
-			waitIdle(t, m, thread)
+			wait(t, m, thread)
 		}
 		first, sub, err := m.Subscribe(ctx, thread)
 		if err != nil {
@@ -260,7 +239,7 @@ func TestLiveAndCatchupEndTheSame(t *testing.T) {
 		}
 		watched := foldPanel(append(first, untilFinished(t, sub)...))
 		sub.Close()
-		waitIdle(t, m, thread)
+		wait(t, m, thread)
 		reloaded, _, err := m.History(ctx, thread)
 		if err != nil {
 			t.Fatal(err)
@@ -287,12 +266,12 @@ func TestLiveAndCatchupEndTheSame(t *testing.T) {
 // ValuePreviewBytes with its full size; unchanged keys are not sent.
 func TestValuesEventsCarryOnlyChangedKeysPreviewed(t *testing.T) {
 	t.Parallel()
-	m := liveManager(t, map[string]engine.Compiled{"kinds": edgeKinds(t)})
+	m := manager(t, map[string]engine.Compiled{"kinds": edgeKinds(t)})
 	ctx := context.Background()
 	if _, err := m.Start(ctx, "kinds", "v", map[string]any{"n": 5}, runs.StartOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitIdle(t, m, "v")
+	wait(t, m, "v")
 	_, sub, err := m.Subscribe(ctx, "v")
 	if err != nil {
 		t.Fatal(err)
@@ -334,12 +313,12 @@ func TestValuesEventsCarryOnlyChangedKeysPreviewed(t *testing.T) {
 // live events know: durations and attempts.
 func TestHistoryKeepsLiveDurations(t *testing.T) {
 	t.Parallel()
-	m := liveManager(t, map[string]engine.Compiled{"linear": linear(t, nil)})
+	m := manager(t, map[string]engine.Compiled{"linear": linear(t, nil)})
 	ctx := context.Background()
 	if _, err := m.Start(ctx, "linear", "d", nil, runs.StartOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitIdle(t, m, "d")
+	wait(t, m, "d")
 	g, _ := m.Graph("linear")
 	plain, err := runs.Catchup(ctx, g, "d")
 	if err != nil {
@@ -375,12 +354,12 @@ func TestHistoryKeepsLiveDurations(t *testing.T) {
 // error.
 func TestSubscribeFromResumesAfterTheCursor(t *testing.T) {
 	t.Parallel()
-	m := liveManager(t, map[string]engine.Compiled{"linear": linear(t, nil)})
+	m := manager(t, map[string]engine.Compiled{"linear": linear(t, nil)})
 	ctx := context.Background()
 	if _, err := m.Start(ctx, "linear", "r", nil, runs.StartOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitIdle(t, m, "r")
+	wait(t, m, "r")
 	_, cursor, err := m.History(ctx, "r")
 	if err != nil {
 		t.Fatal(err)
@@ -388,7 +367,7 @@ func TestSubscribeFromResumesAfterTheCursor(t *testing.T) {
 	if _, err := m.Start(ctx, "linear", "r", nil, runs.StartOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitIdle(t, m, "r")
+	wait(t, m, "r")
 	evs, sub, err := m.SubscribeFrom(ctx, "r", cursor)
 	if err != nil {
 		t.Fatal(err)
@@ -446,12 +425,12 @@ func TestNextIndexMatchesTheEngine(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			m := liveManager(t, map[string]engine.Compiled{"g": tc.g})
+			m := manager(t, map[string]engine.Compiled{"g": tc.g})
 			ctx := context.Background()
 			if _, err := m.Start(ctx, "g", "n", nil, runs.StartOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			waitIdle(t, m, "n")
+			wait(t, m, "n")
 			p := tc.g.Pregel()
 			tups, err := p.Checkpointer().List(ctx, checkpoints.ListQuery{ThreadID: "n"}, checkpoints.ListOptions{MetadataOnly: true})
 			if err != nil {

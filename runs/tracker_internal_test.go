@@ -74,12 +74,22 @@ func TestHubRetentionIsBounded(t *testing.T) {
 	}
 	sub.Close()
 
+	// Bytes bound the log before the count does: 200 events of 64 KiB
+	// (an error text is kept as it is, unlike a checkpoint's values,
+	// which the tracker replaces) are over RetainBytes.
 	big := newHub()
 	huge := strings.Repeat("v", 64<<10)
-	for range 200 {
-		big.publish(Event{Kind: KindCheckpoint, Values: []ValueChange{{Key: "k", JSON: huge}}})
+	const published = 200
+	for i := range published {
+		big.publish(Event{Kind: KindTaskFailed, Node: "n", TaskID: strconv.Itoa(i), Error: huge})
 	}
-	if big.logBytes > RetainBytes {
-		t.Fatalf("log holds %d bytes, over %d", big.logBytes, RetainBytes)
+	if published*len(huge) <= RetainBytes {
+		t.Fatalf("the test publishes %d bytes, not over RetainBytes (%d)", published*len(huge), RetainBytes)
+	}
+	if big.logBytes > RetainBytes || big.logBytes < RetainBytes/2 {
+		t.Fatalf("log holds %d bytes, want at most %d and most of that", big.logBytes, RetainBytes)
+	}
+	if n := len(big.log); n >= published || big.log[0].Seq == 1 || big.log[n-1].Seq != published {
+		t.Fatalf("log holds %d events (seq %d to %d), want the oldest dropped and the newest kept", n, big.log[0].Seq, big.log[n-1].Seq)
 	}
 }
