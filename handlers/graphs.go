@@ -163,7 +163,7 @@ func graphView(r *http.Request, rt Routes, name string, g engine.Compiled) (web.
 		return web.GraphView{}, err
 	}
 	v := web.GraphView{Name: name, SVG: string(svg), Warnings: warningViews(g.Warnings()),
-		Subgraphs: SubgraphToggles(topo, expand, base), Action: ExpandHref(base+"/runs", expand)}
+		Subgraphs: subgraphList(topo, expand, base), Action: expandHref(base+"/runs", expand)}
 	if len(expand) > 0 {
 		v.CollapseAll = base
 	}
@@ -177,11 +177,11 @@ func graphView(r *http.Request, rt Routes, name string, g engine.Compiled) (web.
 	return v, nil
 }
 
-// SubgraphToggles lists the subgraph nodes a person can see in the
+// subgraphList lists the subgraph nodes a person can see in the
 // drawing of topo with the subgraphs in expand open (those at the top and
 // those inside open subgraphs), depth first, each with the link that
 // opens or closes it on the page at base (for web.SubgraphList).
-func SubgraphToggles(topo engine.Topology, expand []string, base string) []web.SubgraphToggle {
+func subgraphList(topo engine.Topology, expand []string, base string) []web.SubgraphToggle {
 	return subgraphToggles(topo, "", 0, expand, base)
 }
 
@@ -194,7 +194,7 @@ func subgraphToggles(topo engine.Topology, prefix string, depth int, expand []st
 		q := qualify(prefix, n.Name)
 		open := slices.Contains(expand, q)
 		out = append(out, web.SubgraphToggle{Path: q, Depth: depth, Nodes: len(n.Subgraph.Nodes) - terminals(*n.Subgraph),
-			Expanded: open, Href: ToggleHref(base, expand, q)})
+			Expanded: open, Href: toggleHref(base, expand, q)})
 		if open {
 			out = append(out, subgraphToggles(*n.Subgraph, q, depth+1, expand, base)...)
 		}

@@ -2,8 +2,10 @@ package handlers
 
 import (
 	"bytes"
+	"container/list"
 	"context"
 	"fmt"
+	"html"
 	"net/url"
 	"slices"
 	"strings"
@@ -16,43 +18,35 @@ import (
 	"github.com/superstep-dev/superstep/runs"
 )
 
-// NodeID and EdgeID are the stable element ids of a graph's SVG: the live
+// nodeID and edgeID are the stable element ids of a graph's SVG: the live
 // script, the breakpoints picker and the browser tests find nodes by them.
 //
 // Nodes inside an expanded subgraph are named by their qualified name: the
 // path of subgraph nodes that leads to them and their own name, joined by
-// ":" (QualifiedName), so node "plan" of subgraph node "research" is
-// "research:plan" and its element id is NodeID("research:plan") =
-// "n-research:plan"; an inner edge is EdgeID("research:plan",
-// "research:search") = "e-research:plan-research:search". These ids cannot
-// collide with top-level ones: a StateGraph refuses ":" in node names (it
-// separates checkpoint namespaces), and only StateGraphs have subgraph
-// nodes, so a ":" in an id always means "inside a subgraph". An expanded
-// subgraph's box (a Graphviz cluster) keeps the id of the node it
-// replaces, NodeID("research"), so live highlighting of the subgraph node
-// works whether it is open or not.
+// ":" (qualify), so node "plan" of subgraph node "research" is
+// "research:plan" and its element id is "n-research:plan"; an inner edge
+// is "e-research:plan-research:search". These ids cannot collide with
+// top-level ones: a StateGraph refuses ":" in node names (it separates
+// checkpoint namespaces), and only StateGraphs have subgraph nodes, so a
+// ":" in an id always means "inside a subgraph". An expanded subgraph's
+// box (a Graphviz cluster) keeps the id of the node it replaces,
+// "n-research", so live highlighting of the subgraph node works whether
+// it is open or not.
 //
 // From JavaScript, document.getElementById("n-research:plan") works as
 // is; in a CSS selector the ":" must be escaped (#n-research\:plan, or
 // CSS.escape in scripts), or use an attribute selector
 // ([id="n-research:plan"]).
-func NodeID(node string) string { return "n-" + node }
+func nodeID(node string) string { return "n-" + node }
 
-// EdgeID is the element id of the edge from → to (qualified names for
-// edges inside an expanded subgraph; see NodeID).
-func EdgeID(from, to string) string { return "e-" + from + "-" + to }
+// edgeID is the element id of the edge from → to (qualified names for
+// edges inside an expanded subgraph; see nodeID).
+func edgeID(from, to string) string { return "e-" + from + "-" + to }
 
-// QualifiedName names a node inside nested subgraphs: the subgraph node
-// path and the node's own name, joined by ":" (like the upstream x-ray
-// view's names, and like checkpoint namespaces without their task ids).
-// The values of the ?expand= parameter are qualified names of subgraph
-// nodes.
-func QualifiedName(path ...string) string { return strings.Join(path, ":") }
-
-// SVGOptions choose what a graph's drawing shows besides its topology and
+// svgOptions choose what a graph's drawing shows besides its topology and
 // lint warnings. The zero value draws every subgraph closed, without
 // breakpoint marks and without links.
-type SVGOptions struct {
+type svgOptions struct {
 	// Expand lists the subgraph nodes drawn open, by qualified name, as
 	// ParseExpand returns them (ancestors included, sorted).
 	Expand []string
@@ -62,33 +56,29 @@ type SVGOptions struct {
 	// stylesheet draws a red bar on the node's top / bottom side), a
 	// "● break before/after" line in the label and a tooltip line.
 	BreakBefore, BreakAfter []string
-	// LinkBase, when set, is the path of the page showing the graph (for
-	// example "/graphs/research-subgraph"). A closed subgraph node then
-	// links to LinkBase?expand=… with it opened, and an open subgraph's
-	// label links to the URL with it (and the subgraphs inside it) closed.
-	// Only pages that honour ?expand= should set it.
-	LinkBase string
+	// Links makes a closed subgraph node link to the page with it opened,
+	// and an open subgraph's label to the page with it (and the
+	// subgraphs inside it) closed. The links are page-relative
+	// ("?expand=…", or "?" when nothing stays open) so the drawing, and
+	// its place in the layout cache, is the same on every page showing
+	// the graph; withLinkBase turns them into absolute ones. Only pages
+	// that honour ?expand= should ask for links.
+	Links bool
 }
 
-// DOT describes a topology for Graphviz: every node and edge carries its
-// stable id, conditional edges are dashed and labelled with the router
-// results that select them, join edges are bold with a diamond tail, and
-// nodes with lint warnings are marked and carry the warning as a tooltip.
-// Subgraph nodes are drawn closed (see DOTWith). The output depends only
-// on its arguments, so it keys the SVG cache.
-func DOT(topo engine.Topology, warnings []engine.Warning) string {
-	return DOTWith(topo, warnings, SVGOptions{})
-}
-
-// DOTWith is DOT with options: subgraph nodes (marked with a double
-// border and "⊞ subgraph") listed in opts.Expand are drawn open as a
-// cluster holding their own nodes and edges, recursively; edges into and
-// out of an open subgraph are drawn to its inner START and from its inner
-// END, clipped at the cluster's border (compound=true, lhead/ltail), and
-// keep their top-level ids. Static breakpoints are marked. Like DOT, the
-// output is a pure function of the arguments: it keys the SVG cache, so
-// each expansion is laid out (and cached) on its own.
-func DOTWith(topo engine.Topology, warnings []engine.Warning, opts SVGOptions) string {
+// dotWith describes a topology for Graphviz: every node and edge carries
+// its stable id, conditional edges are dashed and labelled with the
+// router results that select them, join edges are bold with a diamond
+// tail, and nodes with lint warnings are marked and carry the warning as
+// a tooltip. Subgraph nodes (marked with a double border and
+// "⊞ subgraph") listed in opts.Expand are drawn open as a cluster holding
+// their own nodes and edges, recursively; edges into and out of an open
+// subgraph are drawn to its inner START and from its inner END, clipped
+// at the cluster's border (compound=true, lhead/ltail), and keep their
+// top-level ids. Static breakpoints are marked. The output is a pure
+// function of the arguments: it keys the layout cache, so each expansion
+// is laid out (and cached) on its own.
+func dotWith(topo engine.Topology, warnings []engine.Warning, opts svgOptions) string {
 	d := dotWriter{
 		opts:     opts,
 		expanded: map[string]bool{},
@@ -113,12 +103,12 @@ func DOTWith(topo engine.Topology, warnings []engine.Warning, opts SVGOptions) s
 	return d.b.String()
 }
 
-// dotWriter writes one DOTWith call's graph. Warnings and breakpoints
+// dotWriter writes one dotWith call's graph. Warnings and breakpoints
 // belong to the top-level graph (what the engine reports for a compiled
 // graph); nodes inside subgraphs get neither.
 type dotWriter struct {
 	b             strings.Builder
-	opts          SVGOptions
+	opts          svgOptions
 	expanded      map[string]bool
 	warn          map[string][]string
 	seen          map[string]int
@@ -185,8 +175,8 @@ func (d *dotWriter) graph(prefix string, topo engine.Topology, indent string) {
 			flags = append(flags, "⊞ subgraph")
 			attrs = append(attrs, "peripheries=2")
 			tips = append(tips, fmt.Sprintf("subgraph %s (%d nodes)", n.Name, len(n.Subgraph.Nodes)-terminals(*n.Subgraph)))
-			if d.opts.LinkBase != "" {
-				attrs = append(attrs, "href="+quote(ToggleHref(d.opts.LinkBase, d.opts.Expand, q)))
+			if d.opts.Links {
+				attrs = append(attrs, "href="+quote(relativeToggleHref(d.opts.Expand, q)))
 				tips[len(tips)-1] += ": click to expand"
 			}
 		}
@@ -196,13 +186,13 @@ func (d *dotWriter) graph(prefix string, topo engine.Topology, indent string) {
 		if len(tips) == 0 {
 			tips = []string{n.Name}
 		}
-		attrs = append([]string{"id=" + quote(NodeID(q))}, attrs...)
+		attrs = append([]string{"id=" + quote(nodeID(q))}, attrs...)
 		attrs = append(attrs, "tooltip="+quote(strings.Join(tips, "\n")), "class="+quote(class), "label="+quote(label))
 		fmt.Fprintf(&d.b, "%s%s [%s];\n", indent, quote(q), strings.Join(attrs, ", "))
 	}
 	for _, e := range topo.Edges {
 		from, to := qualify(prefix, e.From), qualify(prefix, e.To)
-		id := EdgeID(from, to)
+		id := edgeID(from, to)
 		d.seen[id]++
 		if k := d.seen[id]; k > 1 {
 			id = fmt.Sprintf("%s-%d", id, k)
@@ -249,10 +239,10 @@ func (d *dotWriter) cluster(q string, n engine.TopoNode, class, label string, fl
 	d.subs[q] = n.Subgraph
 	fmt.Fprintf(&d.b, "%ssubgraph %s {\n", indent, quote(clusterName(q)))
 	in := indent + "  "
-	attrs := []string{"id=" + quote(NodeID(q)), "class=" + quote(class), "label=" + quote(label),
+	attrs := []string{"id=" + quote(nodeID(q)), "class=" + quote(class), "label=" + quote(label),
 		"style=\"rounded,dashed,filled\"", "fillcolor=\"#f6f8fb\"", "color=\"#5b6470\"", "labeljust=l"}
-	if d.opts.LinkBase != "" {
-		attrs = append(attrs, "href="+quote(ToggleHref(d.opts.LinkBase, d.opts.Expand, q)))
+	if d.opts.Links {
+		attrs = append(attrs, "href="+quote(relativeToggleHref(d.opts.Expand, q)))
 		tips[len(tips)-1] += ": click the label to collapse"
 	}
 	attrs = append(attrs, "tooltip="+quote(strings.Join(tips, "\n")))
@@ -285,11 +275,16 @@ func (d *dotWriter) endpoint(q string, head bool) string {
 	return q
 }
 
+// qualify names node name of the subgraph whose own qualified name is
+// prefix ("" at the top): the subgraph node path and the node's own name
+// joined by ":", like the upstream x-ray view's names and like checkpoint
+// namespaces without their task ids. The values of the ?expand= parameter
+// are qualified names of subgraph nodes.
 func qualify(prefix, name string) string {
 	if prefix == "" {
 		return name
 	}
-	return QualifiedName(prefix, name)
+	return prefix + ":" + name
 }
 
 // inside reports whether the node named q is drawn inside the cluster of
@@ -326,21 +321,81 @@ func quote(s string) string {
 // layout is the one Graphviz instance of the process. go-graphviz is not
 // safe for concurrent use (even two New calls at once race inside the
 // wasm runtime), so every call goes through mu. A compiled graph's
-// topology never changes, so its SVG is computed once and cached by the
-// xxh3 hash of its DOT; live updates only toggle classes in the browser.
+// topology never changes, so its drawing is laid out once per expansion
+// and cached by the hash of its DOT; live updates only toggle classes in
+// the browser. Nothing page-specific is in the DOT (links are
+// page-relative until withLinkBase), so every page showing a graph
+// shares its entries, and the cache is bounded (svgCacheBytes) because
+// the expansions come from requests.
 var layout struct {
 	mu    sync.Mutex
 	gv    *graphviz.Graphviz
-	cache map[uint64][]byte
+	cache svgCache
 }
 
-// RenderSVG lays out a DOT graph with dot and returns the SVG (without the
-// XML prolog, ready to inline in a page). Results are cached per DOT text.
-func RenderSVG(ctx context.Context, dot string) ([]byte, error) {
-	key := xxh3.HashString(dot)
+// svgCacheBytes bounds the drawings the layout cache keeps, by their
+// size. A drawing is a few to a few dozen KB, so this holds hundreds:
+// every graph a Studio serves in the expansions people look at, while a
+// client walking through all 2^k expansions of a graph only pushes out
+// the least recently used ones (which are laid out again when asked for).
+const svgCacheBytes = 8 << 20
+
+// svgCache is a least-recently-used cache of laid-out drawings keyed by
+// the hash of their DOT, holding at most max bytes of SVG. It is not
+// safe for concurrent use (layout.mu guards the process's one).
+type svgCache struct {
+	max   int
+	size  int
+	order list.List // of *svgEntry, most recently used first
+	index map[xxh3.Uint128]*list.Element
+}
+
+type svgEntry struct {
+	key xxh3.Uint128
+	svg []byte
+}
+
+// get returns the drawing cached under key and marks it recently used.
+func (c *svgCache) get(key xxh3.Uint128) ([]byte, bool) {
+	e, ok := c.index[key]
+	if !ok {
+		return nil, false
+	}
+	c.order.MoveToFront(e)
+	return e.Value.(*svgEntry).svg, true
+}
+
+// put caches svg under key and drops the least recently used drawings
+// until the cache is within max bytes again. A drawing bigger than the
+// whole budget is not kept.
+func (c *svgCache) put(key xxh3.Uint128, svg []byte) {
+	if len(svg) > c.max {
+		return
+	}
+	if c.index == nil {
+		c.index = map[xxh3.Uint128]*list.Element{}
+	}
+	if e, ok := c.index[key]; ok {
+		c.size -= len(e.Value.(*svgEntry).svg)
+		c.order.Remove(e)
+	}
+	c.index[key] = c.order.PushFront(&svgEntry{key: key, svg: svg})
+	c.size += len(svg)
+	for c.size > c.max {
+		old := c.order.Remove(c.order.Back()).(*svgEntry)
+		delete(c.index, old.key)
+		c.size -= len(old.svg)
+	}
+}
+
+// renderSVG lays out a DOT graph with dot and returns the SVG (without the
+// XML prolog, ready to inline in a page). Results are cached per DOT
+// text; the returned slice is shared and must not be modified.
+func renderSVG(ctx context.Context, dot string) ([]byte, error) {
+	key := xxh3.HashString128(dot)
 	layout.mu.Lock()
 	defer layout.mu.Unlock()
-	if svg, ok := layout.cache[key]; ok {
+	if svg, ok := layout.cache.get(key); ok {
 		return svg, nil
 	}
 	if layout.gv == nil {
@@ -348,7 +403,7 @@ func RenderSVG(ctx context.Context, dot string) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("graph layout: start graphviz: %w", err)
 		}
-		layout.gv, layout.cache = gv, map[uint64][]byte{}
+		layout.gv, layout.cache.max = gv, svgCacheBytes
 	}
 	g, err := graphviz.ParseBytes([]byte(dot))
 	if err != nil {
@@ -365,30 +420,55 @@ func RenderSVG(ctx context.Context, dot string) ([]byte, error) {
 	if i := bytes.Index(svg, []byte("<svg")); i > 0 {
 		svg = svg[i:]
 	}
-	layout.cache[key] = svg
+	layout.cache.put(key, svg)
 	return svg, nil
-}
-
-// GraphSVG is RenderSVG of DOT(topo, warnings): every subgraph closed, no
-// breakpoint marks, no links.
-func GraphSVG(ctx context.Context, topo engine.Topology, warnings []engine.Warning) ([]byte, error) {
-	return RenderSVG(ctx, DOT(topo, warnings))
-}
-
-// GraphSVGWith is RenderSVG of DOTWith(topo, warnings, opts). The cache
-// is keyed by the DOT text, which holds the expansion, the breakpoints
-// and the links, so each combination is laid out once.
-func GraphSVGWith(ctx context.Context, topo engine.Topology, warnings []engine.Warning, opts SVGOptions) ([]byte, error) {
-	return RenderSVG(ctx, DOTWith(topo, warnings, opts))
 }
 
 // CompiledSVG draws a compiled graph as the Studio's pages show it: its
 // topology and lint warnings, its static breakpoints marked, the
 // subgraphs in expand (from ParseExpand) open, and subgraph nodes linking
-// to linkBase with their expansion toggled ("" for no links).
+// to linkBase, the path of the page showing the graph, with their
+// expansion toggled ("" for no links). The layout is shared by every page
+// showing the same view of the graph; only the links differ.
 func CompiledSVG(ctx context.Context, g engine.Compiled, expand []string, linkBase string) ([]byte, error) {
 	before, after := g.Pregel().Breakpoints()
-	return GraphSVGWith(ctx, g.Topology(), g.Warnings(), SVGOptions{Expand: expand, BreakBefore: before, BreakAfter: after, LinkBase: linkBase})
+	svg, err := renderSVG(ctx, dotWith(g.Topology(), g.Warnings(), svgOptions{Expand: expand, BreakBefore: before, BreakAfter: after, Links: linkBase != ""}))
+	if err != nil {
+		return nil, err
+	}
+	return withLinkBase(svg, linkBase), nil
+}
+
+// relativeHref is how a page-relative link starts in Graphviz's SVG.
+const relativeHref = `xlink:href="?`
+
+// withLinkBase makes the page-relative links of a drawing (svgOptions.Links)
+// absolute: "?expand=…" becomes base?expand=…, and "?" (every subgraph
+// closed) becomes base itself. Relative links would resolve against
+// whatever URL the page was served at, which is not always the page
+// itself (the graph page re-rendered for a refused start-run form is
+// served at …/runs). Graphviz escapes quotes inside attribute values and
+// text, so the pattern only matches real links. The cached drawing is
+// shared, so the result is a copy (or svg itself when it has no links).
+func withLinkBase(svg []byte, base string) []byte {
+	if base == "" || !bytes.Contains(svg, []byte(relativeHref)) {
+		return svg
+	}
+	esc := html.EscapeString(base)
+	out := make([]byte, 0, len(svg)+bytes.Count(svg, []byte(relativeHref))*len(esc))
+	for {
+		before, after, found := bytes.Cut(svg, []byte(relativeHref))
+		out = append(out, before...)
+		if !found {
+			return out
+		}
+		out = append(out, `xlink:href="`...)
+		out = append(out, esc...)
+		if !bytes.HasPrefix(after, []byte(`"`)) {
+			out = append(out, '?')
+		}
+		svg = after
+	}
 }
 
 // MaxExpand bounds the ?expand= values one request may give.
@@ -398,7 +478,7 @@ const MaxExpand = 64
 // topo and returns the subgraph nodes to draw open: sorted, without
 // duplicates, and with the ancestors of a nested subgraph added (opening
 // "research:deep" opens "research" too). A value is a qualified name
-// (QualifiedName); empty values are skipped. A value naming no node, or a
+// (see qualify); empty values are skipped. A value naming no node, or a
 // node that is not a subgraph, is refused with runs.ErrInvalidInput (a
 // 400 that says which) rather than ignored: a deep link that no longer
 // matches its graph should say so, not silently show something else.
@@ -435,28 +515,39 @@ func ParseExpand(topo engine.Topology, values []string) ([]string, error) {
 	return out, nil
 }
 
-// ToggleHref is the URL of the page at base with subgraph node q's
-// expansion toggled in expand: opened, or closed together with every
-// subgraph open inside it. The values keep ParseExpand's order, so each
-// view has one URL.
-func ToggleHref(base string, expand []string, q string) string {
-	var next []string
-	if slices.Contains(expand, q) {
-		for _, p := range expand {
-			if p != q && !inside(p, q) {
-				next = append(next, p)
-			}
-		}
-	} else {
-		next = append(slices.Clone(expand), q)
+// toggled is expand with subgraph node q's expansion toggled: opened,
+// or closed together with every subgraph open inside it. It keeps
+// ParseExpand's order, so each view has one URL.
+func toggled(expand []string, q string) []string {
+	if !slices.Contains(expand, q) {
+		next := append(slices.Clone(expand), q)
 		slices.Sort(next)
+		return next
 	}
-	return ExpandHref(base, next)
+	var next []string
+	for _, p := range expand {
+		if p != q && !inside(p, q) {
+			next = append(next, p)
+		}
+	}
+	return next
 }
 
-// ExpandHref is the URL of the page at base showing the subgraphs in
+// toggleHref is the URL of the page at base with subgraph node q's
+// expansion toggled in expand (see toggled).
+func toggleHref(base string, expand []string, q string) string {
+	return expandHref(base, toggled(expand, q))
+}
+
+// relativeToggleHref is toggleHref relative to the current page: always
+// a query ("?" when nothing stays open), which withLinkBase recognises.
+func relativeToggleHref(expand []string, q string) string {
+	return "?" + url.Values{"expand": toggled(expand, q)}.Encode()
+}
+
+// expandHref is the URL of the page at base showing the subgraphs in
 // expand open.
-func ExpandHref(base string, expand []string) string {
+func expandHref(base string, expand []string) string {
 	if len(expand) == 0 {
 		return base
 	}

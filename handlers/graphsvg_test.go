@@ -1,14 +1,24 @@
 package handlers
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/go-chi/chi/v5"
+	"github.com/zeebo/xxh3"
+
+	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/engine"
 	"github.com/superstep-dev/superstep/runs"
 )
@@ -27,14 +37,20 @@ func agentTopology() engine.Topology {
 	}
 }
 
-func TestGraphSVGHasStableIDsAndEdgeStyles(t *testing.T) {
-	t.Parallel()
-	warnings := []engine.Warning{{Node: "merge", Cause: "reached by paths of different lengths", Suggestion: "use a join"}}
-	svg, err := GraphSVG(context.Background(), agentTopology(), warnings)
+// draw lays out topo as dotWith describes it.
+func draw(t *testing.T, topo engine.Topology, warnings []engine.Warning, opts svgOptions) []byte {
+	t.Helper()
+	svg, err := renderSVG(context.Background(), dotWith(topo, warnings, opts))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := string(svg)
+	return svg
+}
+
+func TestGraphSVGHasStableIDsAndEdgeStyles(t *testing.T) {
+	t.Parallel()
+	warnings := []engine.Warning{{Node: "merge", Cause: "reached by paths of different lengths", Suggestion: "use a join"}}
+	s := string(draw(t, agentTopology(), warnings, svgOptions{}))
 	if !strings.HasPrefix(s, "<svg") {
 		t.Fatalf("SVG does not start with <svg: %.80q", s)
 	}
@@ -71,7 +87,7 @@ func TestRenderSVGIsCachedAndSafeConcurrently(t *testing.T) {
 	out := make([][]byte, 8)
 	for i := range out {
 		wg.Go(func() {
-			svg, err := GraphSVG(context.Background(), topo, nil)
+			svg, err := renderSVG(context.Background(), dotWith(topo, nil, svgOptions{}))
 			if err != nil {
 				t.Error(err)
 			}
@@ -146,11 +162,7 @@ func TestGraphSVGExpandsSubgraphsInPlace(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			svg, err := GraphSVGWith(context.Background(), nestedTopology(), nil, SVGOptions{Expand: tc.expand, LinkBase: "/graphs/g"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			s := string(svg)
+			s := string(draw(t, nestedTopology(), nil, svgOptions{Expand: tc.expand, Links: true}))
 			for _, id := range tc.shown {
 				if !strings.Contains(s, `id="`+id+`"`) {
 					t.Errorf("SVG lacks element id %q", id)
@@ -180,7 +192,7 @@ func TestGraphSVGExpandsSubgraphsInPlace(t *testing.T) {
 
 func TestDOTAttachesEdgesToAnOpenSubgraphsBorder(t *testing.T) {
 	t.Parallel()
-	dot := DOTWith(nestedTopology(), nil, SVGOptions{Expand: []string{"research", "research:deep"}})
+	dot := dotWith(nestedTopology(), nil, svgOptions{Expand: []string{"research", "research:deep"}})
 	for _, want := range []string{
 		"compound=true",
 		`"classify" -> "research:__start__" [id="e-classify-research"`, `lhead="cluster_research"`,
@@ -196,11 +208,11 @@ func TestDOTAttachesEdgesToAnOpenSubgraphsBorder(t *testing.T) {
 	// clipping is undefined: it is drawn unclipped, and still lays out.
 	loop := nestedTopology()
 	loop.Edges = append(loop.Edges, engine.TopoEdge{From: "research", To: "research", Conditional: true})
-	dot = DOTWith(loop, nil, SVGOptions{Expand: []string{"research"}})
+	dot = dotWith(loop, nil, svgOptions{Expand: []string{"research"}})
 	if !strings.Contains(dot, `"research:__end__" -> "research:__start__" [id="e-research-research", style=dashed, class=`) {
 		t.Errorf("the loop is clipped or missing:\n%s", dot)
 	}
-	if _, err := RenderSVG(context.Background(), dot); err != nil {
+	if _, err := renderSVG(context.Background(), dot); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -209,11 +221,7 @@ func TestEachExpansionIsCachedOnItsOwn(t *testing.T) {
 	t.Parallel()
 	render := func(expand []string) []byte {
 		t.Helper()
-		svg, err := GraphSVGWith(context.Background(), nestedTopology(), nil, SVGOptions{Expand: expand, LinkBase: "/graphs/cache-key"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return svg
+		return draw(t, nestedTopology(), nil, svgOptions{Expand: expand, Links: true})
 	}
 	closed, open := render(nil), render([]string{"research"})
 	if string(closed) == string(open) {
@@ -242,23 +250,57 @@ func TestSubgraphLinksToggleTheExpansion(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			if got := ToggleHref("/graphs/g", tc.expand, tc.node); got != tc.want {
-				t.Errorf("ToggleHref = %q, want %q", got, tc.want)
+			if got := toggleHref("/graphs/g", tc.expand, tc.node); got != tc.want {
+				t.Errorf("toggleHref = %q, want %q", got, tc.want)
 			}
 		})
 	}
-	svg, err := GraphSVGWith(context.Background(), nestedTopology(), nil, SVGOptions{Expand: []string{"research"}, LinkBase: "/graphs/g"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(svg)
-	for _, want := range []string{`xlink:href="/graphs/g"`, `xlink:href="/graphs/g?expand=research&amp;expand=research%3Adeep"`} {
-		if !strings.Contains(s, want) {
-			t.Errorf("SVG lacks the link %s", want)
+	// The laid-out drawing links relative to the page, and the page's
+	// path is filled in afterwards, escaped.
+	svg := draw(t, nestedTopology(), nil, svgOptions{Expand: []string{"research"}, Links: true})
+	for _, want := range []string{`xlink:href="?"`, `xlink:href="?expand=research&amp;expand=research%3Adeep"`} {
+		if !strings.Contains(string(svg), want) {
+			t.Errorf("the drawing lacks the relative link %s", want)
 		}
 	}
-	if plain := DOT(nestedTopology(), nil); strings.Contains(plain, "href") {
-		t.Error("DOT without a LinkBase links somewhere")
+	for base, want := range map[string][]string{
+		"/graphs/g":       {`xlink:href="/graphs/g"`, `xlink:href="/graphs/g?expand=research&amp;expand=research%3Adeep"`},
+		"/graphs/a&b'c":   {`xlink:href="/graphs/a&amp;b&#39;c"`, `xlink:href="/graphs/a&amp;b&#39;c?expand=research&amp;expand=research%3Adeep"`},
+		"/threads/t-1%2F": {`xlink:href="/threads/t-1%2F"`, `xlink:href="/threads/t-1%2F?expand=research&amp;expand=research%3Adeep"`},
+	} {
+		s := string(withLinkBase(svg, base))
+		for _, w := range want {
+			if !strings.Contains(s, w) {
+				t.Errorf("with base %q the drawing lacks the link %s", base, w)
+			}
+		}
+		if strings.Contains(s, `xlink:href="?`) {
+			t.Errorf("with base %q a link stayed relative", base)
+		}
+	}
+	if !strings.Contains(string(svg), `xlink:href="?"`) {
+		t.Error("withLinkBase changed the cached drawing it was given")
+	}
+	if plain := dotWith(nestedTopology(), nil, svgOptions{}); strings.Contains(plain, "href") {
+		t.Error("a drawing without links links somewhere")
+	}
+}
+
+// Text in a drawing that looks like a link (a node named so) is escaped by
+// Graphviz, so filling in the page's path touches only real links.
+func TestLinkBaseLeavesLinkLikeNamesAlone(t *testing.T) {
+	t.Parallel()
+	odd := `x xlink:href="?y`
+	topo := nestedTopology()
+	topo.Nodes = append(topo.Nodes, engine.TopoNode{Name: odd})
+	topo.Edges = append(topo.Edges, engine.TopoEdge{From: "classify", To: odd})
+	svg := draw(t, topo, nil, svgOptions{Links: true})
+	s := string(withLinkBase(svg, "/graphs/odd"))
+	if got := strings.Count(s, "/graphs/odd"); got != 1 {
+		t.Errorf("the page's path is in the drawing %d times, want once (the closed research node's link):\n%s", got, s)
+	}
+	if !strings.Contains(s, `xlink:href="/graphs/odd?expand=research"`) {
+		t.Error("the subgraph's link was not made absolute")
 	}
 }
 
@@ -316,11 +358,7 @@ func TestGraphSVGMarksStaticBreakpoints(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			svg, err := GraphSVGWith(context.Background(), agentTopology(), nil, SVGOptions{BreakBefore: tc.before, BreakAfter: tc.after})
-			if err != nil {
-				t.Fatal(err)
-			}
-			s := string(svg)
+			s := string(draw(t, agentTopology(), nil, svgOptions{BreakBefore: tc.before, BreakAfter: tc.after}))
 			for id, classes := range tc.want {
 				for _, c := range classes {
 					if !slices.Contains(strings.Fields(groupClass(s, id)), c) {
@@ -339,5 +377,170 @@ func TestGraphSVGMarksStaticBreakpoints(t *testing.T) {
 				t.Error("a compiled breakpoint has no mark in its label or no tooltip")
 			}
 		})
+	}
+}
+
+type layoutState struct {
+	Log []string `json:"log" reduce:"append"`
+}
+
+// cachedDrawings counts the drawings in the layout cache that contain
+// marker.
+func cachedDrawings(marker string) int {
+	layout.mu.Lock()
+	defer layout.mu.Unlock()
+	k := 0
+	for e := layout.cache.order.Front(); e != nil; e = e.Next() {
+		if bytes.Contains(e.Value.(*svgEntry).svg, []byte(marker)) {
+			k++
+		}
+	}
+	return k
+}
+
+// Every page showing the same view of a graph (two threads of it, and the
+// graph itself) shares one layout: only the links, filled in per page,
+// differ. A graph with its own node names keeps other tests' drawings out
+// of the count.
+func TestPagesOfOneGraphShareOneCachedLayout(t *testing.T) {
+	t.Parallel()
+	inner := engine.NewStateGraph[layoutState]()
+	inner.AddNode("sharedlayout_step", func(context.Context, layoutState) (engine.Output, error) {
+		return engine.Update{"log": "step"}, nil
+	})
+	inner.AddEdge(engine.Start, "sharedlayout_step").AddEdge("sharedlayout_step", engine.End)
+	sub, err := inner.Compile(engine.CompileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outer := engine.NewStateGraph[layoutState]()
+	outer.AddSubgraph("sharedlayout_sub", sub)
+	outer.AddEdge(engine.Start, "sharedlayout_sub").AddEdge("sharedlayout_sub", engine.End)
+	g, err := outer.Compile(engine.CompileOptions{Checkpointer: checkpoints.NewMemory()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := runs.NewManager(map[string]engine.Compiled{"shared": g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := chi.NewRouter()
+	Routes{Runs: m}.Mount(r)
+	srv := httptest.NewServer(r)
+	t.Cleanup(func() {
+		srv.Close()
+		m.Close()
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, id := range []string{"one", "two"} {
+		if _, err := m.Start(ctx, "shared", id, map[string]any{}, runs.StartOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.Wait(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, page := range []string{"/threads/one", "/threads/two", "/graphs/shared"} {
+		res, err := http.Get(srv.URL + page + "?expand=sharedlayout_sub")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		if err != nil || res.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s = %d, %v", page, res.StatusCode, err)
+		}
+		// The open subgraph's label closes it on this very page.
+		if !strings.Contains(string(body), `xlink:href="`+page+`"`) {
+			t.Errorf("%s does not link back to itself with the subgraph closed", page)
+		}
+	}
+	if k := cachedDrawings(`id="n-sharedlayout_sub:sharedlayout_step"`); k != 1 {
+		t.Fatalf("the open drawing is cached %d times for three pages, want once", k)
+	}
+}
+
+// The layout cache holds at most its budget of bytes, dropping the least
+// recently used drawing first; one bigger than the budget is not kept.
+func TestSVGCacheDropsTheLeastRecentlyUsed(t *testing.T) {
+	t.Parallel()
+	key := func(i int) xxh3.Uint128 { return xxh3.HashString128(strconv.Itoa(i)) }
+	c := svgCache{max: 100}
+	for i := range 10 {
+		c.put(key(i), make([]byte, 30))
+		if c.size > c.max {
+			t.Fatalf("after %d drawings the cache holds %d bytes, over its %d", i+1, c.size, c.max)
+		}
+		if i == 2 {
+			// Drawing 0, used again, outlives 1 and 2.
+			if _, ok := c.get(key(0)); !ok {
+				t.Fatal("drawing 0 is gone before the cache was full")
+			}
+		}
+	}
+	for i, want := range map[int]bool{0: false, 1: false, 6: false, 7: true, 8: true, 9: true} {
+		if _, ok := c.get(key(i)); ok != want {
+			t.Errorf("drawing %d cached = %v, want %v", i, ok, want)
+		}
+	}
+	c = svgCache{max: 100}
+	c.put(key(0), make([]byte, 60))
+	c.put(key(1), make([]byte, 30))
+	c.get(key(0))
+	c.put(key(2), make([]byte, 30)) // over budget: 1 is the least recently used
+	if _, ok := c.get(key(1)); ok {
+		t.Error("the least recently used drawing was kept over the budget")
+	}
+	if _, ok := c.get(key(0)); !ok {
+		t.Error("the recently used drawing was dropped")
+	}
+	c.put(key(3), make([]byte, 101))
+	if _, ok := c.get(key(3)); ok || c.size != 90 {
+		t.Errorf("a drawing bigger than the budget: cached %v, size %d, want not cached and size 90", ok, c.size)
+	}
+	c.put(key(0), make([]byte, 10))
+	if c.size != 40 || c.order.Len() != 2 || len(c.index) != 2 {
+		t.Errorf("replacing a drawing: size %d with %d entries (%d indexed), want 40 bytes in 2", c.size, c.order.Len(), len(c.index))
+	}
+}
+
+// A client walking through every expansion of a graph lays each one out,
+// but the cache keeps within its budget and still serves the latest.
+func TestManyExpansionsStayWithinTheCacheBound(t *testing.T) {
+	t.Parallel()
+	leaf := engine.Topology{
+		Nodes: []engine.TopoNode{{Name: engine.Start}, {Name: "x"}, {Name: engine.End}},
+		Edges: []engine.TopoEdge{{From: engine.Start, To: "x"}, {From: "x", To: engine.End}},
+	}
+	topo := engine.Topology{Nodes: []engine.TopoNode{{Name: engine.Start}, {Name: engine.End}}}
+	var subs []string
+	for i := range 4 {
+		name := "bound" + strconv.Itoa(i)
+		subs = append(subs, name)
+		topo.Nodes = append(topo.Nodes, engine.TopoNode{Name: name, Subgraph: &leaf})
+		topo.Edges = append(topo.Edges, engine.TopoEdge{From: engine.Start, To: name}, engine.TopoEdge{From: name, To: engine.End})
+	}
+	closed := draw(t, topo, nil, svgOptions{Links: true})
+	c := svgCache{max: 3 * len(closed)}
+	for mask := range 1 << len(subs) {
+		var expand []string
+		for i, s := range subs {
+			if mask&(1<<i) != 0 {
+				expand = append(expand, s)
+			}
+		}
+		dot := dotWith(topo, nil, svgOptions{Expand: expand, Links: true})
+		svg := draw(t, topo, nil, svgOptions{Expand: expand, Links: true})
+		c.put(xxh3.HashString128(dot), svg)
+		if c.size > c.max {
+			t.Fatalf("after %d expansions the cache holds %d bytes, over its %d", mask+1, c.size, c.max)
+		}
+		if got, ok := c.get(xxh3.HashString128(dot)); !ok || !bytes.Equal(got, svg) {
+			t.Fatalf("expansion %q is not served from the cache right after it was laid out", expand)
+		}
+	}
+	if n := c.order.Len(); n < 1 || n > 3 || n != len(c.index) {
+		t.Errorf("the cache ends with %d drawings (%d indexed), want 1 to 3", n, len(c.index))
 	}
 }

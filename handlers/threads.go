@@ -131,10 +131,10 @@ func ThreadPage(rt Routes) http.Handler {
 			return
 		}
 		v := web.ThreadView{ID: t.ID, Graph: t.Graph, Status: string(t.Status), Updated: when(t.Updated), Error: t.Error, SVG: string(svg), Before: t.Before, After: t.After, Cursor: cursor,
-			Subgraphs: SubgraphToggles(g.Topology(), expand, base)}
+			Subgraphs: subgraphList(g.Topology(), expand, base)}
 		if len(expand) > 0 {
 			v.CollapseAll = base
-			v.Expand = strings.TrimPrefix(ExpandHref(base, expand), base)
+			v.Expand = strings.TrimPrefix(expandHref(base, expand), base)
 		}
 		f := fold(evs)
 		v.Tasks, v.Channels, v.Overlay = f.tasks, f.channels, f.overlay
@@ -200,7 +200,7 @@ func fold(evs []runs.Event) folded {
 		// leaves the thread graph's edges alone.
 		node := ev.Node
 		if ev.Path != "" {
-			node = QualifiedName(ev.Path, ev.Node)
+			node = qualify(ev.Path, ev.Node)
 		}
 		if ev.Kind == runs.KindTaskPlanned && ev.Path == "" {
 			// Edges of a later step replace the "now" edges.
@@ -376,5 +376,5 @@ func CancelRun(rt Routes) http.Handler {
 // with the subgraphs the form's ?expand= names still open (the page
 // checks them).
 func threadPageURL(id string, r *http.Request) string {
-	return ExpandHref("/threads/"+url.PathEscape(id), r.URL.Query()["expand"])
+	return expandHref("/threads/"+url.PathEscape(id), r.URL.Query()["expand"])
 }
