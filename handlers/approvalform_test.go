@@ -148,7 +148,7 @@ func TestTypedFormRefusesBadFields(t *testing.T) {
 			}
 		})
 	}
-	if th, _ := f.runs.Thread(thread); th.Status != runs.StatusInterrupted {
+	if th, _ := f.runs.Thread(context.Background(), thread); th.Status != runs.StatusInterrupted {
 		t.Errorf("refused answers moved the run to %s", th.Status)
 	}
 }

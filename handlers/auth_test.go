@@ -68,10 +68,10 @@ func TestTokenGuardsEveryRoute(t *testing.T) {
 			t.Errorf("%s: %d, want 401 with the login form", tc.name, res.code)
 		}
 	}
-	if th, _ := f.runs.Thread("th"); th.RunID != before.RunID {
+	if th, _ := f.runs.Thread(context.Background(), "th"); th.RunID != before.RunID {
 		t.Fatalf("a refused re-run ran: run %s, was %s", th.RunID, before.RunID)
 	}
-	if ts := f.runs.Threads(runs.ThreadFilter{}); len(ts) != 1 {
+	if ts := f.list(t, runs.ThreadFilter{}); len(ts) != 1 {
 		t.Fatalf("a refused start made a thread: %d threads", len(ts))
 	}
 	if res := f.get(t, "/static/studio.css"); res.code != http.StatusOK {

@@ -65,8 +65,8 @@ func checkpointParam(r *http.Request, name, value string) (string, error) {
 }
 
 // threadGraph returns the thread and its graph's Pregel.
-func threadGraph(rt Routes, id string) (runs.Thread, *engine.Pregel, error) {
-	t, err := rt.Runs.Thread(id)
+func threadGraph(ctx context.Context, rt Routes, id string) (runs.Thread, *engine.Pregel, error) {
+	t, err := rt.Runs.Thread(ctx, id)
 	if err != nil {
 		return runs.Thread{}, nil, err
 	}
@@ -95,7 +95,7 @@ func CheckpointTree(rt Routes) http.Handler {
 
 func treeView(r *http.Request, rt Routes) (web.CheckpointsView, error) {
 	id := chi.URLParam(r, "thread")
-	t, p, err := threadGraph(rt, id)
+	t, p, err := threadGraph(r.Context(), rt, id)
 	if err != nil {
 		return web.CheckpointsView{}, err
 	}
@@ -372,7 +372,7 @@ func CheckpointValue(rt Routes) http.Handler {
 			fail(w, r, rt.Logger, err)
 			return
 		}
-		_, p, err := threadGraph(rt, thread)
+		_, p, err := threadGraph(r.Context(), rt, thread)
 		if err != nil {
 			fail(w, r, rt.Logger, err)
 			return
@@ -416,7 +416,7 @@ func UpdateCheckpoint(rt Routes) http.Handler {
 			fail(w, r, rt.Logger, err)
 			return
 		}
-		_, p, err := threadGraph(rt, thread)
+		_, p, err := threadGraph(r.Context(), rt, thread)
 		if err != nil {
 			fail(w, r, rt.Logger, err)
 			return

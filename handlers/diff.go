@@ -37,7 +37,7 @@ func DiffCheckpoints(rt Routes) http.Handler {
 			fail(w, r, rt.Logger, err)
 			return
 		}
-		_, p, err := threadGraph(rt, thread)
+		_, p, err := threadGraph(r.Context(), rt, thread)
 		if err != nil {
 			fail(w, r, rt.Logger, err)
 			return

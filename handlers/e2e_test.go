@@ -157,7 +157,7 @@ func TestE2ECrossSitePostIsRefused(t *testing.T) {
 	if err != nil || !strings.Contains(msg, "came from another site") {
 		t.Fatalf("refusal = %q, %v", msg, err)
 	}
-	if _, err := f.runs.Thread("evil"); err == nil {
+	if _, err := f.runs.Thread(context.Background(), "evil"); err == nil {
 		t.Fatal("the cross-site post started a run")
 	}
 }

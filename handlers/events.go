@@ -3,10 +3,10 @@ package handlers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"regexp"
 	"time"
 
 	"github.com/coder/websocket"
@@ -24,14 +24,12 @@ const writeTimeout = 5 * time.Second
 // message holds at least one event, whatever its size).
 const MaxMessageBytes = 64 << 10
 
-// cursorPattern is what a live-log cursor looks like (runs: <epoch>:<seq>).
-var cursorPattern = regexp.MustCompile(`^[0-9a-z]{1,16}:[0-9]{1,20}$`)
-
 // ThreadEvents answers GET /threads/{thread}/ws?after=<cursor>: a
 // websocket that sends the thread's catch-up, then its live events. With
 // after (the cursor the thread page was rendered at, or of the last event
 // a reconnecting tab applied) the catch-up is only the live events after
-// it, when the Runner still holds them; a malformed cursor is a 400. Only
+// it, when the Runner still holds them; a malformed cursor is a 400 (and
+// no upgrade), saying what is wrong with it (runs.CheckCursor). Only
 // the Studio's own origin (and Routes.OriginPatterns) may connect:
 // coder/websocket refuses other origins with 403. The browser never sends
 // anything but the close handshake.
@@ -55,14 +53,18 @@ var cursorPattern = regexp.MustCompile(`^[0-9a-z]{1,16}:[0-9]{1,20}$`)
 func ThreadEvents(rt Routes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := chi.URLParam(r, "thread")
-		if _, err := rt.Runs.Thread(id); err != nil {
+		if _, err := rt.Runs.Thread(r.Context(), id); err != nil {
 			fail(w, r, rt.Logger, err)
 			return
 		}
+		// The whole cursor is checked before the upgrade: once the
+		// socket is open, a bad request can only be a close code.
 		after := r.URL.Query().Get("after")
-		if after != "" && !cursorPattern.MatchString(after) {
-			fail(w, r, rt.Logger, fmt.Errorf("%w: after %q is not a cursor (<epoch>:<seq>)", runs.ErrInvalidInput, after))
-			return
+		if after != "" {
+			if err := runs.CheckCursor(after); err != nil {
+				fail(w, r, rt.Logger, fmt.Errorf("after: %w", err))
+				return
+			}
 		}
 		c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: rt.OriginPatterns})
 		if err != nil {
@@ -79,6 +81,12 @@ func ThreadEvents(rt Routes) http.Handler {
 			catchup, sub, err = rt.Runs.Subscribe(ctx, id)
 		}
 		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, context.Canceled) {
+				// The tab closed (or navigated away) during the
+				// catch-up: nothing went wrong on the server.
+				logger(rt.Logger).Debug("websocket: client left during catch-up", slog.String("thread", id), slog.Any("error", err))
+				return
+			}
 			logger(rt.Logger).Error("websocket: subscribe", slog.String("thread", id), slog.Any("error", err))
 			c.Close(websocket.StatusInternalError, "cannot read the thread")
 			return

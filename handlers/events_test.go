@@ -3,13 +3,19 @@ package handlers_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/go-chi/chi/v5"
 
+	"github.com/superstep-dev/superstep/engine"
+	"github.com/superstep-dev/superstep/handlers"
 	"github.com/superstep-dev/superstep/runs"
 )
 
@@ -119,5 +125,74 @@ func TestThreadWebsocketBatchesEventsInArrays(t *testing.T) {
 		if q != seqs[0]+uint64(i) {
 			t.Fatalf("live seqs %v: want consecutive (none lost, none repeated, in order)", seqs)
 		}
+	}
+}
+
+// slowCatchup is a run manager whose catch-up takes until the client goes
+// away (a long history read when the tab closes).
+type slowCatchup struct {
+	*runs.Manager
+	entered chan struct{}
+}
+
+func (s slowCatchup) Subscribe(ctx context.Context, _ string) ([]runs.Event, *runs.Subscription, error) {
+	s.entered <- struct{}{}
+	<-ctx.Done()
+	return nil, nil, fmt.Errorf("read the checkpoints: %w", ctx.Err())
+}
+
+// logRecords is a slog handler that hands every record to the test.
+type logRecords chan slog.Record
+
+func (logRecords) Enabled(context.Context, slog.Level) bool { return true }
+func (c logRecords) Handle(_ context.Context, r slog.Record) error {
+	c <- r
+	return nil
+}
+func (c logRecords) WithAttrs([]slog.Attr) slog.Handler { return c }
+func (c logRecords) WithGroup(string) slog.Handler      { return c }
+
+// A tab that closes while its catch-up is read is not a server error: the
+// Studio's log says so at Debug, not at Error.
+func TestThreadWebsocketClientLeavingDuringCatchupIsNotAnError(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	m, err := runs.NewManager(map[string]engine.Compiled{"flow": flowGraph(t, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	if _, err := m.Start(ctx, "flow", "leaving", nil, runs.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Wait(ctx, "leaving"); err != nil {
+		t.Fatal(err)
+	}
+	runner := slowCatchup{Manager: m, entered: make(chan struct{}, 1)}
+	logs := make(logRecords, 16)
+	r := chi.NewRouter()
+	handlers.Routes{Runs: runner, Logger: slog.New(logs)}.Mount(r)
+	srv := httptest.NewServer(handlers.Secure(r))
+	t.Cleanup(srv.Close)
+
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/threads/leaving/ws",
+		&websocket.DialOptions{HTTPHeader: http.Header{"Origin": {srv.URL}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-runner.entered:
+	case <-ctx.Done():
+		t.Fatal("the catch-up never started")
+	}
+	c.CloseNow()
+	select {
+	case rec := <-logs:
+		if rec.Level >= slog.LevelError {
+			t.Fatalf("a client leaving during the catch-up was logged at %v: %q", rec.Level, rec.Message)
+		}
+	case <-ctx.Done():
+		t.Fatal("the handler logged nothing when the client left")
 	}
 }

@@ -197,3 +197,13 @@ func (f *fixture) values(t testing.TB, graph, thread string) map[string]any {
 	}
 	return s.Values
 }
+
+// list is the run manager's ListThreads for a test: a failure ends it.
+func (f *fixture) list(t testing.TB, filter runs.ThreadFilter) []runs.Thread {
+	t.Helper()
+	ts, err := f.runs.ListThreads(context.Background(), filter)
+	if err != nil {
+		t.Fatalf("ListThreads(%+v): %v", filter, err)
+	}
+	return ts
+}

@@ -173,7 +173,12 @@ func graphView(r *http.Request, rt Routes, name string, g engine.Compiled) (web.
 			v.Nodes = append(v.Nodes, n)
 		}
 	}
-	v.Threads = threadRows(rt.Runs.Threads(runs.ThreadFilter{Graph: name, Limit: recentThreads}), recentThreads)
+	// A registry that cannot be read is an error, not "no threads".
+	ts, err := rt.Runs.ListThreads(r.Context(), runs.ThreadFilter{Graph: name, Limit: recentThreads})
+	if err != nil {
+		return web.GraphView{}, err
+	}
+	v.Threads = threadRows(ts, recentThreads)
 	return v, nil
 }
 

@@ -2,7 +2,9 @@ package handlers_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -304,5 +306,33 @@ func TestGraphPageListsItsRecentThreads(t *testing.T) {
 	defer rec.mu.Unlock()
 	if len(rec.limits) == 0 || slices.Contains(rec.limits, 0) {
 		t.Fatalf("the registry was asked for lists with limits %v; want each capped", rec.limits)
+	}
+}
+
+// unreadableRegistry is a thread registry whose lists fail.
+type unreadableRegistry struct{ runs.ThreadStore }
+
+func (unreadableRegistry) ListThreads(context.Context, runs.ThreadFilter) ([]runs.ThreadRecord, error) {
+	return nil, errors.New("registry is down")
+}
+
+// A registry that cannot be read makes the graph page an error, not a
+// page that says the graph has no threads.
+func TestGraphPageWithAnUnreadableRegistryIsAnError(t *testing.T) {
+	t.Parallel()
+	m, err := runs.NewManager(map[string]engine.Compiled{"nested": nestedGraph(t)}, runs.WithThreadStore(unreadableRegistry{runs.NewMemoryThreads()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := chi.NewRouter()
+	handlers.Routes{Runs: m, Logger: slog.New(slog.DiscardHandler)}.Mount(r)
+	srv := httptest.NewServer(handlers.Secure(r))
+	t.Cleanup(func() {
+		srv.Close()
+		m.Close()
+	})
+	f := &fixture{srv: srv, runs: m}
+	if res := f.get(t, "/graphs/nested"); res.code != http.StatusInternalServerError {
+		t.Fatalf("graph page with an unreadable registry = %d, want 500", res.code)
 	}
 }

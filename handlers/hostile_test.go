@@ -94,9 +94,9 @@ func (f *hostileFixture) snapshot(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
 	var b strings.Builder
-	ths := f.runs.Threads(runs.ThreadFilter{})
+	ths := f.list(t, runs.ThreadFilter{})
 	fmt.Fprintf(&b, "threads=%d history=%d\n", len(ths), len(f.history(t, "approval", f.thread)))
-	th, err := f.runs.Thread(f.thread)
+	th, err := f.runs.Thread(context.Background(), f.thread)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,9 @@ package handlers_test
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -44,8 +46,31 @@ func TestThreadPageRendersOnceAndSocketResumesAtItsCursor(t *testing.T) {
 	}
 	wsURL := "ws" + strings.TrimPrefix(f.srv.URL, "http") + "/threads/once/ws"
 	hdr := &websocket.DialOptions{HTTPHeader: http.Header{"Origin": {f.srv.URL}}}
-	if _, resp, err := websocket.Dial(ctx, wsURL+"?after=bad%20cursor", hdr); err == nil || resp.StatusCode != http.StatusBadRequest {
-		t.Fatalf("a malformed cursor: %v", err)
+	// A malformed cursor is refused before the upgrade, whatever part of
+	// it is wrong (a seq past uint64 once passed a digit-count check and
+	// failed only after the socket was open).
+	for _, bad := range []struct{ cursor, says string }{
+		{"bad cursor", "no &#39;:&#39;"},
+		{"ab:99999999999999999999", "out of range"},
+		{"ab:", "decimal number"},
+		{":1", "epoch"},
+		{"AB:1", "epoch"},
+		{"ab:-1", "decimal number"},
+		{"ab:+1", "decimal number"},
+		{"ab:1:2", "decimal number"},
+		{strings.Repeat("a", 17) + ":1", "epoch"},
+	} {
+		_, resp, err := websocket.Dial(ctx, wsURL+"?after="+url.QueryEscape(bad.cursor), hdr)
+		if err == nil {
+			t.Fatalf("cursor %q: the socket opened", bad.cursor)
+		}
+		if resp == nil || resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("cursor %q: %v (response %+v), want a 400", bad.cursor, err, resp)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		if !strings.Contains(string(body), bad.says) {
+			t.Errorf("cursor %q: the 400 does not say %q:\n%s", bad.cursor, bad.says, body)
+		}
 	}
 	c, _, err := websocket.Dial(ctx, wsURL+"?after="+m[1], hdr)
 	if err != nil {

@@ -103,7 +103,7 @@ func TestStartRunRefusesBadInput(t *testing.T) {
 			t.Errorf("%s: %d, want %d saying %q; body: %.300s", tc.name, res.code, tc.code, tc.want, res.body)
 		}
 	}
-	if ts := f.runs.Threads(runs.ThreadFilter{}); len(ts) != 0 {
+	if ts := f.list(t, runs.ThreadFilter{}); len(ts) != 0 {
 		t.Fatalf("refused starts left threads behind: %+v", ts)
 	}
 	// The form comes back with what was typed.
@@ -150,7 +150,7 @@ func TestCrossSitePostIsRefused(t *testing.T) {
 			t.Errorf("%v: %d %.200s", h, res.code, res.body)
 		}
 	}
-	if _, err := f.runs.Thread("evil"); err == nil {
+	if _, err := f.runs.Thread(context.Background(), "evil"); err == nil {
 		t.Fatal("a cross-site post started a run")
 	}
 }
@@ -285,7 +285,7 @@ func TestResumeRoutes(t *testing.T) {
 			t.Errorf("%s: %d, want %d saying %q: %.300s", tc.name, res.code, tc.code, tc.want, res.body)
 		}
 	}
-	if now, _ := f.runs.Thread("bad"); now.Status != runs.StatusInterrupted || now.RunID != th.RunID {
+	if now, _ := f.runs.Thread(context.Background(), "bad"); now.Status != runs.StatusInterrupted || now.RunID != th.RunID {
 		t.Fatalf("refused resumes changed the thread: %+v", now)
 	}
 }

@@ -25,11 +25,13 @@ import (
 type Runner interface {
 	GraphNames() []string
 	Graph(name string) (engine.Compiled, error)
-	Threads(f runs.ThreadFilter) []runs.Thread
-	Thread(id string) (runs.Thread, error)
+	// ListThreads and Thread read the thread registry: the request's
+	// context bounds them, so a client that goes away stops the read.
+	ListThreads(ctx context.Context, f runs.ThreadFilter) ([]runs.Thread, error)
+	Thread(ctx context.Context, id string) (runs.Thread, error)
 	Start(ctx context.Context, graph, thread string, input map[string]any, opts runs.StartOptions) (runs.Thread, error)
 	Resume(ctx context.Context, thread string, answer any) (runs.Thread, error)
-	Cancel(thread string) error
+	Cancel(ctx context.Context, thread string) error
 	Subscribe(ctx context.Context, thread string) ([]runs.Event, *runs.Subscription, error)
 	// Time travel (checkpoints.go).
 	Checkpoint(ctx context.Context, thread, checkpointID string) (*checkpoints.Tuple, error)

@@ -43,17 +43,12 @@ func ThreadList(rt Routes) http.Handler {
 			fail(w, r, rt.Logger, fmt.Errorf("%w: unknown graph %q", runs.ErrInvalidInput, f.Graph))
 			return
 		}
-		var ts []runs.Thread
-		if l, ok := rt.Runs.(runs.ThreadLister); ok {
-			// A registry that cannot be read is an error page, not an
-			// empty list that says no thread exists.
-			var err error
-			if ts, err = l.ListThreads(r.Context(), f); err != nil {
-				fail(w, r, rt.Logger, err)
-				return
-			}
-		} else {
-			ts = rt.Runs.Threads(f)
+		// A registry that cannot be read is an error page, not an empty
+		// list that says no thread exists.
+		ts, err := rt.Runs.ListThreads(r.Context(), f)
+		if err != nil {
+			fail(w, r, rt.Logger, err)
+			return
 		}
 		v := web.ThreadsView{Threads: threadRows(ts, pageLimit), Status: string(f.Status), Graph: f.Graph, Statuses: statuses, Graphs: graphs}
 		if len(ts) > pageLimit {
@@ -98,7 +93,7 @@ var _ liveRunner = (*runs.Manager)(nil)
 // open subgraph light up from the subgraph's task events.
 func ThreadPage(rt Routes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		t, err := rt.Runs.Thread(chi.URLParam(r, "thread"))
+		t, err := rt.Runs.Thread(r.Context(), chi.URLParam(r, "thread"))
 		if err != nil {
 			fail(w, r, rt.Logger, err)
 			return
@@ -315,7 +310,7 @@ func (f *folded) valueRows(thread string) []web.ValueRow {
 func ResumeRun(rt Routes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := chi.URLParam(r, "thread")
-		t, err := rt.Runs.Thread(id)
+		t, err := rt.Runs.Thread(r.Context(), id)
 		if err != nil {
 			fail(w, r, rt.Logger, err)
 			return
@@ -364,7 +359,7 @@ func ResumeRun(rt Routes) http.Handler {
 func CancelRun(rt Routes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := chi.URLParam(r, "thread")
-		if err := rt.Runs.Cancel(id); err != nil {
+		if err := rt.Runs.Cancel(r.Context(), id); err != nil {
 			fail(w, r, rt.Logger, err)
 			return
 		}

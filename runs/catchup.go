@@ -28,17 +28,19 @@ const CatchupLimit = 200
 // and live is sent twice, and consumers apply events idempotently (keyed
 // by task id and step).
 func (m *Manager) Subscribe(ctx context.Context, threadID string) (catchup []Event, sub *Subscription, err error) {
-	h, err := m.hubOf(ctx, threadID)
+	t, err := m.lockThread(ctx, threadID)
 	if err != nil {
 		return nil, nil, err
 	}
+	h := t.hub
 	sub, cursor := h.subscribeAt()
+	m.mu.Unlock()
 	catchup, err = m.history(ctx, threadID, h)
 	if err != nil {
 		sub.Close()
 		return nil, nil, err
 	}
-	caught, err := m.caughtUp(threadID, cursor)
+	caught, err := m.caughtUp(ctx, threadID, cursor)
 	if err != nil {
 		sub.Close()
 		return nil, nil, err
@@ -52,20 +54,22 @@ func (m *Manager) Subscribe(ctx context.Context, threadID string) (catchup []Eve
 // retained live events after the cursor, then caught_up, and no
 // checkpoint is read. A cursor from another process, or one whose
 // following events are no longer retained, gets Subscribe's full
-// catch-up. A malformed cursor is ErrInvalidInput.
+// catch-up. A malformed cursor is ErrInvalidInput (see CheckCursor).
 func (m *Manager) SubscribeFrom(ctx context.Context, threadID, cursor string) (catchup []Event, sub *Subscription, err error) {
-	h, err := m.hubOf(ctx, threadID)
+	c, err := parseCursor(cursor)
 	if err != nil {
 		return nil, nil, err
 	}
-	evs, sub, at, err := h.resume(cursor)
-	switch {
-	case errors.Is(err, errCursorGone):
-		return m.Subscribe(ctx, threadID)
-	case err != nil:
+	t, err := m.lockThread(ctx, threadID)
+	if err != nil {
 		return nil, nil, err
 	}
-	caught, err := m.caughtUp(threadID, at)
+	evs, sub, at, err := t.hub.resume(c)
+	m.mu.Unlock()
+	if errors.Is(err, errCursorGone) {
+		return m.Subscribe(ctx, threadID)
+	}
+	caught, err := m.caughtUp(ctx, threadID, at)
 	if err != nil {
 		sub.Close()
 		return nil, nil, err
@@ -78,31 +82,26 @@ func (m *Manager) SubscribeFrom(ctx context.Context, threadID, cursor string) (c
 // page renders it, then subscribes with SubscribeFrom(cursor). The cursor
 // is taken before the checkpoints are read, so the events after it may
 // repeat some of what the page shows (applying them again is harmless).
+//
+// A thread of an earlier process (or one evicted while idle), known only
+// from the registry, is loaded and gets a hub with no retained events:
+// its catch-up is what its checkpoints hold.
 func (m *Manager) History(ctx context.Context, threadID string) ([]Event, string, error) {
-	h, err := m.hubOf(ctx, threadID)
+	t, err := m.lockThread(ctx, threadID)
 	if err != nil {
 		return nil, "", err
 	}
+	h := t.hub
+	m.mu.Unlock()
 	cursor := h.cursor()
 	evs, err := m.history(ctx, threadID, h)
 	return evs, cursor, err
 }
 
-// hubOf returns the thread's hub. A thread of an earlier process, known
-// only from the registry, is loaded (and gets a hub, with no retained
-// events: its catch-up is what its checkpoints hold).
-func (m *Manager) hubOf(ctx context.Context, threadID string) (*hub, error) {
-	t, err := m.load(ctx, threadID)
-	if err != nil {
-		return nil, err
-	}
-	return t.hub, nil
-}
-
 // history is the thread's catch-up: its checkpoints as events, the
 // retained live details merged in, and the tasks at work while it runs.
 func (m *Manager) history(ctx context.Context, threadID string, h *hub) ([]Event, error) {
-	info, err := m.Thread(threadID)
+	info, err := m.Thread(ctx, threadID)
 	if err != nil {
 		return nil, err
 	}
@@ -122,8 +121,8 @@ func (m *Manager) history(ctx context.Context, threadID string, h *hub) ([]Event
 	return evs, nil
 }
 
-func (m *Manager) caughtUp(threadID, cursor string) (Event, error) {
-	info, err := m.Thread(threadID)
+func (m *Manager) caughtUp(ctx context.Context, threadID, cursor string) (Event, error) {
+	info, err := m.Thread(ctx, threadID)
 	if err != nil {
 		return Event{}, err
 	}

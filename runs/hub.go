@@ -97,14 +97,52 @@ func (h *hub) cursor() string {
 // it are no longer retained; the subscriber gets a full catch-up instead.
 var errCursorGone = errors.New("runs: cursor no longer resumable")
 
-// resume registers a subscriber and returns the retained events after
-// cursor, atomically: nothing is missed or sent twice between the two.
-func (h *hub) resume(cursor string) ([]Event, *Subscription, string, error) {
-	epoch, seqText, ok := strings.Cut(cursor, ":")
-	after, err := strconv.ParseUint(seqText, 10, 64)
-	if !ok || err != nil {
-		return nil, nil, "", fmt.Errorf("%w: cursor %q is not <epoch>:<seq>", ErrInvalidInput, cursor)
+// logCursor is a parsed live-log cursor: the hub it names and the last
+// event its holder applied.
+type logCursor struct {
+	epoch string
+	after uint64
+}
+
+// maxEpochLen is the longest epoch a hub makes (a 48-bit number in base
+// 36 has at most 10 digits), with room to spare.
+const maxEpochLen = 16
+
+// parseCursor reads a cursor as a hub writes it, <epoch>:<seq>.
+func parseCursor(s string) (logCursor, error) {
+	epoch, seqText, ok := strings.Cut(s, ":")
+	bad := func(why string) (logCursor, error) {
+		return logCursor{}, fmt.Errorf("%w: cursor %q is not <epoch>:<seq>: %s", ErrInvalidInput, clip(s), why)
 	}
+	if !ok {
+		return bad("no ':'")
+	}
+	if epoch == "" || len(epoch) > maxEpochLen || strings.TrimLeft(epoch, "0123456789abcdefghijklmnopqrstuvwxyz") != "" {
+		return bad("the epoch is 1 to 16 lower-case letters and digits")
+	}
+	if seqText == "" || strings.TrimLeft(seqText, "0123456789") != "" {
+		return bad("the seq is a decimal number")
+	}
+	after, err := strconv.ParseUint(seqText, 10, 64)
+	if err != nil {
+		return bad("the seq is out of range")
+	}
+	return logCursor{epoch: epoch, after: after}, nil
+}
+
+// CheckCursor reports why s cannot be a cursor for SubscribeFrom, or nil:
+// a caller that answers a bad cursor differently from a failed
+// subscription (the websocket, with a 400 before it upgrades) checks it
+// first. Errors wrap ErrInvalidInput and say what is wrong.
+func CheckCursor(s string) error {
+	_, err := parseCursor(s)
+	return err
+}
+
+// resume registers a subscriber and returns the retained events after
+// cur, atomically: nothing is missed or sent twice between the two.
+func (h *hub) resume(cur logCursor) ([]Event, *Subscription, string, error) {
+	epoch, after := cur.epoch, cur.after
 	c := make(chan Event, SubscriberBuffer)
 	s := &Subscription{C: c, c: c, hub: h}
 	h.mu.Lock()
@@ -218,4 +256,20 @@ func (h *hub) count() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return len(h.subs)
+}
+
+// usage reports the hub's subscribers and the bytes its log retains.
+func (h *hub) usage() (subs, bytes int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.subs), h.logBytes
+}
+
+// settle drops what the tracker holds of the thread's state once a run
+// (or a state edit) is over: the thread may stay idle in memory a long
+// time, and the state can be large.
+func (h *hub) settle() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.track.values.forget()
 }

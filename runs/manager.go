@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -92,7 +94,7 @@ type StartOptions struct {
 	RecursionLimit int
 }
 
-// ThreadFilter narrows Threads; empty fields match everything.
+// ThreadFilter narrows ListThreads; empty fields match everything.
 type ThreadFilter struct {
 	Status Status
 	Graph  string
@@ -110,14 +112,21 @@ type Manager struct {
 	stop   context.CancelFunc
 	wg     sync.WaitGroup
 	now    func() time.Time
-	// store is the thread registry every status change is written to;
-	// threads holds the threads this process has touched (live hubs,
-	// active runs) and is the truth for them.
+	// store is the thread registry every status change is written to,
+	// and the truth for every thread this process does not hold.
 	store   ThreadStore
 	onError func(error)
+	// idleThreads and idleBytes bound the threads held while nobody uses
+	// them (WithIdleLimits).
+	idleThreads, idleBytes int
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// threads holds the threads in use (active runs, subscribers, a
+	// status not yet written to the registry) and the most recently used
+	// idle ones, with their hubs; it is the truth for them.
 	threads map[string]*thread
+	// clock counts lookups; a thread's used is the count at its last one.
+	clock uint64
 }
 
 type thread struct {
@@ -132,6 +141,13 @@ type thread struct {
 	// write takes the record as it is once it holds the lock, so the last
 	// write is never an older record than an earlier one.
 	saveMu sync.Mutex
+	// used orders the threads by their last use: the least recently used
+	// idle thread is evicted first.
+	used uint64
+	// changes counts the changes of info; saved is the count the
+	// registry last took. A thread with a change the registry lacks is
+	// never evicted: reading it back would turn its status back.
+	changes, saved uint64
 }
 
 // NewManager registers graphs by name. Every graph needs a checkpointer:
@@ -142,12 +158,16 @@ type thread struct {
 // threads it calls running as failed (error StoppedReason): this Manager
 // has no runs yet, so those runs died with the process that ran them.
 func NewManager(graphs map[string]engine.Compiled, opts ...ManagerOption) (*Manager, error) {
-	m := &Manager{graphs: map[string]engine.Compiled{}, threads: map[string]*thread{}, now: time.Now}
+	m := &Manager{graphs: map[string]engine.Compiled{}, threads: map[string]*thread{}, now: time.Now,
+		idleThreads: DefaultIdleThreads, idleBytes: DefaultIdleEventBytes}
 	for _, o := range opts {
 		o(m)
 	}
 	if m.store == nil {
 		m.store = NewMemoryThreads()
+	}
+	if m.idleThreads < 1 || m.idleBytes < 0 {
+		return nil, fmt.Errorf("runs: idle limits of %d threads and %d event bytes: keep at least 1 thread and 0 bytes", m.idleThreads, m.idleBytes)
 	}
 	for name, g := range graphs {
 		if name == "" || !validName.MatchString(name) {
@@ -194,69 +214,62 @@ func (m *Manager) Graph(name string) (engine.Compiled, error) {
 }
 
 // Thread returns a thread's current record, read from the registry when
-// this process has not seen the thread yet (a thread of an earlier run of
-// the Studio); an interrupted thread's pending interrupts are then read
-// from its checkpoints.
-func (m *Manager) Thread(id string) (Thread, error) {
-	ctx, cancel := storeContext()
-	defer cancel()
-	t, err := m.load(ctx, id)
+// this process does not hold the thread (a thread of an earlier run of
+// the Studio, or one evicted while idle); an interrupted thread's pending
+// interrupts are then read from its checkpoints.
+func (m *Manager) Thread(ctx context.Context, id string) (Thread, error) {
+	t, err := m.lockThread(ctx, id)
 	if err != nil {
 		return Thread{}, err
 	}
-	m.mu.Lock()
 	defer m.mu.Unlock()
 	return t.snapshot(), nil
 }
 
-// Threads is ListThreads for callers that show a list and have no use for
-// its error: a registry that cannot be read lists nothing.
-func (m *Manager) Threads(f ThreadFilter) []Thread {
-	ctx, cancel := storeContext()
-	defer cancel()
-	ts, err := m.ListThreads(ctx, f)
-	if err != nil {
-		m.report(err)
-		return nil
-	}
-	return ts
-}
-
-// ListThreads lists the threads f selects from the registry, most
-// recently updated first. A list leaves Pending empty (Thread fills it):
-// reading every interrupted thread's checkpoints would make a list page
-// cost a checkpoint read per row.
+// ListThreads lists the threads f selects, most recently updated first
+// (ties by id), at most f.Limit of them. The registry lists them; a
+// thread this process holds is shown as it holds it (its record may lag,
+// when a write failed or is under way), and so may move in the order, or
+// join the list. A list leaves Pending empty (Thread fills it): reading
+// every interrupted thread's checkpoints would make a list page cost a
+// checkpoint read per row.
 func (m *Manager) ListThreads(ctx context.Context, f ThreadFilter) ([]Thread, error) {
 	recs, err := m.store.ListThreads(ctx, f)
 	if err != nil {
 		return nil, fmt.Errorf("runs: list threads: %w", err)
 	}
+	matches := func(th Thread) bool {
+		return (f.Status == "" || th.Status == f.Status) && (f.Graph == "" || th.Graph == f.Graph)
+	}
 	out := make([]Thread, 0, len(recs))
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	for _, rec := range recs {
-		th := fromRecord(rec)
-		// A thread this process holds is what its record was last
-		// written as, unless that write failed: show the live one.
-		if t, ok := m.threads[rec.ID]; ok {
-			th = t.snapshot()
-			th.Pending = nil
-			if (f.Status != "" && th.Status != f.Status) || (f.Graph != "" && th.Graph != f.Graph) {
-				continue
-			}
+		if _, held := m.threads[rec.ID]; !held {
+			out = append(out, fromRecord(rec))
 		}
-		out = append(out, th)
+	}
+	// The held threads are few (see WithIdleLimits): each is shown as
+	// held, whether or not the registry listed it, so a thread whose
+	// live update is newer than its record is not cut by the limit.
+	for _, t := range m.threads {
+		th := t.snapshot()
+		th.Pending = nil
+		if matches(th) {
+			out = append(out, th)
+		}
+	}
+	m.mu.Unlock()
+	slices.SortFunc(out, func(a, b Thread) int {
+		if c := b.Updated.Compare(a.Updated); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	if f.Limit > 0 && len(out) > f.Limit {
+		out = out[:f.Limit]
 	}
 	return out, nil
 }
-
-// ThreadLister is the part of the Manager that lists threads with an
-// error; callers that hold a narrower interface find it by type assertion.
-type ThreadLister interface {
-	ListThreads(ctx context.Context, f ThreadFilter) ([]Thread, error)
-}
-
-var _ ThreadLister = (*Manager)(nil)
 
 func (t *thread) snapshot() Thread {
 	s := t.info
@@ -306,13 +319,10 @@ type ByID map[string]any
 // static breakpoint continues with a nil answer. Resume reuses the last
 // run's options (breakpoints and recursion limit).
 func (m *Manager) Resume(ctx context.Context, threadID string, answer any) (Thread, error) {
-	t, err := m.load(ctx, threadID)
+	info, err := m.Thread(ctx, threadID)
 	if err != nil {
 		return Thread{}, err
 	}
-	m.mu.Lock()
-	info := t.snapshot()
-	m.mu.Unlock()
 	switch info.Status {
 	case StatusRunning:
 		return Thread{}, fmt.Errorf("%w: thread %q has an active run", ErrThreadBusy, threadID)
@@ -368,14 +378,11 @@ func storable(what string, v any) error {
 
 // Cancel stops the thread's active run. The thread becomes idle with
 // Error "cancelled"; what the run saved so far stays.
-func (m *Manager) Cancel(threadID string) error {
-	ctx, cancel := storeContext()
-	defer cancel()
-	t, err := m.load(ctx, threadID)
+func (m *Manager) Cancel(ctx context.Context, threadID string) error {
+	t, err := m.lockThread(ctx, threadID)
 	if err != nil {
 		return err
 	}
-	m.mu.Lock()
 	defer m.mu.Unlock()
 	if t.info.Status != StatusRunning || t.cancel == nil {
 		return fmt.Errorf("%w: thread %q is %s", ErrNotRunning, threadID, t.info.Status)
@@ -387,11 +394,10 @@ func (m *Manager) Cancel(threadID string) error {
 // Wait blocks until the thread has no active run (or ctx is done) and
 // returns its record.
 func (m *Manager) Wait(ctx context.Context, threadID string) (Thread, error) {
-	t, err := m.load(ctx, threadID)
+	t, err := m.lockThread(ctx, threadID)
 	if err != nil {
 		return Thread{}, err
 	}
-	m.mu.Lock()
 	done := t.done
 	m.mu.Unlock()
 	if done != nil {
@@ -401,7 +407,7 @@ func (m *Manager) Wait(ctx context.Context, threadID string) (Thread, error) {
 			return Thread{}, ctx.Err()
 		}
 	}
-	return m.Thread(threadID)
+	return m.Thread(ctx, threadID)
 }
 
 // Close cancels every active run and waits for them to end.
@@ -432,16 +438,24 @@ func checkOptions(g engine.Compiled, opts StartOptions) error {
 // when set, runs from that checkpoint instead of the thread's latest.
 func (m *Manager) launch(ctx context.Context, g engine.Compiled, graph, threadID string, input any, opts StartOptions, resumeOf, checkpointID string) (Thread, error) {
 	runID := uuid.NewString()
-	// A thread of an earlier process is loaded first, so the checks
-	// below (its graph, whether it waits on resumeOf) see its record.
-	if _, err := m.load(ctx, threadID); err != nil && !errors.Is(err, ErrUnknownThread) {
+	// A thread of an earlier process (or an evicted one) is loaded
+	// first, so the checks below (its graph, whether it waits on
+	// resumeOf) see its record.
+	t, err := m.lockThread(ctx, threadID)
+	existed := err == nil
+	switch {
+	case errors.Is(err, ErrUnknownThread):
+		m.mu.Lock()
+		t, existed = m.threads[threadID] // started meanwhile
+	case err != nil:
 		return Thread{}, err
 	}
-	m.mu.Lock()
-	t, existed := m.threads[threadID]
-	var prev Thread
+	// prev is the thread as it was, restored if the run is rejected.
+	var prev *Thread
+	var prevChanges uint64
 	if existed {
-		prev = t.snapshot()
+		p := t.snapshot()
+		prev, prevChanges = &p, t.changes
 		if t.info.Graph != graph {
 			m.mu.Unlock()
 			return Thread{}, fmt.Errorf("%w: thread %q runs graph %q, not %q", ErrGraphMismatch, threadID, t.info.Graph, graph)
@@ -457,10 +471,12 @@ func (m *Manager) launch(ctx context.Context, g engine.Compiled, graph, threadID
 	} else {
 		t = &thread{hub: newHub()}
 		m.threads[threadID] = t
+		m.touch(t)
 	}
 	runCtx, cancel := context.WithCancel(m.base)
 	t.cancel, t.done = cancel, make(chan struct{})
 	t.info = Thread{ID: threadID, Graph: graph, Status: StatusRunning, Updated: Stamp(m.now()), RunID: runID, Options: opts}
+	t.changes++
 	done := t.done
 	m.mu.Unlock()
 
@@ -509,7 +525,7 @@ func (m *Manager) launch(ctx context.Context, g engine.Compiled, graph, threadID
 		defer cancel()
 		_, err := g.Pregel().Invoke(runCtx, input, ro)
 		runErr = err
-		m.finish(t, threadID, runID, err, !progressed, existed, prev)
+		m.finish(t, runID, err, !progressed, prev, prevChanges)
 		close(done)
 		markStarted()
 	}()
@@ -518,7 +534,9 @@ func (m *Manager) launch(ctx context.Context, g engine.Compiled, graph, threadID
 	case <-started:
 	case <-ctx.Done():
 		// The caller went away; the run goes on.
-		return m.Thread(threadID)
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return t.snapshot(), nil
 	}
 	select {
 	case <-done:
@@ -534,25 +552,27 @@ func (m *Manager) launch(ctx context.Context, g engine.Compiled, graph, threadID
 
 // finish records how a run ended and tells the subscribers. A run that
 // failed before saving anything is rolled back: a new thread disappears,
-// an existing one gets its previous record back.
-func (m *Manager) finish(t *thread, threadID, runID string, err error, rejected, existed bool, prev Thread) {
+// an existing one (prev) gets its previous record back. Either way the
+// registry already holds what it should (nothing, or prev), so nothing
+// is written.
+func (m *Manager) finish(t *thread, runID string, err error, rejected bool, prev *Thread, prevChanges uint64) {
 	m.mu.Lock()
+	threadID := t.info.ID
 	if rejected && err != nil {
 		status := StatusIdle
-		if existed {
-			t.info = prev
+		if prev != nil {
+			t.info, t.changes = *prev, prevChanges
 			status = prev.Status
-		} else {
+		} else if m.threads[threadID] == t {
 			delete(m.threads, threadID)
 		}
 		t.cancel = nil
 		m.mu.Unlock()
-		if existed {
-			m.persist(t)
-		}
 		t.hub.publish(Event{Kind: KindRunFinished, Thread: threadID, RunID: runID, Status: status, Error: "rejected: " + err.Error(), Time: m.now()})
 		return
 	}
+	t.changes++
+	m.touch(t)
 	info := &t.info
 	info.Updated = Stamp(m.now())
 	info.Pending, info.Before, info.After, info.Error = nil, nil, nil, ""
@@ -575,6 +595,11 @@ func (m *Manager) finish(t *thread, threadID, runID string, err error, rejected,
 	m.mu.Unlock()
 	m.persist(t)
 	t.hub.publish(ev)
+	t.hub.settle()
+	// The thread may be idle now: the bounds count it.
+	m.mu.Lock()
+	m.evictLocked(nil)
+	m.mu.Unlock()
 }
 
 // StoppedReason is the error of a thread whose run was going on when the
@@ -594,16 +619,38 @@ func WithThreadStore(s ThreadStore) ManagerOption {
 
 // WithErrorHandler receives the errors the Manager cannot return to a
 // caller: a run's status that could not be written to the registry (the
-// Manager goes on with the status it holds; the registry is behind until
-// the thread's next change), or a registry that Threads could not read.
-// The Manager never logs; without a handler these errors are dropped.
+// Manager goes on with the status it holds, and keeps the thread in
+// memory; the registry is behind until the thread's next change). The
+// Manager never logs; without a handler these errors are dropped.
 func WithErrorHandler(f func(error)) ManagerOption {
 	return func(m *Manager) { m.onError = f }
 }
 
-// storeTimeout bounds a registry call made without a caller's context
-// (Thread, Threads, Cancel, and writes at the end of a run, which must
-// not be cancelled with the run).
+// Defaults for WithIdleLimits.
+const (
+	DefaultIdleThreads    = 256
+	DefaultIdleEventBytes = 64 << 20
+)
+
+// WithIdleLimits bounds the memory of the threads nobody is using: no
+// active run, no subscriber, and a status the registry holds. The Manager
+// keeps at most threads of them, and fewer when their retained events
+// (see RetainEvents) hold more than eventBytes in all; beyond that it
+// drops the least recently used from memory. A dropped thread is read
+// back from the registry and its checkpoints when it is next looked at,
+// as after a restart: it lists, opens and resumes as before, but its page
+// no longer shows the durations, attempts and cache hits that only live
+// events carried, and a cursor into its old events gets a full catch-up.
+// Without this option the limits are DefaultIdleThreads and
+// DefaultIdleEventBytes. threads must be at least 1, eventBytes at
+// least 0 (NewManager refuses others).
+func WithIdleLimits(threads, eventBytes int) ManagerOption {
+	return func(m *Manager) { m.idleThreads, m.idleBytes = threads, eventBytes }
+}
+
+// storeTimeout bounds a registry call made without a caller's context:
+// NewManager's, and the writes of a thread's status, which must not be
+// cancelled with the run or the request that caused them.
 const storeTimeout = 30 * time.Second
 
 func storeContext() (context.Context, context.CancelFunc) {
@@ -616,17 +663,21 @@ func (m *Manager) report(err error) {
 	}
 }
 
-// load returns the thread, from this process's threads or else from the
-// registry; a thread read from the registry is kept from then on (it gets
-// a hub for subscribers). An interrupted thread's pending interrupts are
-// read from its latest checkpoint: they are what Resume answers.
-func (m *Manager) load(ctx context.Context, id string) (*thread, error) {
+// lockThread returns the thread with m.mu held, from the threads this
+// process holds or else from the registry; a thread read from the
+// registry is held from then on (it gets a hub for subscribers), until it
+// is evicted. An interrupted thread's pending interrupts are read from
+// its latest checkpoint: they are what Resume answers. Holding m.mu, the
+// caller may rely on the thread being the one held (eviction takes
+// m.mu): a subscriber it adds, or a run it claims, is on the hub and
+// record every later lookup finds. On error m.mu is not held.
+func (m *Manager) lockThread(ctx context.Context, id string) (*thread, error) {
 	m.mu.Lock()
-	t, ok := m.threads[id]
-	m.mu.Unlock()
-	if ok {
+	if t, ok := m.threads[id]; ok {
+		m.touch(t)
 		return t, nil
 	}
+	m.mu.Unlock()
 	if CheckThreadID(id) != nil {
 		// Not a thread id, so not a thread: callers answer 404, as for
 		// any id nobody started.
@@ -650,13 +701,62 @@ func (m *Manager) load(ctx context.Context, id string) (*thread, error) {
 		}
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	if t, ok := m.threads[id]; ok {
-		return t, nil // loaded (or started) meanwhile
+	t, ok := m.threads[id]
+	if !ok {
+		t = &thread{info: info, hub: newHub()}
+		m.threads[id] = t
+		m.evictLocked(t)
 	}
-	t = &thread{info: info, hub: newHub()}
-	m.threads[id] = t
+	m.touch(t)
 	return t, nil
+}
+
+// touch marks t as just used. m.mu is held.
+func (m *Manager) touch(t *thread) {
+	m.clock++
+	t.used = m.clock
+}
+
+// idle reports whether t may be evicted: nothing but memory would notice
+// (subs is its subscriber count). m.mu is held.
+func (t *thread) idle(subs int) bool {
+	return t.info.Status != StatusRunning && t.cancel == nil && !t.updating && t.changes == t.saved && subs == 0
+}
+
+// evictLocked drops idle threads, least recently used first, until the
+// idle ones number at most m.idleThreads and their retained events hold
+// at most m.idleBytes. keep, the thread a caller is about to use, stays.
+// The scan is over the held threads, which these bounds keep few.
+// m.mu is held.
+func (m *Manager) evictLocked(keep *thread) {
+	type idleThread struct {
+		id    string
+		t     *thread
+		bytes int
+	}
+	var idle []idleThread
+	n, total := 0, 0
+	for id, t := range m.threads {
+		subs, bytes := t.hub.usage()
+		if !t.idle(subs) {
+			continue
+		}
+		n, total = n+1, total+bytes
+		if t != keep {
+			idle = append(idle, idleThread{id, t, bytes})
+		}
+	}
+	if n <= m.idleThreads && total <= m.idleBytes {
+		return
+	}
+	slices.SortFunc(idle, func(a, b idleThread) int { return cmp.Compare(a.t.used, b.t.used) })
+	for _, it := range idle {
+		if n <= m.idleThreads && total <= m.idleBytes {
+			break
+		}
+		delete(m.threads, it.id)
+		n, total = n-1, total-it.bytes
+	}
 }
 
 // persist writes the thread's record as it is now to the registry. A
@@ -666,13 +766,17 @@ func (m *Manager) persist(t *thread) {
 	t.saveMu.Lock()
 	defer t.saveMu.Unlock()
 	m.mu.Lock()
-	rec := record(t.info)
+	rec, changes := record(t.info), t.changes
 	m.mu.Unlock()
 	ctx, cancel := storeContext()
 	defer cancel()
 	if err := m.store.SaveThread(ctx, rec); err != nil {
 		m.report(fmt.Errorf("runs: save thread %q (%s): %w", rec.ID, rec.Status, err))
+		return
 	}
+	m.mu.Lock()
+	t.saved = max(t.saved, changes)
+	m.mu.Unlock()
 }
 
 func record(t Thread) ThreadRecord {

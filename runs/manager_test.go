@@ -272,17 +272,17 @@ func TestCancelStopsTheRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-g.entered
-	if err := m.Cancel("c"); err != nil {
+	if err := m.Cancel(context.Background(), "c"); err != nil {
 		t.Fatal(err)
 	}
 	th := wait(t, m, "c")
 	if th.Status != runs.StatusIdle || th.Error != "cancelled" {
 		t.Fatalf("after Cancel: %+v, want idle and cancelled", th)
 	}
-	if err := m.Cancel("c"); !errors.Is(err, runs.ErrNotRunning) {
+	if err := m.Cancel(context.Background(), "c"); !errors.Is(err, runs.ErrNotRunning) {
 		t.Fatalf("Cancel of an idle thread = %v, want ErrNotRunning", err)
 	}
-	if err := m.Cancel("nope"); !errors.Is(err, runs.ErrUnknownThread) {
+	if err := m.Cancel(context.Background(), "nope"); !errors.Is(err, runs.ErrUnknownThread) {
 		t.Fatalf("Cancel of an unknown thread = %v, want ErrUnknownThread", err)
 	}
 }
@@ -391,7 +391,7 @@ func TestStartRejectsBadRequests(t *testing.T) {
 		if !errors.Is(err, tc.want) {
 			t.Errorf("%s: Start = %v, want %v", tc.name, err, tc.want)
 		}
-		if _, err := m.Thread(tc.thread); !errors.Is(err, runs.ErrUnknownThread) {
+		if _, err := m.Thread(context.Background(), tc.thread); !errors.Is(err, runs.ErrUnknownThread) {
 			t.Errorf("%s: a rejected start left thread %q behind (%v)", tc.name, tc.thread, err)
 		}
 	}
@@ -410,7 +410,7 @@ func TestThreadIsBoundToItsGraph(t *testing.T) {
 	}
 }
 
-func TestThreadsFilterByStatusAndGraph(t *testing.T) {
+func TestListThreadsFiltersByStatusAndGraph(t *testing.T) {
 	t.Parallel()
 	m := manager(t, map[string]engine.Compiled{"linear": linear(t, nil), "ask": approvals(t, false)})
 	ctx := context.Background()
@@ -437,11 +437,11 @@ func TestThreadsFilterByStatusAndGraph(t *testing.T) {
 		{runs.ThreadFilter{Status: runs.StatusInterrupted}, []string{"a1"}},
 		{runs.ThreadFilter{Status: runs.StatusIdle, Graph: "ask"}, nil},
 	} {
-		if got := ids(m.Threads(tc.f)); !slices.Equal(got, tc.want) {
-			t.Errorf("Threads(%+v) = %v, want %v", tc.f, got, tc.want)
+		if got := ids(list(t, m, tc.f)); !slices.Equal(got, tc.want) {
+			t.Errorf("ListThreads(%+v) = %v, want %v", tc.f, got, tc.want)
 		}
 	}
-	all := m.Threads(runs.ThreadFilter{})
+	all := list(t, m, runs.ThreadFilter{})
 	if !all[0].Updated.After(all[2].Updated) && !all[0].Updated.Equal(all[2].Updated) {
 		t.Errorf("threads not newest first: %+v", all)
 	}
@@ -461,5 +461,43 @@ func TestNewManagerNeedsCheckpointers(t *testing.T) {
 	}
 	if _, err := runs.NewManager(map[string]engine.Compiled{"bad name": linear(t, nil)}); err == nil {
 		t.Fatal("a graph name with a space was accepted")
+	}
+}
+
+// list is m.ListThreads for a test: a failure ends it.
+func list(t *testing.T, m *runs.Manager, f runs.ThreadFilter) []runs.Thread {
+	t.Helper()
+	ts, err := m.ListThreads(context.Background(), f)
+	if err != nil {
+		t.Fatalf("ListThreads(%+v): %v", f, err)
+	}
+	return ts
+}
+
+// slowRegistry is a thread registry whose reads wait until their context
+// ends (a database that stopped answering).
+type slowRegistry struct{ runs.ThreadStore }
+
+func (slowRegistry) GetThread(ctx context.Context, _ string) (runs.ThreadRecord, error) {
+	<-ctx.Done()
+	return runs.ThreadRecord{}, ctx.Err()
+}
+
+// Reading a thread the Manager does not hold asks the registry under the
+// caller's context: a request that ends stops the read, instead of
+// leaving it to run on its own timeout.
+func TestRegistryReadsFollowTheCallersContext(t *testing.T) {
+	t.Parallel()
+	m := manager(t, map[string]engine.Compiled{"linear": linear(t, nil)}, runs.WithThreadStore(slowRegistry{runs.NewMemoryThreads()}))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for name, read := range map[string]func() error{
+		"Thread":    func() error { _, err := m.Thread(ctx, "elsewhere"); return err },
+		"Cancel":    func() error { return m.Cancel(ctx, "elsewhere") },
+		"Subscribe": func() error { _, _, err := m.Subscribe(ctx, "elsewhere"); return err },
+	} {
+		if err := read(); !errors.Is(err, context.Canceled) {
+			t.Errorf("%s with an ended context = %v, want context.Canceled", name, err)
+		}
 	}
 }

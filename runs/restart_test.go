@@ -68,7 +68,7 @@ func TestRestartKeepsThreadsAndInterruptsAnswerable(t *testing.T) {
 				}
 				wait(t, m1, s.thread)
 			}
-			before, err := m1.Thread("asking")
+			before, err := m1.Thread(context.Background(), "asking")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -79,19 +79,19 @@ func TestRestartKeepsThreadsAndInterruptsAnswerable(t *testing.T) {
 
 			m2 := manager(t, graphs(saver()), runs.WithThreadStore(store))
 			status := map[string]runs.Status{}
-			for _, th := range m2.Threads(runs.ThreadFilter{}) {
+			for _, th := range list(t, m2, runs.ThreadFilter{}) {
 				status[th.ID] = th.Status
 			}
 			want := map[string]runs.Status{"asking": runs.StatusInterrupted, "paused": runs.StatusInterrupted, "done": runs.StatusIdle}
 			if fmt.Sprint(status) != fmt.Sprint(want) {
 				t.Fatalf("manager 2 lists %v, want %v", status, want)
 			}
-			waiting := m2.Threads(runs.ThreadFilter{Status: runs.StatusInterrupted, Graph: "ask"})
+			waiting := list(t, m2, runs.ThreadFilter{Status: runs.StatusInterrupted, Graph: "ask"})
 			if len(waiting) != 1 || waiting[0].ID != "asking" || waiting[0].RunID != before.RunID {
 				t.Fatalf("interrupted threads of ask: %+v, want asking from run %s", waiting, before.RunID)
 			}
 
-			th, err := m2.Thread("asking")
+			th, err := m2.Thread(context.Background(), "asking")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -111,7 +111,7 @@ func TestRestartKeepsThreadsAndInterruptsAnswerable(t *testing.T) {
 				t.Fatalf("log = %v, want [ask=yes]", log)
 			}
 
-			paused, err := m2.Thread("paused")
+			paused, err := m2.Thread(context.Background(), "paused")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -154,14 +154,14 @@ func TestRestartFailsRunsOfAStoppedProcess(t *testing.T) {
 				t.Fatal(err)
 			}
 			m := manager(t, gr, runs.WithThreadStore(store))
-			th, err := m.Thread("crashed")
+			th, err := m.Thread(context.Background(), "crashed")
 			if err != nil {
 				t.Fatal(err)
 			}
 			if th.Status != runs.StatusError || th.Error != runs.StoppedReason || th.RunID != "run-1" {
 				t.Fatalf("after the restart: %+v, want error %q", th, runs.StoppedReason)
 			}
-			if err := m.Cancel("crashed"); !errors.Is(err, runs.ErrNotRunning) {
+			if err := m.Cancel(context.Background(), "crashed"); !errors.Is(err, runs.ErrNotRunning) {
 				t.Fatalf("Cancel = %v, want ErrNotRunning", err)
 			}
 			if _, err := m.Start(ctx, "linear", "crashed", nil, runs.StartOptions{}); err != nil {
@@ -185,7 +185,7 @@ func TestRegistryFollowsEveryStatusChange(t *testing.T) {
 	m := manager(t, map[string]engine.Compiled{"ask": approvals(t, false), "linear": linear(t, g)}, runs.WithThreadStore(store))
 	check := func(id string) {
 		t.Helper()
-		th, err := m.Thread(id)
+		th, err := m.Thread(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -202,7 +202,7 @@ func TestRegistryFollowsEveryStatusChange(t *testing.T) {
 	}
 	<-g.entered
 	check("l") // running
-	if err := m.Cancel("l"); err != nil {
+	if err := m.Cancel(context.Background(), "l"); err != nil {
 		t.Fatal(err)
 	}
 	wait(t, m, "l")

@@ -16,7 +16,7 @@ var ErrUnknownCheckpoint = errors.New("unknown checkpoint")
 // Checkpoint reads one checkpoint of a thread ("" for the latest) from
 // the thread's graph's saver, ErrUnknownCheckpoint when there is none.
 func (m *Manager) Checkpoint(ctx context.Context, threadID, checkpointID string) (*checkpoints.Tuple, error) {
-	info, err := m.Thread(threadID)
+	info, err := m.Thread(ctx, threadID)
 	if err != nil {
 		return nil, err
 	}
@@ -48,11 +48,10 @@ func (m *Manager) Checkpoint(ctx context.Context, threadID, checkpointID string)
 // what a resume would answer; RunFrom(ctx, thread, "") continues from the
 // edit.
 func (m *Manager) UpdateState(ctx context.Context, threadID, checkpointID string, values map[string]any, asNode string) (string, error) {
-	t, err := m.load(ctx, threadID)
+	t, err := m.lockThread(ctx, threadID)
 	if err != nil {
 		return "", err
 	}
-	m.mu.Lock()
 	if t.info.Status == StatusRunning || t.updating {
 		m.mu.Unlock()
 		return "", fmt.Errorf("%w: thread %q has an active run; wait for it or cancel it before editing its state", ErrThreadBusy, threadID)
@@ -93,11 +92,13 @@ func (m *Manager) UpdateState(ctx context.Context, threadID, checkpointID string
 	m.mu.Lock()
 	t.info.Status, t.info.Error, t.info.Updated = StatusIdle, "", Stamp(m.now())
 	t.info.Pending, t.info.Before, t.info.After = nil, nil, nil
+	t.changes++
 	m.mu.Unlock()
 	// Written while the thread is still marked updating, so no run can
 	// start (and write its record) before this write is done.
 	m.persist(t)
 	t.hub.publish(evs...)
+	t.hub.settle()
 	return cfg.CheckpointID, nil
 }
 
@@ -107,7 +108,7 @@ func (m *Manager) UpdateState(ctx context.Context, threadID, checkpointID string
 // the same single-run rule and event fan-out as Start (ErrThreadBusy while
 // a run is active) and reuses the last run's options.
 func (m *Manager) RunFrom(ctx context.Context, threadID, checkpointID string) (Thread, error) {
-	info, err := m.Thread(threadID)
+	info, err := m.Thread(ctx, threadID)
 	if err != nil {
 		return Thread{}, err
 	}

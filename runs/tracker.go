@@ -216,7 +216,25 @@ type valueState struct {
 	last   string
 	known  bool
 	values map[string]any
-	bumped map[string]bool
+	// keysOnly is set once forget dropped the values (each key maps to
+	// nil): enough to diff a step on the same branch, not a fork.
+	keysOnly bool
+	bumped   map[string]bool
+}
+
+// forget drops the values and keeps their keys, when a run ends: an idle
+// thread should not hold its whole state in memory. A run that goes on
+// from the last checkpoint (a resume) is still diffed by the bumped keys;
+// a fork or an edit of an older checkpoint then gets a reset.
+func (v *valueState) forget() {
+	if v.keysOnly || v.values == nil {
+		return
+	}
+	keys := make(map[string]any, len(v.values))
+	for k := range v.values {
+		keys[k] = nil
+	}
+	v.values, v.keysOnly = keys, true
 }
 
 func (v *valueState) bump(channel string) {
@@ -234,15 +252,16 @@ func (v *valueState) bump(channel string) {
 // compare with (the ops then say only which keys the step bumped).
 func (v *valueState) next(id, parent string, values map[string]any) (ops map[string]string, known bool) {
 	ops = map[string]string{}
-	known = v.known
+	sameBranch := parent != "" && parent == v.last
+	known = v.known && (sameBranch || !v.keysOnly)
 	switch {
-	case !v.known:
+	case !known:
 		for k := range values {
 			if v.bumped[k] {
 				ops[k] = OpChanged
 			}
 		}
-	case parent != "" && parent == v.last:
+	case sameBranch:
 		for k := range v.bumped {
 			_, now := values[k]
 			_, was := v.values[k]
@@ -271,7 +290,7 @@ func (v *valueState) next(id, parent string, values map[string]any) (ops map[str
 			}
 		}
 	}
-	v.last, v.known, v.values = id, true, values
+	v.last, v.known, v.values, v.keysOnly = id, true, values, false
 	clear(v.bumped)
 	return ops, known
 }

@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/superstep-dev/superstep/checkpoints"
+	"github.com/superstep-dev/superstep/engine"
 )
 
 func TestValueStateOps(t *testing.T) {
@@ -64,11 +67,11 @@ func TestHubRetentionIsBounded(t *testing.T) {
 			t.Fatalf("log has a gap at %d", i)
 		}
 	}
-	if _, _, _, err := h.resume(h.epoch + ":1"); !errors.Is(err, errCursorGone) {
+	if _, _, _, err := h.resume(logCursor{h.epoch, 1}); !errors.Is(err, errCursorGone) {
 		t.Fatalf("resume from a dropped event: %v", err)
 	}
 	at := h.seq - 3
-	evs, sub, _, err := h.resume(h.epoch + ":" + strconv.FormatUint(at, 10))
+	evs, sub, _, err := h.resume(logCursor{h.epoch, at})
 	if err != nil || len(evs) != 3 || evs[0].Seq != at+1 {
 		t.Fatalf("resume 3 events back: %d events, %v", len(evs), err)
 	}
@@ -91,5 +94,38 @@ func TestHubRetentionIsBounded(t *testing.T) {
 	}
 	if n := len(big.log); n >= published || big.log[0].Seq == 1 || big.log[n-1].Seq != published {
 		t.Fatalf("log holds %d events (seq %d to %d), want the oldest dropped and the newest kept", n, big.log[0].Seq, big.log[n-1].Seq)
+	}
+}
+
+// When a run ends the hub's tracker keeps the state's keys, not its
+// values: an idle thread does not hold its whole state. A run that goes
+// on from the last checkpoint is still diffed; a fork gets a reset.
+func TestHubForgetsTheStateWhenARunEnds(t *testing.T) {
+	t.Parallel()
+	h := newHub()
+	big := strings.Repeat("x", 1<<20)
+	ckpt := func(id, parent string, n int) Event {
+		e := engine.CheckpointSaved{Config: checkpoints.Config{ThreadID: "t", CheckpointID: id}, Values: map[string]any{"big": big, "n": n}}
+		if parent != "" {
+			e.Parent = &checkpoints.Config{ThreadID: "t", CheckpointID: parent}
+		}
+		return Event{Kind: KindCheckpoint, Checkpoint: id, src: e}
+	}
+	h.publish(ckpt("c1", "", 1))
+	h.settle()
+	for k, v := range h.track.values.values {
+		if v != nil {
+			t.Fatalf("after the run the tracker still holds the value of %q", k)
+		}
+	}
+	h.publish(Event{Kind: kindTrack, src: engine.BarrierApplied{Bumps: []engine.ChannelBump{{Channel: "n", Old: 1, New: 2}}, Updated: []string{"n"}}})
+	h.publish(ckpt("c2", "c1", 2))
+	if last := h.log[len(h.log)-1]; last.Reset || len(last.Values) != 1 || last.Values[0].Key != "n" || last.Values[0].Op != OpChanged {
+		t.Fatalf("a resume after the run ended: values %+v (reset %v), want n changed", last.Values, last.Reset)
+	}
+	h.settle()
+	h.publish(ckpt("c3", "c1", 3))
+	if last := h.log[len(h.log)-1]; !last.Reset || len(last.Values) != 2 {
+		t.Fatalf("a fork after the run ended: values %+v (reset %v), want the whole state again", last.Values, last.Reset)
 	}
 }

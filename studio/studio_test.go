@@ -245,7 +245,7 @@ func TestThreadsPageSurvivesARestart(t *testing.T) {
 		t.Fatalf("the thread page of the second Studio has no approval panel with the question: %.2000s", body)
 	}
 
-	th, err := second.Runs().Thread("left-waiting")
+	th, err := second.Runs().Thread(context.Background(), "left-waiting")
 	if err != nil || len(th.Pending) != 1 {
 		t.Fatalf("second Studio: %+v, %v; want one pending interrupt", th, err)
 	}
