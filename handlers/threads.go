@@ -255,8 +255,9 @@ func fold(evs []runs.Event) folded {
 	}
 	sort.Slice(f.channels, func(i, j int) bool { return f.channels[i].Name < f.channels[j].Name })
 	f.overlay = web.GraphState{Nodes: nodes, Fired: fired, Now: now, Step: nowStep}
+	// The page's script reads the overlay as JSON: lists, never null.
 	if f.overlay.Fired == nil {
-		f.overlay.Fired, f.overlay.Now = [][2]string{}, [][2]string{}
+		f.overlay.Fired = [][2]string{}
 	}
 	if f.overlay.Now == nil {
 		f.overlay.Now = [][2]string{}

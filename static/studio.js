@@ -195,9 +195,14 @@
         break;
     }
   }
+  // Reconnects back off from firstDelay to 10 s while the server cannot be
+  // reached; a socket that opened starts the back-off over, so a tab that
+  // was live for hours reconnects quickly after a blip.
+  const firstDelay = 500;
   function connect(delay) {
     const after = cursor ? "?after=" + encodeURIComponent(cursor) : "";
     const ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/threads/" + encodeURIComponent(thread) + "/ws" + after);
+    ws.onopen = () => { delay = firstDelay; };
     ws.onmessage = (m) => { for (const ev of JSON.parse(m.data)) apply(ev); };
     ws.onclose = () => {
       body.dataset.live = "0";
@@ -216,7 +221,7 @@
     for (const [from, to] of g.now || []) for (const el of edgeEls(from, to)) el.classList.add("fired-now");
     if (g.step >= 0) nowStep = g.step;
   }
-  connect(500);
+  connect(firstDelay);
 
   // Keys: a approves the first interrupt (or continues from a breakpoint),
   // r rejects it, Ctrl/Cmd+Enter in a response sends that response.
