@@ -34,3 +34,9 @@ func reservedWrite(channel string) bool {
 	}
 	return false
 }
+
+// Channel kinds by what an unwritten step does to them (Pregel.volKind).
+const (
+	volClears  = 1
+	volUnknown = 2
+)

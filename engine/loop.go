@@ -129,6 +129,10 @@ type loop struct {
 	ckptLazy   bool
 	candidates []int
 	runBuf     []*task
+	// volFull lists the volatile channels that may hold a value (see
+	// apply), sorted; volIn marks them; volNext is spare storage.
+	volFull, volNext []int
+	volIn            []bool
 	// mem holds an earlier run's buffers until restore takes them;
 	// seenStore is the storage of its seen slices.
 	mem       *loopMem
@@ -333,6 +337,12 @@ func (l *loop) restore(tup *checkpoints.Tuple) error {
 	}
 	l.maxVersion = 0
 	l.seenMaps = make([]map[string]int64, nodes)
+	// Any volatile channel may hold a value after a restore.
+	l.volFull = append(l.volFull[:0], l.g.volatile...)
+	l.volIn = reuse(l.volIn, n)
+	for _, c := range l.g.volatile {
+		l.volIn[c] = true
+	}
 	l.step = -1
 	if tup == nil {
 		for i, spec := range l.g.specs {
@@ -1220,9 +1230,13 @@ func (l *loop) apply(tasks []*task) ([]int, error) {
 		}
 	}
 	if bump {
-		for _, c := range l.g.volatile {
+		// Only channels that may hold something an unwritten step clears
+		// are asked (volFull); the rest are empty or never change.
+		next := l.volNext[:0]
+		for _, c := range l.volFull {
+			l.volIn[c] = false
 			if l.touchedSet[c] {
-				continue
+				continue // written this step: re-added below
 			}
 			ch := l.chans[c]
 			if changed, _ := ch.Update(nil); changed {
@@ -1231,7 +1245,12 @@ func (l *loop) apply(tasks []*task) ([]int, error) {
 					updated = append(updated, c)
 				}
 			}
+			if l.g.volKind[c] == volUnknown || ch.IsAvailable() {
+				next = append(next, c)
+				l.volIn[c] = true
+			}
 		}
+		l.volFull, l.volNext = next, l.volFull[:0]
 		triggers := false
 		for _, c := range updated {
 			if len(l.g.trigNodes[c]) > 0 {
@@ -1249,6 +1268,17 @@ func (l *loop) apply(tasks []*task) ([]int, error) {
 				}
 			}
 		}
+	}
+	added := false
+	for _, c := range l.touched {
+		if l.g.volKind[c] != 0 && !l.volIn[c] {
+			l.volFull = append(l.volFull, c)
+			l.volIn[c] = true
+			added = true
+		}
+	}
+	if added {
+		slices.Sort(l.volFull) // bumps are reported in channel order
 	}
 	slices.Sort(updated)
 	l.updated, l.updatedKnown = updated, true

@@ -22,6 +22,9 @@ type loopMem struct {
 	touched    []int
 	stateDirty []int
 	bumps      []ChannelBump
+	volFull    []int
+	volNext    []int
+	volIn      []bool
 }
 
 // adopt takes the buffers of an earlier run.
@@ -31,6 +34,7 @@ func (l *loop) adopt(m *loopMem) {
 	l.tasks, l.runBuf = m.tasks[:0], m.runBuf[:0]
 	l.candidates, l.updated, l.touched = m.candidates[:0], m.updated[:0], m.touched[:0]
 	l.stateDirty, l.bumps = m.stateDirty[:0], m.bumps[:0]
+	l.volFull, l.volNext, l.volIn = m.volFull[:0], m.volNext[:0], m.volIn
 }
 
 // release hands the run's buffers to the next run, unless a listener may
@@ -61,6 +65,7 @@ func (l *loop) release() {
 		free: l.free, chans: l.chans, versions: l.versions, seen: l.seen, seenDirty: l.seenDirty,
 		grouped: l.grouped, touchedSet: l.touchedSet, tasks: clearTasks(l.tasks), runBuf: clearTasks(l.runBuf),
 		candidates: l.candidates, updated: l.updated, touched: l.touched, stateDirty: l.stateDirty, bumps: l.bumps,
+		volFull: l.volFull, volNext: l.volNext, volIn: l.volIn,
 	}
 	l.g.mem.Put(m)
 }

@@ -73,6 +73,10 @@ type Pregel struct {
 	// volatile are the channels an unwritten step may change (see
 	// channels.Unwritten), by index.
 	volatile []int
+	// volKind says, by channel index, whether an unwritten step may change
+	// the channel: volClears when it holds a value (EphemeralValue and the
+	// like), volUnknown for kinds that do not say (always asked).
+	volKind []uint8
 	// statePlan builds the StateGraph's state struct (nil otherwise).
 	statePlan *inputPlan
 }
@@ -133,10 +137,18 @@ func NewPregel(cfg PregelConfig) (*Pregel, error) {
 		g.specs = append(g.specs, g.channels[c])
 	}
 	g.tasksIdx = g.chanIdx[tasksChannel]
+	g.volKind = make([]uint8, len(g.specs))
 	for i, ch := range g.specs {
-		if u, ok := ch.(channels.Unwritten); !ok || u.ChangesWhenUnwritten() {
-			g.volatile = append(g.volatile, i)
+		u, ok := ch.(channels.Unwritten)
+		switch {
+		case !ok:
+			g.volKind[i] = volUnknown
+		case u.ChangesWhenUnwritten():
+			g.volKind[i] = volClears
+		default:
+			continue
 		}
+		g.volatile = append(g.volatile, i)
 	}
 	g.trigNodes = make([][]int, len(g.chanNames))
 	for i, name := range g.nodeNames {
