@@ -14,34 +14,41 @@ import (
 // integer types and strings of printable ASCII that need no escaping. Only
 // the built-in types themselves take it (a type switch never matches a
 // named type, which might have its own MarshalJSON).
-func Marshal(v any) ([]byte, error) {
+func Marshal(v any) ([]byte, error) { return Append(nil, v) }
+
+// Append is Marshal appending to dst, so that several values can share one
+// buffer.
+func Append(dst []byte, v any) ([]byte, error) {
 	switch x := v.(type) {
 	case nil:
-		return []byte("null"), nil
+		return append(dst, "null"...), nil
 	case bool:
-		if x {
-			return []byte("true"), nil
-		}
-		return []byte("false"), nil
+		return strconv.AppendBool(dst, x), nil
 	case int:
-		return strconv.AppendInt(nil, int64(x), 10), nil
+		return strconv.AppendInt(dst, int64(x), 10), nil
 	case int64:
-		return strconv.AppendInt(nil, x, 10), nil
+		return strconv.AppendInt(dst, x, 10), nil
 	case int32:
-		return strconv.AppendInt(nil, int64(x), 10), nil
+		return strconv.AppendInt(dst, int64(x), 10), nil
 	case uint:
-		return strconv.AppendUint(nil, uint64(x), 10), nil
+		return strconv.AppendUint(dst, uint64(x), 10), nil
 	case uint64:
-		return strconv.AppendUint(nil, x, 10), nil
+		return strconv.AppendUint(dst, x, 10), nil
 	case string:
 		if plain(x) {
-			b := make([]byte, 0, len(x)+2)
-			b = append(b, '"')
-			b = append(b, x...)
-			return append(b, '"'), nil
+			dst = append(dst, '"')
+			dst = append(dst, x...)
+			return append(dst, '"'), nil
 		}
 	}
-	return json.Marshal(v)
+	b, err := json.Marshal(v)
+	if err != nil {
+		return dst, err
+	}
+	if dst == nil {
+		return b, nil
+	}
+	return append(dst, b...), nil
 }
 
 // plain reports whether s is printable ASCII that encoding/json writes as

@@ -19,13 +19,19 @@ func TestMarshalMatchesEncodingJSON(t *testing.T) {
 	values := []any{
 		nil, true, false, 0, -1, 42, math.MaxInt64, math.MinInt64, int64(-7), int32(5), uint(9), uint64(math.MaxUint64),
 		"", "plain text 123", `quote"`, `back\slash`, "<html>", "a&b", "tab\t", "é", "\x00", "\x7f",
-		1.5, []int{1}, map[string]int{"a": 1}, named(3), struct{ A int }{1},
+		1.5, []int{1}, map[string]int{"a": 1}, named(3), struct{ A int }{1}, make(chan int),
 	}
 	for _, v := range values {
 		got, err := jsonfast.Marshal(v)
 		want, werr := json.Marshal(v)
 		if (err != nil) != (werr != nil) || !bytes.Equal(got, want) {
 			t.Errorf("Marshal(%#v) = %s, %v; encoding/json gives %s, %v", v, got, err, want, werr)
+		}
+		// Append keeps what the buffer held and adds the same bytes.
+		prefix := []byte("[1,")
+		got, err = jsonfast.Append(prefix, v)
+		if (err != nil) != (werr != nil) || !bytes.Equal(got, append([]byte("[1,"), want...)) {
+			t.Errorf("Append([1,, %#v) = %s, %v; want [1,%s, %v", v, got, err, want, werr)
 		}
 	}
 }
