@@ -14,13 +14,17 @@ import (
 // for tests and for running without a database. It copies values in and
 // out, so callers can never change what it stores. Channel values are
 // stored once per (thread, namespace, channel, version), as upstream, and
-// shared by the checkpoints that carry that version.
+// shared by the checkpoints that carry that version. PutStep and PutFrame
+// take ownership of what they are given instead of copying it.
 type Memory struct {
 	mu      sync.RWMutex
 	threads map[string]*memThread
 }
 
-var _ StepSaver = (*Memory)(nil)
+var (
+	_ StepSaver  = (*Memory)(nil)
+	_ FrameSaver = (*Memory)(nil)
+)
 
 type memThread struct {
 	lastSeq    int64
@@ -38,16 +42,21 @@ type memNS struct {
 }
 
 // memCP is a stored checkpoint. Its maps, slices and byte slices are never
-// modified once stored, so checkpoints share them.
+// modified once stored, so checkpoints share them. A checkpoint put as a
+// Frame keeps the frame's columns (frame) instead of maps; version, value
+// and copyOut read either form.
 type memCP struct {
 	thread, ns string
 	seq        int64
 	parent     string
-	cp         Checkpoint // ChannelValues is nil
-	values     memValues
-	md         Metadata
-	mdJSON     []byte   // the metadata as stored, for filters (nil: md has no user keys)
-	doc        *lazyDoc // the metadata decoded on first use by a filter
+	// cp holds V, ID, TS and UpdatedChannels; ChannelVersions and
+	// VersionsSeen too unless frame is set. ChannelValues is nil.
+	cp     Checkpoint
+	values memValues // the values, unless frame is set
+	frame  *memFrame
+	md     Metadata
+	mdJSON []byte   // the metadata as stored, for filters (nil: md has no user keys)
+	doc    *lazyDoc // the metadata decoded on first use by a filter
 }
 
 // lazyDoc decodes metadata once, when a filter first needs it: most
@@ -69,6 +78,41 @@ func (c *memCP) document() any {
 		c.doc.doc, _ = decodeJSON(raw)
 	})
 	return c.doc.doc
+}
+
+// memFrame is a checkpoint stored from a Frame.
+type memFrame struct {
+	channels []string
+	versions []int64  // by channel index; 0: none
+	values   [][]byte // by channel index; nil: none
+	seen     []SeenVersions
+}
+
+// version is the checkpoint's version of channel.
+func (c *memCP) version(channel string) (int64, bool) {
+	if f := c.frame; f != nil {
+		for i, name := range f.channels {
+			if name == channel && f.versions[i] != 0 {
+				return f.versions[i], true
+			}
+		}
+		return 0, false
+	}
+	v, ok := c.cp.ChannelVersions[channel]
+	return v, ok
+}
+
+// value is the checkpoint's value of channel.
+func (c *memCP) value(channel string) ([]byte, bool) {
+	if f := c.frame; f != nil {
+		for i, name := range f.channels {
+			if name == channel && f.values[i] != nil {
+				return f.values[i], true
+			}
+		}
+		return nil, false
+	}
+	return c.values.get(channel)
 }
 
 // memValues are a checkpoint's channel values sorted by channel: a
@@ -150,6 +194,11 @@ func (m *Memory) prepare(cfg Config, cp *Checkpoint, md Metadata, newVersions ma
 	if err := checkPutArgs(cfg, cp, newVersions); err != nil {
 		return memPut{}, err
 	}
+	return prepareMetadata(cfg, cp.ID, md)
+}
+
+// prepareMetadata checks and encodes a put's metadata.
+func prepareMetadata(cfg Config, id string, md Metadata) (memPut, error) {
 	var mdJSON []byte
 	if len(md.Extra) == 0 {
 		if err := checkMetadataText(md); err != nil {
@@ -161,7 +210,7 @@ func (m *Memory) prepare(cfg Config, cp *Checkpoint, md Metadata, newVersions ma
 			return memPut{}, err
 		}
 	}
-	in := memPut{cfg: Config{ThreadID: cfg.ThreadID, Namespace: cfg.Namespace, CheckpointID: cp.ID}, parent: cfg.CheckpointID, mdJSON: mdJSON}
+	in := memPut{cfg: Config{ThreadID: cfg.ThreadID, Namespace: cfg.Namespace, CheckpointID: id}, parent: cfg.CheckpointID, mdJSON: mdJSON}
 	if len(md.Extra) == 0 {
 		in.md = md
 		in.md.Extra = nil
@@ -169,10 +218,14 @@ func (m *Memory) prepare(cfg Config, cp *Checkpoint, md Metadata, newVersions ma
 		if len(md.Parents) > 0 {
 			in.md.Parents = maps.Clone(md.Parents)
 		}
-	} else if err := json.Unmarshal(mdJSON, &in.md); err != nil {
+	} else {
 		// Decoding user keys back gives them the types they read back
 		// with from any saver (numbers as float64).
-		return memPut{}, fmt.Errorf("checkpoints: decode metadata: %w", err)
+		var dec Metadata // not &in.md: that would put every put's in on the heap
+		if err := json.Unmarshal(mdJSON, &dec); err != nil {
+			return memPut{}, fmt.Errorf("checkpoints: decode metadata: %w", err)
+		}
+		in.md = dec
 	}
 	return in, nil
 }
@@ -248,10 +301,10 @@ func (m *Memory) store(in memPut, cp *Checkpoint, newVersions map[string]int64, 
 			continue
 		}
 		if parent != nil {
-			if pv, ok := parent.cp.ChannelVersions[ch]; ok && pv == ver {
+			if pv, ok := parent.version(ch); ok && pv == ver {
 				// The parent's value, or its lack of one: a value saved
 				// at this version elsewhere belongs to another branch.
-				if v, ok := parent.values.get(ch); ok {
+				if v, ok := parent.value(ch); ok {
 					stored.values = append(stored.values, memValue{ch, v})
 				}
 				continue
@@ -262,21 +315,100 @@ func (m *Memory) store(in memPut, cp *Checkpoint, newVersions map[string]int64, 
 			stored.values = append(stored.values, memValue{ch, v})
 		}
 	}
-	if sameAsParent && len(stored.values) == len(parent.values) {
+	if sameAsParent && parent.frame == nil && len(stored.values) == len(parent.values) {
 		stored.values = parent.values
 	} else {
 		slices.SortFunc(stored.values, func(a, b memValue) int { return cmp.Compare(a.channel, b.channel) })
 	}
-	if old := ns.byID[cp.ID]; old != nil {
-		stored.seq = old.seq
-		*old = *stored
-	} else {
-		th.lastSeq++
-		stored.seq = th.lastSeq
-		ns.byID[cp.ID] = stored
-		ns.order = append(ns.order, stored)
-	}
+	th.add(ns, stored)
 	return in.cfg
+}
+
+// add places a new checkpoint in ns, or replaces the one with its id
+// (keeping that one's position).
+func (th *memThread) add(ns *memNS, c *memCP) {
+	if old := ns.byID[c.cp.ID]; old != nil {
+		c.seq = old.seq
+		*old = *c
+		return
+	}
+	th.lastSeq++
+	c.seq = th.lastSeq
+	ns.byID[c.cp.ID] = c
+	ns.order = append(ns.order, c)
+}
+
+// PutFrame implements FrameSaver: the frame's columns are kept as they
+// are, and each channel's value is found by index in the parent's when
+// both share the name table.
+func (m *Memory) PutFrame(ctx context.Context, cfg Config, writes []TaskWrites, f *Frame, md Metadata) (Config, error) {
+	if err := ctx.Err(); err != nil {
+		return Config{}, err
+	}
+	if err := checkFrame(cfg, f); err != nil {
+		return Config{}, err
+	}
+	in, err := prepareMetadata(cfg, f.ID, md)
+	if err != nil {
+		return Config{}, err
+	}
+	if err := ValidateStep(cfg, writes); err != nil {
+		return Config{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ns := m.ensure(cfg.ThreadID, cfg.Namespace)
+	for _, tw := range writes {
+		ns.addWrites(cfg.CheckpointID, tw.Writes, tw.TaskID, true)
+	}
+	alloc := &struct {
+		c memCP
+		d lazyDoc
+		f memFrame
+	}{}
+	stored, fr := &alloc.c, &alloc.f
+	*stored = memCP{thread: in.cfg.ThreadID, ns: in.cfg.Namespace, parent: in.parent, md: in.md, mdJSON: in.mdJSON, doc: &alloc.d, frame: fr}
+	stored.cp = Checkpoint{V: FormatVersion, ID: f.ID, TS: f.TS.UTC(), UpdatedChannels: f.UpdatedChannels}
+	*fr = memFrame{channels: f.Channels, versions: f.Versions, values: make([][]byte, len(f.Channels)), seen: f.Seen}
+	parent := ns.byID[in.parent]
+	var same *memFrame // the parent's frame, when it has the same channels by index
+	if parent != nil && parent.frame != nil && sameNames(parent.frame.channels, f.Channels) {
+		same = parent.frame
+	}
+	next := 0
+	for i, ver := range f.Versions {
+		if next < len(f.New) && f.New[next].Index == i {
+			fr.values[i] = f.New[next].Value
+			next++
+			continue
+		}
+		if ver == 0 {
+			continue
+		}
+		if same != nil {
+			if same.versions[i] == ver {
+				fr.values[i] = same.values[i]
+				continue
+			}
+		} else if parent != nil {
+			if pv, ok := parent.version(f.Channels[i]); ok && pv == ver {
+				fr.values[i], _ = parent.value(f.Channels[i])
+				continue
+			}
+		}
+		fr.values[i], _ = ns.valueAt(f.Channels[i], ver)
+	}
+	m.threads[cfg.ThreadID].add(ns, stored)
+	return in.cfg, nil
+}
+
+// sameNames reports whether two name tables are equal, cheaply when they
+// are the same table.
+func sameNames(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	return len(a) == 0 || &a[0] == &b[0] || slices.Equal(a, b)
 }
 
 // shareMap returns prev when it holds exactly next, else a copy of next.
@@ -320,7 +452,10 @@ func shareSeen(prev, next map[string]map[string]int64) map[string]map[string]int
 // scan in saving order is enough.
 func (ns *memNS) valueAt(channel string, version int64) ([]byte, bool) {
 	for _, c := range ns.order {
-		if v, ok := c.values.get(channel); ok && c.cp.ChannelVersions[channel] == version {
+		if v, ok := c.value(channel); ok {
+			if cv, _ := c.version(channel); cv != version {
+				continue
+			}
 			return v, true
 		}
 	}
@@ -345,6 +480,9 @@ func (m *Memory) PutWrites(ctx context.Context, cfg Config, writes []Write, task
 // the caller handed the values over (PutStep), so they are not copied.
 func (ns *memNS) addWrites(id string, writes []Write, taskID string, owned bool) {
 	list := ns.writes[id]
+	if list == nil {
+		list = make([]memWrite, 0, len(writes))
+	}
 	for i, w := range writes {
 		value := []byte(w.Value)
 		if !owned {
@@ -544,6 +682,9 @@ func (c *memCP) fill(t *Tuple, cp *Checkpoint, parent *Config, ns *memNS, metada
 		metadataOnly = true
 	} else {
 		*cp = copyCheckpoint(&c.cp)
+		if f := c.frame; f != nil {
+			f.fillMaps(cp)
+		}
 	}
 	md := c.md
 	if headers && len(md.Parents) == 0 && len(md.Extra) == 0 {
@@ -563,9 +704,18 @@ func (c *memCP) fill(t *Tuple, cp *Checkpoint, parent *Config, ns *memNS, metada
 	if metadataOnly {
 		return
 	}
-	cp.ChannelValues = make(map[string]json.RawMessage, len(c.values))
-	for _, v := range c.values {
-		cp.ChannelValues[v.channel] = slices.Clone(v.value)
+	if f := c.frame; f != nil {
+		cp.ChannelValues = make(map[string]json.RawMessage, len(f.values))
+		for i, v := range f.values {
+			if v != nil {
+				cp.ChannelValues[f.channels[i]] = slices.Clone(v)
+			}
+		}
+	} else {
+		cp.ChannelValues = make(map[string]json.RawMessage, len(c.values))
+		for _, v := range c.values {
+			cp.ChannelValues[v.channel] = slices.Clone(v.value)
+		}
 	}
 	for _, w := range ns.writes[c.cp.ID] {
 		t.PendingWrites = append(t.PendingWrites, PendingWrite{TaskID: w.task, Channel: w.channel, Value: slices.Clone(w.value)})
@@ -693,6 +843,20 @@ func (ns *memNS) keep(keep func(*memCP) bool) {
 		if ns.byID[id] == nil {
 			delete(ns.writes, id)
 		}
+	}
+}
+
+// fillMaps builds the version maps of a checkpoint stored as a frame.
+func (f *memFrame) fillMaps(cp *Checkpoint) {
+	cp.ChannelVersions = make(map[string]int64, len(f.versions))
+	for i, v := range f.versions {
+		if v != 0 {
+			cp.ChannelVersions[f.channels[i]] = v
+		}
+	}
+	cp.VersionsSeen = make(map[string]map[string]int64, len(f.seen))
+	for _, s := range f.seen {
+		cp.VersionsSeen[s.Node] = s.versions()
 	}
 }
 

@@ -28,7 +28,7 @@ type StepSaver interface {
 	// Unlike Put and PutWrites, PutStep takes ownership of what it is
 	// given: the caller must not modify cp's maps, slices and values, md,
 	// or the writes' values after the call. The memory saver keeps them
-	// as they are instead of copying them; the engine, the only caller,
-	// builds them afresh for every step.
+	// as they are instead of copying them; the engine builds them afresh
+	// for every step (and gives a FrameSaver a Frame instead).
 	PutStep(ctx context.Context, cfg Config, writes []TaskWrites, cp *Checkpoint, md Metadata, newVersions map[string]int64) (Config, error)
 }

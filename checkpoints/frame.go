@@ -1,0 +1,161 @@
+package checkpoints
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Frame is a checkpoint in the form a running graph holds it: channels by
+// index into a name table that every frame of the graph shares, instead of
+// maps keyed by name. Building the maps of a Checkpoint for every superstep
+// costs more than the superstep itself; a FrameSaver stores a frame as it
+// is, and Checkpoint converts it for any other saver.
+//
+// A frame handed to a saver is never modified again by anyone: savers may
+// keep its slices, and the caller may share its name tables and the
+// Versions of unchanged Seen entries between frames.
+type Frame struct {
+	// ID and TS are Checkpoint.ID and Checkpoint.TS.
+	ID string
+	TS time.Time
+	// Channels names the channels by index.
+	Channels []string
+	// Versions holds each channel's version by index; 0 means the channel
+	// has none (it is absent from Checkpoint.ChannelVersions).
+	Versions []int64
+	// New lists, by ascending index, the channels whose versions are new in
+	// this checkpoint (Put's newVersions), with their encoded values (nil
+	// for a channel that has a version but no value).
+	New []FrameValue
+	// UpdatedChannels is Checkpoint.UpdatedChannels.
+	UpdatedChannels []string
+	// Seen is Checkpoint.VersionsSeen, one entry per node.
+	Seen []SeenVersions
+}
+
+// FrameValue is a channel of a Frame, by index, with its encoded value.
+type FrameValue struct {
+	Index int
+	Value json.RawMessage
+}
+
+// SeenVersions are the versions of its trigger channels a node last ran on.
+type SeenVersions struct {
+	Node string
+	// Channels names the channels by index (shared between frames).
+	Channels []string
+	// Versions holds the version seen of each channel by index; 0 means
+	// none (the channel is absent from the node's map).
+	Versions []int64
+}
+
+// FrameSaver is a Saver that stores frames without building maps. The
+// engine finds it by type assertion, as it finds StepSaver.
+type FrameSaver interface {
+	Saver
+	// PutFrame is PutStep(ctx, cfg, writes, f.Checkpoint()) with the
+	// frame's new versions, all or nothing, with the same checks. It takes
+	// ownership of the frame, md and the writes' values.
+	PutFrame(ctx context.Context, cfg Config, writes []TaskWrites, f *Frame, md Metadata) (Config, error)
+}
+
+// Checkpoint converts f to the form Saver.Put takes: the checkpoint (its
+// ChannelValues hold only the new values) and the new versions.
+func (f *Frame) Checkpoint() (*Checkpoint, map[string]int64) {
+	cp := &Checkpoint{
+		V:               FormatVersion,
+		ID:              f.ID,
+		TS:              f.TS,
+		ChannelValues:   make(map[string]json.RawMessage, len(f.New)),
+		ChannelVersions: make(map[string]int64, len(f.Versions)),
+		VersionsSeen:    make(map[string]map[string]int64, len(f.Seen)),
+		UpdatedChannels: f.UpdatedChannels,
+	}
+	for i, v := range f.Versions {
+		if v != 0 {
+			cp.ChannelVersions[f.Channels[i]] = v
+		}
+	}
+	newVersions := make(map[string]int64, len(f.New))
+	for _, nv := range f.New {
+		name := f.Channels[nv.Index]
+		newVersions[name] = f.Versions[nv.Index]
+		if nv.Value != nil {
+			cp.ChannelValues[name] = nv.Value
+		}
+	}
+	for _, s := range f.Seen {
+		cp.VersionsSeen[s.Node] = s.versions()
+	}
+	return cp, newVersions
+}
+
+// versions is the map form of s.
+func (s SeenVersions) versions() map[string]int64 {
+	m := make(map[string]int64, len(s.Versions))
+	for i, v := range s.Versions {
+		if v != 0 {
+			m[s.Channels[i]] = v
+		}
+	}
+	return m
+}
+
+// checkFrame is checkPutArgs for a frame.
+func checkFrame(cfg Config, f *Frame) error {
+	if cfg.ThreadID == "" {
+		return fmt.Errorf("%w: put needs a thread id", ErrInvalidConfig)
+	}
+	if f == nil || f.ID == "" {
+		return fmt.Errorf("%w: put needs a checkpoint with an id", ErrInvalidConfig)
+	}
+	for _, s := range [...]string{cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, f.ID} {
+		if !ValidText(s) {
+			return fmt.Errorf("%w: ids must be valid UTF-8 without NUL: %q", ErrInvalidConfig, s)
+		}
+	}
+	if len(f.Versions) != len(f.Channels) {
+		return fmt.Errorf("%w: frame has %d versions for %d channels", ErrInvalidConfig, len(f.Versions), len(f.Channels))
+	}
+	bad := func(what, s string) error {
+		return fmt.Errorf("%w: %s %q is not valid UTF-8 without NUL", ErrInvalidValue, what, s)
+	}
+	for i, v := range f.Versions {
+		if v != 0 && !ValidText(f.Channels[i]) {
+			return bad("channel", f.Channels[i])
+		}
+	}
+	last := -1
+	for _, nv := range f.New {
+		if nv.Index <= last || nv.Index >= len(f.Versions) || f.Versions[nv.Index] == 0 {
+			return fmt.Errorf("%w: frame's new channels must be ascending indexes of channels with versions", ErrInvalidConfig)
+		}
+		last = nv.Index
+		if nv.Value != nil {
+			if err := CheckValue(nv.Value); err != nil {
+				return fmt.Errorf("channel %q: %w", f.Channels[nv.Index], err)
+			}
+		}
+	}
+	for _, ch := range f.UpdatedChannels {
+		if !ValidText(ch) {
+			return bad("channel", ch)
+		}
+	}
+	for _, s := range f.Seen {
+		if !ValidText(s.Node) {
+			return bad("node", s.Node)
+		}
+		if len(s.Versions) != len(s.Channels) {
+			return fmt.Errorf("%w: node %q has %d versions seen for %d channels", ErrInvalidConfig, s.Node, len(s.Versions), len(s.Channels))
+		}
+		for i, v := range s.Versions {
+			if v != 0 && !ValidText(s.Channels[i]) {
+				return bad("channel", s.Channels[i])
+			}
+		}
+	}
+	return nil
+}
