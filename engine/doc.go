@@ -117,8 +117,12 @@
 // in place field by field as channels change, with fields of common types
 // set without reflection; writers pass channel indexes with their writes;
 // a finished run leaves its tasks and buffers to the next run of the same
-// graph; and small JSON values are encoded and checked without
-// encoding/json's reflection and scanner. Set writes one key without
+// graph; small JSON values are encoded and checked without
+// encoding/json's reflection and scanner; and a checkpoint is handed to a
+// checkpoints.FrameSaver (the memory saver) as a Frame — versions by
+// channel index in the graph's own name table, versions seen shared
+// between checkpoints until their node runs again — instead of the maps
+// of a Checkpoint, which other savers get. Set writes one key without
 // building a map, which in a hot loop is most of a node's cost. The
 // benchmarks in bench_test.go (BenchmarkLoop1000, BenchmarkFanOut100,
 // BenchmarkSend100, BenchmarkChain10, BenchmarkLoop1000Checkpointed) track

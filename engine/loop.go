@@ -76,10 +76,10 @@ type loop struct {
 	seen          [][]int64
 	seenInterrupt []int64
 	extraSeen     map[string]map[string]int64 // entries for other names, kept as loaded
-	// seenMaps caches each node's versions_seen map for checkpoints; a
-	// map is rebuilt only when its node ran (seenDirty), never mutated
-	// once handed to a saver.
-	seenMaps     []map[string]int64
+	// seenFrozen holds each node's versions seen as last put in a frame;
+	// it is copied again only when its node ran (seenDirty), and never
+	// modified once handed to a saver.
+	seenFrozen   [][]int64
 	seenDirty    []bool
 	updated      []int // updated channel indexes of the last step
 	updatedKnown bool  // false: every node is a candidate
@@ -106,6 +106,13 @@ type loop struct {
 	// them until then (guarded by exitMu).
 	stepSaver  checkpoints.StepSaver
 	stepWrites []checkpoints.TaskWrites
+	// frameSaver is the saver when it stores frames.
+	frameSaver checkpoints.FrameSaver
+	// updNames are the names of the updated channels updIdx, as last put
+	// in a frame: a loop updates the same channels step after step, and
+	// frames share the names.
+	updNames []string
+	updIdx   []int
 
 	rd reader
 	rs *resumeState
@@ -211,6 +218,7 @@ func (g *Pregel) newLoop(opts *RunOptions) (*loop, error) {
 	if ss, ok := l.saver.(checkpoints.StepSaver); ok && l.opts.Durability == DurabilitySync {
 		l.stepSaver = ss
 	}
+	l.frameSaver, _ = l.saver.(checkpoints.FrameSaver)
 	l.needIDs = l.saver != nil || l.emit != nil
 	return l, nil
 }
@@ -336,7 +344,7 @@ func (l *loop) restore(tup *checkpoints.Tuple) error {
 		l.touchedSet = make([]bool, n)
 	}
 	l.maxVersion = 0
-	l.seenMaps = make([]map[string]int64, nodes)
+	l.seenFrozen = make([][]int64, nodes)
 	// Any volatile channel may hold a value after a restore.
 	l.volFull = append(l.volFull[:0], l.g.volatile...)
 	l.volIn = reuse(l.volIn, n)
@@ -1058,7 +1066,11 @@ func (l *loop) commitSuccess(ctx context.Context, t *task, d time.Duration) erro
 	}
 	// A successful task's writes are saved even when a sibling's failure
 	// has cancelled the step: they are what lets a resume skip this task.
-	ctx = context.WithoutCancel(ctx)
+	// (Buffered for a StepSaver, they need no context until the step's
+	// checkpoint is saved.)
+	if l.stepSaver == nil || t.useCache {
+		ctx = context.WithoutCancel(ctx)
+	}
 	encoded, err := encodeWrites(t.writes)
 	if err != nil {
 		return fmt.Errorf("node %q: %w", t.name, err)
@@ -1095,14 +1107,18 @@ func (l *loop) commitError(ctx context.Context, t *task) {
 	_ = l.putWrites(ctx, t.ID(), []checkpoints.Write{{Channel: errorKey, Value: msg}})
 }
 
+// encodeWrites encodes a task's writes. Small values share one buffer;
+// each is capped so that none can be appended into the next.
 func encodeWrites(ws []KV) ([]checkpoints.Write, error) {
 	out := make([]checkpoints.Write, 0, len(ws))
+	buf := make([]byte, 0, 16*len(ws))
 	for _, w := range ws {
-		b, err := jsonfast.Marshal(w.Value)
-		if err != nil {
+		at := len(buf)
+		var err error
+		if buf, err = jsonfast.Append(buf, w.Value); err != nil {
 			return nil, fmt.Errorf("write to %q is not JSON-encodable: %w", w.Key, err)
 		}
-		out = append(out, checkpoints.Write{Channel: w.Key, Value: b})
+		out = append(out, checkpoints.Write{Channel: w.Key, Value: buf[at:len(buf):len(buf)]})
 	}
 	return out, nil
 }
@@ -1334,88 +1350,108 @@ func (l *loop) metadata(source checkpoints.Source) checkpoints.Metadata {
 	return md
 }
 
-// noSeen is the versions seen of the input pseudo-task, which sees
-// nothing; savers never modify what they are given, so checkpoints share it.
-var noSeen = map[string]int64{}
-
-// versionsSeenMap is versions_seen in upstream's form.
-func (l *loop) versionsSeenMap() map[string]map[string]int64 {
-	out := make(map[string]map[string]int64, len(l.seen)+2)
-	for name, vs := range l.extraSeen {
-		out[name] = maps.Clone(vs)
+// seenFrame is versions_seen in a frame's form; buf holds room for the
+// nodes that ran since the last frame (see frame).
+func (l *loop) seenFrame(buf []int64) []checkpoints.SeenVersions {
+	out := make([]checkpoints.SeenVersions, 0, len(l.extraSeen)+len(l.seen)+2)
+	if _, ok := l.extraSeen[inputTask]; !ok {
+		out = append(out, checkpoints.SeenVersions{Node: inputTask})
 	}
-	if _, ok := out[inputTask]; !ok {
-		out[inputTask] = noSeen
+	if len(l.extraSeen) > 0 {
+		for _, name := range slices.Sorted(maps.Keys(l.extraSeen)) {
+			vs := l.extraSeen[name]
+			sv := checkpoints.SeenVersions{Node: name, Channels: slices.Sorted(maps.Keys(vs))}
+			sv.Versions = make([]int64, len(sv.Channels))
+			for i, c := range sv.Channels {
+				sv.Versions[i] = vs[c]
+			}
+			out = append(out, sv)
+		}
 	}
 	for i, s := range l.seen {
 		if s == nil {
 			continue
 		}
 		n := l.g.nodeList[i]
-		m := l.seenMaps[i]
-		if m == nil || l.seenDirty[i] {
-			m = make(map[string]int64, len(s))
-			for k, v := range s {
-				if v > 0 {
-					m[n.Triggers[k]] = v
-				}
-			}
-			l.seenMaps[i], l.seenDirty[i] = m, false
+		frozen := l.seenFrozen[i]
+		if frozen == nil || l.seenDirty[i] {
+			frozen, buf = buf[:len(s):len(s)], buf[len(s):]
+			copy(frozen, s)
+			l.seenFrozen[i], l.seenDirty[i] = frozen, false
 		}
-		out[n.Name] = m
+		out = append(out, checkpoints.SeenVersions{Node: n.Name, Channels: n.Triggers, Versions: frozen})
 	}
 	if l.seenInterrupt != nil {
-		m := map[string]int64{}
-		for c, v := range l.seenInterrupt {
-			if v > 0 {
-				m[l.g.chanNames[c]] = v
-			}
-		}
-		out[interruptKey] = m
+		out = append(out, checkpoints.SeenVersions{Node: interruptKey, Channels: l.g.chanNames, Versions: slices.Clone(l.seenInterrupt)})
 	}
 	return out
 }
 
-func (l *loop) saveCheckpoint(ctx context.Context, source checkpoints.Source) error {
-	cp := &checkpoints.Checkpoint{
-		V:               checkpoints.FormatVersion,
-		ID:              l.ckptID,
-		TS:              time.Now().UTC(),
-		ChannelValues:   map[string]json.RawMessage{},
-		ChannelVersions: make(map[string]int64, len(l.versions)),
-		VersionsSeen:    l.versionsSeenMap(),
+// frame builds the checkpoint of the current state; only the channels
+// whose versions changed since the last put are encoded.
+func (l *loop) frame() (*checkpoints.Frame, error) {
+	// One allocation holds the versions and the versions seen of the
+	// nodes that ran.
+	need := len(l.versions)
+	for i, s := range l.seen {
+		if s != nil && (l.seenFrozen[i] == nil || l.seenDirty[i]) {
+			need += len(s)
+		}
+	}
+	buf := make([]int64, need)
+	n := copy(buf, l.versions)
+	f := &checkpoints.Frame{
+		ID:       l.ckptID,
+		TS:       time.Now().UTC(),
+		Channels: l.g.chanNames,
+		Versions: buf[:n:n],
+		Seen:     l.seenFrame(buf[n:]),
 	}
 	if l.updatedKnown {
-		cp.UpdatedChannels = make([]string, len(l.updated))
-		for i, c := range l.updated {
-			cp.UpdatedChannels[i] = l.g.chanNames[c]
+		if l.updNames == nil || !slices.Equal(l.updIdx, l.updated) {
+			l.updNames = make([]string, len(l.updated))
+			for i, c := range l.updated {
+				l.updNames[i] = l.g.chanNames[c]
+			}
+			l.updIdx = append(l.updIdx[:0], l.updated...)
+		}
+		f.UpdatedChannels = l.updNames
+	}
+	changed := 0
+	for c, v := range f.Versions {
+		if v != 0 && (!l.hasSaved || l.saved[c] != v) {
+			changed++
 		}
 	}
-	newVersions := map[string]int64{}
-	for c, v := range l.versions {
-		if v == 0 {
+	f.New = make([]checkpoints.FrameValue, 0, changed)
+	for c, v := range f.Versions {
+		if v == 0 || (l.hasSaved && l.saved[c] == v) {
 			continue
 		}
-		name := l.g.chanNames[c]
-		cp.ChannelVersions[name] = v
-		if l.hasSaved && l.saved[c] == v {
-			continue
-		}
-		newVersions[name] = v
 		raw, ok, err := l.chans[c].Checkpoint()
 		if err != nil {
-			return fmt.Errorf("encode channel %q: %w", name, err)
+			return nil, fmt.Errorf("encode channel %q: %w", l.g.chanNames[c], err)
 		}
-		if ok {
-			cp.ChannelValues[name] = raw
+		if !ok {
+			raw = nil
 		}
+		f.New = append(f.New, checkpoints.FrameValue{Index: c, Value: raw})
+	}
+	// The frame is the saver's now and never modified: the next put
+	// replaces l.saved instead of writing into it.
+	l.saved, l.hasSaved = f.Versions, true
+	return f, nil
+}
+
+func (l *loop) saveCheckpoint(ctx context.Context, source checkpoints.Source) error {
+	f, err := l.frame()
+	if err != nil {
+		return err
 	}
 	md := l.metadata(source)
 	parent := l.ckptCfg
 	parent.ThreadID, parent.Namespace = l.opts.ThreadID, l.ns
-	l.saved = append(l.saved[:0], l.versions...)
-	l.hasSaved = true
-	next := checkpoints.Config{ThreadID: l.opts.ThreadID, Namespace: l.ns, CheckpointID: cp.ID}
+	next := checkpoints.Config{ThreadID: l.opts.ThreadID, Namespace: l.ns, CheckpointID: f.ID}
 	l.ckptCfg = next
 	if l.emit != nil {
 		var parentPtr *checkpoints.Config
@@ -1428,25 +1464,36 @@ func (l *loop) saveCheckpoint(ctx context.Context, source checkpoints.Source) er
 	}
 	if l.persist != nil {
 		l.persist.submit(func(ctx context.Context) error {
-			if _, err := l.saver.Put(ctx, parent, cp, md, newVersions); err != nil {
-				return fmt.Errorf("save checkpoint %s: %w", cp.ID, err)
-			}
-			return nil
+			return l.put(ctx, parent, nil, f, md)
 		})
 		return nil
 	}
+	var writes []checkpoints.TaskWrites
 	if l.stepSaver != nil {
 		l.exitMu.Lock()
-		writes := l.stepWrites
+		writes = l.stepWrites
 		l.stepWrites = nil
 		l.exitMu.Unlock()
-		if _, err := l.stepSaver.PutStep(ctx, parent, writes, cp, md, newVersions); err != nil {
-			return fmt.Errorf("save checkpoint %s: %w", cp.ID, err)
-		}
-		return nil
 	}
-	if _, err := l.saver.Put(ctx, parent, cp, md, newVersions); err != nil {
-		return fmt.Errorf("save checkpoint %s: %w", cp.ID, err)
+	return l.put(ctx, parent, writes, f, md)
+}
+
+// put saves a frame, with the writes of the step that led to it (which
+// only a StepSaver is given), in the form the saver takes.
+func (l *loop) put(ctx context.Context, parent checkpoints.Config, writes []checkpoints.TaskWrites, f *checkpoints.Frame, md checkpoints.Metadata) error {
+	var err error
+	switch {
+	case l.frameSaver != nil:
+		_, err = l.frameSaver.PutFrame(ctx, parent, writes, f, md)
+	case l.stepSaver != nil:
+		cp, newVersions := f.Checkpoint()
+		_, err = l.stepSaver.PutStep(ctx, parent, writes, cp, md, newVersions)
+	default:
+		cp, newVersions := f.Checkpoint()
+		_, err = l.saver.Put(ctx, parent, cp, md, newVersions)
+	}
+	if err != nil {
+		return fmt.Errorf("save checkpoint %s: %w", f.ID, err)
 	}
 	return nil
 }
