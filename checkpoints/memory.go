@@ -169,6 +169,12 @@ func (m *Memory) PutStep(ctx context.Context, cfg Config, writes []TaskWrites, c
 	if err != nil {
 		return Config{}, err
 	}
+	return m.saveStep(cfg, writes, func(*memNS) Config { return m.store(in, cp, newVersions, true) })
+}
+
+// saveStep checks a step's writes, then saves them and (with save) its
+// checkpoint under one lock, so that no reader sees one without the other.
+func (m *Memory) saveStep(cfg Config, writes []TaskWrites, save func(*memNS) Config) (Config, error) {
 	if err := ValidateStep(cfg, writes); err != nil {
 		return Config{}, err
 	}
@@ -178,7 +184,7 @@ func (m *Memory) PutStep(ctx context.Context, cfg Config, writes []TaskWrites, c
 	for _, tw := range writes {
 		ns.addWrites(cfg.CheckpointID, tw.Writes, tw.TaskID, true)
 	}
-	return m.store(in, cp, newVersions, true), nil
+	return save(ns), nil
 }
 
 // memPut is a checked Put, ready to store.
@@ -352,15 +358,11 @@ func (m *Memory) PutFrame(ctx context.Context, cfg Config, writes []TaskWrites, 
 	if err != nil {
 		return Config{}, err
 	}
-	if err := ValidateStep(cfg, writes); err != nil {
-		return Config{}, err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	ns := m.ensure(cfg.ThreadID, cfg.Namespace)
-	for _, tw := range writes {
-		ns.addWrites(cfg.CheckpointID, tw.Writes, tw.TaskID, true)
-	}
+	return m.saveStep(cfg, writes, func(ns *memNS) Config { return m.storeFrame(ns, in, f) })
+}
+
+// storeFrame saves a checked frame in ns; m.mu must be held.
+func (m *Memory) storeFrame(ns *memNS, in memPut, f *Frame) Config {
 	alloc := &struct {
 		c memCP
 		d lazyDoc
@@ -398,8 +400,8 @@ func (m *Memory) PutFrame(ctx context.Context, cfg Config, writes []TaskWrites, 
 		}
 		fr.values[i], _ = ns.valueAt(f.Channels[i], ver)
 	}
-	m.threads[cfg.ThreadID].add(ns, stored)
-	return in.cfg, nil
+	m.threads[in.cfg.ThreadID].add(ns, stored)
+	return in.cfg
 }
 
 // sameNames reports whether two name tables are equal, cheaply when they
