@@ -414,7 +414,7 @@ func Checkpoints(v CheckpointsView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				if r.Fork {
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 24, "<span class=\"branch\" title=\"a branch starts here\">⑂</span> ")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 24, "<span class=\"branch\" title=\"a branch starts here\">↳</span> ")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}

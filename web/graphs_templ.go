@@ -239,7 +239,7 @@ type GraphView struct {
 // SubgraphToggle is a subgraph node the graph page can open or close.
 type SubgraphToggle struct {
 	// Path is the node's qualified name ("research", "research:deep"):
-	// the ?expand= value that opens it, and NodeID of it is its element id.
+	// the ?expand= value that opens it; its SVG element id is "n-" + Path.
 	Path string
 	// Depth is how many open subgraphs it sits in.
 	Depth int
