@@ -97,10 +97,6 @@ type reviewState struct {
 
 var errFlaky = errors.New("search service busy (demo: fails on the first attempt)")
 
-// demoGraph is a small built-in graph so a fresh Studio has something to
-// run until the example graphs are registered: research (retried once),
-// draft, a human review that interrupts, then publish or another round.
-// Its checkpoints live in memory.
 // graphs registers every example graph, and the demo, on the Studio's
 // backends.
 func graphs(b studio.Backends) (map[string]engine.Compiled, error) {
@@ -116,6 +112,9 @@ func graphs(b studio.Backends) (map[string]engine.Compiled, error) {
 	return all, nil
 }
 
+// demoGraph is a small built-in graph: research (retried once), draft, a
+// human review that interrupts, then publish or another round. Its
+// checkpoints go to saver (the Studio's checkpointer).
 func demoGraph(saver checkpoints.Saver) (engine.Compiled, error) {
 	g := engine.NewStateGraph[reviewState]()
 	g.AddNode("research", func(ctx context.Context, s reviewState) (engine.Output, error) {
