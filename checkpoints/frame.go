@@ -20,7 +20,8 @@ type Frame struct {
 	// ID and TS are Checkpoint.ID and Checkpoint.TS.
 	ID string
 	TS time.Time
-	// Channels names the channels by index.
+	// Channels names the channels by index, in ascending order without
+	// repeats (so savers find a channel by binary search).
 	Channels []string
 	// Versions holds each channel's version by index; 0 means the channel
 	// has none (it is absent from Checkpoint.ChannelVersions).
@@ -62,8 +63,13 @@ type FrameSaver interface {
 }
 
 // Checkpoint converts f to the form Saver.Put takes: the checkpoint (its
-// ChannelValues hold only the new values) and the new versions.
-func (f *Frame) Checkpoint() (*Checkpoint, map[string]int64) {
+// ChannelValues hold only the new values) and the new versions. A frame
+// whose shape is wrong (see PutFrame's checks) is an error wrapping
+// ErrInvalidConfig.
+func (f *Frame) Checkpoint() (*Checkpoint, map[string]int64, error) {
+	if err := f.checkShape(); err != nil {
+		return nil, nil, err
+	}
 	cp := &Checkpoint{
 		V:               FormatVersion,
 		ID:              f.ID,
@@ -89,7 +95,7 @@ func (f *Frame) Checkpoint() (*Checkpoint, map[string]int64) {
 	for _, s := range f.Seen {
 		cp.VersionsSeen[s.Node] = s.versions()
 	}
-	return cp, newVersions
+	return cp, newVersions, nil
 }
 
 // versions is the map form of s.
@@ -116,8 +122,8 @@ func checkFrame(cfg Config, f *Frame) error {
 			return fmt.Errorf("%w: ids must be valid UTF-8 without NUL: %q", ErrInvalidConfig, s)
 		}
 	}
-	if len(f.Versions) != len(f.Channels) {
-		return fmt.Errorf("%w: frame has %d versions for %d channels", ErrInvalidConfig, len(f.Versions), len(f.Channels))
+	if err := f.checkShape(); err != nil {
+		return err
 	}
 	bad := func(what, s string) error {
 		return fmt.Errorf("%w: %s %q is not valid UTF-8 without NUL", ErrInvalidValue, what, s)
@@ -127,12 +133,7 @@ func checkFrame(cfg Config, f *Frame) error {
 			return bad("channel", f.Channels[i])
 		}
 	}
-	last := -1
 	for _, nv := range f.New {
-		if nv.Index <= last || nv.Index >= len(f.Versions) || f.Versions[nv.Index] == 0 {
-			return fmt.Errorf("%w: frame's new channels must be ascending indexes of channels with versions", ErrInvalidConfig)
-		}
-		last = nv.Index
 		if nv.Value != nil {
 			if err := CheckValue(nv.Value); err != nil {
 				return fmt.Errorf("channel %q: %w", f.Channels[nv.Index], err)
@@ -148,13 +149,37 @@ func checkFrame(cfg Config, f *Frame) error {
 		if !ValidText(s.Node) {
 			return bad("node", s.Node)
 		}
-		if len(s.Versions) != len(s.Channels) {
-			return fmt.Errorf("%w: node %q has %d versions seen for %d channels", ErrInvalidConfig, s.Node, len(s.Versions), len(s.Channels))
-		}
 		for i, v := range s.Versions {
 			if v != 0 && !ValidText(s.Channels[i]) {
 				return bad("channel", s.Channels[i])
 			}
+		}
+	}
+	return nil
+}
+
+// checkShape checks what indexing a frame needs: every slice as long as
+// the one it is indexed with, channels ascending without repeats, new
+// channels ascending and with versions. Errors wrap ErrInvalidConfig.
+func (f *Frame) checkShape() error {
+	if len(f.Versions) != len(f.Channels) {
+		return fmt.Errorf("%w: frame has %d versions for %d channels", ErrInvalidConfig, len(f.Versions), len(f.Channels))
+	}
+	for i := 1; i < len(f.Channels); i++ {
+		if f.Channels[i-1] >= f.Channels[i] {
+			return fmt.Errorf("%w: frame's channels must be in ascending order without repeats (%q, then %q)", ErrInvalidConfig, f.Channels[i-1], f.Channels[i])
+		}
+	}
+	last := -1
+	for _, nv := range f.New {
+		if nv.Index <= last || nv.Index >= len(f.Versions) || f.Versions[nv.Index] == 0 {
+			return fmt.Errorf("%w: frame's new channels must be ascending indexes of channels with versions", ErrInvalidConfig)
+		}
+		last = nv.Index
+	}
+	for _, s := range f.Seen {
+		if len(s.Versions) != len(s.Channels) {
+			return fmt.Errorf("%w: node %q has %d versions seen for %d channels", ErrInvalidConfig, s.Node, len(s.Versions), len(s.Channels))
 		}
 	}
 	return nil

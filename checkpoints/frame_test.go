@@ -29,7 +29,7 @@ func TestPutFrameReadsAsPut(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	names := []string{"a", "b", "c"}
-	other := []string{"c", "b", "a", "d"} // another table: matched by name
+	other := []string{"a", "b", "c", "d"} // another table: matched by name
 	trig := []string{"a"}
 	ts := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
@@ -42,8 +42,8 @@ func TestPutFrameReadsAsPut(t *testing.T) {
 			Seen: []checkpoints.SeenVersions{{Node: "__input__"}, {Node: "n", Channels: trig, Versions: []int64{1}}}},
 			writes: []checkpoints.TaskWrites{{TaskID: "t1", Writes: []checkpoints.Write{{Channel: "a", Value: raw(`"a2"`)}, {Channel: "b", Value: raw(`{"b":[1,2]}`)}}}}},
 		// Another name table: values found by name in the parent.
-		{parent: "2", frame: &checkpoints.Frame{ID: "3", TS: ts.Add(2), Channels: other, Versions: []int64{1, 2, 3, 3},
-			New:             []checkpoints.FrameValue{{Index: 2, Value: raw(`"a3"`)}, {Index: 3, Value: raw(`4`)}},
+		{parent: "2", frame: &checkpoints.Frame{ID: "3", TS: ts.Add(2), Channels: other, Versions: []int64{3, 2, 1, 3},
+			New:             []checkpoints.FrameValue{{Index: 0, Value: raw(`"a3"`)}, {Index: 3, Value: raw(`4`)}},
 			Seen:            []checkpoints.SeenVersions{{Node: "n", Channels: trig, Versions: []int64{2}}, {Node: "m", Channels: other, Versions: []int64{0, 2, 0, 0}}},
 			UpdatedChannels: []string{"a", "d"}}},
 		// Maps after a frame, as a state update puts them.
@@ -77,7 +77,10 @@ func TestPutFrameReadsAsPut(t *testing.T) {
 			}
 			continue
 		}
-		cp, newV := s.frame.Checkpoint()
+		cp, newV, err := s.frame.Checkpoint()
+		if err != nil {
+			t.Fatal(err)
+		}
 		if _, err := maps.PutStep(ctx, cfg, s.writes, cp, md, newV); err != nil {
 			t.Fatal(err)
 		}
@@ -150,6 +153,8 @@ func TestPutFrameRefusesBadFrames(t *testing.T) {
 			New: []checkpoints.FrameValue{{Index: 1}}}, checkpoints.ErrInvalidConfig},
 		{"new out of range", &checkpoints.Frame{ID: "x", Channels: names, Versions: []int64{1, 1},
 			New: []checkpoints.FrameValue{{Index: 2}}}, checkpoints.ErrInvalidConfig},
+		{"channels out of order", &checkpoints.Frame{ID: "x", Channels: []string{"b", "a"}, Versions: []int64{1, 1}}, checkpoints.ErrInvalidConfig},
+		{"a channel twice", &checkpoints.Frame{ID: "x", Channels: []string{"a", "a"}, Versions: []int64{1, 2}}, checkpoints.ErrInvalidConfig},
 		{"NUL in a channel name", &checkpoints.Frame{ID: "x", Channels: []string{"a\x00"}, Versions: []int64{1}}, checkpoints.ErrInvalidValue},
 		{"NUL in a value", &checkpoints.Frame{ID: "x", Channels: names, Versions: []int64{1, 0},
 			New: []checkpoints.FrameValue{{Index: 0, Value: json.RawMessage(`"\u0000"`)}}}, checkpoints.ErrInvalidValue},
@@ -176,6 +181,10 @@ func TestPutFrameRefusesBadFrames(t *testing.T) {
 		}
 		if got, _ := m.Get(ctx, checkpoints.Config{ThreadID: "t", CheckpointID: "p"}); got == nil || len(got.PendingWrites) != 0 {
 			t.Errorf("%s: a refused frame stored its writes: %+v", c.name, got)
+		}
+		// Converting a frame of the wrong shape is an error, not a panic.
+		if _, _, err := c.frame.Checkpoint(); c.want == checkpoints.ErrInvalidConfig && c.frame.ID != "" && !errors.Is(err, c.want) {
+			t.Errorf("%s: Checkpoint() err = %v, want %v", c.name, err, c.want)
 		}
 	}
 }

@@ -88,13 +88,19 @@ type memFrame struct {
 	seen     []SeenVersions
 }
 
+// index is channel's index in the frame, or -1.
+func (f *memFrame) index(channel string) int {
+	if i, ok := slices.BinarySearch(f.channels, channel); ok {
+		return i
+	}
+	return -1
+}
+
 // version is the checkpoint's version of channel.
 func (c *memCP) version(channel string) (int64, bool) {
 	if f := c.frame; f != nil {
-		for i, name := range f.channels {
-			if name == channel && f.versions[i] != 0 {
-				return f.versions[i], true
-			}
+		if i := f.index(channel); i >= 0 && f.versions[i] != 0 {
+			return f.versions[i], true
 		}
 		return 0, false
 	}
@@ -105,10 +111,8 @@ func (c *memCP) version(channel string) (int64, bool) {
 // value is the checkpoint's value of channel.
 func (c *memCP) value(channel string) ([]byte, bool) {
 	if f := c.frame; f != nil {
-		for i, name := range f.channels {
-			if name == channel && f.values[i] != nil {
-				return f.values[i], true
-			}
+		if i := f.index(channel); i >= 0 && f.values[i] != nil {
+			return f.values[i], true
 		}
 		return nil, false
 	}

@@ -73,9 +73,12 @@ type loop struct {
 	// seen[node][k] is the version of the node's k-th trigger it last ran
 	// on; nil when the node never ran. seenInterrupt acknowledges
 	// breakpoints (upstream's versions_seen["__interrupt__"]).
+	// seenInterrupt is replaced, never written in place: frames share it.
 	seen          [][]int64
 	seenInterrupt []int64
 	extraSeen     map[string]map[string]int64 // entries for other names, kept as loaded
+	// extraFrame is extraSeen in a frame's form, built once per restore.
+	extraFrame []checkpoints.SeenVersions
 	// seenFrozen holds each node's versions seen as last put in a frame;
 	// it is copied again only when its node ran (seenDirty), and never
 	// modified once handed to a saver.
@@ -215,12 +218,18 @@ func (g *Pregel) newLoop(opts *RunOptions) (*loop, error) {
 	if l.saver != nil && l.opts.Durability == DurabilityAsync {
 		l.persist = newPersister()
 	}
+	l.saverForms()
+	l.needIDs = l.saver != nil || l.emit != nil
+	return l, nil
+}
+
+// saverForms finds the optional forms the saver takes: frames, and in
+// sync durability a step's writes together with its checkpoint.
+func (l *loop) saverForms() {
+	l.frameSaver, _ = l.saver.(checkpoints.FrameSaver)
 	if ss, ok := l.saver.(checkpoints.StepSaver); ok && l.opts.Durability == DurabilitySync {
 		l.stepSaver = ss
 	}
-	l.frameSaver, _ = l.saver.(checkpoints.FrameSaver)
-	l.needIDs = l.saver != nil || l.emit != nil
-	return l, nil
 }
 
 func (l *loop) run(ctx context.Context, input any) error {
@@ -388,6 +397,7 @@ func (l *loop) restore(tup *checkpoints.Tuple) error {
 				l.extraSeen = map[string]map[string]int64{}
 			}
 			l.extraSeen[name] = maps.Clone(vs)
+			l.extraFrame = nil
 			continue
 		}
 		s := make([]int64, len(node.trig))
@@ -1113,12 +1123,16 @@ func encodeWrites(ws []KV) ([]checkpoints.Write, error) {
 	out := make([]checkpoints.Write, 0, len(ws))
 	buf := make([]byte, 0, 16*len(ws))
 	for _, w := range ws {
-		at := len(buf)
-		var err error
-		if buf, err = jsonfast.Append(buf, w.Value); err != nil {
+		if next, ok := jsonfast.AppendSimple(buf, w.Value); ok {
+			out = append(out, checkpoints.Write{Channel: w.Key, Value: next[len(buf):len(next):len(next)]})
+			buf = next
+			continue
+		}
+		b, err := json.Marshal(w.Value)
+		if err != nil {
 			return nil, fmt.Errorf("write to %q is not JSON-encodable: %w", w.Key, err)
 		}
-		out = append(out, checkpoints.Write{Channel: w.Key, Value: buf[at:len(buf):len(buf)]})
+		out = append(out, checkpoints.Write{Channel: w.Key, Value: b})
 	}
 	return out, nil
 }
@@ -1357,7 +1371,7 @@ func (l *loop) seenFrame(buf []int64) []checkpoints.SeenVersions {
 	if _, ok := l.extraSeen[inputTask]; !ok {
 		out = append(out, checkpoints.SeenVersions{Node: inputTask})
 	}
-	if len(l.extraSeen) > 0 {
+	if len(l.extraSeen) > 0 && l.extraFrame == nil {
 		for _, name := range slices.Sorted(maps.Keys(l.extraSeen)) {
 			vs := l.extraSeen[name]
 			sv := checkpoints.SeenVersions{Node: name, Channels: slices.Sorted(maps.Keys(vs))}
@@ -1365,9 +1379,10 @@ func (l *loop) seenFrame(buf []int64) []checkpoints.SeenVersions {
 			for i, c := range sv.Channels {
 				sv.Versions[i] = vs[c]
 			}
-			out = append(out, sv)
+			l.extraFrame = append(l.extraFrame, sv)
 		}
 	}
+	out = append(out, l.extraFrame...)
 	for i, s := range l.seen {
 		if s == nil {
 			continue
@@ -1382,7 +1397,7 @@ func (l *loop) seenFrame(buf []int64) []checkpoints.SeenVersions {
 		out = append(out, checkpoints.SeenVersions{Node: n.Name, Channels: n.Triggers, Versions: frozen})
 	}
 	if l.seenInterrupt != nil {
-		out = append(out, checkpoints.SeenVersions{Node: interruptKey, Channels: l.g.chanNames, Versions: slices.Clone(l.seenInterrupt)})
+		out = append(out, checkpoints.SeenVersions{Node: interruptKey, Channels: l.g.chanNames, Versions: l.seenInterrupt})
 	}
 	return out
 }
@@ -1485,12 +1500,16 @@ func (l *loop) put(ctx context.Context, parent checkpoints.Config, writes []chec
 	switch {
 	case l.frameSaver != nil:
 		_, err = l.frameSaver.PutFrame(ctx, parent, writes, f, md)
-	case l.stepSaver != nil:
-		cp, newVersions := f.Checkpoint()
-		_, err = l.stepSaver.PutStep(ctx, parent, writes, cp, md, newVersions)
 	default:
-		cp, newVersions := f.Checkpoint()
-		_, err = l.saver.Put(ctx, parent, cp, md, newVersions)
+		cp, newVersions, cerr := f.Checkpoint()
+		switch {
+		case cerr != nil:
+			err = cerr
+		case l.stepSaver != nil:
+			_, err = l.stepSaver.PutStep(ctx, parent, writes, cp, md, newVersions)
+		default:
+			_, err = l.saver.Put(ctx, parent, cp, md, newVersions)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("save checkpoint %s: %w", f.ID, err)

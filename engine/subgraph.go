@@ -103,6 +103,7 @@ func (t *task) runSubgraph(ctx context.Context, sub *Pregel, input Update) (any,
 	if saver != nil && child.opts.Durability == DurabilityAsync {
 		child.persist = newPersister()
 	}
+	child.saverForms()
 	var in any = input
 	if saver != nil {
 		tup, err := saver.Get(ctx, checkpoints.Config{ThreadID: l.opts.ThreadID, Namespace: ns})

@@ -97,6 +97,9 @@ func (g *Pregel) updateSuperstep(ctx context.Context, cfg checkpoints.Config, up
 	}
 	l := &loop{g: g, saver: saver, needIDs: true, rs: &resumeState{}, opts: RunOptions{ThreadID: cfg.ThreadID, Durability: DurabilitySync}}
 	l.ns = cfg.Namespace
+	// Frames, but not StepSaver: an update's writes are saved on their
+	// own, against checkpoints it reads or writes as it goes.
+	l.frameSaver, _ = saver.(checkpoints.FrameSaver)
 	if opts.Listener != nil {
 		l.emit = &emitter{fn: opts.Listener}
 		defer func() {

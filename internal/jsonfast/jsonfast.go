@@ -14,41 +14,41 @@ import (
 // integer types and strings of printable ASCII that need no escaping. Only
 // the built-in types themselves take it (a type switch never matches a
 // named type, which might have its own MarshalJSON).
-func Marshal(v any) ([]byte, error) { return Append(nil, v) }
+func Marshal(v any) ([]byte, error) {
+	if b, ok := AppendSimple(nil, v); ok {
+		return b, nil
+	}
+	return json.Marshal(v)
+}
 
-// Append is Marshal appending to dst, so that several values can share one
-// buffer.
-func Append(dst []byte, v any) ([]byte, error) {
+// AppendSimple appends the encoding of v to dst when v takes Marshal's
+// fast path, and reports false (dst untouched) when it does not, so that
+// several small values can share one buffer while a large one is encoded
+// on its own, without a second copy.
+func AppendSimple(dst []byte, v any) ([]byte, bool) {
 	switch x := v.(type) {
 	case nil:
-		return append(dst, "null"...), nil
+		return append(dst, "null"...), true
 	case bool:
-		return strconv.AppendBool(dst, x), nil
+		return strconv.AppendBool(dst, x), true
 	case int:
-		return strconv.AppendInt(dst, int64(x), 10), nil
+		return strconv.AppendInt(dst, int64(x), 10), true
 	case int64:
-		return strconv.AppendInt(dst, x, 10), nil
+		return strconv.AppendInt(dst, x, 10), true
 	case int32:
-		return strconv.AppendInt(dst, int64(x), 10), nil
+		return strconv.AppendInt(dst, int64(x), 10), true
 	case uint:
-		return strconv.AppendUint(dst, uint64(x), 10), nil
+		return strconv.AppendUint(dst, uint64(x), 10), true
 	case uint64:
-		return strconv.AppendUint(dst, x, 10), nil
+		return strconv.AppendUint(dst, x, 10), true
 	case string:
 		if plain(x) {
 			dst = append(dst, '"')
 			dst = append(dst, x...)
-			return append(dst, '"'), nil
+			return append(dst, '"'), true
 		}
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return dst, err
-	}
-	if dst == nil {
-		return b, nil
-	}
-	return append(dst, b...), nil
+	return dst, false
 }
 
 // plain reports whether s is printable ASCII that encoding/json writes as
