@@ -40,9 +40,7 @@ type Memory struct {
 	mu   sync.RWMutex
 	byNS map[string]map[string]*memEntry
 
-	stop    chan struct{}
-	done    chan struct{}
-	closeMu sync.Once
+	sweeping *Sweeping
 }
 
 type memEntry struct {
@@ -69,42 +67,22 @@ func NewMemory(opts *MemoryOptions) *Memory {
 	m := &Memory{
 		now:  opts.Now,
 		byNS: make(map[string]map[string]*memEntry),
-		stop: make(chan struct{}),
-		done: make(chan struct{}),
 	}
 	if m.now == nil {
 		m.now = time.Now
 	}
-	if opts.SweepInterval > 0 {
-		go m.sweepEvery(opts.SweepInterval, opts.OnSweep)
-	} else {
-		close(m.done)
+	var onSweep func(int, error)
+	if opts.OnSweep != nil {
+		onSweep = func(n int, _ error) { opts.OnSweep(n) }
 	}
+	m.sweeping = StartSweeping(opts.SweepInterval, m, onSweep)
 	return m
-}
-
-func (m *Memory) sweepEvery(interval time.Duration, onSweep func(int)) {
-	defer close(m.done)
-	ticker := time.NewTicker(interval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-m.stop:
-			return
-		case <-ticker.C:
-			n, _ := m.Sweep(context.Background())
-			if onSweep != nil {
-				onSweep(n)
-			}
-		}
-	}
 }
 
 // Close stops the background sweeper, if any, and waits for it to return.
 // The cache stays usable; Close is safe to call more than once.
 func (m *Memory) Close() error {
-	m.closeMu.Do(func() { close(m.stop) })
-	<-m.done
+	m.sweeping.Close()
 	return nil
 }
 

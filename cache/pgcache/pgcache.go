@@ -33,7 +33,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -78,9 +77,7 @@ type Cache struct {
 	now    func() time.Time
 	signer *signer
 
-	stop      chan struct{}
-	done      chan struct{}
-	closeOnce sync.Once
+	sweeping *cache.Sweeping
 }
 
 var (
@@ -112,52 +109,19 @@ func New(pool *pgxpool.Pool, opts *Options) (*Cache, error) {
 		pool:   pool,
 		now:    opts.Now,
 		signer: newSigner(key),
-		stop:   make(chan struct{}),
-		done:   make(chan struct{}),
 	}
 	if c.now == nil {
 		c.now = time.Now
 	}
-	if opts.SweepInterval > 0 {
-		go c.sweepEvery(opts.SweepInterval, opts.OnSweep)
-	} else {
-		close(c.done)
-	}
+	c.sweeping = cache.StartSweeping(opts.SweepInterval, c, opts.OnSweep)
 	return c, nil
-}
-
-func (c *Cache) sweepEvery(interval time.Duration, onSweep func(int, error)) {
-	defer close(c.done)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-c.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	ticker := time.NewTicker(interval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-c.stop:
-			return
-		case <-ticker.C:
-			n, err := c.Sweep(ctx)
-			if onSweep != nil && ctx.Err() == nil {
-				onSweep(n, err)
-			}
-		}
-	}
 }
 
 // Close stops the background sweeper, if any (cancelling a sweep in
 // progress), and waits for it to return. The cache stays usable; Close is
 // safe to call more than once.
 func (c *Cache) Close() error {
-	c.closeOnce.Do(func() { close(c.stop) })
-	<-c.done
+	c.sweeping.Close()
 	return nil
 }
 
