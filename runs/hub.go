@@ -220,17 +220,29 @@ func (h *hub) retain(ev Event) {
 }
 
 // size estimates an event's retained bytes: its JSON when it was encoded,
-// else its strings plus a fixed overhead.
+// else its strings and slices plus a fixed overhead (16 bytes a string
+// header, 48 a small struct).
 func (e *Event) size() int {
 	if e.encoded != nil {
 		return len(e.encoded) + 256
 	}
 	n := 256 + len(e.Node) + len(e.Path) + len(e.TaskID) + len(e.Error) + len(e.Checkpoint) + len(e.RunID)
+	for _, list := range [...][]string{e.Triggers, e.Writes, e.Next} {
+		for _, s := range list {
+			n += 16 + len(s)
+		}
+	}
+	for _, b := range e.Bumps {
+		n += 48 + len(b.Channel)
+	}
+	for _, ed := range e.Edges {
+		n += 48 + len(ed[0]) + len(ed[1])
+	}
 	for _, v := range e.Values {
-		n += len(v.Key) + len(v.JSON)
+		n += 48 + len(v.Key) + len(v.JSON)
 	}
 	for _, i := range e.Interrupts {
-		n += len(i.Preview)
+		n += 48 + len(i.ID) + len(i.Node) + len(i.Preview)
 	}
 	return n
 }
@@ -250,6 +262,16 @@ func (h *hub) removeLocked(s *Subscription, dropped bool) {
 	s.closed, s.dropped = true, dropped
 	delete(h.subs, s)
 	close(s.c)
+}
+
+// closeAll ends every subscription: the thread is gone (its only run was
+// rejected), so nothing more will come.
+func (h *hub) closeAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for s := range h.subs {
+		h.removeLocked(s, false)
+	}
 }
 
 func (h *hub) count() int {

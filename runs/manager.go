@@ -127,6 +127,9 @@ type Manager struct {
 	threads map[string]*thread
 	// clock counts lookups; a thread's used is the count at its last one.
 	clock uint64
+	// evictions counts the threads evicted, so that a registry read that
+	// raced an eviction is not taken for the latest record (lockThread).
+	evictions uint64
 }
 
 type thread struct {
@@ -541,13 +544,26 @@ func (m *Manager) launch(ctx context.Context, g engine.Compiled, graph, threadID
 	select {
 	case <-done:
 		if !progressed && runErr != nil {
-			return Thread{}, fmt.Errorf("%w: %v", ErrInvalidInput, runErr)
+			return Thread{}, rejection(runErr)
 		}
 	default:
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return t.snapshot(), nil
+}
+
+// rejection is the error of a run that ended before it got going: what
+// the input or the options got wrong is ErrInvalidInput; anything else
+// (the checkpointer failing, the Manager closing) is not the caller's
+// doing and is returned as it is.
+func rejection(err error) error {
+	for _, bad := range []error{engine.ErrInvalidUpdate, engine.ErrInvalidGraph, engine.ErrEmptyInput, checkpoints.ErrInvalidValue, checkpoints.ErrInvalidConfig} {
+		if errors.Is(err, bad) {
+			return fmt.Errorf("%w: %v", ErrInvalidInput, err)
+		}
+	}
+	return fmt.Errorf("runs: the run could not start: %w", err)
 }
 
 // finish records how a run ended and tells the subscribers. A run that
@@ -563,12 +579,16 @@ func (m *Manager) finish(t *thread, runID string, err error, rejected bool, prev
 		if prev != nil {
 			t.info, t.changes = *prev, prevChanges
 			status = prev.Status
-		} else if m.threads[threadID] == t {
-			delete(m.threads, threadID)
 		}
 		t.cancel = nil
-		m.mu.Unlock()
 		t.hub.publish(Event{Kind: KindRunFinished, Thread: threadID, RunID: runID, Status: status, Error: "rejected: " + err.Error(), Time: m.now()})
+		if prev == nil && m.threads[threadID] == t {
+			// The thread never existed: its subscribers are told, then
+			// let go (a later start of the id makes a new thread).
+			delete(m.threads, threadID)
+			t.hub.closeAll()
+		}
+		m.mu.Unlock()
 		return
 	}
 	t.changes++
@@ -584,6 +604,10 @@ func (m *Manager) finish(t *thread, runID string, err error, rejected bool, prev
 		info.Status = StatusInterrupted
 		info.Pending = slices.Clone(intr.Interrupts)
 		info.Before, info.After = slices.Clone(intr.Before), slices.Clone(intr.After)
+	case errors.Is(err, context.Canceled) && m.base.Err() != nil:
+		// The Manager closed (the Studio is stopping) mid-run: as after
+		// a crash, the run is reported cut off, not cancelled by someone.
+		info.Status, info.Error = StatusError, StoppedReason
 	case errors.Is(err, context.Canceled):
 		info.Status, info.Error = StatusIdle, "cancelled"
 	default:
@@ -592,9 +616,11 @@ func (m *Manager) finish(t *thread, runID string, err error, rejected bool, prev
 	t.cancel = nil
 	ev := Event{Kind: KindRunFinished, Thread: threadID, RunID: runID, Status: info.Status, Error: info.Error, Time: info.Updated}
 	ev.Interrupts = previews(info.Pending)
+	// Published before the thread is let go: a next run's events must
+	// come after this one's end.
+	t.hub.publish(ev)
 	m.mu.Unlock()
 	m.persist(t)
-	t.hub.publish(ev)
 	t.hub.settle()
 	// The thread may be idle now: the bounds count it.
 	m.mu.Lock()
@@ -672,12 +698,27 @@ func (m *Manager) report(err error) {
 // m.mu): a subscriber it adds, or a run it claims, is on the hub and
 // record every later lookup finds. On error m.mu is not held.
 func (m *Manager) lockThread(ctx context.Context, id string) (*thread, error) {
-	m.mu.Lock()
-	if t, ok := m.threads[id]; ok {
-		m.touch(t)
-		return t, nil
+	for {
+		m.mu.Lock()
+		if t, ok := m.threads[id]; ok {
+			m.touch(t)
+			return t, nil
+		}
+		evictions := m.evictions
+		m.mu.Unlock()
+		t, err := m.loadThread(ctx, id, evictions)
+		if t != nil || err != nil {
+			return t, err
+		}
+		// A thread was evicted while the registry was read: perhaps
+		// this one, with a newer record than the one read. Read again.
 	}
-	m.mu.Unlock()
+}
+
+// loadThread reads a thread from the registry and holds it, returning it
+// with m.mu held; it returns nil, nil (m.mu not held) when a thread was
+// evicted since evictions was read.
+func (m *Manager) loadThread(ctx context.Context, id string, evictions uint64) (*thread, error) {
 	if CheckThreadID(id) != nil {
 		// Not a thread id, so not a thread: callers answer 404, as for
 		// any id nobody started.
@@ -686,6 +727,12 @@ func (m *Manager) lockThread(ctx context.Context, id string) (*thread, error) {
 	rec, err := m.store.GetThread(ctx, id)
 	if err != nil {
 		if errors.Is(err, ErrUnknownThread) {
+			m.mu.Lock()
+			evicted := m.evictions != evictions
+			m.mu.Unlock()
+			if evicted {
+				return nil, nil // it may have been saved, then evicted, since
+			}
 			return nil, err
 		}
 		return nil, fmt.Errorf("runs: read thread %q: %w", id, err)
@@ -702,6 +749,10 @@ func (m *Manager) lockThread(ctx context.Context, id string) (*thread, error) {
 	}
 	m.mu.Lock()
 	t, ok := m.threads[id]
+	if !ok && m.evictions != evictions {
+		m.mu.Unlock()
+		return nil, nil
+	}
 	if !ok {
 		t = &thread{info: info, hub: newHub()}
 		m.threads[id] = t
@@ -755,6 +806,7 @@ func (m *Manager) evictLocked(keep *thread) {
 			break
 		}
 		delete(m.threads, it.id)
+		m.evictions++
 		n, total = n-1, total-it.bytes
 	}
 }
