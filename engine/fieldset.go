@@ -43,6 +43,11 @@ func setterFor(t reflect.Type) fieldSetter {
 		case 4:
 			return func(p unsafe.Pointer, x any) { *(*uint32)(p) = *(*uint32)(efaceData(&x)) }
 		case 8:
+			if t.Align() < 8 {
+				// complex64 (and 64-bit numbers on 32-bit platforms)
+				// may sit at a 4-aligned offset.
+				return func(p unsafe.Pointer, x any) { *(*[2]uint32)(p) = *(*[2]uint32)(efaceData(&x)) }
+			}
 			return func(p unsafe.Pointer, x any) { *(*uint64)(p) = *(*uint64)(efaceData(&x)) }
 		case 16:
 			return func(p unsafe.Pointer, x any) { *(*[2]uint64)(p) = *(*[2]uint64)(efaceData(&x)) }

@@ -18,6 +18,7 @@ type kinds struct {
 	U16  uint16            `json:"u16"`
 	I32  int32             `json:"i32"`
 	F32  float32           `json:"f32"`
+	C64  complex64         `json:"c64"` // at a 4-aligned offset (12)
 	C128 complex128        `json:"c128"`
 	B    bool              `json:"b"`
 	S    string            `json:"s"`
@@ -39,7 +40,7 @@ type kinds struct {
 func TestStateFieldsOfEveryKind(t *testing.T) {
 	t.Parallel()
 	want := kinds{
-		I8: -7, U16: 65000, I32: -1 << 30, F32: 1.5, C128: complex(2, -3), B: true, S: "héllo",
+		I8: -7, U16: 65000, I32: -1 << 30, F32: 1.5, C64: complex(-1, 0.25), C128: complex(2, -3), B: true, S: "héllo",
 		Deg: 21.5, Ints: []int{1, 2, 3}, M: map[string]int{"a": 1}, P: &point{1, 2}, Pt: point{3, 4},
 		Arr: [3]string{"x", "y", "z"}, Any: []any{"n", 1.0}, Err: errors.New("boom"),
 		Nest: map[string][]byte{"k": []byte("v")}, Big: 1 << 60, Last: "end",
@@ -47,7 +48,7 @@ func TestStateFieldsOfEveryKind(t *testing.T) {
 	g := engine.NewStateGraph[kinds]()
 	g.AddNode("write", func(context.Context, kinds) (engine.Output, error) {
 		return engine.Update{
-			"i8": want.I8, "u16": want.U16, "i32": want.I32, "f32": want.F32, "c128": want.C128,
+			"i8": want.I8, "u16": want.U16, "i32": want.I32, "f32": want.F32, "c64": want.C64, "c128": want.C128,
 			"b": want.B, "s": want.S, "deg": want.Deg, "ints": want.Ints, "m": want.M, "p": want.P,
 			"pt": want.Pt, "arr": want.Arr, "any": want.Any, "err": want.Err, "nest": want.Nest,
 			"big": want.Big,

@@ -51,8 +51,9 @@ func (l *loop) release() {
 		// Drop what the tasks point to, so a pooled task keeps no state
 		// of this run alive.
 		t.l, t.node, t.input, t.err, t.resume, t.interrupts = nil, nil, nil, nil, nil, nil
-		t.tctx = taskContext{}
-		clear(t.writes)
+		t.tctx, t.scratch = nil, nil
+		clear(t.writes[:cap(t.writes)])
+		clear(t.wbuf[:])
 		clear(t.ov.vals)
 	}
 	for i := range l.grouped {

@@ -454,8 +454,10 @@ func (w branchWriter[S]) write(t *task, _ any) error {
 	if err != nil {
 		return err
 	}
-	var ctx context.Context = &t.tctx
-	if t.tctx.Context == nil {
+	var ctx context.Context
+	if t.tctx != nil {
+		ctx = t.tctx
+	} else {
 		ctx = context.WithValue(context.Background(), taskCtxKey{}, t)
 	}
 	route, err := w.b.router(ctx, st)

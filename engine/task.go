@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/superstep-dev/superstep/cache"
@@ -45,8 +46,9 @@ type task struct {
 	// asUpdate marks a task made by UpdateState: it bumps the step but
 	// records no trigger versions and consumes nothing.
 	asUpdate bool
-	tctx     taskContext
-	ov       overlay
+	// tctx is the context of the current execution (nil between them).
+	tctx *taskContext
+	ov   overlay
 	// scratch is the *S a conditional edge's router state is built in,
 	// kept across the task's reuse.
 	scratch any
@@ -89,16 +91,23 @@ func (t *task) ID() string {
 
 func (t *task) step() int { return t.l.step }
 
-// taskContext carries the task to Attempt, Emit and friends without a
-// context.WithValue allocation per execution.
+// taskContext carries the task to Attempt, Emit and friends. There is
+// one per execution, never reused: a node may keep its context (in a
+// goroutine that outlives it), and the context must stay what it was —
+// the run's values and cancellation — while the task object goes on to
+// other executions. Once the execution is over, t is nil and the context
+// no longer belongs to a node.
 type taskContext struct {
 	context.Context
-	t *task
+	t atomic.Pointer[task]
 }
 
 func (c *taskContext) Value(key any) any {
 	if key == (taskCtxKey{}) {
-		return c.t
+		if t := c.t.Load(); t != nil {
+			return t
+		}
+		return nil
 	}
 	return c.Context.Value(key)
 }
@@ -226,8 +235,13 @@ func (t *task) execute(ctx context.Context) error {
 	if len(policies) == 0 {
 		policies = l.g.cfg.Retry
 	}
-	t.tctx = taskContext{Context: ctx, t: t}
-	tctx := &t.tctx
+	tctx := &taskContext{Context: ctx}
+	tctx.t.Store(t)
+	t.tctx = tctx
+	defer func() {
+		tctx.t.Store(nil)
+		t.tctx = nil
+	}()
 	var start time.Time
 	if l.emit != nil {
 		start = time.Now() // durations are only reported in events

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -94,21 +95,20 @@ type job interface{ run() }
 // Workers are goroutines reused across steps and runs: a fresh goroutine
 // starts with a small stack that grows (and is copied) as a node's call
 // chain deepens. Idle workers wait on their own channel in a LIFO stack,
-// so the most recently used (warm) one is woken first; one idle for longer
-// than workerIdle is told to exit the next time work is handed out.
-const (
-	workerIdle     = 10 * time.Second
-	maxIdleWorkers = 1024
-)
+// so the most recently used (warm) one is woken first; one left idle for
+// workerIdle exits, so a burst of blocking nodes leaves no goroutines
+// behind for long.
+const maxIdleWorkers = 1024
 
-type idleWorker struct {
-	jobs  chan job
-	since time.Time
-}
+// workerIdle is how long an idle worker waits for work (a variable for
+// tests).
+var workerIdle atomic.Int64
+
+func init() { workerIdle.Store(int64(10 * time.Second)) }
 
 var idle struct {
 	mu      sync.Mutex
-	workers []idleWorker
+	workers []chan job
 }
 
 // spawn runs j on an idle worker, or on a new goroutine when none is idle.
@@ -122,29 +122,55 @@ func spawn(j job) {
 	}
 	w := idle.workers[n-1]
 	idle.workers = idle.workers[:n-1]
-	var stale chan job
-	if n > 1 && time.Since(idle.workers[0].since) > workerIdle {
-		stale = idle.workers[0].jobs
-		idle.workers = append(idle.workers[:0], idle.workers[1:]...)
-	}
 	idle.mu.Unlock()
-	if stale != nil {
-		stale <- nil
-	}
-	w.jobs <- j
+	w <- j
 }
 
 func worker(j job) {
 	jobs := make(chan job, 1)
-	for j != nil {
+	var timer *time.Timer
+	for {
 		j.run()
 		idle.mu.Lock()
 		if len(idle.workers) >= maxIdleWorkers {
 			idle.mu.Unlock()
 			return
 		}
-		idle.workers = append(idle.workers, idleWorker{jobs: jobs, since: time.Now()})
+		idle.workers = append(idle.workers, jobs)
 		idle.mu.Unlock()
-		j = <-jobs
+		wait := time.Duration(workerIdle.Load())
+		if timer == nil {
+			timer = time.NewTimer(wait)
+		} else {
+			timer.Reset(wait)
+		}
+		select {
+		case j = <-jobs:
+			timer.Stop()
+		case <-timer.C:
+			if leaveIdle(jobs) {
+				return
+			}
+			j = <-jobs // spawn took this worker off the stack: its job is coming
+		}
 	}
+}
+
+// leaveIdle takes an idle worker off the stack, unless spawn already did.
+func leaveIdle(jobs chan job) bool {
+	idle.mu.Lock()
+	defer idle.mu.Unlock()
+	i := slices.Index(idle.workers, jobs)
+	if i < 0 {
+		return false
+	}
+	idle.workers = slices.Delete(idle.workers, i, i+1)
+	return true
+}
+
+// idleWorkers reports how many workers wait for work.
+func idleWorkers() int {
+	idle.mu.Lock()
+	defer idle.mu.Unlock()
+	return len(idle.workers)
 }
