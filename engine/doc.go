@@ -28,6 +28,13 @@
 // key), a Command (update and route, or Send), or nil. Unknown keys and values of
 // the wrong type are ErrInvalidUpdate errors naming the node and key.
 //
+// The state a node receives is a copy of the struct, but its slices, maps
+// and pointers are the channels' own values, shared with the other nodes
+// of the step (as upstream hands nodes the channels' objects): treat them
+// as read-only and return what changes. A node that appends to or edits
+// them in place changes what its siblings, later steps and checkpoints
+// see, outside the reducers.
+//
 // Underneath is the low-level Pregel API (NewNode, NewPregel): channels
 // from package engine/channels, nodes with trigger channels, read channels
 // (one channel read raw, several as a map), an input mapper, writers
