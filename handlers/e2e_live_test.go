@@ -2,11 +2,20 @@ package handlers_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/coder/websocket"
+	"github.com/go-chi/chi/v5"
 
+	"github.com/superstep-dev/superstep/checkpoints"
+	"github.com/superstep-dev/superstep/engine"
+	"github.com/superstep-dev/superstep/handlers"
 	"github.com/superstep-dev/superstep/internal/e2e"
 	"github.com/superstep-dev/superstep/runs"
 )
@@ -71,4 +80,100 @@ func TestE2ELiveEdgesValuesAndReload(t *testing.T) {
 		t.Fatalf("tree next column = %q, %v; want __start__, fetch, slow, then nothing", next, err)
 	}
 	screenshot(t, ctx, "tree-next.png")
+}
+
+type hyphenState struct {
+	Log []string `json:"log" reduce:"append"`
+}
+
+// Node names may hold "-": the edges that fired light up, and only they,
+// even where two edges' ids read alike (a → b-c and a-b → c).
+func TestE2EFiredEdgesWithHyphenatedNodeNames(t *testing.T) {
+	t.Parallel()
+	g := engine.NewStateGraph[hyphenState]()
+	for _, name := range []string{"a", "b-c", "a-b", "c"} {
+		g.AddNode(name, func(context.Context, hyphenState) (engine.Output, error) { return engine.Set("log", name), nil })
+	}
+	g.AddConditionalEdges(engine.Start, func(context.Context, hyphenState) (engine.Route, error) { return engine.To("a"), nil },
+		map[string]string{"a": "a", "a-b": "a-b"})
+	g.AddEdge("a", "b-c").AddEdge("b-c", engine.End).AddEdge("a-b", "c").AddEdge("c", engine.End)
+	cg, err := g.Compile(engine.CompileOptions{Checkpointer: checkpoints.NewMemory()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := runs.NewManager(map[string]engine.Compiled{"hyphens": cg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := chi.NewRouter()
+	handlers.Routes{Runs: m}.Mount(r)
+	srv := httptest.NewServer(handlers.Secure(r))
+	t.Cleanup(func() {
+		srv.Close()
+		m.Close()
+	})
+	if _, err := m.Start(context.Background(), "hyphens", "h", map[string]any{}, runs.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Wait(context.Background(), "h"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := e2e.Browser(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/threads/h")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the page, live", `body[data-live="1"]`)
+	waitFor(t, ctx, "a → b-c fired", `g.gedge.fired`)
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`Array.from(document.querySelectorAll("g.gedge")).map(g => g.querySelector("title").textContent + (g.classList.contains("fired") ? " fired" : " not")).sort().join("|")`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "__start__->a fired|__start__->a-b not|a->b-c fired|a-b->c not|b-c->__end__ not|c->__end__ not" // edges into END never fire: END is no task
+	if got != want {
+		t.Fatalf("edges: %s\nwant:  %s", got, want)
+	}
+}
+
+// A thread page whose socket the server takes and closes at once (the
+// thread cannot be read) backs off between reconnects instead of asking
+// again every half second.
+func TestE2EReconnectsBackOffWhenTheServerClosesTheSocket(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	if _, err := f.runs.Start(context.Background(), "flow", "closing", map[string]any{}, runs.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	close(f.gate.release)
+	f.wait(t, "closing")
+	var accepted atomic.Int32
+	page := chi.NewRouter()
+	handlers.Routes{Runs: f.runs}.Mount(page)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/threads/closing/ws", func(w http.ResponseWriter, r *http.Request) {
+		c, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		accepted.Add(1)
+		c.Close(websocket.StatusInternalError, "cannot read the thread")
+	})
+	mux.Handle("/", page)
+	srv := httptest.NewServer(handlers.Secure(mux))
+	t.Cleanup(srv.Close)
+	ctx := e2e.Browser(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/threads/closing")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the first socket closed", `body[data-live="0"]`)
+	// 4 s of a socket closed at once: 0.5 + 1 + 2 s of back-off allow 4
+	// connections; reconnecting every 0.5 s would make 8.
+	start := time.Now()
+	for time.Since(start) < 4*time.Second {
+		if err := chromedp.Do(ctx, chromedp.Sleep(100*time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := accepted.Load(); n < 2 || n > 5 {
+		t.Fatalf("%d sockets in 4 s; want a few, backing off", n)
+	}
 }

@@ -40,8 +40,16 @@ import (
 func nodeID(node string) string { return "n-" + node }
 
 // edgeID is the element id of the edge from → to (qualified names for
-// edges inside an expanded subgraph; see nodeID).
+// edges inside an expanded subgraph; see nodeID). Node names may hold
+// "-", so an id can be shared (a→b-c and a-b→c, or a second a→b): later
+// edges get "-2", "-3", … until the id is free, and pages find an edge's
+// elements by its ends through the drawing's edge index (drawnEdge), never
+// by taking an id apart.
 func edgeID(from, to string) string { return "e-" + from + "-" + to }
+
+// drawnEdge is an edge of a drawing: its ends, as events name them, and
+// its element id.
+type drawnEdge = [3]string
 
 // svgOptions choose what a graph's drawing shows besides its topology and
 // lint warnings. The zero value draws every subgraph closed, without
@@ -79,11 +87,16 @@ type svgOptions struct {
 // function of the arguments: it keys the layout cache, so each expansion
 // is laid out (and cached) on its own.
 func dotWith(topo engine.Topology, warnings []engine.Warning, opts svgOptions) string {
-	d := dotWriter{
+	return newDot(topo, warnings, opts).b.String()
+}
+
+// newDot writes the DOT of dotWith, recording the edge index as it goes.
+func newDot(topo engine.Topology, warnings []engine.Warning, opts svgOptions) *dotWriter {
+	d := &dotWriter{
 		opts:     opts,
 		expanded: map[string]bool{},
 		warn:     map[string][]string{},
-		seen:     map[string]int{},
+		used:     map[string]bool{},
 		before:   breakSet(opts.BreakBefore),
 		after:    breakSet(opts.BreakAfter),
 		subs:     map[string]*engine.Topology{},
@@ -100,7 +113,7 @@ func dotWith(topo engine.Topology, warnings []engine.Warning, opts svgOptions) s
 	d.b.WriteString("  edge [fontname=\"Helvetica\", fontsize=10, color=\"#5b6470\", arrowsize=0.7];\n")
 	d.graph("", topo, "  ")
 	d.b.WriteString("}\n")
-	return d.b.String()
+	return d
 }
 
 // dotWriter writes one dotWith call's graph. Warnings and breakpoints
@@ -111,7 +124,8 @@ type dotWriter struct {
 	opts          svgOptions
 	expanded      map[string]bool
 	warn          map[string][]string
-	seen          map[string]int
+	used          map[string]bool // edge ids given out
+	edges         []drawnEdge
 	before, after breakSet
 	// subs holds the topology of each open subgraph written so far, for
 	// the edges that attach to its inner START or END.
@@ -193,10 +207,11 @@ func (d *dotWriter) graph(prefix string, topo engine.Topology, indent string) {
 	for _, e := range topo.Edges {
 		from, to := qualify(prefix, e.From), qualify(prefix, e.To)
 		id := edgeID(from, to)
-		d.seen[id]++
-		if k := d.seen[id]; k > 1 {
-			id = fmt.Sprintf("%s-%d", id, k)
+		for k := 2; d.used[id]; k++ {
+			id = fmt.Sprintf("%s-%d", edgeID(from, to), k)
 		}
+		d.used[id] = true
+		d.edges = append(d.edges, drawnEdge{from, to, id})
 		class := "gedge"
 		attrs := []string{"id=" + quote(id)}
 		switch {
@@ -431,12 +446,20 @@ func renderSVG(ctx context.Context, dot string) ([]byte, error) {
 // expansion toggled ("" for no links). The layout is shared by every page
 // showing the same view of the graph; only the links differ.
 func CompiledSVG(ctx context.Context, g engine.Compiled, expand []string, linkBase string) ([]byte, error) {
+	svg, _, err := compiledDrawing(ctx, g, expand, linkBase)
+	return svg, err
+}
+
+// compiledDrawing is CompiledSVG with the drawing's edge index: each
+// edge's ends and element id.
+func compiledDrawing(ctx context.Context, g engine.Compiled, expand []string, linkBase string) ([]byte, []drawnEdge, error) {
 	before, after := g.Pregel().Breakpoints()
-	svg, err := renderSVG(ctx, dotWith(g.Topology(), g.Warnings(), svgOptions{Expand: expand, BreakBefore: before, BreakAfter: after, Links: linkBase != ""}))
+	d := newDot(g.Topology(), g.Warnings(), svgOptions{Expand: expand, BreakBefore: before, BreakAfter: after, Links: linkBase != ""})
+	svg, err := renderSVG(ctx, d.b.String())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return withLinkBase(svg, linkBase), nil
+	return withLinkBase(svg, linkBase), d.edges, nil
 }
 
 // relativeHref is how a page-relative link starts in Graphviz's SVG.

@@ -544,3 +544,46 @@ func TestManyExpansionsStayWithinTheCacheBound(t *testing.T) {
 		t.Errorf("the cache ends with %d drawings (%d indexed), want 1 to 3", n, len(c.index))
 	}
 }
+
+// Node names may hold "-", so edge ids built from them can collide: every
+// edge still gets an id of its own, and the drawing's edge index says
+// which ends each id joins.
+func TestEdgeIDsStayUniqueWithHyphenatedNames(t *testing.T) {
+	t.Parallel()
+	topo := engine.Topology{
+		Nodes: []engine.TopoNode{{Name: engine.Start}, {Name: "a"}, {Name: "b"}, {Name: "b-2"}, {Name: "b-c"}, {Name: "a-b"}, {Name: "c"}, {Name: engine.End}},
+		Edges: []engine.TopoEdge{
+			{From: engine.Start, To: "a"},
+			{From: "a", To: "b"},
+			{From: "a", To: "b", Conditional: true, Label: "again"},
+			{From: "a", To: "b-2"},
+			{From: "a", To: "b-c"},
+			{From: "a-b", To: "c"},
+		},
+	}
+	d := newDot(topo, nil, svgOptions{})
+	ids := map[string]bool{}
+	for _, e := range d.edges {
+		if ids[e[2]] {
+			t.Fatalf("edge id %q is given twice: %v", e[2], d.edges)
+		}
+		ids[e[2]] = true
+	}
+	if len(d.edges) != len(topo.Edges) {
+		t.Fatalf("edge index %v, want one entry per edge", d.edges)
+	}
+	for i, e := range topo.Edges {
+		if d.edges[i][0] != e.From || d.edges[i][1] != e.To {
+			t.Errorf("index entry %d = %v, want %s → %s", i, d.edges[i], e.From, e.To)
+		}
+	}
+	svg, err := renderSVG(context.Background(), d.b.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := range ids {
+		if n := strings.Count(string(svg), `<g id="`+id+`"`); n != 1 {
+			t.Errorf("the drawing has %d elements with id %q, want 1", n, id)
+		}
+	}
+}

@@ -176,6 +176,10 @@ func hostileCases() []hostileCase {
 	post("resume value escaped NUL", "/threads/%T/resume", url.Values{"action": {"respond"}, "value": {`{"note": "a\u0000b"}`}}, http.StatusBadRequest, "NUL")
 	post("start input escaped NUL", "/graphs/approval/runs", url.Values{"input": {`{"answer": "a\u0000b"}`}}, http.StatusBadRequest, "NUL")
 	post("resume action script", "/threads/%T/resume", url.Values{"action": {xss}}, http.StatusBadRequest, "action")
+	// A bad ?expand= (where the form leads back to) is refused before the
+	// form does anything.
+	post("resume expand script", "/threads/%T/resume?expand="+url.QueryEscape(xss), url.Values{"action": {"approve"}}, http.StatusBadRequest, "")
+	post("cancel expand not a subgraph", "/threads/%T/cancel?expand=answer", url.Values{}, http.StatusBadRequest, "")
 	post("edit as-node script", "/threads/%T/checkpoints/%C/update", url.Values{"key": {"answer"}, "value": {`"x"`}, "as_node": {xss}}, http.StatusBadRequest, "is not a node")
 	post("start recursion limit script", "/graphs/approval/runs", url.Values{"recursion_limit": {xss}}, http.StatusBadRequest, "not a whole number")
 	post("store namespace NUL", "/store/put", url.Values{"namespace": {"notes\x00x"}, "key": {"k"}, "value": {`{}`}}, http.StatusBadRequest, "")

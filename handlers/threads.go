@@ -109,7 +109,7 @@ func ThreadPage(rt Routes) http.Handler {
 			return
 		}
 		base := "/threads/" + url.PathEscape(t.ID)
-		svg, err := CompiledSVG(r.Context(), g, expand, base)
+		svg, edges, err := compiledDrawing(r.Context(), g, expand, base)
 		if err != nil {
 			fail(w, r, rt.Logger, err)
 			return
@@ -133,6 +133,7 @@ func ThreadPage(rt Routes) http.Handler {
 		}
 		f := fold(evs)
 		v.Tasks, v.Channels, v.Overlay = f.tasks, f.channels, f.overlay
+		v.Overlay.Edges = edges
 		v.Values = f.valueRows(t.ID)
 		v.Pending = pendingViews(t.Pending)
 		render(w, r, rt.Logger, http.StatusOK, web.Thread(v))
@@ -316,6 +317,11 @@ func ResumeRun(rt Routes) http.Handler {
 			fail(w, r, rt.Logger, err)
 			return
 		}
+		back, err := threadPageURL(rt, t, r)
+		if err != nil {
+			fail(w, r, rt.Logger, err)
+			return
+		}
 		if err := parseForm(r); err != nil {
 			fail(w, r, rt.Logger, err)
 			return
@@ -352,7 +358,7 @@ func ResumeRun(rt Routes) http.Handler {
 			fail(w, r, rt.Logger, err)
 			return
 		}
-		http.Redirect(w, r, threadPageURL(id, r), http.StatusSeeOther)
+		http.Redirect(w, r, back, http.StatusSeeOther)
 	})
 }
 
@@ -360,17 +366,40 @@ func ResumeRun(rt Routes) http.Handler {
 func CancelRun(rt Routes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := chi.URLParam(r, "thread")
+		t, err := rt.Runs.Thread(r.Context(), id)
+		if err != nil {
+			fail(w, r, rt.Logger, err)
+			return
+		}
+		back, err := threadPageURL(rt, t, r)
+		if err != nil {
+			fail(w, r, rt.Logger, err)
+			return
+		}
 		if err := rt.Runs.Cancel(r.Context(), id); err != nil {
 			fail(w, r, rt.Logger, err)
 			return
 		}
-		http.Redirect(w, r, threadPageURL(id, r), http.StatusSeeOther)
+		http.Redirect(w, r, back, http.StatusSeeOther)
 	})
 }
 
 // threadPageURL is the thread page a form posted from it leads back to,
-// with the subgraphs the form's ?expand= names still open (the page
-// checks them).
-func threadPageURL(id string, r *http.Request) string {
-	return expandHref("/threads/"+url.PathEscape(id), r.URL.Query()["expand"])
+// with the subgraphs the form's ?expand= names still open. A bad ?expand=
+// is an error here, before the form does anything, not a 400 after it.
+func threadPageURL(rt Routes, t runs.Thread, r *http.Request) (string, error) {
+	base := "/threads/" + url.PathEscape(t.ID)
+	values := r.URL.Query()["expand"]
+	if len(values) == 0 {
+		return base, nil
+	}
+	g, err := rt.Runs.Graph(t.Graph)
+	if err != nil {
+		return "", err
+	}
+	expand, err := ParseExpand(g.Topology(), values)
+	if err != nil {
+		return "", err
+	}
+	return expandHref(base, expand), nil
 }

@@ -30,15 +30,14 @@
     document.querySelectorAll("g.gedge.fired").forEach((el) => el.classList.remove("fired", "fired-now"));
     nowStep = null;
   }
-  // Fired edges: e-<from>-<to> (a second edge between the same nodes is
-  // e-<from>-<to>-2); a router drawn without its destinations is e-<from>-*.
+  // Fired edges: the page's edge index gives each edge's element ids by
+  // its ends (node names may hold "-", so ids are never taken apart); a
+  // router drawn without its destinations is indexed with "*" as its end.
   let nowStep = null;
+  const edgeIds = new Map();
   function edgeEls(from, to) {
-    const base = "e-" + from + "-" + to;
-    const els = [];
-    for (let el = $(base), k = 2; el; el = $(base + "-" + k), k++) els.push(el);
-    if (!els.length && $("e-" + from + "-*")) els.push($("e-" + from + "-*"));
-    return els;
+    const ids = edgeIds.get(JSON.stringify([from, to])) || edgeIds.get(JSON.stringify([from, "*"])) || [];
+    return ids.map($).filter(Boolean);
   }
   function fireEdges(step, edges) {
     if (nowStep === null || step > nowStep) {
@@ -178,6 +177,7 @@
         setValues(ev);
         break;
       case "caught_up":
+        backoff = firstDelay; // the server has us going again
         if (ev.cursor) cursor = ev.cursor;
         setStatus(ev.status, ev.error);
         body.dataset.live = "1";
@@ -196,18 +196,25 @@
     }
   }
   // Reconnects back off from firstDelay to 10 s while the server cannot be
-  // reached; a socket that opened starts the back-off over, so a tab that
-  // was live for hours reconnects quickly after a blip.
+  // reached, or takes the socket and closes it again; the catch-up's end
+  // (caught_up) starts the back-off over, so a tab that was live for hours
+  // reconnects quickly after a blip.
   const firstDelay = 500;
-  function connect(delay) {
+  let backoff = firstDelay;
+  function connect() {
     const after = cursor ? "?after=" + encodeURIComponent(cursor) : "";
     const ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/threads/" + encodeURIComponent(thread) + "/ws" + after);
-    ws.onopen = () => { delay = firstDelay; };
-    ws.onmessage = (m) => { for (const ev of JSON.parse(m.data)) apply(ev); };
+    ws.onmessage = (m) => {
+      for (const ev of JSON.parse(m.data)) {
+        // One event the page cannot show must not lose the rest.
+        try { apply(ev); } catch (err) { console.error("studio: cannot apply event", ev, err); }
+      }
+    };
     ws.onclose = () => {
       body.dataset.live = "0";
       $("live").textContent = "disconnected; reconnecting…";
-      setTimeout(() => connect(Math.min(delay * 2, 10000)), delay);
+      setTimeout(connect, backoff);
+      backoff = Math.min(backoff * 2, 10000);
     };
   }
   // The overlay the page was rendered with: node states and fired edges
@@ -215,13 +222,18 @@
   const overlay = $("graph-state");
   if (overlay) {
     const g = JSON.parse(overlay.textContent);
+    for (const [from, to, id] of g.edges || []) {
+      const k = JSON.stringify([from, to]);
+      if (!edgeIds.has(k)) edgeIds.set(k, []);
+      edgeIds.get(k).push(id);
+    }
     for (const [node, state] of Object.entries(g.nodes || {})) markNode(node, state);
     for (const node of g.retried || []) markNode(node, "retried");
     for (const [from, to] of g.fired || []) for (const el of edgeEls(from, to)) el.classList.add("fired");
     for (const [from, to] of g.now || []) for (const el of edgeEls(from, to)) el.classList.add("fired-now");
     if (g.step >= 0) nowStep = g.step;
   }
-  connect(firstDelay);
+  connect();
 
   // Keys: a approves the first interrupt (or continues from a breakpoint),
   // r rejects it, Ctrl/Cmd+Enter in a response sends that response.
