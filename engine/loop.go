@@ -376,7 +376,7 @@ func (l *loop) restore(tup *checkpoints.Tuple) error {
 	for i, spec := range l.g.specs {
 		ch, err := spec.FromCheckpoint(cp.ChannelValues[l.g.chanNames[i]])
 		if err != nil {
-			return fmt.Errorf("restore channel %q from checkpoint %s: %w", l.g.chanNames[i], cp.ID, err)
+			return fmt.Errorf("%w: restore channel %q from checkpoint %s: %w", ErrCheckpointMismatch, l.g.chanNames[i], cp.ID, err)
 		}
 		l.chans[i] = ch
 	}

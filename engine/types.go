@@ -73,6 +73,10 @@ var (
 	// ErrEmptyInput: a run was started with no input on a thread with no
 	// checkpoint to resume.
 	ErrEmptyInput = errors.New("empty input")
+	// ErrCheckpointMismatch: a saved checkpoint's values do not fit the
+	// graph's channels (saved by another version of the graph); the error
+	// names the channel and the checkpoint.
+	ErrCheckpointMismatch = errors.New("checkpoint does not fit the graph")
 )
 
 // ErrInterrupted matches the error of a run that stopped at a breakpoint

@@ -198,10 +198,17 @@ func treePage(ctx context.Context, rt Routes, t runs.Thread, p *engine.Pregel, b
 		if !exact && loads < maxNextLoads {
 			loads++
 			full, err := p.GetState(ctx, checkpoints.Config{ThreadID: t.ID, CheckpointID: id})
-			if err != nil {
-				return nil, nil, err
+			switch {
+			case err == nil:
+				next, exact = full.Next, true
+			case ctx.Err() != nil:
+				return nil, nil, ctx.Err()
+			default:
+				// A checkpoint whose state cannot be read (its values no
+				// longer fit the graph's state type) still gets its row,
+				// with the next tasks its versions tell; its own page says
+				// what is wrong.
 			}
-			next, exact = full.Next, true
 		}
 		s.Next, partial[id] = next, !exact
 	}

@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -375,4 +376,36 @@ func TestTimeTravelOnABusyThreadIs409(t *testing.T) {
 	}
 	close(f.gate.release)
 	f.wait(t, "busy")
+}
+
+// A checkpoint whose values no longer fit the graph's state type (saved by
+// an older version of the graph) does not take the tree page down: the
+// tree lists it, and only its own page reports the problem.
+func TestCheckpointTreeListsACheckpointItCannotRead(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	h := finishedFlow(t, f, "unreadable")
+	g, err := f.runs.Graph("flow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := h[0].Config
+	bad := &checkpoints.Checkpoint{V: checkpoints.FormatVersion, ID: checkpoints.NewID(),
+		ChannelValues:   map[string]json.RawMessage{"answer": json.RawMessage(`5`)},
+		ChannelVersions: map[string]int64{"answer": 99},
+		VersionsSeen:    map[string]map[string]int64{}}
+	md := checkpoints.Metadata{Source: checkpoints.SourceUpdate, Step: 9, Parents: map[string]string{}}
+	if _, err := g.Pregel().Checkpointer().Put(context.Background(), head, bad, md, map[string]int64{"answer": 99}); err != nil {
+		t.Fatal(err)
+	}
+	res := f.get(t, "/threads/unreadable/checkpoints")
+	if res.code != http.StatusOK {
+		t.Fatalf("tree page = %d: %.300s", res.code, res.body)
+	}
+	if ids, _ := treeRows(res.body); len(ids) != len(h)+1 {
+		t.Fatalf("tree rows %v, want the %d readable checkpoints and the unreadable one", ids, len(h))
+	}
+	if res := f.get(t, "/threads/unreadable/checkpoints/"+bad.ID); res.code != http.StatusUnprocessableEntity || !strings.Contains(res.body, `channel &#34;answer&#34;`) {
+		t.Fatalf("the unreadable checkpoint's page = %d: %.3000s; want 422 naming the channel", res.code, res.body)
+	}
 }

@@ -102,6 +102,10 @@ func statusOf(err error) int {
 	case errors.Is(err, runs.ErrThreadBusy), errors.Is(err, runs.ErrNotInterrupted),
 		errors.Is(err, runs.ErrNotRunning), errors.Is(err, runs.ErrGraphMismatch):
 		return http.StatusConflict
+	case errors.Is(err, engine.ErrCheckpointMismatch):
+		// Stored values another version of the graph saved: nothing the
+		// request can change, but worth saying exactly.
+		return http.StatusUnprocessableEntity
 	case errors.Is(err, runs.ErrInvalidInput), errors.Is(err, ErrBadJSON), errors.Is(err, errBadForm),
 		// A value the checkpointer cannot store (a NUL in a string) is the
 		// request's fault, not the server's.
@@ -134,6 +138,8 @@ func titleOf(code int) string {
 		return "Too large"
 	case http.StatusBadRequest:
 		return "Cannot do that"
+	case http.StatusUnprocessableEntity:
+		return "Does not fit the graph"
 	}
 	return http.StatusText(code)
 }
