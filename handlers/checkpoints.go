@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -201,13 +202,12 @@ func treePage(ctx context.Context, rt Routes, t runs.Thread, p *engine.Pregel, b
 			switch {
 			case err == nil:
 				next, exact = full.Next, true
-			case ctx.Err() != nil:
-				return nil, nil, ctx.Err()
+			case errors.Is(err, engine.ErrCheckpointMismatch):
+				// A checkpoint whose values no longer fit the graph's
+				// state type still gets its row, with the next tasks its
+				// versions tell; its own page says what is wrong.
 			default:
-				// A checkpoint whose state cannot be read (its values no
-				// longer fit the graph's state type) still gets its row,
-				// with the next tasks its versions tell; its own page says
-				// what is wrong.
+				return nil, nil, err
 			}
 		}
 		s.Next, partial[id] = next, !exact

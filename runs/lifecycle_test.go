@@ -303,3 +303,45 @@ func TestRetainedEventsAreCountedInFull(t *testing.T) {
 		t.Fatalf("retained events counted as %d bytes; their JSON alone is %d", counted, len(body))
 	}
 }
+
+// countedGets counts the registry reads of one thread.
+type countedGets struct {
+	gatedGets
+	reads atomic.Int32
+}
+
+func (s *countedGets) GetThread(ctx context.Context, id string) (runs.ThreadRecord, error) {
+	if id == s.id {
+		s.reads.Add(1)
+	}
+	return s.gatedGets.GetThread(ctx, id)
+}
+
+// Other threads dropped from memory while a thread is read from the
+// registry do not make its lookup read again: only its own eviction does.
+func TestRegistryReadIsNotRepeatedForOtherThreadsEvictions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := &countedGets{gatedGets: gatedGets{ThreadStore: runs.NewMemoryThreads(), id: "nobody", armed: make(chan struct{}), in: make(chan struct{}), release: make(chan struct{})}}
+	close(store.armed)
+	m := manager(t, map[string]engine.Compiled{"linear": linear(t, nil)}, runs.WithThreadStore(store), runs.WithIdleLimits(1, runs.DefaultIdleEventBytes))
+	looked := make(chan error, 1)
+	go func() {
+		_, err := m.Thread(ctx, "nobody")
+		looked <- err
+	}()
+	<-store.in
+	for _, id := range []string{"x1", "x2", "x3"} { // each evicts the one before
+		if _, err := m.Start(ctx, "linear", id, nil, runs.StartOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		wait(t, m, id)
+	}
+	close(store.release)
+	if err := <-looked; !errors.Is(err, runs.ErrUnknownThread) {
+		t.Fatalf("lookup of an unknown thread = %v", err)
+	}
+	if n := store.reads.Load(); n != 1 {
+		t.Fatalf("the registry was read %d times for one lookup, while other threads were evicted", n)
+	}
+}

@@ -127,9 +127,12 @@ type Manager struct {
 	threads map[string]*thread
 	// clock counts lookups; a thread's used is the count at its last one.
 	clock uint64
-	// evictions counts the threads evicted, so that a registry read that
-	// raced an eviction is not taken for the latest record (lockThread).
+	// evictions counts the threads evicted, and evicted holds the last
+	// ones (by count, modulo its size), so that a registry read that raced
+	// the eviction of its thread is not taken for the latest record
+	// (lockThread).
 	evictions uint64
+	evicted   [64]string
 }
 
 type thread struct {
@@ -616,11 +619,14 @@ func (m *Manager) finish(t *thread, runID string, err error, rejected bool, prev
 	t.cancel = nil
 	ev := Event{Kind: KindRunFinished, Thread: threadID, RunID: runID, Status: info.Status, Error: info.Error, Time: info.Updated}
 	ev.Interrupts = previews(info.Pending)
-	// Published before the thread is let go: a next run's events must
-	// come after this one's end.
+	// Published, and the record to write taken, before the thread is let
+	// go: a next run's events must come after this one's end, and the
+	// write must be of this run's end, not of whatever claims the thread
+	// next.
 	t.hub.publish(ev)
+	rec, changes := record(t.info), t.changes
 	m.mu.Unlock()
-	m.persist(t)
+	m.write(t, rec, changes)
 	t.hub.settle()
 	// The thread may be idle now: the bounds count it.
 	m.mu.Lock()
@@ -698,7 +704,7 @@ func (m *Manager) report(err error) {
 // m.mu): a subscriber it adds, or a run it claims, is on the hub and
 // record every later lookup finds. On error m.mu is not held.
 func (m *Manager) lockThread(ctx context.Context, id string) (*thread, error) {
-	for {
+	for attempt := 1; ; attempt++ {
 		m.mu.Lock()
 		if t, ok := m.threads[id]; ok {
 			m.touch(t)
@@ -706,19 +712,38 @@ func (m *Manager) lockThread(ctx context.Context, id string) (*thread, error) {
 		}
 		evictions := m.evictions
 		m.mu.Unlock()
-		t, err := m.loadThread(ctx, id, evictions)
+		// After a few tries the record read is taken as it is: the
+		// thread is being resumed and evicted faster than it can be read.
+		t, err := m.loadThread(ctx, id, evictions, attempt < maxThreadReads)
 		if t != nil || err != nil {
 			return t, err
 		}
-		// A thread was evicted while the registry was read: perhaps
-		// this one, with a newer record than the one read. Read again.
+		// The thread was evicted while the registry was read, so its
+		// record may be newer than the one read. Read again.
 	}
 }
 
+// maxThreadReads bounds lockThread's registry reads of one lookup.
+const maxThreadReads = 8
+
+// evictedSince reports whether id was evicted after the eviction count
+// was since (or too many threads were, to tell). m.mu is held.
+func (m *Manager) evictedSince(id string, since uint64) bool {
+	if m.evictions-since > uint64(len(m.evicted)) {
+		return true
+	}
+	for n := since + 1; n <= m.evictions; n++ {
+		if m.evicted[n%uint64(len(m.evicted))] == id {
+			return true
+		}
+	}
+	return false
+}
+
 // loadThread reads a thread from the registry and holds it, returning it
-// with m.mu held; it returns nil, nil (m.mu not held) when a thread was
-// evicted since evictions was read.
-func (m *Manager) loadThread(ctx context.Context, id string, evictions uint64) (*thread, error) {
+// with m.mu held. With recheck, it returns nil, nil (m.mu not held) when
+// the thread was evicted since the eviction count was evictions.
+func (m *Manager) loadThread(ctx context.Context, id string, evictions uint64, recheck bool) (*thread, error) {
 	if CheckThreadID(id) != nil {
 		// Not a thread id, so not a thread: callers answer 404, as for
 		// any id nobody started.
@@ -728,10 +753,10 @@ func (m *Manager) loadThread(ctx context.Context, id string, evictions uint64) (
 	if err != nil {
 		if errors.Is(err, ErrUnknownThread) {
 			m.mu.Lock()
-			evicted := m.evictions != evictions
+			evicted := recheck && m.evictedSince(id, evictions)
 			m.mu.Unlock()
 			if evicted {
-				return nil, nil // it may have been saved, then evicted, since
+				return nil, nil // it was saved, then evicted, since
 			}
 			return nil, err
 		}
@@ -749,7 +774,7 @@ func (m *Manager) loadThread(ctx context.Context, id string, evictions uint64) (
 	}
 	m.mu.Lock()
 	t, ok := m.threads[id]
-	if !ok && m.evictions != evictions {
+	if !ok && recheck && m.evictedSince(id, evictions) {
 		m.mu.Unlock()
 		return nil, nil
 	}
@@ -807,6 +832,7 @@ func (m *Manager) evictLocked(keep *thread) {
 		}
 		delete(m.threads, it.id)
 		m.evictions++
+		m.evicted[m.evictions%uint64(len(m.evicted))] = it.id
 		n, total = n-1, total-it.bytes
 	}
 }
@@ -815,11 +841,24 @@ func (m *Manager) evictLocked(keep *thread) {
 // failure goes to the error handler: the run it reports on has already
 // happened, and the in-memory record stays right for this process.
 func (m *Manager) persist(t *thread) {
-	t.saveMu.Lock()
-	defer t.saveMu.Unlock()
 	m.mu.Lock()
 	rec, changes := record(t.info), t.changes
 	m.mu.Unlock()
+	m.write(t, rec, changes)
+}
+
+// write writes rec, the thread's record as of its changes-th change, to
+// the registry, unless a later change is already written (writes of one
+// thread are serialised, and may arrive out of order).
+func (m *Manager) write(t *thread, rec ThreadRecord, changes uint64) {
+	t.saveMu.Lock()
+	defer t.saveMu.Unlock()
+	m.mu.Lock()
+	written := t.saved >= changes
+	m.mu.Unlock()
+	if written {
+		return
+	}
 	ctx, cancel := storeContext()
 	defer cancel()
 	if err := m.store.SaveThread(ctx, rec); err != nil {
