@@ -3,17 +3,13 @@ package handlers_test
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/engine"
 	"github.com/superstep-dev/superstep/examples/transferapproval"
-	"github.com/superstep-dev/superstep/handlers"
 	"github.com/superstep-dev/superstep/runs"
 )
 
@@ -26,19 +22,8 @@ func setupTransfer(t *testing.T) (*fixture, string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := runs.NewManager(map[string]engine.Compiled{"transfer": g})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := chi.NewRouter()
-	handlers.Routes{Runs: m}.Mount(r)
-	srv := httptest.NewServer(handlers.Secure(r))
-	t.Cleanup(func() {
-		srv.Close()
-		m.Close()
-	})
-	f := &fixture{srv: srv, runs: m}
-	th, err := m.Start(context.Background(), "transfer", "", transferapproval.Input("Please send 1,500 to Alice Martin for the March invoice."), runs.StartOptions{})
+	f := serve(t, map[string]engine.Compiled{"transfer": g})
+	th, err := f.runs.Start(context.Background(), "transfer", "", transferapproval.Input("Please send 1,500 to Alice Martin for the March invoice."), runs.StartOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

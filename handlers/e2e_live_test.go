@@ -101,17 +101,8 @@ func TestE2EFiredEdgesWithHyphenatedNodeNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := runs.NewManager(map[string]engine.Compiled{"hyphens": cg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := chi.NewRouter()
-	handlers.Routes{Runs: m}.Mount(r)
-	srv := httptest.NewServer(handlers.Secure(r))
-	t.Cleanup(func() {
-		srv.Close()
-		m.Close()
-	})
+	f := serve(t, map[string]engine.Compiled{"hyphens": cg})
+	m, srv := f.runs, f.srv
 	if _, err := m.Start(context.Background(), "hyphens", "h", map[string]any{}, runs.StartOptions{}); err != nil {
 		t.Fatal(err)
 	}

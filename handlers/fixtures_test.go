@@ -113,12 +113,21 @@ type fixture struct {
 	gate *gate
 }
 
-// setup serves the Studio's routes (behind Secure, as studio.Open does)
-// over the three test graphs: flow (gated), approval and fanin.
+// setup serves the Studio's routes over the three test graphs: flow
+// (gated), approval and fanin.
 func setup(t testing.TB) *fixture {
 	t.Helper()
 	g := newGate()
-	m, err := runs.NewManager(map[string]engine.Compiled{"flow": flowGraph(t, g), "approval": approvalGraph(t), "fanin": fanInGraph(t)})
+	f := serve(t, map[string]engine.Compiled{"flow": flowGraph(t, g), "approval": approvalGraph(t), "fanin": fanInGraph(t)})
+	f.gate = g
+	return f
+}
+
+// serve serves the Studio's routes (behind Secure, as studio.Open does)
+// over graphs, with a run manager of their own.
+func serve(t testing.TB, graphs map[string]engine.Compiled) *fixture {
+	t.Helper()
+	m, err := runs.NewManager(graphs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +138,7 @@ func setup(t testing.TB) *fixture {
 		srv.Close()
 		m.Close()
 	})
-	return &fixture{srv: srv, runs: m, gate: g}
+	return &fixture{srv: srv, runs: m}
 }
 
 // response is what a request got back.

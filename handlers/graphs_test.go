@@ -78,18 +78,7 @@ func setupGraphs(t testing.TB) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := runs.NewManager(map[string]engine.Compiled{"research": research, "nested": nestedGraph(t), "breaks": breakpointGraph(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := chi.NewRouter()
-	handlers.Routes{Runs: m}.Mount(r)
-	srv := httptest.NewServer(handlers.Secure(r))
-	t.Cleanup(func() {
-		srv.Close()
-		m.Close()
-	})
-	return &fixture{srv: srv, runs: m}
+	return serve(t, map[string]engine.Compiled{"research": research, "nested": nestedGraph(t), "breaks": breakpointGraph(t)})
 }
 
 // svgClass is the class of the SVG group with element id id in a page.

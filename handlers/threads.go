@@ -312,12 +312,7 @@ func (f *folded) valueRows(thread string) []web.ValueRow {
 func ResumeRun(rt Routes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := chi.URLParam(r, "thread")
-		t, err := rt.Runs.Thread(r.Context(), id)
-		if err != nil {
-			fail(w, r, rt.Logger, err)
-			return
-		}
-		back, err := threadPageURL(rt, t, r)
+		t, back, err := formThread(rt, r, id)
 		if err != nil {
 			fail(w, r, rt.Logger, err)
 			return
@@ -366,12 +361,7 @@ func ResumeRun(rt Routes) http.Handler {
 func CancelRun(rt Routes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := chi.URLParam(r, "thread")
-		t, err := rt.Runs.Thread(r.Context(), id)
-		if err != nil {
-			fail(w, r, rt.Logger, err)
-			return
-		}
-		back, err := threadPageURL(rt, t, r)
+		_, back, err := formThread(rt, r, id)
 		if err != nil {
 			fail(w, r, rt.Logger, err)
 			return
@@ -384,22 +374,27 @@ func CancelRun(rt Routes) http.Handler {
 	})
 }
 
-// threadPageURL is the thread page a form posted from it leads back to,
-// with the subgraphs the form's ?expand= names still open. A bad ?expand=
-// is an error here, before the form does anything, not a 400 after it.
-func threadPageURL(rt Routes, t runs.Thread, r *http.Request) (string, error) {
+// formThread is the thread a form on its page posts to, and the page the
+// form leads back to, with the subgraphs its ?expand= names still open. A
+// bad ?expand= is an error here, before the form does anything, not a 400
+// after it.
+func formThread(rt Routes, r *http.Request, id string) (runs.Thread, string, error) {
+	t, err := rt.Runs.Thread(r.Context(), id)
+	if err != nil {
+		return runs.Thread{}, "", err
+	}
 	base := "/threads/" + url.PathEscape(t.ID)
 	values := r.URL.Query()["expand"]
 	if len(values) == 0 {
-		return base, nil
+		return t, base, nil
 	}
 	g, err := rt.Runs.Graph(t.Graph)
 	if err != nil {
-		return "", err
+		return runs.Thread{}, "", err
 	}
 	expand, err := ParseExpand(g.Topology(), values)
 	if err != nil {
-		return "", err
+		return runs.Thread{}, "", err
 	}
-	return expandHref(base, expand), nil
+	return t, expandHref(base, expand), nil
 }
