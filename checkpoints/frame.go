@@ -111,26 +111,18 @@ func (s SeenVersions) versions() map[string]int64 {
 
 // checkFrame is checkPutArgs for a frame.
 func checkFrame(cfg Config, f *Frame) error {
-	if cfg.ThreadID == "" {
-		return fmt.Errorf("%w: put needs a thread id", ErrInvalidConfig)
+	if f == nil {
+		return checkPutIDs(cfg, "")
 	}
-	if f == nil || f.ID == "" {
-		return fmt.Errorf("%w: put needs a checkpoint with an id", ErrInvalidConfig)
-	}
-	for _, s := range [...]string{cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, f.ID} {
-		if !ValidText(s) {
-			return fmt.Errorf("%w: ids must be valid UTF-8 without NUL: %q", ErrInvalidConfig, s)
-		}
+	if err := checkPutIDs(cfg, f.ID); err != nil {
+		return err
 	}
 	if err := f.checkShape(); err != nil {
 		return err
 	}
-	bad := func(what, s string) error {
-		return fmt.Errorf("%w: %s %q is not valid UTF-8 without NUL", ErrInvalidValue, what, s)
-	}
 	for i, v := range f.Versions {
 		if v != 0 && !ValidText(f.Channels[i]) {
-			return bad("channel", f.Channels[i])
+			return badName("channel", f.Channels[i])
 		}
 	}
 	for _, nv := range f.New {
@@ -142,16 +134,16 @@ func checkFrame(cfg Config, f *Frame) error {
 	}
 	for _, ch := range f.UpdatedChannels {
 		if !ValidText(ch) {
-			return bad("channel", ch)
+			return badName("channel", ch)
 		}
 	}
 	for _, s := range f.Seen {
 		if !ValidText(s.Node) {
-			return bad("node", s.Node)
+			return badName("node", s.Node)
 		}
 		for i, v := range s.Versions {
 			if v != 0 && !ValidText(s.Channels[i]) {
-				return bad("channel", s.Channels[i])
+				return badName("channel", s.Channels[i])
 			}
 		}
 	}

@@ -310,18 +310,9 @@ func (m *Memory) store(in memPut, cp *Checkpoint, newVersions map[string]int64, 
 			}
 			continue
 		}
-		if parent != nil {
-			if pv, ok := parent.version(ch); ok && pv == ver {
-				// The parent's value, or its lack of one: a value saved
-				// at this version elsewhere belongs to another branch.
-				if v, ok := parent.value(ch); ok {
-					stored.values = append(stored.values, memValue{ch, v})
-				}
-				continue
-			}
-		}
-		sameAsParent = false
-		if v, ok := ns.valueAt(ch, ver); ok {
+		v, ok, fromParent := ns.inherited(parent, ch, ver)
+		sameAsParent = sameAsParent && fromParent
+		if ok {
 			stored.values = append(stored.values, memValue{ch, v})
 		}
 	}
@@ -388,21 +379,13 @@ func (m *Memory) storeFrame(ns *memNS, in memPut, f *Frame) Config {
 			next++
 			continue
 		}
-		if ver == 0 {
-			continue
+		switch {
+		case ver == 0: // no version, no value
+		case same != nil && same.versions[i] == ver:
+			fr.values[i] = same.values[i]
+		default:
+			fr.values[i], _, _ = ns.inherited(parent, f.Channels[i], ver)
 		}
-		if same != nil {
-			if same.versions[i] == ver {
-				fr.values[i] = same.values[i]
-				continue
-			}
-		} else if parent != nil {
-			if pv, ok := parent.version(f.Channels[i]); ok && pv == ver {
-				fr.values[i], _ = parent.value(f.Channels[i])
-				continue
-			}
-		}
-		fr.values[i], _ = ns.valueAt(f.Channels[i], ver)
 	}
 	m.threads[in.cfg.ThreadID].add(ns, stored)
 	return in.cfg
@@ -452,17 +435,32 @@ func shareSeen(prev, next map[string]map[string]int64) map[string]map[string]int
 	return out
 }
 
+// inherited is the value a checkpoint carries for a channel it did not
+// write, at version ver: the parent's value, or its lack of one, when the
+// parent has that version (a value saved at this version elsewhere
+// belongs to another branch); else the value first saved at that version
+// in the namespace. fromParent says which.
+func (ns *memNS) inherited(parent *memCP, channel string, ver int64) (v []byte, ok, fromParent bool) {
+	if parent != nil {
+		if pv, has := parent.version(channel); has && pv == ver {
+			v, ok = parent.value(channel)
+			return v, ok, true
+		}
+	}
+	v, ok = ns.valueAt(channel, ver)
+	return v, ok, false
+}
+
 // valueAt finds the value first saved for channel at version in the
 // namespace, for a checkpoint that carries the channel unchanged from
 // other than its parent (a "__copy__" fork). It is the rare path, so a
 // scan in saving order is enough.
 func (ns *memNS) valueAt(channel string, version int64) ([]byte, bool) {
 	for _, c := range ns.order {
-		if v, ok := c.value(channel); ok {
-			if cv, _ := c.version(channel); cv != version {
-				continue
+		if cv, ok := c.version(channel); ok && cv == version {
+			if v, ok := c.value(channel); ok {
+				return v, true
 			}
-			return v, true
 		}
 	}
 	return nil, false

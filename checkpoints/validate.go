@@ -160,16 +160,12 @@ func checkPut(cfg Config, cp *Checkpoint, md Metadata, newVersions map[string]in
 
 // checkPutArgs is checkPut without the metadata.
 func checkPutArgs(cfg Config, cp *Checkpoint, newVersions map[string]int64) error {
-	if cfg.ThreadID == "" {
-		return fmt.Errorf("%w: put needs a thread id", ErrInvalidConfig)
+	id := ""
+	if cp != nil {
+		id = cp.ID
 	}
-	if cp == nil || cp.ID == "" {
-		return fmt.Errorf("%w: put needs a checkpoint with an id", ErrInvalidConfig)
-	}
-	for _, s := range []string{cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, cp.ID} {
-		if !ValidText(s) {
-			return fmt.Errorf("%w: ids must be valid UTF-8 without NUL: %q", ErrInvalidConfig, s)
-		}
+	if err := checkPutIDs(cfg, id); err != nil {
+		return err
 	}
 	if err := checkCheckpointNames(cp, newVersions); err != nil {
 		return err
@@ -184,32 +180,50 @@ func checkPutArgs(cfg Config, cp *Checkpoint, newVersions map[string]int64) erro
 	return nil
 }
 
-func checkCheckpointNames(cp *Checkpoint, newVersions map[string]int64) error {
-	bad := func(what, s string) error {
-		return fmt.Errorf("%w: %s %q is not valid UTF-8 without NUL", ErrInvalidValue, what, s)
+// checkPutIDs checks the ids of a put of checkpoint id under cfg.
+func checkPutIDs(cfg Config, id string) error {
+	if cfg.ThreadID == "" {
+		return fmt.Errorf("%w: put needs a thread id", ErrInvalidConfig)
 	}
+	if id == "" {
+		return fmt.Errorf("%w: put needs a checkpoint with an id", ErrInvalidConfig)
+	}
+	for _, s := range [...]string{cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, id} {
+		if !ValidText(s) {
+			return fmt.Errorf("%w: ids must be valid UTF-8 without NUL: %q", ErrInvalidConfig, s)
+		}
+	}
+	return nil
+}
+
+// badName is the error of a channel or node name a checkpoint cannot hold.
+func badName(what, s string) error {
+	return fmt.Errorf("%w: %s %q is not valid UTF-8 without NUL", ErrInvalidValue, what, s)
+}
+
+func checkCheckpointNames(cp *Checkpoint, newVersions map[string]int64) error {
 	for ch := range cp.ChannelVersions {
 		if !ValidText(ch) {
-			return bad("channel", ch)
+			return badName("channel", ch)
 		}
 	}
 	for ch := range newVersions {
 		if !ValidText(ch) {
-			return bad("channel", ch)
+			return badName("channel", ch)
 		}
 	}
 	for _, ch := range cp.UpdatedChannels {
 		if !ValidText(ch) {
-			return bad("channel", ch)
+			return badName("channel", ch)
 		}
 	}
 	for node, seen := range cp.VersionsSeen {
 		if !ValidText(node) {
-			return bad("node", node)
+			return badName("node", node)
 		}
 		for ch := range seen {
 			if !ValidText(ch) {
-				return bad("channel", ch)
+				return badName("channel", ch)
 			}
 		}
 	}
