@@ -8,6 +8,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -76,9 +77,10 @@ type loop struct {
 	// seenInterrupt is replaced, never written in place: frames share it.
 	seen          [][]int64
 	seenInterrupt []int64
-	extraSeen     map[string]map[string]int64 // entries for other names, kept as loaded
-	// extraFrame is extraSeen in a frame's form, built once per restore.
-	extraFrame []checkpoints.SeenVersions
+	// extraSeen holds the loaded entries for other names (the input
+	// pseudo-task, nodes of another version of the graph), by name, in a
+	// frame's form: every frame carries them as they are.
+	extraSeen []checkpoints.SeenVersions
 	// seenFrozen holds each node's versions seen as last put in a frame;
 	// it is copied again only when its node ran (seenDirty), and never
 	// modified once handed to a saver.
@@ -393,11 +395,12 @@ func (l *loop) restore(tup *checkpoints.Tuple) error {
 		}
 		node, ok := l.g.nodes[name]
 		if !ok {
-			if l.extraSeen == nil {
-				l.extraSeen = map[string]map[string]int64{}
+			sv := checkpoints.SeenVersions{Node: name, Channels: slices.Sorted(maps.Keys(vs))}
+			sv.Versions = make([]int64, len(sv.Channels))
+			for i, c := range sv.Channels {
+				sv.Versions[i] = vs[c]
 			}
-			l.extraSeen[name] = maps.Clone(vs)
-			l.extraFrame = nil
+			l.extraSeen = append(l.extraSeen, sv)
 			continue
 		}
 		s := make([]int64, len(node.trig))
@@ -406,6 +409,7 @@ func (l *loop) restore(tup *checkpoints.Tuple) error {
 		}
 		l.seen[node.idx] = s
 	}
+	slices.SortFunc(l.extraSeen, func(a, b checkpoints.SeenVersions) int { return strings.Compare(a.Node, b.Node) })
 	if cp.UpdatedChannels != nil {
 		l.updatedKnown = true
 		for _, c := range cp.UpdatedChannels {
@@ -1368,21 +1372,10 @@ func (l *loop) metadata(source checkpoints.Source) checkpoints.Metadata {
 // nodes that ran since the last frame (see frame).
 func (l *loop) seenFrame(buf []int64) []checkpoints.SeenVersions {
 	out := make([]checkpoints.SeenVersions, 0, len(l.extraSeen)+len(l.seen)+2)
-	if _, ok := l.extraSeen[inputTask]; !ok {
+	if !slices.ContainsFunc(l.extraSeen, func(s checkpoints.SeenVersions) bool { return s.Node == inputTask }) {
 		out = append(out, checkpoints.SeenVersions{Node: inputTask})
 	}
-	if len(l.extraSeen) > 0 && l.extraFrame == nil {
-		for _, name := range slices.Sorted(maps.Keys(l.extraSeen)) {
-			vs := l.extraSeen[name]
-			sv := checkpoints.SeenVersions{Node: name, Channels: slices.Sorted(maps.Keys(vs))}
-			sv.Versions = make([]int64, len(sv.Channels))
-			for i, c := range sv.Channels {
-				sv.Versions[i] = vs[c]
-			}
-			l.extraFrame = append(l.extraFrame, sv)
-		}
-	}
-	out = append(out, l.extraFrame...)
+	out = append(out, l.extraSeen...)
 	for i, s := range l.seen {
 		if s == nil {
 			continue
@@ -1497,19 +1490,14 @@ func (l *loop) saveCheckpoint(ctx context.Context, source checkpoints.Source) er
 // only a StepSaver is given), in the form the saver takes.
 func (l *loop) put(ctx context.Context, parent checkpoints.Config, writes []checkpoints.TaskWrites, f *checkpoints.Frame, md checkpoints.Metadata) error {
 	var err error
-	switch {
-	case l.frameSaver != nil:
+	if l.frameSaver != nil {
 		_, err = l.frameSaver.PutFrame(ctx, parent, writes, f, md)
-	default:
-		cp, newVersions, cerr := f.Checkpoint()
-		switch {
-		case cerr != nil:
-			err = cerr
-		case l.stepSaver != nil:
-			_, err = l.stepSaver.PutStep(ctx, parent, writes, cp, md, newVersions)
-		default:
-			_, err = l.saver.Put(ctx, parent, cp, md, newVersions)
-		}
+	} else if cp, newVersions, cerr := f.Checkpoint(); cerr != nil {
+		err = cerr
+	} else if l.stepSaver != nil {
+		_, err = l.stepSaver.PutStep(ctx, parent, writes, cp, md, newVersions)
+	} else {
+		_, err = l.saver.Put(ctx, parent, cp, md, newVersions)
 	}
 	if err != nil {
 		return fmt.Errorf("save checkpoint %s: %w", f.ID, err)
