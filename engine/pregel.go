@@ -206,6 +206,11 @@ func (g *Pregel) Breakpoints() (before, after []string) {
 // NodeNames lists the nodes, sorted.
 func (g *Pregel) NodeNames() []string { return slices.Clone(g.nodeNames) }
 
+// StateKeys lists the channels a snapshot's Values holds and a state
+// edit may write (a StateGraph's state keys), sorted; a key among them
+// may have no value yet.
+func (g *Pregel) StateKeys() []string { return slices.Sorted(slices.Values(g.streamChannels())) }
+
 func (g *Pregel) streamChannels() []string {
 	if len(g.cfg.StreamChannels) > 0 {
 		return g.cfg.StreamChannels

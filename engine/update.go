@@ -225,10 +225,39 @@ func (g *Pregel) updateSuperstep(ctx context.Context, cfg checkpoints.Config, up
 	// tasks pending before the update (triggered by channels it did not
 	// touch) must stay candidates.
 	l.updatedKnown, l.updated = false, nil
+	l.opts.Metadata = map[string]any{MetadataWrites: updateWrites(tasks, g.streamChannels())}
 	if err := l.putCheckpoint(ctx, checkpoints.SourceUpdate); err != nil {
 		return cfg, err
 	}
 	return l.ckptCfg, nil
+}
+
+// MetadataWrites is the metadata key of an update checkpoint that says
+// which node each edit was applied as and which state keys it wrote:
+// {"node": ["key", …]}. Upstream's "writes" held the values themselves;
+// we keep only the keys, so an edit of a large value is not stored twice
+// (the values are in the checkpoint), and a viewer can still say "edit
+// of answer, n as fetch" from the metadata alone.
+const MetadataWrites = "writes"
+
+// updateWrites lists, per as-node, the state keys its update wrote,
+// sorted; bookkeeping channels (branches, joins) are left out.
+func updateWrites(tasks []*task, state []string) map[string]any {
+	out := make(map[string]any, len(tasks))
+	for _, t := range tasks {
+		keys := []string{}
+		for _, w := range t.writes {
+			if slices.Contains(state, w.Key) && !slices.Contains(keys, w.Key) {
+				keys = append(keys, w.Key)
+			}
+		}
+		slices.Sort(keys)
+		if prev, ok := out[t.name].([]string); ok {
+			keys = slices.Compact(slices.Sorted(slices.Values(append(prev, keys...))))
+		}
+		out[t.name] = keys
+	}
+	return out
 }
 
 func hashID(ckpt [16]byte, s string) [16]byte {
