@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -144,18 +145,76 @@ func treeView(r *http.Request, rt Routes) (web.CheckpointsView, error) {
 		}
 	}
 	v.Rows = TreeRows(page, v.HeadID, sel)
+	pending, err := pendingOf(ctx, p.Checkpointer(), id, v.HeadID, page)
+	if err != nil {
+		return web.CheckpointsView{}, err
+	}
+	happened := Happened(page, pending)
 	for i := range v.Rows {
-		v.Rows[i].NextPartial = partial[v.Rows[i].ID]
+		r := &v.Rows[i]
+		r.NextPartial = partial[r.ID]
+		r.Happened = happened[r.ID]
+		if r.Head && t.Status == runs.StatusInterrupted {
+			r.Happened = append(r.Happened, breakpointsAt(t)...)
+		}
+	}
+	if v.NoResume, err = noResume(ctx, p, id, v.HeadID, v.Rows); err != nil {
+		return web.CheckpointsView{}, err
 	}
 	if sel != "" {
 		d, err := detail(ctx, rt, p, id, sel)
 		if err != nil {
 			return web.CheckpointsView{}, err
 		}
-		d.Head = sel == v.HeadID
+		d.Head, d.HeadID = sel == v.HeadID, v.HeadID
 		v.Selected = &d
 	}
 	return v, nil
+}
+
+// breakpointsAt names the static breakpoints an interrupted thread
+// stopped at (its head has no interrupt write for them).
+func breakpointsAt(t runs.Thread) []web.Happening {
+	var hs []web.Happening
+	for _, n := range t.Before {
+		hs = append(hs, web.Happening{Kind: "interrupt", Text: "breakpoint (before " + n + ")"})
+	}
+	for _, n := range t.After {
+		hs = append(hs, web.Happening{Kind: "interrupt", Text: "breakpoint (after " + n + ")"})
+	}
+	return hs
+}
+
+// nothingToRun is why Resume from head is refused and disabled.
+const nothingToRun = "nothing to run: the head has no next tasks"
+
+// noResume says why Resume from head would do nothing ("" when it would
+// run something): the head plans no task. It reads the head's row when
+// the page shows it, else the head itself. A row whose list may lack Send
+// tasks counts as runnable: better a run that finds nothing than a button
+// that wrongly refuses.
+func noResume(ctx context.Context, p *engine.Pregel, thread, head string, rows []web.CheckpointRow) (string, error) {
+	if head == "" {
+		return "nothing to run: the thread has no checkpoint yet", nil
+	}
+	for _, r := range rows {
+		if r.ID == head {
+			if len(r.Next) == 0 && !r.NextPartial {
+				return nothingToRun, nil
+			}
+			return "", nil
+		}
+	}
+	s, err := p.GetState(ctx, checkpoints.Config{ThreadID: thread, CheckpointID: head})
+	switch {
+	case errors.Is(err, engine.ErrCheckpointMismatch):
+		return "", nil // the run itself will say what is wrong
+	case err != nil:
+		return "", err
+	case len(s.Next) == 0:
+		return nothingToRun, nil
+	}
+	return "", nil
 }
 
 // treePage lists a page of the thread's checkpoints as header snapshots
@@ -348,6 +407,11 @@ func detail(ctx context.Context, rt Routes, p *engine.Pregel, thread, id string)
 			d.Nodes = append(d.Nodes, n)
 		}
 	}
+	for _, k := range p.StateKeys() {
+		if _, ok := snap.Values[k]; !ok {
+			d.AddKeys = append(d.AddKeys, k)
+		}
+	}
 	return d, nil
 }
 
@@ -410,11 +474,16 @@ func CheckpointValue(rt Routes) http.Handler {
 }
 
 // UpdateCheckpoint answers POST /threads/{thread}/checkpoints/{checkpoint}/update
-// (form: key, value as JSON, as_node): the value is applied to that
-// checkpoint as if the node had returned it, making a new checkpoint on a
-// branch, and the person is sent to it. Bad JSON, a value the state
-// rejects or a node the graph lacks is a 400 with the reason, re-showing
-// the form; nothing is written. A running thread is a 409.
+// (form: key and value repeated in pairs, value as JSON; as_node): the
+// values are applied to that checkpoint together, as if the node had
+// returned them, making one new checkpoint on a branch, and the person is
+// sent to it. A key may be any state key the graph declares, holding a
+// value at the checkpoint or not yet; a pair whose value is empty, or
+// equal to the key's value at the checkpoint, is left out (the page's form
+// sends every key). An unknown key (named, with the valid ones), bad JSON,
+// a value the state rejects, a node the graph lacks, or nothing to change
+// is a 400 with the reason, re-showing the form with what was typed;
+// nothing is written. A running thread is a 409.
 func UpdateCheckpoint(rt Routes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		thread := chi.URLParam(r, "thread")
@@ -432,7 +501,7 @@ func UpdateCheckpoint(rt Routes) http.Handler {
 			fail(w, r, rt.Logger, err)
 			return
 		}
-		key, raw, asNode := r.PostForm.Get("key"), r.PostForm.Get("value"), r.PostForm.Get("as_node")
+		keys, raws, asNode := r.PostForm["key"], r.PostForm["value"], r.PostForm.Get("as_node")
 		refuse := func(err error) {
 			code := statusOf(err)
 			if code >= 500 || code == http.StatusNotFound {
@@ -444,29 +513,103 @@ func UpdateCheckpoint(rt Routes) http.Handler {
 				fail(w, r, rt.Logger, err)
 				return
 			}
-			v.Selected.Error, v.Selected.ErrorKey, v.Selected.EditValue = err.Error(), key, raw
+			echoEdits(v.Selected, keys, raws, asNode)
+			v.Selected.Error = err.Error()
 			render(w, r, rt.Logger, code, web.Checkpoints(v))
 		}
-		if key == "" {
+		if len(keys) == 0 {
 			refuse(fmt.Errorf("%w: no state key given", runs.ErrInvalidInput))
+			return
+		}
+		if len(keys) != len(raws) {
+			refuse(fmt.Errorf("%w: %d keys but %d values: give each key its value", runs.ErrInvalidInput, len(keys), len(raws)))
 			return
 		}
 		if asNode != "" && (asNode == engine.Start || asNode == engine.End || !slices.Contains(p.NodeNames(), asNode)) {
 			refuse(fmt.Errorf("%w: as-node %q is not a node of this graph", runs.ErrInvalidInput, asNode))
 			return
 		}
-		val, err := DecodeJSON(raw)
+		tup, err := rt.Runs.Checkpoint(r.Context(), thread, id)
 		if err != nil {
-			refuse(fmt.Errorf("value of %q: %w", key, err))
+			refuse(err)
 			return
 		}
-		newID, err := rt.Runs.UpdateState(r.Context(), thread, id, map[string]any{key: val}, asNode)
+		snap, err := p.StateOf(tup, false)
+		if err != nil {
+			refuse(err)
+			return
+		}
+		vals, err := editValues(p.StateKeys(), snap.Values, keys, raws)
+		if err != nil {
+			refuse(err)
+			return
+		}
+		newID, err := rt.Runs.UpdateState(r.Context(), thread, id, vals, asNode)
 		if err != nil {
 			refuse(err)
 			return
 		}
 		http.Redirect(w, r, ckptPath(thread, newID), http.StatusSeeOther)
 	})
+}
+
+// editValues reads the edit form's key/value pairs into one update:
+// every key must be one of the graph's state keys, given once; an empty
+// value, or one equal (as JSON) to the key's current value, is no change.
+func editValues(stateKeys []string, current map[string]any, keys, raws []string) (map[string]any, error) {
+	vals := map[string]any{}
+	seen := map[string]bool{}
+	for i, k := range keys {
+		raw := strings.TrimSpace(raws[i])
+		if k == "" {
+			if raw != "" {
+				return nil, fmt.Errorf("%w: a value was given for a new key, but no key was picked", runs.ErrInvalidInput)
+			}
+			continue
+		}
+		if !slices.Contains(stateKeys, k) {
+			return nil, fmt.Errorf("%w: unknown state key %q: this graph's state keys are %s", runs.ErrInvalidInput, k, strings.Join(stateKeys, ", "))
+		}
+		if seen[k] {
+			return nil, fmt.Errorf("%w: state key %q is given twice; give it once", runs.ErrInvalidInput, k)
+		}
+		seen[k] = true
+		if raw == "" {
+			continue
+		}
+		v, err := DecodeJSON(raw)
+		if err != nil {
+			return nil, fmt.Errorf("value of %q: %w", k, err)
+		}
+		if cur, ok := current[k]; ok && reflect.DeepEqual(jsonShape(cur), jsonShape(v)) {
+			continue
+		}
+		vals[k] = v
+	}
+	if len(vals) == 0 {
+		return nil, fmt.Errorf("%w: nothing to change: every value given equals the checkpoint's; change a value or add a key", runs.ErrInvalidInput)
+	}
+	return vals, nil
+}
+
+// echoEdits puts what was typed back into a refused edit's form.
+func echoEdits(d *web.CheckpointDetail, keys, raws []string, asNode string) {
+	d.AsNode, d.Edits = asNode, map[string]string{}
+	shown := map[string]bool{}
+	for _, v := range d.Values {
+		shown[v.Key] = true
+	}
+	for i, k := range keys {
+		if i >= len(raws) {
+			break
+		}
+		switch {
+		case shown[k]:
+			d.Edits[k] = raws[i]
+		case d.AddKey == "" && d.AddValue == "" && (k != "" || raws[i] != ""):
+			d.AddKey, d.AddValue = k, raws[i]
+		}
+	}
 }
 
 // RerunCheckpoint answers POST /threads/{thread}/checkpoints/{checkpoint}/rerun:
@@ -488,12 +631,30 @@ func RerunCheckpoint(rt Routes) http.Handler {
 	})
 }
 
+// ErrNothingToRun: the head checkpoint plans no task, so continuing the
+// thread would run nothing (a 409 that says so).
+var ErrNothingToRun = errors.New(nothingToRun)
+
 // ContinueThread answers POST /threads/{thread}/continue: run the head
 // checkpoint's next tasks (after an edit, or to retry a failed step);
-// 409 while a run is active.
+// 409 while a run is active or when the head has nothing to run.
 func ContinueThread(rt Routes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		thread := chi.URLParam(r, "thread")
+		_, p, err := threadGraph(r.Context(), rt, thread)
+		if err != nil {
+			fail(w, r, rt.Logger, err)
+			return
+		}
+		head, err := p.GetState(r.Context(), checkpoints.Config{ThreadID: thread})
+		if err != nil && !errors.Is(err, engine.ErrCheckpointMismatch) {
+			fail(w, r, rt.Logger, err)
+			return
+		}
+		if err == nil && head.Config.CheckpointID != "" && len(head.Next) == 0 {
+			fail(w, r, rt.Logger, fmt.Errorf("%w (checkpoint %s): edit its state or re-run from an earlier checkpoint to go on", ErrNothingToRun, head.Config.CheckpointID))
+			return
+		}
 		if _, err := rt.Runs.RunFrom(r.Context(), thread, ""); err != nil {
 			fail(w, r, rt.Logger, err)
 			return

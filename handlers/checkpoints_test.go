@@ -202,11 +202,11 @@ func TestDiffShowsAddedRemovedAndChangedKeys(t *testing.T) {
 	}
 	// The input checkpoint holds an empty log; the last holds both
 	// entries: one line per added element.
-	if !strings.Contains(res.body, `id="diff-log" class="diff changed"`) || !strings.Contains(res.body, "+ [0]: &#34;fetch&#34;\n+ [1]: &#34;slow&#34;") {
+	if !strings.Contains(res.body, `id="diff-log" class="diff changed"`) || !strings.Contains(res.body, "+ log[0]: &#34;fetch&#34;\n+ log[1]: &#34;slow&#34;") {
 		t.Errorf("diff lacks the grown log: %.3000s", res.body)
 	}
 	back := f.get(t, "/threads/diff/diff?a="+last+"&b="+first)
-	if !strings.Contains(back.body, "- [0]: &#34;fetch&#34;") {
+	if !strings.Contains(back.body, "- log[0]: &#34;fetch&#34;") {
 		t.Error("the reverse diff does not show the log's entries removed")
 	}
 	same := f.get(t, "/threads/diff/diff?a="+last+"&b="+last)
@@ -222,11 +222,11 @@ func TestDiffValuesLinePerChangedPath(t *testing.T) {
 		a, b map[string]any
 		want []string // "key kind: lines"
 	}{
-		{"scalar changed", map[string]any{"n": 1}, map[string]any{"n": 2}, []string{"n changed: ~ .: 1 → 2"}},
-		{"list grew", map[string]any{"l": []string{"a"}}, map[string]any{"l": []string{"a", "b"}}, []string{`l changed: + [1]: "b"`}},
+		{"scalar changed", map[string]any{"n": 1}, map[string]any{"n": 2}, []string{"n changed: ~ n: 1 → 2"}},
+		{"list grew", map[string]any{"l": []string{"a"}}, map[string]any{"l": []string{"a", "b"}}, []string{`l changed: + l[1]: "b"`}},
 		{"nested field", map[string]any{"o": map[string]any{"x": 1, "y": true}}, map[string]any{"o": map[string]any{"x": 2, "z": "new"}},
-			[]string{`o changed: ~ .x: 1 → 2|- .y: true|+ .z: "new"`}},
-		{"added and removed", map[string]any{"gone": 1}, map[string]any{"new": "v"}, []string{`gone removed: - 1`, `new added: + "v"`}},
+			[]string{`o changed: ~ o.x: 1 → 2|- o.y: true|+ o.z: "new"`}},
+		{"added and removed", map[string]any{"gone": 1}, map[string]any{"new": "v"}, []string{`gone removed: - gone: 1`, `new added: + new: "v"`}},
 		{"typed equals JSON", map[string]any{"l": []string{"a"}}, map[string]any{"l": []any{"a"}}, nil},
 	} {
 		rows, _ := handlers.DiffValues(tc.a, tc.b)
@@ -341,9 +341,18 @@ func TestRerunAndContinue(t *testing.T) {
 	if n := len(f.history(t, "flow", "rerun")); n <= len(h) {
 		t.Fatalf("the re-run wrote no checkpoints (%d ≤ %d)", n, len(h))
 	}
+	// The re-run ended: its head plans nothing, so continuing is refused
+	// with the reason; after an edit at its end there is a task again.
+	res = f.post(t, "/threads/rerun/continue", nil)
+	if res.code != http.StatusConflict || !strings.Contains(res.body, "nothing to run: the head has no next tasks") {
+		t.Fatalf("continue at the end = %d: %.300s", res.code, res.body)
+	}
+	if _, err := f.runs.UpdateState(context.Background(), "rerun", "", map[string]any{"n": 2}, "fetch"); err != nil {
+		t.Fatal(err)
+	}
 	res = f.post(t, "/threads/rerun/continue", nil)
 	if res.code != http.StatusSeeOther {
-		t.Fatalf("continue = %d: %.300s", res.code, res.body)
+		t.Fatalf("continue after an edit as fetch = %d: %.300s", res.code, res.body)
 	}
 	f.wait(t, "rerun")
 	if res := f.post(t, "/threads/rerun/checkpoints/1f000000-0000-7000-8000-000000000000/rerun", nil); res.code != http.StatusNotFound {

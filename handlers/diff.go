@@ -69,7 +69,8 @@ func DiffCheckpoints(rt Routes) http.Handler {
 
 // DiffValues compares two states key by key, as JSON (so a typed value
 // and its JSON form are equal). Rows are sorted by key; unchanged lists
-// the keys equal in both.
+// the keys equal in both. Each line names the path it changes from the
+// state key down (see PathKey).
 func DiffValues(a, b map[string]any) (rows []web.DiffRow, unchanged []string) {
 	keys := map[string]struct{}{}
 	for k := range a {
@@ -88,9 +89,9 @@ func DiffValues(a, b map[string]any) (rows []web.DiffRow, unchanged []string) {
 		bv, inB := b[k]
 		switch {
 		case !inA:
-			rows = append(rows, web.DiffRow{Key: k, Kind: "added", Lines: []string{"+ " + compact(jsonShape(bv))}})
+			rows = append(rows, web.DiffRow{Key: k, Kind: "added", Lines: []string{"+ " + PathKey("", k) + ": " + compact(jsonShape(bv))}})
 		case !inB:
-			rows = append(rows, web.DiffRow{Key: k, Kind: "removed", Lines: []string{"- " + compact(jsonShape(av))}})
+			rows = append(rows, web.DiffRow{Key: k, Kind: "removed", Lines: []string{"- " + PathKey("", k) + ": " + compact(jsonShape(av))}})
 		default:
 			ja, jb := jsonShape(av), jsonShape(bv)
 			if reflect.DeepEqual(ja, jb) {
@@ -98,7 +99,7 @@ func DiffValues(a, b map[string]any) (rows []web.DiffRow, unchanged []string) {
 				continue
 			}
 			d := &differ{}
-			d.diff("", ja, jb)
+			d.diff(PathKey("", k), ja, jb)
 			if d.more > 0 {
 				d.lines = append(d.lines, "… "+strconv.Itoa(d.more)+" more changes")
 			}
@@ -145,10 +146,6 @@ func (d *differ) add(line string) {
 }
 
 func (d *differ) diff(path string, a, b any) {
-	at := path
-	if at == "" {
-		at = "."
-	}
 	switch x := a.(type) {
 	case map[string]any:
 		y, ok := b.(map[string]any)
@@ -168,7 +165,7 @@ func (d *differ) diff(path string, a, b any) {
 		for _, k := range keys {
 			xv, inX := x[k]
 			yv, inY := y[k]
-			p := path + "." + k
+			p := PathKey(path, k)
 			switch {
 			case !inX:
 				d.add("+ " + p + ": " + compact(yv))
@@ -186,17 +183,53 @@ func (d *differ) diff(path string, a, b any) {
 		}
 		n := min(len(x), len(y))
 		for i := 0; i < n; i++ {
-			d.diff(path+"["+strconv.Itoa(i)+"]", x[i], y[i])
+			d.diff(pathIndex(path, i), x[i], y[i])
 		}
 		for i := n; i < len(y); i++ {
-			d.add("+ " + path + "[" + strconv.Itoa(i) + "]: " + compact(y[i]))
+			d.add("+ " + pathIndex(path, i) + ": " + compact(y[i]))
 		}
 		for i := n; i < len(x); i++ {
-			d.add("- " + path + "[" + strconv.Itoa(i) + "]: " + compact(x[i]))
+			d.add("- " + pathIndex(path, i) + ": " + compact(x[i]))
 		}
 		return
 	}
 	if !reflect.DeepEqual(a, b) {
-		d.add("~ " + at + ": " + compact(a) + " → " + compact(b))
+		d.add("~ " + path + ": " + compact(a) + " → " + compact(b))
 	}
+}
+
+// PathKey extends a diff path by an object key, in the notation a person
+// reads in code rather than a JSON pointer: messages[2].content,
+// plan.steps[0]. A key that is not an identifier is quoted as a JSON
+// string in brackets (["odd key"], ["a\"b"]), so every path reads back
+// unambiguously; base "" is the state itself, where a key stands alone.
+func PathKey(base, key string) string {
+	if isIdentifier(key) {
+		if base == "" {
+			return key
+		}
+		return base + "." + key
+	}
+	return base + "[" + encodeJSON(key, false) + "]"
+}
+
+func pathIndex(base string, i int) string { return base + "[" + strconv.Itoa(i) + "]" }
+
+// isIdentifier: an ASCII letter or underscore, then letters, digits or
+// underscores. Anything else (spaces, dots, brackets, quotes, non-ASCII
+// letters that could look alike) is quoted.
+func isIdentifier(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '_', 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case '0' <= c && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
 }

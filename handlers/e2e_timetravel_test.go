@@ -34,15 +34,14 @@ func TestE2EEditStateAndSeeTheForkInTheTree(t *testing.T) {
 		chromedp.Navigate(f.srv.URL+"/threads/e2e-fork/checkpoints/"+old),
 		chromedp.WaitReady(chromedp.ID("edit-2")),
 		chromedp.SetValue(chromedp.ID("edit-2"), "41"),
-		chromedp.SetValue(chromedp.ID("as-node-2"), "fetch"),
+		chromedp.SetValue(chromedp.ID("as-node"), "fetch"),
 	); err != nil {
 		t.Fatal(err)
 	}
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("fork-2"))); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("fork"))); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, ctx, "the fork selected, on a branch, as head", `#tree tr.ckpt.fork.head.selected.depth-1`)
-	screenshot(t, ctx, "checkpoint-tree.png")
 	text, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("val-2")))
 	if err != nil || strings.TrimSpace(text) != "41" {
 		t.Fatalf("the fork's n = %q, %v", text, err)
@@ -104,7 +103,7 @@ func TestE2EDiffTwoCheckpointsAndExpandAValue(t *testing.T) {
 	}
 	waitFor(t, ctx, "the diff", `#diff-table tr#diff-log.changed`)
 	text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#diff-log pre`)))
-	if err != nil || !strings.Contains(text, `+ [0]: "fetch"`) || !strings.Contains(text, `+ [1]: "slow"`) {
+	if err != nil || !strings.Contains(text, `+ log[0]: "fetch"`) || !strings.Contains(text, `+ log[1]: "slow"`) {
 		t.Fatalf("diff of log = %q, %v", text, err)
 	}
 	head := f.history(t, "flow", "e2e-diff")[0].Config.CheckpointID

@@ -100,7 +100,7 @@ func statusOf(err error) int {
 	case errors.Is(err, runs.ErrUnknownGraph), errors.Is(err, runs.ErrUnknownThread), errors.Is(err, runs.ErrUnknownCheckpoint):
 		return http.StatusNotFound
 	case errors.Is(err, runs.ErrThreadBusy), errors.Is(err, runs.ErrNotInterrupted),
-		errors.Is(err, runs.ErrNotRunning), errors.Is(err, runs.ErrGraphMismatch):
+		errors.Is(err, runs.ErrNotRunning), errors.Is(err, runs.ErrGraphMismatch), errors.Is(err, ErrNothingToRun):
 		return http.StatusConflict
 	case errors.Is(err, engine.ErrCheckpointMismatch):
 		// Stored values another version of the graph saved: nothing the
