@@ -167,6 +167,7 @@ func treeView(r *http.Request, rt Routes) (web.CheckpointsView, error) {
 			return web.CheckpointsView{}, err
 		}
 		d.Head, d.HeadID = sel == v.HeadID, v.HeadID
+		d.Happened = happened[sel]
 		v.Selected = &d
 	}
 	return v, nil

@@ -85,6 +85,9 @@ func TestE2ETreeRowsSayWhatHappenedAndForksIndent(t *testing.T) {
 			t.Errorf("row %s says %q, want %q", id, got, want)
 		}
 	}
+	if got, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("happened"))); err != nil || !strings.Contains(got, "edit of answer as draft") {
+		t.Errorf("the selected checkpoint's page says %q, %v; want what its row says", got, err)
+	}
 	// Geometry: a branch's first mark (↳) starts right of where its
 	// parent's lane starts; before the lanes indented both sat at 0 px.
 	for _, fork := range []struct{ row, parent string }{{edit, afterStart}, {rerun, asked}} {
