@@ -225,20 +225,20 @@ func (g *Pregel) updateSuperstep(ctx context.Context, cfg checkpoints.Config, up
 	// tasks pending before the update (triggered by channels it did not
 	// touch) must stay candidates.
 	l.updatedKnown, l.updated = false, nil
-	l.opts.Metadata = map[string]any{MetadataWrites: updateWrites(tasks, g.streamChannels())}
+	l.opts.Metadata = map[string]any{MetadataEdited: updateWrites(tasks, g.streamChannels())}
 	if err := l.putCheckpoint(ctx, checkpoints.SourceUpdate); err != nil {
 		return cfg, err
 	}
 	return l.ckptCfg, nil
 }
 
-// MetadataWrites is the metadata key of an update checkpoint that says
+// MetadataEdited is the metadata key of an update checkpoint that says
 // which node each edit was applied as and which state keys it wrote:
-// {"node": ["key", …]}. Upstream's "writes" held the values themselves;
-// we keep only the keys, so an edit of a large value is not stored twice
-// (the values are in the checkpoint), and a viewer can still say "edit
-// of answer, n as fetch" from the metadata alone.
-const MetadataWrites = "writes"
+// {"node": ["key", …]}, so a viewer can say "edit of answer, n as fetch"
+// from the metadata alone. Upstream removed its old "writes" key (which
+// held the values); we do not bring that key back under another shape,
+// and keep only the keys (the values are in the checkpoint).
+const MetadataEdited = "edited"
 
 // updateWrites lists, per as-node, the state keys its update wrote,
 // sorted; bookkeeping channels (branches, joins) are left out.

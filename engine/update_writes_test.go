@@ -48,7 +48,7 @@ func TestUpdateRecordsItsWritesInMetadata(t *testing.T) {
 	if tup.Metadata.Source != checkpoints.SourceUpdate {
 		t.Fatalf("source = %s", tup.Metadata.Source)
 	}
-	if got := fmt.Sprint(tup.Metadata.Extra[engine.MetadataWrites]); got != "map[a:[answer n]]" {
+	if got := fmt.Sprint(tup.Metadata.Extra[engine.MetadataEdited]); got != "map[a:[answer n]]" {
 		t.Fatalf("writes metadata = %s; want the keys written as a, without the edge to b", got)
 	}
 }

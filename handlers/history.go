@@ -39,7 +39,7 @@ const nullTaskID = "00000000-0000-0000-0000-000000000000"
 //     the parent planned (its Next; "+ sends" when that list is partial);
 //     "step N" alone when the parent is on an older page.
 //   - source "update": "edit of k1, k2 as node", from the metadata's
-//     "writes" (engine.MetadataWrites: as-node → keys); "edit" alone for
+//     "edited" (engine.MetadataEdited: as-node → keys); "edit" alone for
 //     checkpoints saved before it was recorded.
 //   - source "fork" at its parent's step: "re-run from <parent>" — the
 //     engine writes this fork when a run starts from an earlier
@@ -83,7 +83,7 @@ func Happened(page []*engine.StateSnapshot, pending map[string][]checkpoints.Pen
 			}
 			hs = append(hs, web.Happening{Kind: "step", Text: text})
 		case checkpoints.SourceUpdate:
-			hs = append(hs, web.Happening{Kind: "edit", Text: editText(md.Extra[engine.MetadataWrites])})
+			hs = append(hs, web.Happening{Kind: "edit", Text: editText(md.Extra[engine.MetadataEdited])})
 		case checkpoints.SourceFork:
 			rerun := md.RunID != ""
 			if parent != nil {
@@ -109,7 +109,7 @@ func Happened(page []*engine.StateSnapshot, pending map[string][]checkpoints.Pen
 	return out
 }
 
-// editText reads an update checkpoint's "writes" metadata, which comes
+// editText reads an update checkpoint's "edited" metadata, which comes
 // back from a saver as decoded JSON (map[string]any of []any) or, from an
 // event in this process, as the engine built it.
 func editText(w any) string {

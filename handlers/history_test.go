@@ -76,7 +76,7 @@ func TestHappenedLabelsEachCheckpoint(t *testing.T) {
 	}
 	edit := snap("e", "c", checkpoints.SourceUpdate, 2, "")
 	// As a saver hands it back: decoded JSON.
-	edit.Metadata.Extra = map[string]any{"writes": map[string]any{"fetch": []any{"answer", "n"}}}
+	edit.Metadata.Extra = map[string]any{"edited": map[string]any{"fetch": []any{"answer", "n"}}}
 	page := []*engine.StateSnapshot{ // newest first
 		snap("g", "a", checkpoints.SourceFork, 3, ""),
 		snap("f", "b", checkpoints.SourceFork, 0, "r3", "draft"),
