@@ -216,6 +216,36 @@ func TestE2ENodeDetailsOnAThreadPage(t *testing.T) {
 	}
 }
 
+// Item 10, inside an open subgraph: the details of an inner node list its
+// runs in the subgraph's runs on the thread's branch.
+func TestE2ENodeDetailsInsideAnOpenSubgraph(t *testing.T) {
+	t.Parallel()
+	f := setupInspect(t)
+	ctx := e2e.Browser(t)
+	if _, err := f.runs.Start(context.Background(), "research", "e2e-inner", map[string]any{"question": "Compare Postgres and SQLite for a multi-user web app"}, runs.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if th := f.wait(t, "e2e-inner"); th.Status != runs.StatusInterrupted {
+		t.Fatalf("thread %+v, want it waiting at review", th)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.srv.URL+"/threads/e2e-inner?expand=research")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the inner plan node", `g[id="n-research:plan"][data-node="research:plan"]`)
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`g[id="n-research:plan"] text`))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "plan's runs", `#node-details .node-details-body[data-node="research:plan"] .node-run.done`)
+	in, out := text(t, ctx, "#node-details .nd-input"), text(t, ctx, "#node-details .nd-output")
+	if !strings.Contains(in, "Compare Postgres and SQLite") || !strings.Contains(out, `"queries"`) {
+		t.Errorf("research:plan's input %q output %q: want the question it read and the queries it wrote", in, out)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`g[id="n-research:review"] text`))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "review waiting", `#node-details .node-details-body[data-node="research:review"] .node-run.interrupted`)
+}
+
 // Item 11: the Send fan-out is an edge from the sender to the target,
 // labelled "Send" and dashed, with no "*" pseudo-node; it lights when the
 // Sends fire.

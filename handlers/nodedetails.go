@@ -50,7 +50,7 @@ func GraphNodeDetails(rt Routes) http.Handler {
 			fail(w, r, rt.Logger, err)
 			return
 		}
-		v, err := nodeDetails(g.Topology(), chi.URLParam(r, "node"))
+		v, err := nodeDetails(g.Topology(), nodeParam(r))
 		if err != nil {
 			fail(w, r, rt.Logger, err)
 			return
@@ -64,8 +64,9 @@ func GraphNodeDetails(rt Routes) http.Handler {
 // node's declarations as GraphNodeDetails, and each of its runs in the
 // thread's current lineage (the head checkpoint and its ancestors, not
 // abandoned branches): the step, the state keys it read (or its Send's
-// argument) and its writes, each cut to NodeIOPreviewBytes. Runs inside
-// a subgraph are on the checkpoint pages; the panel says so.
+// argument) and its writes, each cut to NodeIOPreviewBytes. A node inside
+// a subgraph lists its runs in the subgraph runs of that lineage, with
+// the subgraph's own step numbers.
 func ThreadNodeDetails(rt Routes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t, p, err := threadGraph(r.Context(), rt, chi.URLParam(r, "thread"))
@@ -78,21 +79,29 @@ func ThreadNodeDetails(rt Routes) http.Handler {
 			fail(w, r, rt.Logger, err)
 			return
 		}
-		q := chi.URLParam(r, "node")
-		v, err := nodeDetails(g.Topology(), q)
+		v, err := nodeDetails(g.Topology(), nodeParam(r))
 		if err != nil {
 			fail(w, r, rt.Logger, err)
 			return
 		}
 		v.Graph, v.Thread, v.Back = t.Graph, t.ID, "/threads/"+url.PathEscape(t.ID)
-		if strings.Contains(q, ":") {
-			v.RunsNote = "The runs of a node inside a subgraph are on the checkpoint pages (each subgraph task's state)."
-		} else if err := nodeRuns(r.Context(), rt, p, t.ID, &v); err != nil {
+		if err := nodeRuns(r.Context(), p, t.ID, &v); err != nil {
 			fail(w, r, rt.Logger, err)
 			return
 		}
 		renderNodeDetails(w, r, rt, v)
 	})
+}
+
+// nodeParam is the {node} of a details URL. Scripts escape the ":" of a
+// qualified name (encodeURIComponent), and the router then hands over the
+// escaped form.
+func nodeParam(r *http.Request) string {
+	raw := chi.URLParam(r, "node")
+	if q, err := url.PathUnescape(raw); err == nil {
+		return q
+	}
+	return raw
 }
 
 func renderNodeDetails(w http.ResponseWriter, r *http.Request, rt Routes, v web.NodeDetailsView) {
@@ -200,78 +209,122 @@ func cacheText(p engine.CachePolicy) string {
 // lineage: the newest checkpoint and its ancestors, at most
 // maxLineageSteps of them. A task planned at a checkpoint ran in the step
 // after it: its input is that checkpoint's values of the keys it reads
-// (or its Send's argument), its output the writes it saved.
-func nodeRuns(ctx context.Context, rt Routes, p *engine.Pregel, thread string, v *web.NodeDetailsView) error {
-	saver := p.Checkpointer()
-	if saver == nil {
+// (or its Send's argument), its output the writes it saved. A node inside
+// a subgraph ("research:plan") is found in the subgraph runs of the
+// lineage's "research" tasks, each in its own lineage; its steps are the
+// subgraph's own.
+func nodeRuns(ctx context.Context, p *engine.Pregel, thread string, v *web.NodeDetailsView) error {
+	if p.Checkpointer() == nil {
 		v.RunsNote = "The graph has no checkpointer, so its runs are not kept."
 		return nil
 	}
-	ids, cut, err := lineage(ctx, saver, thread, maxLineageSteps)
+	c := runCollector{p: p, thread: thread, v: v, budget: maxLineageSteps}
+	if err := c.collect(ctx, "", "", strings.Split(v.Node, ":")); err != nil {
+		return err
+	}
+	if c.cut {
+		v.RunsNote = fmt.Sprintf("Only the last %d checkpoints of this branch are searched.", maxLineageSteps)
+	}
+	return nil
+}
+
+// runCollector walks a thread's lineage, and the lineages of the subgraph
+// runs in it, for one node's tasks; budget bounds the checkpoints read.
+type runCollector struct {
+	p      *engine.Pregel
+	thread string
+	v      *web.NodeDetailsView
+	budget int
+	cut    bool
+}
+
+// collect reads the lineage in checkpoint namespace ns (the subgraph run
+// whose qualified node name is where; "" for the thread's graph) for
+// tasks of path[0]: at the end of path they are the node's runs,
+// otherwise subgraph tasks to descend into.
+func (c *runCollector) collect(ctx context.Context, ns, where string, path []string) error {
+	ids, cut, err := lineage(ctx, c.p.Checkpointer(), checkpoints.ListQuery{ThreadID: c.thread, Namespace: ns}, c.budget)
 	if err != nil {
 		return err
 	}
-	if cut {
-		v.RunsNote = fmt.Sprintf("Only the last %d checkpoints of this branch are searched.", maxLineageSteps)
-	}
+	c.budget -= len(ids)
+	c.cut = c.cut || cut
+	last := len(path) == 1
 	for i, id := range ids {
-		tup, err := rt.Runs.Checkpoint(ctx, thread, id)
+		snap, err := c.p.GetStateWith(ctx, checkpoints.Config{ThreadID: c.thread, Namespace: ns, CheckpointID: id}, engine.StateOptions{})
 		if err != nil {
 			return err
 		}
-		snap, err := p.StateOf(tup, false)
-		if err != nil {
-			return err
-		}
-		head := i == len(ids)-1
 		for _, ts := range snap.Tasks {
-			if ts.Name != v.Node {
+			if ts.Name != path[0] {
 				continue
 			}
-			run := web.NodeRunView{Step: snap.Metadata.Step + 1, TaskID: ts.ID, Checkpoint: id,
-				CheckpointURL: ckptPath(url.PathEscape(thread), url.PathEscape(id)), Error: ts.Error}
-			var in any
-			if ts.Arg != nil {
-				run.Send, in = true, ts.Arg
-			} else {
-				read := map[string]any{}
-				for _, k := range v.Reads {
-					if val, ok := snap.Values[k]; ok {
-						read[k] = val
+			if !last {
+				if ts.Subgraph != nil && c.budget > 0 {
+					if err := c.collect(ctx, ts.Subgraph.Namespace, qualify(where, path[0]), path[1:]); err != nil {
+						return err
 					}
 				}
-				in = read
+				continue
 			}
-			run.Input, run.InputTruncated, run.InputSize = runs.PreviewSize(in, NodeIOPreviewBytes)
-			switch {
-			case ts.Error != "":
-				run.Status = "failed"
-			case len(ts.Interrupts) > 0:
-				run.Status = "interrupted"
-			case ts.Result != nil || !head:
-				run.Status = "done"
-			default:
-				run.Status = "pending"
-			}
-			if run.Status != "pending" {
-				out := any(ts.Result)
-				if ts.Result == nil {
-					out = map[string]any{}
-				}
-				run.Output, run.OutputTruncated, run.OutputSize = runs.PreviewSize(out, NodeIOPreviewBytes)
-			}
-			v.Runs = append(v.Runs, run)
+			c.v.Runs = append(c.v.Runs, c.run(snap, ts, i == len(ids)-1, ns == ""))
 		}
 	}
 	return nil
 }
 
-// lineage lists the thread's current lineage, oldest first: its newest
-// checkpoint and that checkpoint's ancestors (forks left behind are not
+// run is the view of task ts, planned at checkpoint snap. head says snap
+// is the newest checkpoint of its lineage, where a task without writes
+// has not run yet; root says snap is the thread graph's (the checkpoint
+// pages show those).
+func (c *runCollector) run(snap *engine.StateSnapshot, ts engine.TaskState, head, root bool) web.NodeRunView {
+	id := snap.Config.CheckpointID
+	run := web.NodeRunView{Step: snap.Metadata.Step + 1, TaskID: ts.ID, Checkpoint: id, Error: ts.Error}
+	if root {
+		run.CheckpointURL = ckptPath(url.PathEscape(c.thread), url.PathEscape(id))
+	}
+	var in any
+	if ts.Arg != nil {
+		run.Send, in = true, ts.Arg
+	} else {
+		read := map[string]any{}
+		for _, k := range c.v.Reads {
+			if val, ok := snap.Values[k]; ok {
+				read[k] = val
+			}
+		}
+		in = read
+	}
+	run.Input, run.InputTruncated, run.InputSize = runs.PreviewSize(in, NodeIOPreviewBytes)
+	switch {
+	case ts.Error != "":
+		run.Status = "failed"
+	case len(ts.Interrupts) > 0:
+		run.Status = "interrupted"
+	case ts.Result != nil || !head:
+		run.Status = "done"
+	default:
+		run.Status = "pending"
+	}
+	if run.Status != "pending" {
+		out := any(ts.Result)
+		if ts.Result == nil {
+			out = map[string]any{}
+		}
+		run.Output, run.OutputTruncated, run.OutputSize = runs.PreviewSize(out, NodeIOPreviewBytes)
+	}
+	return run
+}
+
+// lineage lists the current lineage of a thread's namespace (q), oldest
+// first: its newest checkpoint and that checkpoint's ancestors (forks left behind are not
 // in it), at most max of them (cut says some older ones were left out).
 // Only headers are read.
-func lineage(ctx context.Context, saver checkpoints.Saver, thread string, max int) (ids []string, cut bool, err error) {
-	tups, err := saver.List(ctx, checkpoints.ListQuery{ThreadID: thread}, checkpoints.ListOptions{MetadataOnly: true})
+func lineage(ctx context.Context, saver checkpoints.Saver, q checkpoints.ListQuery, max int) (ids []string, cut bool, err error) {
+	if max <= 0 {
+		return nil, true, nil
+	}
+	tups, err := saver.List(ctx, q, checkpoints.ListOptions{MetadataOnly: true})
 	if err != nil {
 		return nil, false, err
 	}
