@@ -40,6 +40,7 @@
           panel.appendChild(p);
         }
         panel.hidden = false;
+        panel.scrollIntoView({ block: "nearest" });
         document.querySelectorAll("g.gnode.selected").forEach((el) => el.classList.remove("selected"));
         node.classList.add("selected");
         const close = document.getElementById("node-details-close");
