@@ -103,6 +103,18 @@
 // node) stop a run with an *Interrupted error; a nil input resumes, and new
 // input discards the pending tasks, as upstream.
 //
+// Breakpoints apply per graph, as upstream's interrupt_before does: "*"
+// and plain names never reach into a subgraph, which keeps its own
+// compiled breakpoints. Upstream has no way to stop before a node inside
+// a subgraph from the parent's call; we add one. A per-run breakpoint
+// qualified with the subgraph node's name, "research:plan" (the name the
+// Studio's expanded drawing gives the node, and a checkpoint namespace
+// without its task id), is passed down to that subgraph's run, in
+// addition to its compiled ones; deeper paths ("outer:inner:node") are
+// passed down level by level. The run stops as for an interrupt inside
+// the subgraph, and *Interrupted.Before/After name the node qualified
+// the same way. Compiled breakpoints stay plain node names.
+//
 // # Events and streaming
 //
 // RunOptions.Listener receives typed events: RunStarted, StepPlanned (each

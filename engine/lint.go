@@ -24,6 +24,23 @@ type TopoNode struct {
 	// Subgraph is the topology of the graph the node runs, for nodes added
 	// with AddSubgraph (nil otherwise): viewers can expand it in place.
 	Subgraph *Topology
+	// Triggers are the channels whose update runs the node (a StateGraph's
+	// internal branch:to:<node> and join channels included).
+	Triggers []string
+	// Reads are the channels the node's input is built from. A StateGraph
+	// node reads the state keys of its input type (all of them for a node
+	// over the whole state); a node whose input is not a struct over
+	// state keys reads none: only Sends deliver its input.
+	Reads []string
+	// Writes are the channels the node may write. A StateGraph node's
+	// update may hold any state key, so it lists them all; which ones a
+	// run wrote is in that run's events and checkpoints.
+	Writes []string
+	// Retry is the retry policy the node runs with (its own, else the
+	// graph's default; empty: no retries). Cache is its cache policy (nil:
+	// not cached).
+	Retry []RetryPolicy
+	Cache *CachePolicy
 }
 
 // TopoEdge is an edge of a Topology.
@@ -35,6 +52,10 @@ type TopoEdge struct {
 	Label       string
 	// Join is set for edges of a waiting edge (a join of several sources).
 	Join bool
+	// Send marks a Send fan-out the source declared with SendTargets: the
+	// target runs once per Send, with the Send's argument as its input.
+	// Send edges are also Conditional (a router decides how many, if any).
+	Send bool
 }
 
 // WarningKind classifies a lint finding.
@@ -107,9 +128,17 @@ func (g *StateGraph[S]) topologyOf() Topology {
 		for _, d := range g.nodes[name].destinations {
 			t.Edges = append(t.Edges, TopoEdge{From: name, To: d, Conditional: true})
 		}
+		for _, d := range g.nodes[name].sendTargets {
+			t.Edges = append(t.Edges, TopoEdge{From: name, To: d, Conditional: true, Send: true, Label: "Send"})
+		}
 	}
-	// Routers without a path map may go anywhere: remember them for lint.
+	// Routers without a path map may go anywhere: remember them for lint,
+	// unless their node declared where it Sends (SendTargets), which says
+	// the router fans out with Sends only.
 	for _, src := range srcs {
+		if src != Start && len(g.nodes[src].sendTargets) > 0 {
+			continue
+		}
 		for _, b := range g.branches[src] {
 			if b.pathMap == nil {
 				t.Edges = append(t.Edges, TopoEdge{From: src, To: "*", Conditional: true})

@@ -1023,10 +1023,12 @@ func (l *loop) runTasks(ctx context.Context, tasks []*task) error {
 func (l *loop) interrupted(tasks []*task) error {
 	var is []Interruption
 	var done []*task
+	var before, after []string
 	stopped := false
 	for _, t := range tasks {
 		if len(t.interrupts) > 0 || t.subInterrupted {
 			is = append(is, t.interrupts...)
+			before, after = append(before, t.subBefore...), append(after, t.subAfter...)
 			stopped = true
 		} else {
 			done = append(done, t)
@@ -1043,7 +1045,7 @@ func (l *loop) interrupted(tasks []*task) error {
 	if l.emit != nil {
 		l.emit.send(ValuesEmitted{Step: l.step, Values: l.values(), Interrupts: slices.Clone(is)})
 	}
-	return &Interrupted{Interrupts: is}
+	return &Interrupted{Interrupts: is, Before: before, After: after}
 }
 
 func (l *loop) commitInterrupt(ctx context.Context, t *task) {

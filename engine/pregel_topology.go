@@ -40,7 +40,9 @@ func (g *Pregel) Topology() Topology {
 	t.Nodes = append(t.Nodes, TopoNode{Name: Start})
 	for _, name := range g.nodeNames {
 		n := g.nodes[name]
-		t.Nodes = append(t.Nodes, TopoNode{Name: name, Cached: n.Cache != nil, Retried: len(n.Retry) > 0})
+		tn := TopoNode{Name: name, Cached: n.Cache != nil, Retried: len(n.Retry) > 0}
+		g.describeNode(&tn, n)
+		t.Nodes = append(t.Nodes, tn)
 	}
 	t.Nodes = append(t.Nodes, TopoNode{Name: End})
 	add := func(e TopoEdge) {

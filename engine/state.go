@@ -34,6 +34,9 @@ type TaskState struct {
 	Name string
 	// Error is the error the task failed with, "" otherwise.
 	Error string
+	// Arg is the argument of a task a Send planned (its whole input);
+	// nil for a task its triggers planned, which reads the state.
+	Arg any
 	// Result holds the task's writes to state keys (a key written several
 	// times maps to {"$writes": [...]}); nil when the task has not run.
 	Result map[string]any
@@ -187,6 +190,9 @@ func (g *Pregel) snapshot(tup *checkpoints.Tuple, applyPending bool) (*StateSnap
 	states := make([]TaskState, len(tasks))
 	for i, t := range tasks {
 		states[i] = TaskState{ID: t.ID(), Name: t.name}
+		if t.push {
+			states[i].Arg = t.input
+		}
 		if t.node.subgraph != nil {
 			states[i].Subgraph = &checkpoints.Config{ThreadID: tup.Config.ThreadID, Namespace: l.taskNS(t.name) + ":" + t.ID()}
 		}

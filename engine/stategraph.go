@@ -54,6 +54,7 @@ type sgNode struct {
 	cache        *CachePolicy
 	deferred     bool
 	destinations []string
+	sendTargets  []string
 	identity     string
 	subgraph     *Pregel
 	subCompiled  Compiled // the subgraph as given, for its topology
@@ -219,6 +220,16 @@ func Defer() NodeOption { return func(n *sgNode) { n.deferred = true } }
 // drawing and lint.
 func Destinations(nodes ...string) NodeOption {
 	return func(n *sgNode) { n.destinations = append(n.destinations, nodes...) }
+}
+
+// SendTargets declares the nodes a node's routers (or its Command.Goto)
+// fan out to with Sends, for drawing and lint: the Studio draws a
+// labelled Send edge from the node to each target, and a router without
+// a path map on such a node is taken to route by Sends only (so lint
+// still checks what the rest of the graph reaches). Like Destinations it
+// does not restrict what a run may Send.
+func SendTargets(nodes ...string) NodeOption {
+	return func(n *sgNode) { n.sendTargets = append(n.sendTargets, nodes...) }
 }
 
 // Identity names the node's function for the cache namespace (default: the
@@ -407,6 +418,11 @@ func (g *StateGraph[S]) Compile(opts CompileOptions) (*Graph[S], error) {
 				return nil, fmt.Errorf("%w: node %q declares unknown destination %q", ErrInvalidGraph, n.name, d)
 			}
 		}
+		for _, d := range n.sendTargets {
+			if !known(d) || d == Start || d == End {
+				return nil, fmt.Errorf("%w: node %q declares unknown Send target %q", ErrInvalidGraph, n.name, d)
+			}
+		}
 	}
 	hasEntry := len(g.branches[Start]) > 0
 	for _, e := range g.edges {
@@ -425,6 +441,7 @@ func (g *StateGraph[S]) Compile(opts CompileOptions) (*Graph[S], error) {
 	out := &Graph[S]{pregel: p}
 	out.topology = g.topologyOf()
 	out.warnings = lint(out.topology)
+	g.describe(&out.topology, p)
 	return out, nil
 }
 

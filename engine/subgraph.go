@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/superstep-dev/superstep/checkpoints"
@@ -90,6 +91,8 @@ func (t *task) runSubgraph(ctx context.Context, sub *Pregel, input Update) (any,
 	child.opts = RunOptions{
 		ThreadID: l.opts.ThreadID, RecursionLimit: l.opts.RecursionLimit, Durability: l.opts.Durability,
 		Metadata: l.opts.Metadata, RunID: l.opts.RunID,
+		InterruptBefore: innerBreakpoints(l.opts.InterruptBefore, t.name, sub.cfg.InterruptBefore),
+		InterruptAfter:  innerBreakpoints(l.opts.InterruptAfter, t.name, sub.cfg.InterruptAfter),
 	}
 	child.parents = map[string]string{}
 	for k, v := range l.parents {
@@ -128,6 +131,12 @@ func (t *task) runSubgraph(ctx context.Context, sub *Pregel, input Update) (any,
 		t.imu.Lock()
 		t.interrupts = append(t.interrupts, intr.Interrupts...)
 		t.subInterrupted = true
+		for _, n := range intr.Before {
+			t.subBefore = append(t.subBefore, t.name+":"+n)
+		}
+		for _, n := range intr.After {
+			t.subAfter = append(t.subAfter, t.name+":"+n)
+		}
 		t.imu.Unlock()
 		return nil, errInterruptSignal
 	}
@@ -135,6 +144,26 @@ func (t *task) runSubgraph(ctx context.Context, sub *Pregel, input Update) (any,
 		return nil, fmt.Errorf("subgraph %q: %w", t.name, err)
 	}
 	return child.output()
+}
+
+// innerBreakpoints are the breakpoints a subgraph run by node gets from
+// its parent run's list names: those qualified with the node's name
+// ("research:plan" → "plan"; deeper ones keep the rest of their path for
+// the subgraph's own subgraphs), added to the subgraph's compiled ones.
+// nil, when names holds none, leaves the compiled ones in force. Upstream
+// applies interrupt_before per graph and has no way to reach a node inside
+// a subgraph from the parent's call; a qualified name is ours (engine/doc.go).
+func innerBreakpoints(names []string, node string, compiled []string) []string {
+	var inner []string
+	for _, n := range names {
+		if rest, ok := strings.CutPrefix(n, node+":"); ok && rest != "" {
+			inner = append(inner, rest)
+		}
+	}
+	if inner == nil {
+		return nil
+	}
+	return append(slices.Clone(compiled), inner...)
 }
 
 // carrySubgraphState keeps a subgraph's state reachable after the parent

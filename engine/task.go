@@ -62,6 +62,9 @@ type task struct {
 	// subInterrupted: a subgraph run by this task stopped (a breakpoint
 	// or an interrupt inside it).
 	subInterrupted bool
+	// subBefore and subAfter are the breakpoints the subgraph stopped at,
+	// qualified with this task's node name ("research:plan").
+	subBefore, subAfter []string
 }
 
 // ID is the task's deterministic id (upstream's derivation), computed on
@@ -250,6 +253,7 @@ func (t *task) execute(ctx context.Context) error {
 		t.attempts++
 		t.setWrites(t.writes[:0])
 		t.intrIdx, t.interrupts, t.subInterrupted = 0, nil, false
+		t.subBefore, t.subAfter = nil, nil
 		if l.emit != nil {
 			l.emit.send(TaskStarted{Task: t.info(), Attempt: t.attempts})
 		}

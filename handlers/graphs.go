@@ -163,7 +163,7 @@ func graphView(r *http.Request, rt Routes, name string, g engine.Compiled) (web.
 		return web.GraphView{}, err
 	}
 	v := web.GraphView{Name: name, SVG: string(svg), Warnings: warningViews(g.Warnings()),
-		Subgraphs: subgraphList(topo, expand, base), Action: expandHref(base+"/runs", expand)}
+		Subgraphs: subgraphList(topo, expand, base), Action: expandHref(base+"/runs", expand), Details: nodePath(base, "")}
 	if len(expand) > 0 {
 		v.CollapseAll = base
 	}
@@ -173,6 +173,7 @@ func graphView(r *http.Request, rt Routes, name string, g engine.Compiled) (web.
 			v.Nodes = append(v.Nodes, n)
 		}
 	}
+	v.Nodes = append(v.Nodes, innerNodes(topo, "", expand)...)
 	// A registry that cannot be read is an error, not "no threads".
 	ts, err := rt.Runs.ListThreads(r.Context(), runs.ThreadFilter{Graph: name, Limit: recentThreads})
 	if err != nil {
@@ -203,6 +204,26 @@ func subgraphToggles(topo engine.Topology, prefix string, depth int, expand []st
 		if open {
 			out = append(out, subgraphToggles(*n.Subgraph, q, depth+1, expand, base)...)
 		}
+	}
+	return out
+}
+
+// innerNodes lists, by qualified name, the nodes inside the open
+// subgraphs (expand) of topo, whose qualified name is prefix: the
+// breakpoint picker offers them once a person opened their subgraph.
+func innerNodes(topo engine.Topology, prefix string, expand []string) []string {
+	var out []string
+	for _, n := range topo.Nodes {
+		q := qualify(prefix, n.Name)
+		if !expandable(n) || !slices.Contains(expand, q) {
+			continue
+		}
+		for _, in := range n.Subgraph.Nodes {
+			if in.Name != engine.Start && in.Name != engine.End {
+				out = append(out, qualify(q, in.Name))
+			}
+		}
+		out = append(out, innerNodes(*n.Subgraph, q, expand)...)
 	}
 	return out
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -143,6 +144,15 @@ func (s breakSet) has(node string) bool {
 // the subgraph node topo belongs to ("" at the top).
 func (d *dotWriter) graph(prefix string, topo engine.Topology, indent string) {
 	top := prefix == ""
+	// A router without a path map (and no declared Send targets) may go
+	// anywhere: the topology says so with an edge to "*", which lint
+	// reads. It is not a node: the drawing says it on the router's node.
+	dynamic := map[string]bool{}
+	for _, e := range topo.Edges {
+		if e.To == "*" {
+			dynamic[e.From] = true
+		}
+	}
 	for _, n := range topo.Nodes {
 		q := qualify(prefix, n.Name)
 		class := "gnode"
@@ -173,6 +183,10 @@ func (d *dotWriter) graph(prefix string, topo engine.Topology, indent string) {
 		}
 		if n.Deferred {
 			flags = append(flags, "deferred")
+		}
+		if dynamic[n.Name] {
+			flags = append(flags, "routes at run time")
+			tips = append(tips, "a router without a path map: where it goes is decided at run time (declare its destinations with a path map, or engine.SendTargets for Sends, to draw them)")
 		}
 		if top && len(d.warn[n.Name]) > 0 {
 			class += " warn"
@@ -205,6 +219,9 @@ func (d *dotWriter) graph(prefix string, topo engine.Topology, indent string) {
 		fmt.Fprintf(&d.b, "%s%s [%s];\n", indent, quote(q), strings.Join(attrs, ", "))
 	}
 	for _, e := range topo.Edges {
+		if e.To == "*" {
+			continue
+		}
 		from, to := qualify(prefix, e.From), qualify(prefix, e.To)
 		id := edgeID(from, to)
 		for k := 2; d.used[id]; k++ {
@@ -215,6 +232,16 @@ func (d *dotWriter) graph(prefix string, topo engine.Topology, indent string) {
 		class := "gedge"
 		attrs := []string{"id=" + quote(id)}
 		switch {
+		case e.Send:
+			// A Send fan-out: the target runs once per Send, so the edge
+			// reads differently from a route (dashed, purple, a double
+			// arrowhead for "one or many").
+			class += " send"
+			label := e.Label
+			if label == "" {
+				label = "Send"
+			}
+			attrs = append(attrs, "style=dashed", "color=\"#805ad5\"", "fontcolor=\"#805ad5\"", "arrowhead=normalnormal", "penwidth=1.4", "label="+quote(label))
 		case e.Conditional:
 			class += " conditional"
 			attrs = append(attrs, "style=dashed")
@@ -435,8 +462,36 @@ func renderSVG(ctx context.Context, dot string) ([]byte, error) {
 	if i := bytes.Index(svg, []byte("<svg")); i > 0 {
 		svg = svg[i:]
 	}
+	svg = focusableNodes(svg)
 	layout.cache.put(key, svg)
 	return svg, nil
+}
+
+// nodeGroup matches the opening tag of a node's (or an open subgraph's)
+// group in Graphviz's SVG: its id, as Graphviz escaped it, and its classes.
+var nodeGroup = regexp.MustCompile(`<g id="n-([^"]*)" class="((?:node|cluster) gnode[^"]*)">`)
+
+// focusableNodes makes every node of a drawing but START and END a
+// button for keyboard users: focusable (tabindex), announced as a button
+// with its name, and carrying its qualified name as data-node (the node
+// details panel asks the server for that name). The id text is reused as
+// Graphviz escaped it, so nothing is escaped twice or not at all.
+func focusableNodes(svg []byte) []byte {
+	return nodeGroup.ReplaceAllFunc(svg, func(m []byte) []byte {
+		sub := nodeGroup.FindSubmatch(m)
+		if bytes.Contains(sub[2], []byte("terminal")) {
+			return m
+		}
+		name := sub[1]
+		out := make([]byte, 0, len(m)+2*len(name)+96)
+		out = append(out, m[:len(m)-1]...)
+		out = append(out, ` tabindex="0" role="button" aria-haspopup="dialog" data-node="`...)
+		out = append(out, name...)
+		out = append(out, `" aria-label="node `...)
+		out = append(out, name...)
+		out = append(out, `: show its details">`...)
+		return out
+	})
 }
 
 // CompiledSVG draws a compiled graph as the Studio's pages show it: its

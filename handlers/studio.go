@@ -68,6 +68,8 @@ func (rt Routes) Mount(r chi.Router) {
 	r.Method(http.MethodGet, "/threads/{thread}/ws", ThreadEvents(rt))
 	r.Method(http.MethodPost, "/threads/{thread}/resume", ResumeRun(rt))
 	r.Method(http.MethodPost, "/threads/{thread}/cancel", CancelRun(rt))
+	r.Method(http.MethodGet, "/graphs/{graph}/nodes/{node}", GraphNodeDetails(rt))
+	r.Method(http.MethodGet, "/threads/{thread}/nodes/{node}", ThreadNodeDetails(rt))
 	rt.mountTimeTravel(r)
 	rt.mountStore(r)
 	rt.mountCache(r)
@@ -97,7 +99,8 @@ func Secure(next http.Handler) http.Handler {
 // statusOf maps run-manager and validation errors to status codes.
 func statusOf(err error) int {
 	switch {
-	case errors.Is(err, runs.ErrUnknownGraph), errors.Is(err, runs.ErrUnknownThread), errors.Is(err, runs.ErrUnknownCheckpoint):
+	case errors.Is(err, runs.ErrUnknownGraph), errors.Is(err, runs.ErrUnknownThread), errors.Is(err, runs.ErrUnknownCheckpoint),
+		errors.Is(err, ErrUnknownNode):
 		return http.StatusNotFound
 	case errors.Is(err, runs.ErrThreadBusy), errors.Is(err, runs.ErrNotInterrupted),
 		errors.Is(err, runs.ErrNotRunning), errors.Is(err, runs.ErrGraphMismatch), errors.Is(err, ErrNothingToRun):

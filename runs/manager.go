@@ -429,12 +429,39 @@ func checkOptions(g engine.Compiled, opts StartOptions) error {
 	nodes := g.Pregel().NodeNames()
 	for _, list := range [][]string{opts.InterruptBefore, opts.InterruptAfter} {
 		for _, n := range list {
+			if strings.Contains(n, ":") {
+				if !innerNode(g.Topology(), n) {
+					return fmt.Errorf("%w: breakpoint on unknown node %q: a name with \":\" is a node inside a subgraph, as <subgraph node>:<node>", ErrInvalidInput, n)
+				}
+				continue
+			}
 			if n != "*" && (!slices.Contains(nodes, n) || n == engine.Start) {
 				return fmt.Errorf("%w: breakpoint on unknown node %q", ErrInvalidInput, n)
 			}
 		}
 	}
 	return nil
+}
+
+// innerNode reports whether the qualified name q ("research:plan") names a
+// node inside a subgraph of topo: the engine passes such breakpoints down
+// to the subgraph's run (engine/doc.go).
+func innerNode(topo engine.Topology, q string) bool {
+	segs := strings.Split(q, ":")
+	for i, seg := range segs {
+		j := slices.IndexFunc(topo.Nodes, func(n engine.TopoNode) bool { return n.Name == seg })
+		if j < 0 || seg == engine.Start || seg == engine.End {
+			return false
+		}
+		if i == len(segs)-1 {
+			return true
+		}
+		if topo.Nodes[j].Subgraph == nil {
+			return false
+		}
+		topo = *topo.Nodes[j].Subgraph
+	}
+	return false
 }
 
 // launch claims the thread, starts the run in the background and waits

@@ -32,11 +32,11 @@
   }
   // Fired edges: the page's edge index gives each edge's element ids by
   // its ends (node names may hold "-", so ids are never taken apart); a
-  // router drawn without its destinations is indexed with "*" as its end.
+  // Send's edge is indexed by its sender and target like any other.
   let nowStep = null;
   const edgeIds = new Map();
   function edgeEls(from, to) {
-    const ids = edgeIds.get(JSON.stringify([from, to])) || edgeIds.get(JSON.stringify([from, "*"])) || [];
+    const ids = edgeIds.get(JSON.stringify([from, to])) || [];
     return ids.map($).filter(Boolean);
   }
   function fireEdges(step, edges) {

@@ -73,7 +73,8 @@ func New(opts Options) (*engine.Graph[State], error) {
 		model = NewScriptedModel()
 	}
 	g := engine.NewStateGraph[State]()
-	g.AddNode(NodePlan, plan)
+	// SendTargets tells drawings and lint where fanOut's Sends go.
+	g.AddNode(NodePlan, plan, engine.SendTargets(NodeSummarise))
 	engine.AddNodeFunc(g, NodeSummarise, func(ctx context.Context, sec Section) (engine.Output, error) {
 		return summarise(ctx, model, sec)
 	})
