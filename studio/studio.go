@@ -55,6 +55,11 @@ type Config struct {
 	// Studio's login form sets (see handlers.RequireToken). Empty means
 	// no authentication: keep such a Studio on localhost.
 	AuthToken string
+	// DBRetryWindow is how long a checkpoint read or write that met a
+	// transient database fault (connection refused or reset, a server
+	// restart, a serialization failure) is retried before the run fails.
+	// 0 means pgretry.DefaultWindow (30 s); negative, no retry.
+	DBRetryWindow time.Duration
 }
 
 // Backends are the persistence implementations the Studio runs on.
@@ -123,7 +128,7 @@ func Open(ctx context.Context, cfg Config) (*Studio, error) {
 			return nil, fmt.Errorf("studio: store: %w", err)
 		}
 		s.closers = append(s.closers, func() { _ = c.Close() })
-		b = Backends{Checkpointer: pgsaver.New(pool, nil), Cache: c, Store: st}
+		b = Backends{Checkpointer: pgsaver.New(pool, &pgsaver.Options{RetryWindow: cfg.DBRetryWindow}), Cache: c, Store: st}
 		threads = pgthreads.New(pool)
 	} else {
 		st, err := store.NewMemory(store.Options{Index: storeIndex()})
