@@ -115,6 +115,16 @@
 // the subgraph, and *Interrupted.Before/After name the node qualified
 // the same way. Compiled breakpoints stay plain node names.
 //
+// A step's tasks save their writes as they finish, and the step's
+// checkpoint comes after. A process that stops in between leaves a head
+// checkpoint whose tasks all have saved writes. Upstream's snapshot then
+// lists no next task, and a client that stops on an empty Next abandons a
+// thread that is not finished. Ours keeps Next as upstream has it and adds
+// StateSnapshot.WritesPending (the head's step ran in full, its checkpoint
+// is missing) with NextAfterWrites (the step those writes lead to). A run
+// with a nil input applies the saved writes without running their tasks
+// again and goes on; the Studio shows such a thread as "resume needed".
+//
 // # Events and streaming
 //
 // RunOptions.Listener receives typed events: RunStarted, StepPlanned (each
@@ -154,4 +164,6 @@
 //   - Cached tasks get a TaskFinished event (upstream sends no task result).
 //   - Channels check value types; a wrong type is an error at the write,
 //     not a corrupt checkpoint later.
+//   - A head snapshot whose step saved every write but not its checkpoint
+//     says so (WritesPending, NextAfterWrites) instead of looking finished.
 package engine

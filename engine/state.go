@@ -26,6 +26,18 @@ type StateSnapshot struct {
 	// Interrupts are the interrupts waiting for an answer at this
 	// checkpoint, across tasks.
 	Interrupts []Interruption
+	// WritesPending says that every task of the head checkpoint's step
+	// finished and saved its writes, but the step's own checkpoint was
+	// never written (the process stopped in between). Next is then empty,
+	// as upstream reports it, yet the thread is not finished: a run with
+	// a nil input applies the saved writes (no task runs again) and goes
+	// on. NextAfterWrites are the tasks that run would start with: the
+	// next step planned from the values with those writes applied (empty
+	// when the writes end the run, which still needs that run to save its
+	// last checkpoint). Only set on the head snapshot (GetState without a
+	// checkpoint id).
+	WritesPending   bool
+	NextAfterWrites []string
 }
 
 // TaskState is a task planned at a checkpoint, with its outcome if it ran.
@@ -242,6 +254,8 @@ func (g *Pregel) snapshot(tup *checkpoints.Tuple, applyPending bool) (*StateSnap
 		}
 	}
 	next := make([]string, 0, len(tasks))
+	var writesPending bool
+	var nextAfter []string
 	if applyPending && len(applied) > 0 {
 		if _, err := l.apply(applied); err != nil {
 			return nil, err
@@ -249,6 +263,20 @@ func (g *Pregel) snapshot(tup *checkpoints.Tuple, applyPending bool) (*StateSnap
 		for _, t := range tasks {
 			if !ran[t.ID()] {
 				next = append(next, t.name)
+			}
+		}
+		if len(next) == 0 {
+			// Every task of the step ran and only the step's checkpoint is
+			// missing: plan the step the writes lead to, as the resuming
+			// run will.
+			writesPending = true
+			after, err := l.prepare()
+			if err != nil {
+				return nil, err
+			}
+			nextAfter = make([]string, 0, len(after))
+			for _, t := range after {
+				nextAfter = append(nextAfter, t.name)
 			}
 		}
 	} else {
@@ -263,6 +291,7 @@ func (g *Pregel) snapshot(tup *checkpoints.Tuple, applyPending bool) (*StateSnap
 	return &StateSnapshot{
 		Values: l.values(), Next: next, Config: tup.Config, ParentConfig: tup.ParentConfig,
 		Metadata: tup.Metadata, CreatedAt: tup.Checkpoint.TS, Tasks: states, Interrupts: interrupts,
+		WritesPending: writesPending, NextAfterWrites: nextAfter,
 	}, nil
 }
 

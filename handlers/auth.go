@@ -1,15 +1,27 @@
 package handlers
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/superstep-dev/superstep/web"
 )
+
+// anonymousKey marks a request RequireToken let through without a token
+// (only /healthz): handlers answer it without details.
+type anonymousKey struct{}
+
+// anonymous reports whether RequireToken let r through without a token.
+func anonymous(r *http.Request) bool {
+	v, _ := r.Context().Value(anonymousKey{}).(bool)
+	return v
+}
 
 // SessionCookie is the cookie the login form sets.
 const SessionCookie = "studio_session"
@@ -17,7 +29,9 @@ const SessionCookie = "studio_session"
 // RequireToken guards next with a shared bearer token: every request must
 // carry `Authorization: Bearer <token>` or the session cookie the login
 // form sets, else it gets 401 and the login form. An empty token turns the
-// guard off. Only /login and /static/ (the form's stylesheet) are open.
+// guard off. Only /login and /static/ (the form's stylesheet) are open,
+// and /healthz, which answers a request without the token with up or
+// down alone (the backends and the database error stay behind the token).
 // Tokens are compared in constant time, and never read from a query
 // string (URLs end up in logs and browser history).
 //
@@ -55,6 +69,11 @@ func RequireToken(token string, next http.Handler) http.Handler {
 			return
 		case ok(r):
 			next.ServeHTTP(w, r)
+			return
+		case r.URL.Path == "/healthz":
+			// A load balancer's health check carries no token: it gets
+			// up or down, and nothing else (see Health).
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), anonymousKey{}, true)))
 			return
 		}
 		unauthorized(w, r, r.URL.RequestURI(), "")
@@ -97,11 +116,26 @@ func login(w http.ResponseWriter, r *http.Request, want [32]byte, session string
 	}
 }
 
-// safeNext keeps a redirect target on this site: a path, never another
-// host ("//evil", "/\evil") or a scheme.
+// safeNext keeps a redirect target on this site: a path on this host,
+// never another host or a scheme. The target is checked as browsers will
+// read it, not as written: URL parsers drop tabs and newlines anywhere
+// and treat '\\' as '/', so "/\t/evil.example" and "/\\evil.example" both
+// mean "//evil.example", another host. Anything with a control
+// character, a space or a backslash is refused outright; what is left
+// must parse as a path alone (no scheme, host, user or opaque part) that
+// does not start with "//". Anything else, and the login page itself,
+// goes to "/".
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || next == "/login" || strings.HasPrefix(next, "/login?") {
-		return "/"
+	const home = "/"
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") {
+		return home
+	}
+	if strings.ContainsFunc(next, func(r rune) bool { return r <= ' ' || r == 0x7f || r == '\\' }) {
+		return home
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" || u.Path == "/login" {
+		return home
 	}
 	return next
 }

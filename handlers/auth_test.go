@@ -135,10 +135,26 @@ func TestBearerTokenAndLoginCookieLetYouIn(t *testing.T) {
 func TestLoginNeverRedirectsOffSite(t *testing.T) {
 	t.Parallel()
 	f := setupAuth(t)
-	for _, next := range []string{"https://evil.example/", "//evil.example/", `/\evil.example`, "javascript:alert(1)", ""} {
+	for _, next := range []string{"https://evil.example/", "//evil.example/", `/\evil.example`, "javascript:alert(1)", "",
+		// Browsers drop tabs and newlines and read '\\' as '/': each of
+		// these is "//evil.example" to them.
+		"/\t/evil.example", "/\n/evil.example", "/\r/evil.example", "/\t\\evil.example", "/a\\..\\..\\\\evil.example",
+		" //evil.example", "/\x00/evil.example", "/login", "/login?next=//evil.example"} {
 		res := f.post(t, "/login", url.Values{"token": {testToken}, "next": {next}})
 		if res.code != http.StatusSeeOther || res.location != "/" {
 			t.Errorf("next %q: %d to %q, want / ", next, res.code, res.location)
+		}
+	}
+	// The GET form carries next through a query string, where %09 is a tab.
+	res := f.get(t, "/login?next=/%09/evil.example")
+	if strings.Contains(res.body, "evil.example") {
+		t.Errorf("the login form carries an off-site next: %.1000s", res.body)
+	}
+	// Paths on this site still come back.
+	for _, next := range []string{"/threads/th", "/threads/th/checkpoints?expand=research#tree", "/store?q=caf%C3%A9"} {
+		res := f.post(t, "/login", url.Values{"token": {testToken}, "next": {next}})
+		if res.code != http.StatusSeeOther || res.location != next {
+			t.Errorf("next %q: %d to %q, want it kept", next, res.code, res.location)
 		}
 	}
 }

@@ -50,7 +50,19 @@ const MaxMessageBytes = 64 << 10
 // A tab that falls runs.SubscriberBuffer events behind is dropped by the
 // run manager, and its socket closed with status 1013 (try again later):
 // it reconnects with the cursor of the last event it applied.
+//
+// # Limits
+//
+// Sockets are counted per client address and in all (Routes.Sockets): a
+// socket past either limit is accepted and closed at once with status
+// 1013 and a message naming the limit. Catch-ups that read checkpoints
+// take turns (SocketLimits.Catchups at a time), so a crowd of new sockets
+// holds goroutines, not database connections.
 func ThreadEvents(rt Routes) http.Handler {
+	return threadEvents(rt, newSockets(rt.Sockets))
+}
+
+func threadEvents(rt Routes, limits *sockets) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := chi.URLParam(r, "thread")
 		if _, err := rt.Runs.Thread(r.Context(), id); err != nil {
@@ -71,15 +83,24 @@ func ThreadEvents(rt Routes) http.Handler {
 			return // Accept has answered (403 for a foreign origin)
 		}
 		defer c.CloseNow()
+		release, refused := limits.take(clientOf(r))
+		if refused != "" {
+			c.Close(websocket.StatusTryAgainLater, refused)
+			return
+		}
+		defer release()
 		c.SetReadLimit(1 << 10)
 		ctx := c.CloseRead(r.Context())
 		var catchup []runs.Event
 		var sub *runs.Subscription
-		if lr, ok := rt.Runs.(liveRunner); ok && after != "" {
-			catchup, sub, err = lr.SubscribeFrom(ctx, id, after)
-		} else {
-			catchup, sub, err = rt.Runs.Subscribe(ctx, id)
-		}
+		err = limits.catchup(ctx, func() (err error) {
+			if lr, ok := rt.Runs.(liveRunner); ok && after != "" {
+				catchup, sub, err = lr.SubscribeFrom(ctx, id, after)
+			} else {
+				catchup, sub, err = rt.Runs.Subscribe(ctx, id)
+			}
+			return err
+		})
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, context.Canceled) {
 				// The tab closed (or navigated away) during the

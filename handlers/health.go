@@ -22,7 +22,9 @@ type Pinger interface {
 }
 
 // Health answers /healthz: 200 with the backends in use when everything it
-// depends on answers, 503 with the reason otherwise.
+// depends on answers, 503 with the reason otherwise. A request
+// RequireToken let through without the token (a load balancer's check)
+// gets the status alone: {"status":"ok"} or {"status":"unavailable"}.
 type Health struct {
 	Backends Backends
 	// DB is pinged on every request; nil when no database is configured.
@@ -31,20 +33,27 @@ type Health struct {
 }
 
 type healthResponse struct {
-	Status   string   `json:"status"`
-	Backends Backends `json:"backends"`
-	Error    string   `json:"error,omitempty"`
+	Status   string    `json:"status"`
+	Backends *Backends `json:"backends,omitempty"`
+	Error    string    `json:"error,omitempty"`
 }
 
 func (h Health) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	resp := healthResponse{Status: "ok", Backends: h.Backends}
+	resp := healthResponse{Status: "ok"}
+	detail := !anonymous(r)
+	if detail {
+		resp.Backends = &h.Backends
+	}
 	code := http.StatusOK
 	if h.DB != nil {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		if err := h.DB.Ping(ctx); err != nil {
 			logger(h.Logger).Error("healthz: database ping failed", slog.Any("error", err))
-			resp.Status, resp.Error = "unavailable", "database unreachable: "+err.Error()
+			resp.Status = "unavailable"
+			if detail {
+				resp.Error = "database unreachable: " + err.Error()
+			}
 			code = http.StatusServiceUnavailable
 		}
 	}

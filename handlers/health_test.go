@@ -29,9 +29,49 @@ func TestHealthNamesBackends(t *testing.T) {
 	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
 		t.Fatal(err)
 	}
-	want := healthResponse{Status: "ok", Backends: Backends{Checkpoints: "postgres", Store: "postgres", Cache: "memory"}}
-	if got != want {
-		t.Fatalf("body = %+v, want %+v", got, want)
+	want := Backends{Checkpoints: "postgres", Store: "postgres", Cache: "memory"}
+	if got.Status != "ok" || got.Backends == nil || *got.Backends != want {
+		t.Fatalf("body = %s, want ok with %+v", rec.Body, want)
+	}
+}
+
+// With a token set, a health check without it (a load balancer's) gets
+// up or down and nothing more; with the token, the details.
+func TestHealthBehindTheTokenAnswersUpOrDown(t *testing.T) {
+	t.Parallel()
+	const token = "s3cret-token"
+	var down error
+	h := RequireToken(token, Health{Backends: Backends{Checkpoints: "postgres", Store: "postgres", Cache: "postgres"},
+		DB: pingerFunc(func(context.Context) error { return down })})
+	get := func(auth bool) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodGet, "/healthz", nil)
+		if auth {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	if rec := get(false); rec.Code != http.StatusOK || strings.TrimSpace(rec.Body.String()) != `{"status":"ok"}` {
+		t.Fatalf("anonymous check = %d %s, want 200 with the status alone", rec.Code, rec.Body)
+	}
+	if rec := get(true); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"backends"`) {
+		t.Fatalf("check with the token = %d %s, want the backends", rec.Code, rec.Body)
+	}
+	down = errors.New("dial tcp 10.0.0.7:5432: connection refused")
+	if rec := get(false); rec.Code != http.StatusServiceUnavailable || strings.TrimSpace(rec.Body.String()) != `{"status":"unavailable"}` {
+		t.Fatalf("anonymous check, database down = %d %s, want 503 with the status alone", rec.Code, rec.Body)
+	}
+	if rec := get(true); rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "connection refused") {
+		t.Fatalf("check with the token, database down = %d %s, want the reason", rec.Code, rec.Body)
+	}
+	// Only /healthz is open: its neighbours still want the token.
+	for _, path := range []string{"/healthz/x", "/healthzz", "/graphs"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		if rec.Code != http.StatusUnauthorized {
+			t.Errorf("GET %s without the token = %d, want 401", path, rec.Code)
+		}
 	}
 }
 

@@ -93,6 +93,8 @@ func TestStartRunRefusesBadInput(t *testing.T) {
 		{"unknown key", "/graphs/flow/runs", url.Values{"input": {`{"nope": 1}`}}, 400, "nope"},
 		{"wrong type", "/graphs/flow/runs", url.Values{"input": {`{"n": "many"}`}}, 400, "key &#34;n&#34; wants int"},
 		{"bad thread id", "/graphs/flow/runs", url.Values{"thread": {"../x"}}, 400, "thread id"},
+		{"thread id .", "/graphs/flow/runs", url.Values{"thread": {"."}}, 400, "letters, digits"},
+		{"thread id ..", "/graphs/flow/runs", url.Values{"thread": {".."}}, 400, "other than"},
 		{"bad limit", "/graphs/flow/runs", url.Values{"recursion_limit": {"lots"}}, 400, "not a whole number"},
 		{"limit too high", "/graphs/flow/runs", url.Values{"recursion_limit": {"10000000"}}, 400, "recursion limit 10000000"},
 		{"unknown breakpoint", "/graphs/flow/runs", url.Values{"interrupt_before": {"ghost"}}, 400, "ghost"},

@@ -55,6 +55,9 @@ type Routes struct {
 	// OriginPatterns are extra hosts allowed to open the websocket (the
 	// Studio's own host always is); see websocket.AcceptOptions.
 	OriginPatterns []string
+	// Sockets bound the live websockets; the zero value gives the
+	// defaults (see SocketLimits).
+	Sockets SocketLimits
 }
 
 // Mount adds the routes to r. State changes are POSTs (never GETs), so

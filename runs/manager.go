@@ -297,8 +297,8 @@ func (m *Manager) Start(ctx context.Context, graph, threadID string, input map[s
 	if threadID == "" {
 		threadID = uuid.NewString()
 	}
-	if !validName.MatchString(threadID) {
-		return Thread{}, fmt.Errorf("%w: thread id %q: use letters, digits, '.', '_' and '-' (1-128 characters)", ErrInvalidInput, threadID)
+	if err := CheckThreadID(threadID); err != nil {
+		return Thread{}, err
 	}
 	if err := checkOptions(g, opts); err != nil {
 		return Thread{}, err

@@ -138,11 +138,17 @@ func CheckThreadFilter(f ThreadFilter) error {
 // CheckThreadID reports why id cannot be a thread id, or nil: ids are
 // what a URL path segment and an element id can carry unescaped.
 func CheckThreadID(id string) error {
-	if !validName.MatchString(id) {
-		return fmt.Errorf("%w: thread id %q: use letters, digits, '.', '_' and '-' (1-128 characters)", ErrInvalidInput, clip(id))
+	if !validName.MatchString(id) || id == "." || id == ".." {
+		return fmt.Errorf("%w: thread id %q: %s", ErrInvalidInput, clip(id), threadIDRule)
 	}
 	return nil
 }
+
+// threadIDRule says which thread ids are accepted. "." and ".." are
+// refused: a thread's pages live at /threads/{id}, and browsers and URL
+// parsers resolve those two as path steps ("/threads/.." is "/"), so
+// their pages and forms could never be reached.
+const threadIDRule = "use letters, digits, '.', '_' and '-' (1-128 characters), other than \".\" or \"..\" alone"
 
 // checkText refuses what Postgres text cannot hold.
 func checkText(s string) error {

@@ -210,9 +210,11 @@
         try { apply(ev); } catch (err) { console.error("studio: cannot apply event", ev, err); }
       }
     };
-    ws.onclose = () => {
+    ws.onclose = (e) => {
       body.dataset.live = "0";
-      $("live").textContent = "disconnected; reconnecting…";
+      // 1013: the server is shedding load (too many sockets, or this tab
+      // fell behind); its reason says which.
+      $("live").textContent = (e.code === 1013 && e.reason ? e.reason + "; " : "disconnected; ") + "reconnecting…";
       setTimeout(connect, backoff);
       backoff = Math.min(backoff * 2, 10000);
     };

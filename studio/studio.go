@@ -55,6 +55,15 @@ type Config struct {
 	// Studio's login form sets (see handlers.RequireToken). Empty means
 	// no authentication: keep such a Studio on localhost.
 	AuthToken string
+	// Sockets bound the Studio's live websockets (per client address, in
+	// all, and catch-ups at once); zero values give the defaults of
+	// handlers.SocketLimits.
+	Sockets handlers.SocketLimits
+	// DBRetryWindow is how long a checkpoint read or write that met a
+	// transient database fault (connection refused or reset, a server
+	// restart, a serialization failure) is retried before the run fails.
+	// 0 means pgretry.DefaultWindow (30 s); negative, no retry.
+	DBRetryWindow time.Duration
 }
 
 // Backends are the persistence implementations the Studio runs on.
@@ -109,21 +118,32 @@ func Open(ctx context.Context, cfg Config) (*Studio, error) {
 			pool.Close()
 			return nil, fmt.Errorf("studio: %w", err)
 		}
-		s.pool, db = pool, pool
+		// Health checks get a connection of their own: a pool busy with
+		// runs and catch-ups must not make /healthz report the database
+		// down.
+		hcfg := pool.Config().Copy()
+		hcfg.MaxConns, hcfg.MinConns = 1, 0
+		health, err := pgxpool.NewWithConfig(ctx, hcfg)
+		if err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("studio: DATABASE_URL: %w", err)
+		}
+		s.closers = append(s.closers, health.Close)
+		s.pool, db = pool, health
 		s.backends = handlers.Backends{Checkpoints: "postgres", Store: "postgres", Cache: "postgres"}
 		c, err := pgcache.New(pool, &pgcache.Options{Key: cfg.CacheKey, SweepInterval: time.Minute})
 		if err != nil {
-			pool.Close()
+			s.Close()
 			return nil, fmt.Errorf("studio: node cache: %w", err)
 		}
 		st, err := pgstore.New(ctx, pool, pgstore.Options{Options: store.Options{Index: storeIndex()}})
 		if err != nil {
 			_ = c.Close()
-			pool.Close()
+			s.Close()
 			return nil, fmt.Errorf("studio: store: %w", err)
 		}
 		s.closers = append(s.closers, func() { _ = c.Close() })
-		b = Backends{Checkpointer: pgsaver.New(pool, nil), Cache: c, Store: st}
+		b = Backends{Checkpointer: pgsaver.New(pool, &pgsaver.Options{RetryWindow: cfg.DBRetryWindow}), Cache: c, Store: st}
 		threads = pgthreads.New(pool)
 	} else {
 		st, err := store.NewMemory(store.Options{Index: storeIndex()})
@@ -172,7 +192,7 @@ func Open(ctx context.Context, cfg Config) (*Studio, error) {
 	r.Use(middleware.Recoverer)
 	r.Method(http.MethodGet, "/healthz", handlers.Health{Backends: s.backends, DB: db, Logger: log})
 	r.Method(http.MethodGet, "/", handlers.Index{Backends: s.backends, Logger: log})
-	handlers.Routes{Runs: mgr, Store: b.Store, Cache: b.Cache, Logger: log}.Mount(r)
+	handlers.Routes{Runs: mgr, Store: b.Store, Cache: b.Cache, Logger: log, Sockets: cfg.Sockets}.Mount(r)
 	s.runs = mgr
 	s.handler = handlers.Secure(handlers.RequireToken(cfg.AuthToken, r))
 	return s, nil

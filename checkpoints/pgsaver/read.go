@@ -61,17 +61,19 @@ func (s *Saver) Get(ctx context.Context, cfg checkpoints.Config) (*checkpoints.T
 	if cfg.ThreadID == "" || !checkpoints.ValidText(cfg.ThreadID) || !checkpoints.ValidText(cfg.Namespace) || !checkpoints.ValidText(cfg.CheckpointID) {
 		return nil, nil
 	}
-	var row pgx.Row
-	if cfg.CheckpointID != "" {
-		row = s.pool.QueryRow(ctx, sqlGetByID, cfg.ThreadID, cfg.Namespace, cfg.CheckpointID)
-	} else {
-		row = s.pool.QueryRow(ctx, sqlGetLatest, cfg.ThreadID, cfg.Namespace)
-	}
 	var r rowData
 	var bHash, bBase, bData [][]byte
 	var bEnc []string
-	err := row.Scan(&r.id, &r.parent, &r.body, &r.metadata, &r.channels, &r.hashes, &r.inline,
-		&bHash, &bEnc, &bBase, &bData, &r.wTasks, &r.wChannels, &r.wEncodings, &r.wValues)
+	err := s.retry(ctx, func(ctx context.Context) error {
+		var row pgx.Row
+		if cfg.CheckpointID != "" {
+			row = s.pool.QueryRow(ctx, sqlGetByID, cfg.ThreadID, cfg.Namespace, cfg.CheckpointID)
+		} else {
+			row = s.pool.QueryRow(ctx, sqlGetLatest, cfg.ThreadID, cfg.Namespace)
+		}
+		return row.Scan(&r.id, &r.parent, &r.body, &r.metadata, &r.channels, &r.hashes, &r.inline,
+			&bHash, &bEnc, &bBase, &bData, &r.wTasks, &r.wChannels, &r.wEncodings, &r.wValues)
+	}, nil)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -169,26 +171,35 @@ func (s *Saver) List(ctx context.Context, q checkpoints.ListQuery, opts checkpoi
 		return nil, nil
 	}
 	sql, args := buildList(q, opts, filter)
+	var out []*checkpoints.Tuple
 	if opts.MetadataOnly {
-		rows, err := s.pool.Query(ctx, sql, args...)
+		err := s.retry(ctx, func(ctx context.Context) error {
+			rows, err := s.pool.Query(ctx, sql, args...)
+			if err != nil {
+				return err
+			}
+			out, err = collectTuples(rows, false, nil)
+			return err
+		}, nil)
 		if err != nil {
 			return nil, fmt.Errorf("pgsaver: list: %w", err)
 		}
-		return collectTuples(rows, false, nil)
+		return out, nil
 	}
 	// Rows and blobs must come from one snapshot, or a concurrent prune
 	// could remove a blob between the two reads.
-	var out []*checkpoints.Tuple
-	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, sql, args...)
-		if err != nil {
+	err = s.retry(ctx, func(ctx context.Context) error {
+		return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+			rows, err := tx.Query(ctx, sql, args...)
+			if err != nil {
+				return err
+			}
+			out, err = collectTuples(rows, true, func(datas []*rowData) (map[hash][]byte, error) {
+				return loadBlobs(ctx, tx, datas)
+			})
 			return err
-		}
-		out, err = collectTuples(rows, true, func(datas []*rowData) (map[hash][]byte, error) {
-			return loadBlobs(ctx, tx, datas)
 		})
-		return err
-	})
+	}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("pgsaver: list: %w", err)
 	}

@@ -52,6 +52,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -59,6 +60,7 @@ import (
 	"github.com/zeebo/xxh3"
 
 	"github.com/superstep-dev/superstep/checkpoints"
+	"github.com/superstep-dev/superstep/internal/pgretry"
 )
 
 // Options tune a Saver. The zero value (or nil) gives the defaults.
@@ -73,6 +75,14 @@ type Options struct {
 	// value written per channel, which delta storage needs. Default 64
 	// MiB; negative disables delta storage.
 	LastValueCacheBytes int
+	// RetryWindow is how long a round trip that met a transient fault (a
+	// connection refused or reset, the server restarting, a serialization
+	// failure) is retried before the error is returned, so a run outlives
+	// a short database restart. A write whose outcome is unknown (the
+	// connection went away after it was sent) is retried only once the
+	// database is found not to hold it. Default pgretry.DefaultWindow
+	// (30 s); negative: no retry.
+	RetryWindow time.Duration
 }
 
 // Saver is the Postgres checkpoints.Saver. It is safe for concurrent use.
@@ -236,10 +246,29 @@ func (s *Saver) Put(ctx context.Context, cfg checkpoints.Config, cp *checkpoints
 	if err != nil {
 		return checkpoints.Config{}, err
 	}
-	if err := s.put(ctx, p, nil); err != nil {
+	if err := s.retry(ctx, func(ctx context.Context) error { return s.put(ctx, p, nil) }, s.checkpointLanded(p.Config)); err != nil {
 		return checkpoints.Config{}, fmt.Errorf("pgsaver: put checkpoint %s: %w", cp.ID, err)
 	}
 	return p.Config, nil
+}
+
+// retry runs a round trip through pgretry.Do with the saver's window;
+// landed is nil for reads.
+func (s *Saver) retry(ctx context.Context, run func(context.Context) error, landed func(context.Context) (bool, error)) error {
+	return pgretry.Do(ctx, s.opts.RetryWindow, pgretry.Op{Run: run, Landed: landed})
+}
+
+const sqlCheckpointExists = `SELECT EXISTS (SELECT 1 FROM checkpoints WHERE thread_id = $1 AND checkpoint_ns = $2 AND checkpoint_id = $3)`
+
+// checkpointLanded tells whether a put whose outcome is unknown committed.
+// A put is one transaction (its blobs and, for PutStep, its writes with
+// it), so the checkpoint row being there means all of it is.
+func (s *Saver) checkpointLanded(cfg checkpoints.Config) func(context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		var ok bool
+		err := s.pool.QueryRow(ctx, sqlCheckpointExists, cfg.ThreadID, cfg.Namespace, cfg.CheckpointID).Scan(&ok)
+		return ok, err
+	}
 }
 
 // PutStep implements checkpoints.StepSaver: the writes and the checkpoint
@@ -261,7 +290,7 @@ func (s *Saver) PutStep(ctx context.Context, cfg checkpoints.Config, writes []ch
 			rows.add(tw.TaskID, tw.TaskPath, tw.Writes)
 		}
 	}
-	if err := s.put(ctx, p, rows); err != nil {
+	if err := s.retry(ctx, func(ctx context.Context) error { return s.put(ctx, p, rows) }, s.checkpointLanded(p.Config)); err != nil {
 		return checkpoints.Config{}, fmt.Errorf("pgsaver: put step with checkpoint %s: %w", cp.ID, err)
 	}
 	return p.Config, nil
@@ -627,11 +656,26 @@ func (s *Saver) PutWrites(ctx context.Context, cfg checkpoints.Config, writes []
 	}
 	var r writeRows
 	r.add(taskID, taskPath, writes)
-	if _, err := s.pool.Exec(ctx, sqlWrites, cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, r.task, r.path, r.idx, r.ch, r.val); err != nil {
+	run := func(ctx context.Context) error {
+		_, err := s.pool.Exec(ctx, sqlWrites, cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, r.task, r.path, r.idx, r.ch, r.val)
+		return err
+	}
+	// The statement is one transaction: all its rows are there, or none.
+	landed := func(ctx context.Context) (bool, error) {
+		var n int
+		err := s.pool.QueryRow(ctx, sqlWritesLanded, cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, r.task, r.idx).Scan(&n)
+		return n == len(r.idx), err
+	}
+	if err := s.retry(ctx, run, landed); err != nil {
 		return fmt.Errorf("pgsaver: put writes of task %s: %w", taskID, err)
 	}
 	return nil
 }
+
+const sqlWritesLanded = `
+SELECT count(*) FROM checkpoint_writes w
+JOIN unnest($4::text[], $5::int[]) AS x(t, i) ON w.task_id = x.t AND w.idx = x.i
+WHERE w.thread_id = $1 AND w.checkpoint_ns = $2 AND w.checkpoint_id = $3`
 
 // nonNil turns a nil slice into an empty one, which pgx sends as '{}'
 // rather than NULL.

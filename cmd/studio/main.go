@@ -68,8 +68,21 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 	fs.StringVar(&cfg.Addr, "addr", envOr(getenv, "STUDIO_ADDR", studio.DefaultAddr), "listen address (env STUDIO_ADDR)")
 	fs.StringVar(&cfg.DatabaseURL, "database-url", getenv("DATABASE_URL"), "Postgres URL; empty = in-memory backends (env DATABASE_URL)")
 	fs.StringVar(&cfg.AuthToken, "auth-token", getenv("STUDIO_AUTH_TOKEN"), "bearer token required by every page, API and websocket; empty = none (env STUDIO_AUTH_TOKEN)")
+	window := envOr(getenv, "STUDIO_DB_RETRY_WINDOW", "30s")
+	fs.Func("db-retry-window", "how long a checkpoint read or write retries a transient database fault before the run fails; 0 = no retry (env STUDIO_DB_RETRY_WINDOW, default 30s)", func(v string) error {
+		window = v
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
+	}
+	d, err := time.ParseDuration(window)
+	if err != nil || d < 0 {
+		return cfg, fmt.Errorf("db retry window %q: use a duration such as 30s or 2m (0 for no retry)", window)
+	}
+	cfg.DBRetryWindow = d
+	if d == 0 {
+		cfg.DBRetryWindow = -1
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "studio: unexpected arguments %q\n", fs.Args())

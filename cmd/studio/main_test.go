@@ -4,6 +4,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseConfigFlagsMirrorEnv(t *testing.T) {
@@ -39,6 +40,35 @@ func TestMemoryBannerSaysHowToSwitch(t *testing.T) {
 	for _, want := range []string{"IN-MEMORY", "DATABASE_URL", "make run"} {
 		if !strings.Contains(memoryBanner, want) {
 			t.Errorf("banner lacks %q", want)
+		}
+	}
+}
+
+func TestParseConfigDBRetryWindow(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		env  string
+		want time.Duration
+	}{
+		{nil, "", 30 * time.Second},
+		{nil, "2m", 2 * time.Minute},
+		{[]string{"-db-retry-window", "5s"}, "2m", 5 * time.Second},
+		{[]string{"-db-retry-window", "0"}, "", -1}, // no retry
+	} {
+		cfg, err := parseConfig(tc.args, func(k string) string {
+			if k == "STUDIO_DB_RETRY_WINDOW" {
+				return tc.env
+			}
+			return ""
+		}, io.Discard)
+		if err != nil || cfg.DBRetryWindow != tc.want {
+			t.Errorf("%v env %q: window %v, %v; want %v", tc.args, tc.env, cfg.DBRetryWindow, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"soon", "-5s"} {
+		if _, err := parseConfig([]string{"-db-retry-window", bad}, func(string) string { return "" }, io.Discard); err == nil || !strings.Contains(err.Error(), "duration") {
+			t.Errorf("window %q: err %v, want one asking for a duration", bad, err)
 		}
 	}
 }

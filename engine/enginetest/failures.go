@@ -19,6 +19,7 @@ func init() {
 	registerDurabilities("14 partial success survives a failure: GetState", getStateAfterPartialFailure)
 	register("15 default retry-on and error record", defaultRetryOnAndErrorRecord)
 	register("36 config keys become checkpoint metadata", checkpointMetadata)
+	register("38 a step with every write saved but no checkpoint is pending, not finished", writesPendingSnapshot)
 }
 
 // partialFailure is the graph of case 14: START→one and START→two in one
@@ -376,5 +377,75 @@ func checkpointMetadata(t *testing.T, saver checkpoints.Saver) {
 	filtered, err := saver.List(ctx(), checkpoints.ListQuery{ThreadID: th}, checkpoints.ListOptions{Filter: map[string]any{"test_config_1": "foo"}})
 	if err != nil || len(filtered) != 4 {
 		t.Fatalf("filter on test_config_1: %d checkpoints, %v; want all 4", len(filtered), err)
+	}
+}
+
+// stopBeforeCheckpoint is a saver that fails the Put of the checkpoint
+// of one step, as a process killed after the step's tasks saved their
+// writes and before the step's checkpoint was written. Only the Saver
+// methods are exposed, so the engine saves writes one task at a time.
+type stopBeforeCheckpoint struct {
+	checkpoints.Saver
+	step int
+}
+
+var errStopped = errors.New("the process stopped before the step's checkpoint")
+
+func (s stopBeforeCheckpoint) Put(ctx context.Context, cfg checkpoints.Config, cp *checkpoints.Checkpoint, md checkpoints.Metadata, nv map[string]int64) (checkpoints.Config, error) {
+	if md.Step == s.step && md.Source == checkpoints.SourceLoop {
+		return checkpoints.Config{}, errStopped
+	}
+	return s.Saver.Put(ctx, cfg, cp, md, nv)
+}
+
+// A thread whose step saved every task's writes but not its checkpoint
+// looks finished to a client that stops on an empty Next (upstream's
+// snapshot lists only tasks without writes). The head snapshot says
+// WritesPending and names the tasks the writes lead to; a nil-input run
+// applies the writes without running the step again and goes on.
+func writesPendingSnapshot(t *testing.T, saver checkpoints.Saver) {
+	var calls [3]atomic.Int32
+	node := func(i int, name string) func(context.Context, logState) (engine.Output, error) {
+		return func(context.Context, logState) (engine.Output, error) {
+			calls[i].Add(1)
+			return engine.Update{"log": []string{name}}, nil
+		}
+	}
+	build := func(s checkpoints.Saver) *engine.Graph[logState] {
+		g := engine.NewStateGraph[logState]()
+		g.AddNode("a", node(0, "a")).AddNode("b", node(1, "b")).AddNode("c", node(2, "c"))
+		g.AddEdge(engine.Start, "a").AddEdge(engine.Start, "b").AddEdge("a", "c").AddEdge("b", "c")
+		return mustCompile(t, g, engine.CompileOptions{Checkpointer: s})
+	}
+	th := thread(t, "1")
+	opts := &engine.RunOptions{ThreadID: th, Durability: engine.DurabilitySync}
+	// Step 0 runs a and b; its checkpoint (step 1) is never written.
+	if _, err := build(stopBeforeCheckpoint{Saver: saver, step: 1}).Invoke(ctx(), engine.Update{"log": []string{"in"}}, opts); !errors.Is(err, errStopped) {
+		t.Fatalf("first run err = %v, want the stop", err)
+	}
+	g := build(saver)
+	st, err := g.GetState(ctx(), checkpoints.Config{ThreadID: th})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Next) != 0 || !st.WritesPending || !reflect.DeepEqual(st.NextAfterWrites, []string{"c"}) {
+		t.Fatalf("head: next %v, writes pending %v, next after writes %v; want [], true, [c]", st.Next, st.WritesPending, st.NextAfterWrites)
+	}
+	if got := st.Values["log"]; !reflect.DeepEqual(got, []any{"in", "a", "b"}) && !reflect.DeepEqual(got, []string{"in", "a", "b"}) {
+		t.Fatalf("head values = %v, want the saved writes applied", st.Values)
+	}
+	// An explicit checkpoint is the step's start: nothing pending there.
+	if at, err := g.GetState(ctx(), st.Config); err != nil || at.WritesPending || len(at.NextAfterWrites) != 0 {
+		t.Fatalf("explicit checkpoint: %+v, %v", at, err)
+	}
+	out, err := g.Invoke(ctx(), nil, opts)
+	if err != nil || !reflect.DeepEqual(out.Log, []string{"in", "a", "b", "c"}) {
+		t.Fatalf("resumed run = %+v, %v", out, err)
+	}
+	if a, b, c := calls[0].Load(), calls[1].Load(), calls[2].Load(); a != 1 || b != 1 || c != 1 {
+		t.Fatalf("calls a=%d b=%d c=%d, want each once", a, b, c)
+	}
+	if st, err := g.GetState(ctx(), checkpoints.Config{ThreadID: th}); err != nil || st.WritesPending || len(st.Next) != 0 {
+		t.Fatalf("finished thread: %+v, %v", st, err)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/superstep-dev/superstep/migrations"
@@ -89,6 +90,9 @@ func Tx(tb testing.TB) pgx.Tx {
 type SchemaOptions struct {
 	// Unmigrated leaves the new schema empty, for tests of the migrations.
 	Unmigrated bool
+	// Dial, when set, opens the pool's connections (Proxy.Dial routes
+	// them through a Proxy that can break them).
+	Dial pgconn.DialFunc
 }
 
 // Schema creates a schema of its own for the test and returns a pool whose
@@ -110,6 +114,9 @@ func Schema(tb testing.TB, opts *SchemaOptions) *pgxpool.Pool {
 	cfg.ConnConfig.RuntimeParams = maps.Clone(cfg.ConnConfig.RuntimeParams)
 	cfg.ConnConfig.RuntimeParams["search_path"] = name + ",public"
 	cfg.MaxConns = 4
+	if opts.Dial != nil {
+		cfg.ConnConfig.DialFunc = opts.Dial
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		tb.Fatalf("pgtest: open schema pool: %v", err)

@@ -359,6 +359,10 @@ func saveBad(t *testing.T, s runs.ThreadStore) {
 		{"empty id", func(r *runs.ThreadRecord) { r.ID = "" }, "thread id"},
 		{"id with a slash", func(r *runs.ThreadRecord) { r.ID = "a/b" }, "thread id"},
 		{"overlong id", func(r *runs.ThreadRecord) { r.ID = strings.Repeat("x", 129) }, "thread id"},
+		// Browsers resolve these two as path steps: the thread's pages
+		// could never be reached.
+		{"id .", func(r *runs.ThreadRecord) { r.ID = "." }, "thread id"},
+		{"id ..", func(r *runs.ThreadRecord) { r.ID = ".." }, "thread id"},
 		{"empty graph", func(r *runs.ThreadRecord) { r.Graph = "" }, "graph"},
 		{"overlong graph", func(r *runs.ThreadRecord) { r.Graph = strings.Repeat("g", 129) }, "graph"},
 		{"unknown status", func(r *runs.ThreadRecord) { r.Status = "paused" }, "status"},

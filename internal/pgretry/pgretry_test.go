@@ -1,0 +1,113 @@
+package pgretry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+func TestTransient(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"connection refused", &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, true},
+		{"connection reset", fmt.Errorf("write: %w", syscall.ECONNRESET), true},
+		{"unexpected EOF", fmt.Errorf("read: %w", io.ErrUnexpectedEOF), true},
+		{"conn closed", fmt.Errorf("query: %w", pgconn.ErrConnClosed), true},
+		{"admin shutdown", &pgconn.PgError{Code: "57P01"}, true},
+		{"cannot connect now", &pgconn.PgError{Code: "57P03"}, true},
+		{"serialization failure", &pgconn.PgError{Code: "40001"}, true},
+		{"deadlock", &pgconn.PgError{Code: "40P01"}, true},
+		{"connection failure", &pgconn.PgError{Code: "08006"}, true},
+		{"unique violation", &pgconn.PgError{Code: "23505"}, false},
+		{"bad password", &pgconn.PgError{Code: "28P01"}, false},
+		{"syntax error", &pgconn.PgError{Code: "42601"}, false},
+		{"cancelled", context.Canceled, false},
+		{"deadline", fmt.Errorf("q: %w", context.DeadlineExceeded), false},
+		{"plain", errors.New("value too large"), false},
+		{"nil", nil, false},
+	} {
+		if got := Transient(tc.err); got != tc.want {
+			t.Errorf("%s: Transient = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// unknownOutcome is a transient fault after the statement was sent.
+var unknownOutcome = fmt.Errorf("commit: %w", io.ErrUnexpectedEOF)
+
+func TestDoChecksWhatLandedBeforeRetryingAWrite(t *testing.T) {
+	t.Parallel()
+	for _, landed := range []bool{true, false} {
+		runs, checks := 0, 0
+		err := Do(context.Background(), 5*time.Second, Op{
+			Run: func(context.Context) error {
+				runs++
+				if runs == 1 {
+					return unknownOutcome
+				}
+				return nil
+			},
+			Landed: func(context.Context) (bool, error) { checks++; return landed, nil },
+		})
+		if err != nil || checks != 1 {
+			t.Fatalf("landed=%v: err %v, %d checks", landed, err, checks)
+		}
+		if want := map[bool]int{true: 1, false: 2}[landed]; runs != want {
+			t.Errorf("landed=%v: the write ran %d times, want %d", landed, runs, want)
+		}
+	}
+}
+
+func TestDoRetriesReadsAndStopsOnPermanentErrors(t *testing.T) {
+	t.Parallel()
+	runs := 0
+	err := Do(context.Background(), 5*time.Second, Op{Run: func(context.Context) error {
+		runs++
+		if runs < 3 {
+			return &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}
+		}
+		return nil
+	}})
+	if err != nil || runs != 3 {
+		t.Fatalf("read: err %v after %d runs, want success on the third", err, runs)
+	}
+	runs = 0
+	perm := &pgconn.PgError{Code: "23505"}
+	if err := Do(context.Background(), 5*time.Second, Op{Run: func(context.Context) error { runs++; return perm }}); !errors.Is(err, perm) || runs != 1 {
+		t.Fatalf("permanent: err %v after %d runs, want it at once", err, runs)
+	}
+	runs = 0
+	if err := Do(context.Background(), -1, Op{Run: func(context.Context) error { runs++; return unknownOutcome }}); err == nil || runs != 1 {
+		t.Fatalf("no window: err %v after %d runs", err, runs)
+	}
+}
+
+func TestDoGivesUpAfterTheWindowAndOnCancel(t *testing.T) {
+	t.Parallel()
+	start := time.Now()
+	err := Do(context.Background(), 300*time.Millisecond, Op{Run: func(context.Context) error { return unknownOutcome }})
+	if !errors.Is(err, io.ErrUnexpectedEOF) || time.Since(start) > 5*time.Second {
+		t.Fatalf("err %v after %v, want the fault within the window", err, time.Since(start))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	runs := 0
+	err = Do(ctx, time.Minute, Op{Run: func(context.Context) error {
+		runs++
+		cancel()
+		return unknownOutcome
+	}})
+	if err == nil || runs != 1 {
+		t.Fatalf("cancelled: err %v after %d runs", err, runs)
+	}
+}
