@@ -9,11 +9,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/superstep-dev/superstep/internal/pgretry"
 	"github.com/superstep-dev/superstep/runs"
 )
 
@@ -29,13 +32,43 @@ type DB interface {
 // as its DB (a pool is; a transaction is not).
 type Store struct {
 	db DB
+	// window is how long a transient fault is retried (pgretry); 0 on a
+	// transaction, whose connection cannot come back.
+	window time.Duration
 }
 
 var _ runs.ThreadStore = (*Store)(nil)
 
+// Option tunes a Store.
+type Option func(*Store)
+
+// WithRetryWindow sets how long a read or write that met a transient
+// database fault (connection refused or reset, a server restart) is
+// retried before its error is returned: pgretry.DefaultWindow (30 s) by
+// default on a pool; negative turns retries off. A DB that is not a pool
+// (a transaction, a single connection) is never retried.
+func WithRetryWindow(d time.Duration) Option { return func(s *Store) { s.window = d } }
+
 // New returns a registry on db, whose search_path must reach the table of
 // migrations/005_threads.sql.
-func New(db DB) *Store { return &Store{db: db} }
+func New(db DB, opts ...Option) *Store {
+	s := &Store{db: db, window: -1}
+	if _, ok := db.(*pgxpool.Pool); ok {
+		s.window = pgretry.DefaultWindow
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	if _, ok := db.(*pgxpool.Pool); !ok {
+		s.window = -1
+	}
+	return s
+}
+
+// retry runs one round trip through pgretry; landed is nil for reads.
+func (s *Store) retry(ctx context.Context, run func(context.Context) error, landed func(context.Context) (bool, error)) error {
+	return pgretry.Do(ctx, s.window, pgretry.Op{Run: run, Landed: landed})
+}
 
 // SaveThread implements runs.ThreadStore. Postgres would round the time
 // to the microsecond; it is truncated first (runs.Stamp), as the memory
@@ -44,10 +77,23 @@ func (s *Store) SaveThread(ctx context.Context, rec runs.ThreadRecord) error {
 	if err := runs.CheckThreadRecord(rec); err != nil {
 		return err
 	}
-	_, err := s.db.Exec(ctx, sqlSave, rec.ID, rec.Graph, string(rec.Status), rec.RunID, rec.Error,
-		runs.Stamp(rec.Updated), list(rec.Before), list(rec.After),
-		list(rec.Options.InterruptBefore), list(rec.Options.InterruptAfter), int32(rec.Options.RecursionLimit))
-	if err != nil {
+	rec = rec.Normalized()
+	save := func(ctx context.Context) error {
+		_, err := s.db.Exec(ctx, sqlSave, rec.ID, rec.Graph, string(rec.Status), rec.RunID, rec.Error,
+			rec.Updated, list(rec.Before), list(rec.After),
+			list(rec.Options.InterruptBefore), list(rec.Options.InterruptAfter), int32(rec.Options.RecursionLimit))
+		return err
+	}
+	// A save whose outcome is unknown landed when the row reads back as
+	// this record; only then is it not sent again.
+	landed := func(ctx context.Context) (bool, error) {
+		got, err := scan(s.db.QueryRow(ctx, sqlGet, rec.ID))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return false, nil
+		}
+		return err == nil && reflect.DeepEqual(got, rec), err
+	}
+	if err := s.retry(ctx, save, landed); err != nil {
 		return fmt.Errorf("pgthreads: save thread %q: %w", rec.ID, err)
 	}
 	return nil
@@ -58,7 +104,11 @@ func (s *Store) GetThread(ctx context.Context, id string) (runs.ThreadRecord, er
 	if err := runs.CheckThreadID(id); err != nil {
 		return runs.ThreadRecord{}, err
 	}
-	rec, err := scan(s.db.QueryRow(ctx, sqlGet, id))
+	var rec runs.ThreadRecord
+	err := s.retry(ctx, func(ctx context.Context) (err error) {
+		rec, err = scan(s.db.QueryRow(ctx, sqlGet, id))
+		return err
+	}, nil)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return runs.ThreadRecord{}, fmt.Errorf("%w %q", runs.ErrUnknownThread, id)
 	}
@@ -78,22 +128,26 @@ func (s *Store) ListThreads(ctx context.Context, f runs.ThreadFilter) ([]runs.Th
 		l := int64(f.Limit)
 		limit = &l
 	}
-	var rows pgx.Rows
-	var err error
-	switch {
-	case f.Status != "" && f.Graph != "":
-		rows, err = s.db.Query(ctx, sqlListStatusGraph, limit, string(f.Status), f.Graph)
-	case f.Status != "":
-		rows, err = s.db.Query(ctx, sqlListStatus, limit, string(f.Status))
-	case f.Graph != "":
-		rows, err = s.db.Query(ctx, sqlListGraph, limit, f.Graph)
-	default:
-		rows, err = s.db.Query(ctx, sqlListAll, limit)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("pgthreads: list threads: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (runs.ThreadRecord, error) { return scan(r) })
+	var out []runs.ThreadRecord
+	err := s.retry(ctx, func(ctx context.Context) error {
+		var rows pgx.Rows
+		var err error
+		switch {
+		case f.Status != "" && f.Graph != "":
+			rows, err = s.db.Query(ctx, sqlListStatusGraph, limit, string(f.Status), f.Graph)
+		case f.Status != "":
+			rows, err = s.db.Query(ctx, sqlListStatus, limit, string(f.Status))
+		case f.Graph != "":
+			rows, err = s.db.Query(ctx, sqlListGraph, limit, f.Graph)
+		default:
+			rows, err = s.db.Query(ctx, sqlListAll, limit)
+		}
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (runs.ThreadRecord, error) { return scan(r) })
+		return err
+	}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("pgthreads: list threads: %w", err)
 	}
