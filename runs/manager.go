@@ -143,6 +143,10 @@ type thread struct {
 	hub      *hub
 	cancel   context.CancelFunc
 	done     chan struct{} // closed when the active run ends
+	// starting is set while the active run has not yet saved a
+	// checkpoint or planned a step; cancelAsked is a Cancel that came
+	// then, carried out once the run has started (see Cancel).
+	starting, cancelAsked bool
 	// saveMu orders writes of this thread's record to the store: each
 	// write takes the record as it is once it holds the lock, so the last
 	// write is never an older record than an earlier one.
@@ -393,6 +397,15 @@ func (m *Manager) Cancel(ctx context.Context, threadID string) error {
 	if t.info.Status != StatusRunning || t.cancel == nil {
 		return fmt.Errorf("%w: thread %q is %s", ErrNotRunning, threadID, t.info.Status)
 	}
+	if t.starting {
+		// Cancelled now, a run that has not saved its input yet would
+		// look rejected: its start would fail and nothing would say the
+		// thread was cancelled. The cancel waits for the run to start
+		// (its input saved, the registry told), then ends it as
+		// cancelled; a run whose input is refused ends without it.
+		t.cancelAsked = true
+		return nil
+	}
 	t.cancel()
 	return nil
 }
@@ -508,6 +521,7 @@ func (m *Manager) launch(ctx context.Context, g engine.Compiled, graph, threadID
 	}
 	runCtx, cancel := context.WithCancel(m.base)
 	t.cancel, t.done = cancel, make(chan struct{})
+	t.starting, t.cancelAsked = true, false
 	t.info = Thread{ID: threadID, Graph: graph, Status: StatusRunning, Updated: Stamp(m.now()), RunID: runID, Options: opts}
 	t.changes++
 	done := t.done
@@ -540,6 +554,12 @@ func (m *Manager) launch(ctx context.Context, g engine.Compiled, graph, threadID
 					// here, in the run's own goroutine, so it always
 					// precedes the write of how the run ended.)
 					m.persist(t)
+					m.mu.Lock()
+					t.starting = false
+					if t.cancelAsked {
+						cancel()
+					}
+					m.mu.Unlock()
 				}
 				progressed = true
 			}
