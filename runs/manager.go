@@ -133,6 +133,15 @@ type Manager struct {
 	// (lockThread).
 	evictions uint64
 	evicted   [64]string
+	// unsaved holds the threads whose latest record a registry write
+	// failed to store; the writer goroutine (rewrite) writes them again
+	// until they land. Such threads are never evicted (see changes).
+	unsaved map[*thread]struct{}
+	// rewake wakes the writer; closing ends it once it has tried one
+	// last time (Close).
+	rewake  chan struct{}
+	closing chan struct{}
+	writer  sync.WaitGroup
 }
 
 type thread struct {
@@ -197,6 +206,9 @@ func NewManager(graphs map[string]engine.Compiled, opts ...ManagerOption) (*Mana
 		return nil, fmt.Errorf("runs: mark the runs of a stopped process as failed: %w", err)
 	}
 	m.base, m.stop = context.WithCancel(context.Background())
+	m.unsaved, m.rewake, m.closing = map[*thread]struct{}{}, make(chan struct{}, 1), make(chan struct{})
+	m.writer.Add(1)
+	go m.rewrite()
 	return m, nil
 }
 
@@ -433,6 +445,8 @@ func (m *Manager) Wait(ctx context.Context, threadID string) (Thread, error) {
 func (m *Manager) Close() {
 	m.stop()
 	m.wg.Wait()
+	close(m.closing)
+	m.writer.Wait()
 }
 
 func checkOptions(g engine.Compiled, opts StartOptions) error {
@@ -898,23 +912,108 @@ func (m *Manager) persist(t *thread) {
 // the registry, unless a later change is already written (writes of one
 // thread are serialised, and may arrive out of order).
 func (m *Manager) write(t *thread, rec ThreadRecord, changes uint64) {
+	if err := m.save(t, rec, changes, storeTimeout); err != nil {
+		m.report(fmt.Errorf("runs: save thread %q (%s), will retry: %w", rec.ID, rec.Status, err))
+		m.mu.Lock()
+		m.unsaved[t] = struct{}{}
+		m.mu.Unlock()
+		select {
+		case m.rewake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// save writes rec (the thread's record at its change count changes) to
+// the registry, unless a later record was already written.
+func (m *Manager) save(t *thread, rec ThreadRecord, changes uint64, timeout time.Duration) error {
 	t.saveMu.Lock()
 	defer t.saveMu.Unlock()
 	m.mu.Lock()
 	written := t.saved >= changes
 	m.mu.Unlock()
 	if written {
-		return
+		return nil
 	}
-	ctx, cancel := storeContext()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	if err := m.store.SaveThread(ctx, rec); err != nil {
-		m.report(fmt.Errorf("runs: save thread %q (%s): %w", rec.ID, rec.Status, err))
-		return
+		return err
 	}
 	m.mu.Lock()
 	t.saved = max(t.saved, changes)
 	m.mu.Unlock()
+	return nil
+}
+
+// Back-off of the registry writer between rounds that left writes
+// unsaved.
+const (
+	rewriteFirst = 100 * time.Millisecond
+	rewriteMax   = 5 * time.Second
+	// rewriteTimeout bounds one write of a round, so one thread's write
+	// into a database that is still down does not hold up the rest.
+	rewriteTimeout = 5 * time.Second
+)
+
+// rewrite is the registry writer: it writes the latest record of every
+// thread in unsaved again, in rounds with back-off, until each lands. A
+// thread's writes stay in order (save never writes a record older than
+// one written), and a thread left showing "running" in the registry
+// after its run ended is what it exists to prevent. On Close it makes one
+// last round after the runs have ended.
+func (m *Manager) rewrite() {
+	defer m.writer.Done()
+	wait := rewriteFirst
+	for {
+		var timer <-chan time.Time
+		m.mu.Lock()
+		pending := len(m.unsaved) > 0
+		m.mu.Unlock()
+		if pending {
+			timer = time.After(wait)
+		}
+		select {
+		case <-m.closing:
+			m.rewriteRound()
+			return
+		case <-m.rewake:
+			continue // a new failure: wait out the back-off from here
+		case <-timer:
+		}
+		if m.rewriteRound() {
+			wait = rewriteFirst
+		} else {
+			wait = min(wait*2, rewriteMax)
+		}
+	}
+}
+
+// rewriteRound writes each unsaved thread's current record once and
+// reports whether every one landed.
+func (m *Manager) rewriteRound() bool {
+	m.mu.Lock()
+	ts := make([]*thread, 0, len(m.unsaved))
+	for t := range m.unsaved {
+		ts = append(ts, t)
+	}
+	m.mu.Unlock()
+	ok := true
+	for _, t := range ts {
+		m.mu.Lock()
+		rec, changes := record(t.info), t.changes
+		m.mu.Unlock()
+		if err := m.save(t, rec, changes, rewriteTimeout); err != nil {
+			ok = false
+			continue
+		}
+		m.mu.Lock()
+		if t.saved >= t.changes {
+			delete(m.unsaved, t)
+		}
+		m.mu.Unlock()
+	}
+	return ok
 }
 
 func record(t Thread) ThreadRecord {

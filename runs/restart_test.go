@@ -351,3 +351,68 @@ func TestRestartSubscribeToAThreadOfTheRegistry(t *testing.T) {
 		})
 	}
 }
+
+// flakyStore refuses writes while down, as a database that is restarting
+// does, and tells each record it stores on saved.
+type flakyStore struct {
+	runs.ThreadStore
+	mu    sync.Mutex
+	down  bool
+	saved chan runs.ThreadRecord
+}
+
+func (s *flakyStore) SaveThread(ctx context.Context, rec runs.ThreadRecord) error {
+	s.mu.Lock()
+	down := s.down
+	s.mu.Unlock()
+	if down {
+		return errDown
+	}
+	if err := s.ThreadStore.SaveThread(ctx, rec); err != nil {
+		return err
+	}
+	s.saved <- rec
+	return nil
+}
+
+func (s *flakyStore) setDown(down bool) {
+	s.mu.Lock()
+	s.down = down
+	s.mu.Unlock()
+}
+
+// A registry write that fails is not dropped: once the registry takes
+// writes again, the thread's latest record lands, so the registry never
+// keeps showing a run no process is executing.
+func TestFailedRegistryWritesAreRetriedUntilTheyLand(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := &flakyStore{ThreadStore: runs.NewMemoryThreads(), saved: make(chan runs.ThreadRecord, 64)}
+	g := newGates()
+	m := manager(t, map[string]engine.Compiled{"gated": linear(t, g)}, runs.WithThreadStore(store), runs.WithErrorHandler(func(error) {}))
+	if _, err := m.Start(ctx, "gated", "t", nil, runs.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if rec := <-store.saved; rec.Status != runs.StatusRunning {
+		t.Fatalf("first write %+v, want running", rec)
+	}
+	<-g.entered
+	store.setDown(true) // the run's end cannot be written
+	close(g.release)
+	th := wait(t, m, "t")
+	if rec, err := store.ThreadStore.GetThread(ctx, "t"); err != nil || rec.Status != runs.StatusRunning {
+		t.Fatalf("registry while down: %+v, %v; want the stale running record", rec, err)
+	}
+	store.setDown(false)
+	select {
+	case rec := <-store.saved:
+		if rec.Status != runs.StatusIdle || rec.RunID != th.RunID {
+			t.Fatalf("retried write %+v, want the run's end", rec)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the run's end never reached the registry")
+	}
+	if rec, err := store.ThreadStore.GetThread(ctx, "t"); err != nil || rec.Status != runs.StatusIdle {
+		t.Fatalf("registry after the retry: %+v, %v", rec, err)
+	}
+}
