@@ -137,6 +137,9 @@ type Manager struct {
 	// failed to store; the writer goroutine (rewrite) writes them again
 	// until they land. Such threads are never evicted (see changes).
 	unsaved map[*thread]struct{}
+	// owner is this Manager's id in the registry: it marks the threads
+	// it runs, and its heartbeat says it is alive.
+	owner string
 	// rewake wakes the writer; closing ends it once it has tried one
 	// last time (Close).
 	rewake  chan struct{}
@@ -173,9 +176,12 @@ type thread struct {
 // threads, resume and catch-up all read checkpoints. Without
 // WithThreadStore the thread registry is in memory.
 //
-// With a registry that outlives processes, NewManager first marks the
-// threads it calls running as failed (error StoppedReason): this Manager
-// has no runs yet, so those runs died with the process that ran them.
+// With a registry that outlives processes, NewManager first settles the
+// threads the registry calls running whose owner is no longer alive (see
+// ThreadStore.Orphans): their runs died with the process that ran them.
+// Each is settled from its checkpoints, so a run whose end the registry
+// never got is recorded as it ended (see settleOrphans). The running
+// threads of another live Manager on the same registry are left alone.
 func NewManager(graphs map[string]engine.Compiled, opts ...ManagerOption) (*Manager, error) {
 	m := &Manager{graphs: map[string]engine.Compiled{}, threads: map[string]*thread{}, now: time.Now,
 		idleThreads: DefaultIdleThreads, idleBytes: DefaultIdleEventBytes}
@@ -200,10 +206,14 @@ func NewManager(graphs map[string]engine.Compiled, opts ...ManagerOption) (*Mana
 		}
 		m.graphs[name] = g
 	}
+	m.owner = uuid.NewString()
 	ctx, cancel := storeContext()
 	defer cancel()
-	if _, err := m.store.FailRunning(ctx, StoppedReason, Stamp(m.now())); err != nil {
-		return nil, fmt.Errorf("runs: mark the runs of a stopped process as failed: %w", err)
+	if err := m.store.Heartbeat(ctx, m.owner, m.now()); err != nil {
+		return nil, fmt.Errorf("runs: register this process with the thread registry: %w", err)
+	}
+	if err := m.settleOrphans(ctx); err != nil {
+		return nil, err
 	}
 	m.base, m.stop = context.WithCancel(context.Background())
 	m.unsaved, m.rewake, m.closing = map[*thread]struct{}{}, make(chan struct{}, 1), make(chan struct{})
@@ -685,7 +695,7 @@ func (m *Manager) finish(t *thread, runID string, err error, rejected bool, prev
 	// write must be of this run's end, not of whatever claims the thread
 	// next.
 	t.hub.publish(ev)
-	rec, changes := record(t.info), t.changes
+	rec, changes := m.record(t.info), t.changes
 	m.mu.Unlock()
 	m.write(t, rec, changes)
 	t.hub.settle()
@@ -693,6 +703,42 @@ func (m *Manager) finish(t *thread, runID string, err error, rejected bool, prev
 	m.mu.Lock()
 	m.evictLocked(nil)
 	m.mu.Unlock()
+}
+
+// settleOrphans records how the orphaned runs of the registry (running,
+// with no live owner) stand, read from each thread's head checkpoint:
+//   - interrupts wait for an answer: interrupted;
+//   - the head has nothing left to run: idle (the run ended and only the
+//     registry's last write was lost);
+//   - otherwise (next tasks, or a step whose writes were saved but not its
+//     checkpoint, engine.StateSnapshot.WritesPending): error
+//     StoppedReason, and a resume goes on from there.
+//
+// A thread whose graph is not served here or whose head cannot be read
+// gets StoppedReason too: nothing runs it any more.
+func (m *Manager) settleOrphans(ctx context.Context) error {
+	at := Stamp(m.now())
+	orphans, err := m.store.Orphans(ctx, at, OwnerTimeout)
+	if err != nil {
+		return fmt.Errorf("runs: read the runs of stopped processes: %w", err)
+	}
+	for _, rec := range orphans {
+		rec.Status, rec.Error, rec.Owner, rec.Updated = StatusError, StoppedReason, "", at
+		if g, ok := m.graphs[rec.Graph]; ok {
+			if st, err := g.Pregel().GetState(ctx, checkpoints.Config{ThreadID: rec.ID}); err == nil && st.Config.CheckpointID != "" {
+				switch {
+				case len(st.Interrupts) > 0:
+					rec.Status, rec.Error = StatusInterrupted, ""
+				case len(st.Next) == 0 && !st.WritesPending:
+					rec.Status, rec.Error = StatusIdle, ""
+				}
+			}
+		}
+		if err := m.store.SaveThread(ctx, rec); err != nil {
+			return fmt.Errorf("runs: settle thread %q of a stopped process: %w", rec.ID, err)
+		}
+	}
+	return nil
 }
 
 // StoppedReason is the error of a thread whose run was going on when the
@@ -903,7 +949,7 @@ func (m *Manager) evictLocked(keep *thread) {
 // happened, and the in-memory record stays right for this process.
 func (m *Manager) persist(t *thread) {
 	m.mu.Lock()
-	rec, changes := record(t.info), t.changes
+	rec, changes := m.record(t.info), t.changes
 	m.mu.Unlock()
 	m.write(t, rec, changes)
 }
@@ -965,6 +1011,8 @@ const (
 func (m *Manager) rewrite() {
 	defer m.writer.Done()
 	wait := rewriteFirst
+	beat := time.NewTicker(HeartbeatInterval)
+	defer beat.Stop()
 	for {
 		var timer <-chan time.Time
 		m.mu.Lock()
@@ -977,6 +1025,15 @@ func (m *Manager) rewrite() {
 		case <-m.closing:
 			m.rewriteRound()
 			return
+		case <-beat.C:
+			// A missed beat is made up by the next; three missed make
+			// this process's running threads orphans to other Managers.
+			ctx, cancel := context.WithTimeout(context.Background(), HeartbeatInterval)
+			if err := m.store.Heartbeat(ctx, m.owner, m.now()); err != nil {
+				m.report(fmt.Errorf("runs: heartbeat: %w", err))
+			}
+			cancel()
+			continue
 		case <-m.rewake:
 			continue // a new failure: wait out the back-off from here
 		case <-timer:
@@ -1001,7 +1058,7 @@ func (m *Manager) rewriteRound() bool {
 	ok := true
 	for _, t := range ts {
 		m.mu.Lock()
-		rec, changes := record(t.info), t.changes
+		rec, changes := m.record(t.info), t.changes
 		m.mu.Unlock()
 		if err := m.save(t, rec, changes, rewriteTimeout); err != nil {
 			ok = false
@@ -1016,11 +1073,17 @@ func (m *Manager) rewriteRound() bool {
 	return ok
 }
 
-func record(t Thread) ThreadRecord {
-	return ThreadRecord{
+// record is t as the registry keeps it; a running thread is marked as
+// this Manager's.
+func (m *Manager) record(t Thread) ThreadRecord {
+	rec := ThreadRecord{
 		ID: t.ID, Graph: t.Graph, Status: t.Status, RunID: t.RunID, Error: t.Error, Updated: t.Updated,
 		Before: t.Before, After: t.After, Options: t.Options,
 	}.clone()
+	if rec.Status == StatusRunning {
+		rec.Owner = m.owner
+	}
+	return rec
 }
 
 func fromRecord(r ThreadRecord) Thread {

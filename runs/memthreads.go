@@ -14,13 +14,15 @@ import (
 type MemoryThreads struct {
 	mu      sync.Mutex
 	threads map[string]ThreadRecord
+	// beats is each owner's last heartbeat.
+	beats map[string]time.Time
 }
 
 var _ ThreadStore = (*MemoryThreads)(nil)
 
 // NewMemoryThreads returns an empty registry.
 func NewMemoryThreads() *MemoryThreads {
-	return &MemoryThreads{threads: map[string]ThreadRecord{}}
+	return &MemoryThreads{threads: map[string]ThreadRecord{}, beats: map[string]time.Time{}}
 }
 
 // SaveThread implements ThreadStore.
@@ -83,23 +85,54 @@ func (s *MemoryThreads) ListThreads(ctx context.Context, f ThreadFilter) ([]Thre
 	return out, nil
 }
 
-// FailRunning implements ThreadStore.
-func (s *MemoryThreads) FailRunning(ctx context.Context, reason string, at time.Time) (int, error) {
+// Heartbeat implements ThreadStore.
+func (s *MemoryThreads) Heartbeat(ctx context.Context, owner string, at time.Time) error {
 	if err := ctx.Err(); err != nil {
-		return 0, err
+		return err
 	}
-	if err := CheckFailRunning(reason, at); err != nil {
-		return 0, err
+	if err := CheckHeartbeat(owner, at); err != nil {
+		return err
 	}
+	at = Stamp(at)
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for id, rec := range s.threads {
-		if rec.Status == StatusRunning {
-			rec.Status, rec.Error, rec.Updated = StatusError, reason, Stamp(at)
-			s.threads[id] = rec
-			n++
-		}
+	if at.After(s.beats[owner]) {
+		s.beats[owner] = at
 	}
-	return n, nil
+	s.mu.Unlock()
+	return nil
+}
+
+// Orphans implements ThreadStore.
+func (s *MemoryThreads) Orphans(ctx context.Context, at time.Time, within time.Duration) ([]ThreadRecord, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := CheckOrphans(at, within); err != nil {
+		return nil, err
+	}
+	since := Stamp(at).Add(-within)
+	s.mu.Lock()
+	var out []ThreadRecord
+	for _, rec := range s.threads {
+		if rec.Status != StatusRunning {
+			continue
+		}
+		if beat, ok := s.beats[rec.Owner]; ok && rec.Owner != "" && beat.After(since) {
+			continue
+		}
+		out = append(out, rec.clone())
+	}
+	s.mu.Unlock()
+	sortOldestFirst(out)
+	return out, nil
+}
+
+// sortOldestFirst orders records by update time, ties by id.
+func sortOldestFirst(recs []ThreadRecord) {
+	sort.Slice(recs, func(i, j int) bool {
+		if !recs[i].Updated.Equal(recs[j].Updated) {
+			return recs[i].Updated.Before(recs[j].Updated)
+		}
+		return recs[i].ID < recs[j].ID
+	})
 }

@@ -33,13 +33,16 @@ type ThreadStore interface {
 	// ListThreads returns the records f selects, most recently updated
 	// first, ties by id (bytewise), at most f.Limit of them (0: all).
 	ListThreads(ctx context.Context, f ThreadFilter) ([]ThreadRecord, error)
-	// FailRunning marks every running thread as failed with reason as its
-	// error and at as its update time, and reports how many it changed.
-	// A Manager calls it when it starts: it has no runs yet, so a thread
-	// the registry calls running was left so by a process that stopped
-	// mid-run, and would otherwise look busy forever. (This assumes one
-	// Studio per database; replicas will need runs claimed with leases.)
-	FailRunning(ctx context.Context, reason string, at time.Time) (int, error)
+	// Heartbeat records that the Manager owner is alive at at. A Manager
+	// beats every HeartbeatInterval while it runs; a running thread whose
+	// owner has not beaten within OwnerTimeout is an orphan.
+	Heartbeat(ctx context.Context, owner string, at time.Time) error
+	// Orphans returns the running threads whose owner has no heartbeat
+	// after at-within (or no owner at all), oldest update first: runs
+	// that no live process is executing. A Manager that starts settles
+	// them from their checkpoints; the threads of another live Manager
+	// sharing the registry are left alone.
+	Orphans(ctx context.Context, at time.Time, within time.Duration) ([]ThreadRecord, error)
 }
 
 // ThreadRecord is what a ThreadStore keeps of one thread.
@@ -62,7 +65,19 @@ type ThreadRecord struct {
 	Before, After []string
 	// Options are the last run's options; a resume reuses them.
 	Options StartOptions
+	// Owner is the Manager executing the thread's run while Status is
+	// running (its instance id; see Heartbeat), "" otherwise.
+	Owner string
 }
+
+// Liveness of a registry's owners (see ThreadStore.Heartbeat).
+const (
+	// HeartbeatInterval is how often a Manager says it is alive.
+	HeartbeatInterval = 10 * time.Second
+	// OwnerTimeout is how long an owner's silence takes to make its
+	// running threads orphans: three missed beats.
+	OwnerTimeout = 3 * HeartbeatInterval
+)
 
 // Limits on a ThreadRecord; CheckThreadRecord enforces them.
 const (
@@ -86,6 +101,9 @@ func CheckThreadRecord(rec ThreadRecord) error {
 	}
 	if !slices.Contains(Statuses, rec.Status) {
 		return fmt.Errorf("%w: thread %q: unknown status %q", ErrInvalidInput, rec.ID, clip(string(rec.Status)))
+	}
+	if rec.Owner != "" && !validName.MatchString(rec.Owner) {
+		return fmt.Errorf("%w: thread %q: owner %q: use letters, digits, '.', '_' and '-' (1-128 characters)", ErrInvalidInput, rec.ID, clip(rec.Owner))
 	}
 	if rec.RunID != "" && !validName.MatchString(rec.RunID) {
 		return fmt.Errorf("%w: thread %q: run id %q: use letters, digits, '.', '_' and '-' (1-128 characters)", ErrInvalidInput, rec.ID, clip(rec.RunID))
@@ -210,20 +228,24 @@ func (rec ThreadRecord) clone() ThreadRecord {
 	return rec
 }
 
-// CheckFailRunning reports why FailRunning cannot record reason at at, or
-// nil: the reason becomes each thread's error, so it has the same limits.
-func CheckFailRunning(reason string, at time.Time) error {
-	if reason == "" {
-		return fmt.Errorf("%w: a reason is needed to fail running threads", ErrInvalidInput)
-	}
-	if len(reason) > MaxErrorBytes {
-		return fmt.Errorf("%w: reason is %d bytes; the limit is %d", ErrInvalidInput, len(reason), MaxErrorBytes)
-	}
-	if err := checkText(reason); err != nil {
-		return fmt.Errorf("%w: reason %v", ErrInvalidInput, err)
+// CheckHeartbeat reports why Heartbeat cannot record owner at at, or nil.
+func CheckHeartbeat(owner string, at time.Time) error {
+	if !validName.MatchString(owner) {
+		return fmt.Errorf("%w: owner %q: use letters, digits, '.', '_' and '-' (1-128 characters)", ErrInvalidInput, clip(owner))
 	}
 	if at.IsZero() {
-		return fmt.Errorf("%w: no time to fail running threads at", ErrInvalidInput)
+		return fmt.Errorf("%w: a heartbeat needs a time", ErrInvalidInput)
+	}
+	return nil
+}
+
+// CheckOrphans reports why Orphans cannot answer for at and within, or nil.
+func CheckOrphans(at time.Time, within time.Duration) error {
+	if at.IsZero() {
+		return fmt.Errorf("%w: orphans need a time to be orphans at", ErrInvalidInput)
+	}
+	if within <= 0 {
+		return fmt.Errorf("%w: owner timeout %v: use a positive duration", ErrInvalidInput, within)
 	}
 	return nil
 }

@@ -81,7 +81,7 @@ func (s *Store) SaveThread(ctx context.Context, rec runs.ThreadRecord) error {
 	save := func(ctx context.Context) error {
 		_, err := s.db.Exec(ctx, sqlSave, rec.ID, rec.Graph, string(rec.Status), rec.RunID, rec.Error,
 			rec.Updated, list(rec.Before), list(rec.After),
-			list(rec.Options.InterruptBefore), list(rec.Options.InterruptAfter), int32(rec.Options.RecursionLimit))
+			list(rec.Options.InterruptBefore), list(rec.Options.InterruptAfter), int32(rec.Options.RecursionLimit), rec.Owner)
 		return err
 	}
 	// A save whose outcome is unknown landed when the row reads back as
@@ -154,16 +154,41 @@ func (s *Store) ListThreads(ctx context.Context, f runs.ThreadFilter) ([]runs.Th
 	return out, nil
 }
 
-// FailRunning implements runs.ThreadStore.
-func (s *Store) FailRunning(ctx context.Context, reason string, at time.Time) (int, error) {
-	if err := runs.CheckFailRunning(reason, at); err != nil {
-		return 0, err
+// Heartbeat implements runs.ThreadStore. A beat sent again after an
+// unknown outcome stores the same thing, so it is simply retried.
+func (s *Store) Heartbeat(ctx context.Context, owner string, at time.Time) error {
+	if err := runs.CheckHeartbeat(owner, at); err != nil {
+		return err
 	}
-	tag, err := s.db.Exec(ctx, sqlFailRunning, reason, runs.Stamp(at))
+	at = runs.Stamp(at)
+	err := s.retry(ctx, func(ctx context.Context) error {
+		_, err := s.db.Exec(ctx, sqlHeartbeat, owner, at)
+		return err
+	}, func(context.Context) (bool, error) { return false, nil })
 	if err != nil {
-		return 0, fmt.Errorf("pgthreads: fail running threads: %w", err)
+		return fmt.Errorf("pgthreads: heartbeat of %q: %w", owner, err)
 	}
-	return int(tag.RowsAffected()), nil
+	return nil
+}
+
+// Orphans implements runs.ThreadStore.
+func (s *Store) Orphans(ctx context.Context, at time.Time, within time.Duration) ([]runs.ThreadRecord, error) {
+	if err := runs.CheckOrphans(at, within); err != nil {
+		return nil, err
+	}
+	var out []runs.ThreadRecord
+	err := s.retry(ctx, func(ctx context.Context) error {
+		rows, err := s.db.Query(ctx, sqlOrphans, runs.Stamp(at).Add(-within))
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (runs.ThreadRecord, error) { return scan(r) })
+		return err
+	}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("pgthreads: orphaned threads: %w", err)
+	}
+	return out, nil
 }
 
 func scan(row pgx.Row) (runs.ThreadRecord, error) {
@@ -171,7 +196,7 @@ func scan(row pgx.Row) (runs.ThreadRecord, error) {
 	var status string
 	var limit int32
 	err := row.Scan(&rec.ID, &rec.Graph, &status, &rec.RunID, &rec.Error, &rec.Updated,
-		&rec.Before, &rec.After, &rec.Options.InterruptBefore, &rec.Options.InterruptAfter, &limit)
+		&rec.Before, &rec.After, &rec.Options.InterruptBefore, &rec.Options.InterruptAfter, &limit, &rec.Owner)
 	if err != nil {
 		return runs.ThreadRecord{}, err
 	}

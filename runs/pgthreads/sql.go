@@ -5,17 +5,17 @@ package pgthreads
 // none uses now().
 
 const threadColumns = `id, graph, status, run_id, error, updated_at,
-    stopped_before, stopped_after, interrupt_before, interrupt_after, recursion_limit`
+    stopped_before, stopped_after, interrupt_before, interrupt_after, recursion_limit, owner`
 
 const sqlSave = `
 INSERT INTO studio_threads (` + threadColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 ON CONFLICT (id) DO UPDATE
 SET graph = excluded.graph, status = excluded.status, run_id = excluded.run_id,
     error = excluded.error, updated_at = excluded.updated_at,
     stopped_before = excluded.stopped_before, stopped_after = excluded.stopped_after,
     interrupt_before = excluded.interrupt_before, interrupt_after = excluded.interrupt_after,
-    recursion_limit = excluded.recursion_limit`
+    recursion_limit = excluded.recursion_limit, owner = excluded.owner`
 
 const sqlGet = `SELECT ` + threadColumns + ` FROM studio_threads WHERE id = $1`
 
@@ -39,7 +39,15 @@ ORDER BY updated_at DESC, id
 LIMIT $1`
 )
 
-const sqlFailRunning = `
-UPDATE studio_threads
-SET status = 'error', error = $1, updated_at = $2
-WHERE status = 'running'`
+// sqlHeartbeat records an owner's beat (never moving it back) and drops
+// owners silent for a day, so the table holds the live ones and a few.
+const sqlHeartbeat = `
+WITH gone AS (DELETE FROM studio_owners WHERE seen_at < $2::timestamptz - interval '1 day')
+INSERT INTO studio_owners (owner, seen_at) VALUES ($1, $2)
+ON CONFLICT (owner) DO UPDATE SET seen_at = greatest(studio_owners.seen_at, excluded.seen_at)`
+
+// sqlOrphans lists running threads whose owner has not beaten since $1.
+const sqlOrphans = `SELECT ` + threadColumns + ` FROM studio_threads t
+WHERE status = 'running' AND NOT EXISTS (
+    SELECT 1 FROM studio_owners o WHERE o.owner = t.owner AND t.owner <> '' AND o.seen_at > $1)
+ORDER BY updated_at, id`

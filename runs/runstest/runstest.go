@@ -49,8 +49,8 @@ var cases = []struct {
 	{"ListFilters", listFilters},
 	{"ListLimit", listLimit},
 	{"ListRejectsBadFilters", listBadFilters},
-	{"FailRunningMarksOnlyRunningThreads", failRunning},
-	{"FailRunningRejectsBadInput", failRunningBad},
+	{"OrphansAreRunningThreadsOfSilentOwners", orphans},
+	{"HeartbeatAndOrphansRejectBadInput", orphansBad},
 	{"SaveRejectsBadRecords", saveBad},
 	{"RecordsAreCopies", recordsAreCopies},
 }
@@ -282,66 +282,87 @@ func listBadFilters(t *testing.T, s runs.ThreadStore) {
 	}
 }
 
-func failRunning(t *testing.T, s runs.ThreadStore) {
+func orphans(t *testing.T, s runs.ThreadStore) {
+	owned := func(r runs.ThreadRecord, owner string) runs.ThreadRecord {
+		r.Owner = owner
+		r.Options.InterruptBefore = []string{"n"}
+		return r
+	}
 	for _, r := range []runs.ThreadRecord{
-		rec("r1", "g", runs.StatusRunning, base),
-		rec("r2", "h", runs.StatusRunning, base.Add(time.Second)),
+		owned(rec("dead2", "g", runs.StatusRunning, base.Add(time.Second)), "gone"),
+		owned(rec("dead1", "g", runs.StatusRunning, base), "gone"),
+		owned(rec("live", "g", runs.StatusRunning, base), "alive"),
+		owned(rec("nobody", "h", runs.StatusRunning, base.Add(2*time.Second)), ""),
+		owned(rec("never", "h", runs.StatusRunning, base), "never-beat"),
 		rec("i", "g", runs.StatusInterrupted, base),
 		rec("d", "g", runs.StatusIdle, base),
-		rec("e", "g", runs.StatusError, base),
 	} {
-		r.Options.InterruptBefore = []string{"n"}
 		mustSave(t, s, r)
 	}
-	before := map[string]runs.ThreadRecord{}
-	for _, id := range []string{"i", "d", "e", "r1"} {
-		before[id] = mustGet(t, s, id)
-	}
 	at := base.Add(time.Hour)
-	n, err := s.FailRunning(ctx(), "the process stopped", at)
-	if err != nil || n != 2 {
-		t.Fatalf("FailRunning = %d, %v; want 2 threads", n, err)
-	}
-	for _, id := range []string{"r1", "r2"} {
-		got := mustGet(t, s, id)
-		if got.Status != runs.StatusError || got.Error != "the process stopped" || !got.Updated.Equal(at.Truncate(time.Microsecond)) {
-			t.Errorf("thread %s after FailRunning: %+v, want error %q at %v", id, got, "the process stopped", at)
+	for _, b := range []struct {
+		owner string
+		at    time.Time
+	}{{"gone", at.Add(-time.Minute)}, {"alive", at.Add(-time.Second)}, {"alive", at.Add(-time.Hour)}} {
+		// The last beat of "alive" is older than its first: beats never
+		// move back.
+		if err := s.Heartbeat(ctx(), b.owner, b.at); err != nil {
+			t.Fatalf("Heartbeat(%q): %v", b.owner, err)
 		}
 	}
-	// Everything else about a failed thread stays: its graph, run, options.
-	failed := before["r1"]
-	failed.Status, failed.Error, failed.Updated = runs.StatusError, "the process stopped", at
-	same(t, mustGet(t, s, "r1"), failed)
-	for _, id := range []string{"i", "d", "e"} {
-		same(t, mustGet(t, s, id), before[id])
+	got, err := s.Orphans(ctx(), at, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := ids(mustList(t, s, runs.ThreadFilter{Status: runs.StatusRunning})); len(got) != 0 {
-		t.Errorf("running threads after FailRunning: %v", got)
+	if want := []string{"dead1", "never", "dead2", "nobody"}; !slices.Equal(ids(got), want) {
+		t.Fatalf("Orphans = %v, want %v (oldest first; live owners' threads left out)", ids(got), want)
 	}
-	if n, err := s.FailRunning(ctx(), "again", at); err != nil || n != 0 {
-		t.Errorf("a second FailRunning = %d, %v; want 0", n, err)
+	same(t, got[0], mustGet(t, s, "dead1"))
+	if got[0].Owner != "gone" {
+		t.Errorf("an orphan's owner = %q, want it kept", got[0].Owner)
+	}
+	// Once the owner beats again, its threads are its own again; a wider
+	// window makes a silent owner alive.
+	if err := s.Heartbeat(ctx(), "gone", at); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Orphans(ctx(), at, 30*time.Second); err != nil || !slices.Equal(ids(got), []string{"never", "nobody"}) {
+		t.Fatalf("Orphans after a beat = %v, %v", ids(got), err)
+	}
+	// A settled thread is no orphan.
+	r := mustGet(t, s, "nobody")
+	r.Status = runs.StatusIdle
+	mustSave(t, s, r)
+	if got, err := s.Orphans(ctx(), at, 30*time.Second); err != nil || !slices.Equal(ids(got), []string{"never"}) {
+		t.Fatalf("Orphans after settling one = %v, %v", ids(got), err)
 	}
 }
 
-func failRunningBad(t *testing.T, s runs.ThreadStore) {
-	mustSave(t, s, rec("r", "g", runs.StatusRunning, base))
+func orphansBad(t *testing.T, s runs.ThreadStore) {
 	for _, tc := range []struct {
-		name   string
-		reason string
-		at     time.Time
+		name  string
+		owner string
+		at    time.Time
 	}{
-		{"no reason", "", base},
-		{"no time", "stopped", time.Time{}},
-		{"NUL", "stop\x00ped", base},
-		{"bad UTF-8", "stop\xffped", base},
-		{"too long", strings.Repeat("x", runs.MaxErrorBytes+1), base},
+		{"no owner", "", base},
+		{"bad owner", "a b", base},
+		{"long owner", strings.Repeat("o", 129), base},
+		{"no time", "o", time.Time{}},
 	} {
-		if _, err := s.FailRunning(ctx(), tc.reason, tc.at); !errors.Is(err, runs.ErrInvalidInput) {
-			t.Errorf("%s: FailRunning = %v, want ErrInvalidInput", tc.name, err)
+		if err := s.Heartbeat(ctx(), tc.owner, tc.at); !errors.Is(err, runs.ErrInvalidInput) {
+			t.Errorf("%s: Heartbeat = %v, want ErrInvalidInput", tc.name, err)
 		}
 	}
-	if got := mustGet(t, s, "r"); got.Status != runs.StatusRunning {
-		t.Errorf("a refused FailRunning changed the thread: %+v", got)
+	if _, err := s.Orphans(ctx(), time.Time{}, time.Second); !errors.Is(err, runs.ErrInvalidInput) {
+		t.Errorf("Orphans without a time = %v, want ErrInvalidInput", err)
+	}
+	if _, err := s.Orphans(ctx(), base, 0); !errors.Is(err, runs.ErrInvalidInput) {
+		t.Errorf("Orphans without a window = %v, want ErrInvalidInput", err)
+	}
+	bad := rec("r", "g", runs.StatusRunning, base)
+	bad.Owner = "not an owner"
+	if err := s.SaveThread(ctx(), bad); !errors.Is(err, runs.ErrInvalidInput) {
+		t.Errorf("SaveThread with a bad owner = %v, want ErrInvalidInput", err)
 	}
 }
 
