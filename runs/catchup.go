@@ -113,8 +113,12 @@ func (m *Manager) history(ctx context.Context, threadID string, h *hub) ([]Event
 	if err != nil {
 		return nil, err
 	}
+	recs, err := m.runLogOf(ctx, threadID)
+	if err != nil {
+		return nil, fmt.Errorf("runs: read the run log of thread %q: %w", threadID, err)
+	}
 	live := h.retained()
-	evs = withSubgraphTasks(mergeDetails(evs, live), live)
+	evs = withSubgraphTasks(withRunLog(mergeDetails(evs, live), recs), live)
 	if info.Status == StatusRunning {
 		evs = append(evs, running(evs)...)
 	}
@@ -291,6 +295,10 @@ func Catchup(ctx context.Context, g engine.Compiled, threadID string) ([]Event, 
 	if err != nil {
 		return nil, fmt.Errorf("runs: list checkpoints of thread %q: %w", threadID, err)
 	}
+	tups, err = lineage(ctx, saver, tups)
+	if err != nil {
+		return nil, fmt.Errorf("runs: lineage of thread %q: %w", threadID, err)
+	}
 	versions := make(map[string]map[string]int64, len(tups))
 	for _, tup := range tups {
 		versions[tup.Config.CheckpointID] = tup.Checkpoint.ChannelVersions
@@ -336,7 +344,7 @@ func Catchup(ctx context.Context, g engine.Compiled, threadID string) ([]Event, 
 			return nil, fmt.Errorf("runs: state of checkpoint %q of thread %q: %w", id, threadID, err)
 		}
 		ev := base
-		ev.Kind, ev.Step, ev.Checkpoint, ev.Source = KindCheckpoint, md.Step, id, string(md.Source)
+		ev.Kind, ev.Step, ev.Checkpoint, ev.Source, ev.Parent = KindCheckpoint, md.Step, id, string(md.Source), parentID
 		ev.Next = snap.Next
 		lastOps, _ = vals.next(id, parentID, snap.Values)
 		lastCkpt, lastValues = len(out), snap.Values
@@ -386,6 +394,40 @@ func Catchup(ctx context.Context, g engine.Compiled, threadID string) ([]Event, 
 	}
 	if lastCkpt >= 0 {
 		out[lastCkpt].Values, out[lastCkpt].Reset = renderValues(lastValues, lastOps, true), true
+	}
+	return out, nil
+}
+
+// lineage is the head's own history, newest first: the thread's latest
+// checkpoint (tups[0]) and its parents, up to CatchupLimit of them. A
+// fork leaves the abandoned branch out, so a page never mixes the steps
+// of two branches. Parents not among tups (a long abandoned branch pushed
+// them out of the newest CatchupLimit) are read one by one.
+func lineage(ctx context.Context, saver checkpoints.Saver, tups []*checkpoints.Tuple) ([]*checkpoints.Tuple, error) {
+	if len(tups) == 0 {
+		return tups, nil
+	}
+	byID := make(map[string]*checkpoints.Tuple, len(tups))
+	for _, t := range tups {
+		byID[t.Config.CheckpointID] = t
+	}
+	out := []*checkpoints.Tuple{tups[0]}
+	for len(out) < CatchupLimit {
+		p := out[len(out)-1].ParentConfig
+		if p == nil || p.CheckpointID == "" {
+			break
+		}
+		t, ok := byID[p.CheckpointID]
+		if !ok {
+			var err error
+			if t, err = saver.Get(ctx, *p); err != nil {
+				return nil, err
+			}
+			if t == nil {
+				break
+			}
+		}
+		out = append(out, t)
 	}
 	return out, nil
 }
