@@ -351,9 +351,14 @@ func Catchup(ctx context.Context, g engine.Compiled, threadID string) ([]Event, 
 		out = append(out, ev)
 		plan := edges.planned(catchupTasks(snap.Tasks, tup.Checkpoint.UpdatedChannels, &edges, trig))
 		names := make(map[string]string, len(snap.Tasks))
+		// When the lineage goes on from this checkpoint by an edit or a
+		// fork rather than by its own step, what its tasks wrote belongs
+		// to the abandoned branch: those tasks are left out. (A task
+		// that was interrupted or failed wrote nothing, and stays.)
+		superseded := i > 0 && tups[i-1].Metadata.Source != checkpoints.SourceLoop
 		for _, ts := range snap.Tasks {
 			names[ts.ID] = ts.Name
-			if ts.Name == engine.Start {
+			if ts.Name == engine.Start || superseded && ts.Error == "" && len(ts.Interrupts) == 0 && ts.Result != nil {
 				continue
 			}
 			te := base
@@ -380,7 +385,7 @@ func Catchup(ctx context.Context, g engine.Compiled, threadID string) ([]Event, 
 		// The writes of the tasks planned here feed the next step's edges.
 		for _, w := range tup.PendingWrites {
 			node, ok := names[w.TaskID]
-			if !ok {
+			if !ok || superseded {
 				continue
 			}
 			if w.Channel == checkpoints.TasksChannel {

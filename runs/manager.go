@@ -678,7 +678,7 @@ func (m *Manager) finish(t *thread, rec *recorder, err error, rejected bool, pre
 		// The engine says nothing of the tasks a failure or a cancel cut
 		// short: they were cancelled, and the page says so.
 		for _, o := range rec.unfinished() {
-			c := Event{Kind: KindTaskCancelled, Thread: threadID, Step: o.Step, Node: o.Node, TaskID: o.TaskID, Time: info.Updated}
+			c := Event{Kind: KindTaskCancelled, Thread: threadID, Step: o.Step, Node: o.Node, TaskID: o.TaskID, Attempt: o.Attempts, Time: info.Updated}
 			rec.observe(c)
 			t.hub.publish(c)
 		}

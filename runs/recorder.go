@@ -68,11 +68,18 @@ func (r *recorder) observe(ev Event) {
 	key := taskKey(ev.Step, ev.TaskID)
 	switch ev.Kind {
 	case KindTaskPlanned, KindTaskStarted:
-		if !slices.ContainsFunc(r.open, func(o TaskOutcome) bool { return o.Step == ev.Step && o.TaskID == ev.TaskID }) {
+		i := slices.IndexFunc(r.open, func(o TaskOutcome) bool { return o.Step == ev.Step && o.TaskID == ev.TaskID })
+		if i < 0 {
+			i = len(r.open)
 			r.open = append(r.open, TaskOutcome{Step: ev.Step, TaskID: ev.TaskID, Node: ev.Node})
 		}
+		// The attempt a cancelled task was at.
+		r.open[i].Attempts = max(r.open[i].Attempts, ev.Attempt)
 		return
 	case KindTaskRetried:
+		if i := slices.IndexFunc(r.open, func(o TaskOutcome) bool { return o.Step == ev.Step && o.TaskID == ev.TaskID }); i >= 0 {
+			r.open[i].Attempts = max(r.open[i].Attempts, ev.Attempt)
+		}
 		return
 	}
 	out := TaskOutcome{Step: ev.Step, TaskID: ev.TaskID, Node: cutText(ev.Node, MaxNodeNameBytes), Attempts: ev.Attempt}
