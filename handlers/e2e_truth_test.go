@@ -72,6 +72,9 @@ const timelineJS = `Array.from(document.querySelectorAll("#earlier-runs summary,
   el.tagName === "TR" ? [el.id, el.className].concat(Array.from(el.cells).map(c => c.textContent.trim().replace(/\s+/g, " "))).join("|")
                       : "# " + el.textContent.trim()).join("\n")`
 
+// channelsJS reads the channel table: each row's id, class and cells.
+const channelsJS = `Array.from(document.querySelectorAll("#channels tr")).map(r => [r.id, r.className].concat(Array.from(r.cells).map(c => c.textContent.trim())).join("|")).join("\n")`
+
 // nodesJS reads the graph's node classes.
 const nodesJS = `Array.from(document.querySelectorAll("g.gnode")).map(g => g.id + "=" + g.getAttribute("class")).sort().join("\n")`
 
@@ -118,6 +121,7 @@ func TestE2EForkAndResumeShowTheHeadsLineage(t *testing.T) {
 	f.wait(t, id)
 	waitFor(t, ctx, "the re-run finished, live", `body[data-status="idle"] #timeline tr.task.done:nth-child(3)`)
 	live := evalString(t, ctx, timelineJS)
+	liveChannels := evalString(t, ctx, channelsJS)
 
 	check := func(what, rows string) {
 		t.Helper()
@@ -163,6 +167,9 @@ func TestE2EForkAndResumeShowTheHeadsLineage(t *testing.T) {
 	check("reloaded", reloaded)
 	if reloaded != live {
 		t.Errorf("the reload differs from the live tab:\nlive:\n%s\nreloaded:\n%s", live, reloaded)
+	}
+	if chans := evalString(t, ctx, channelsJS); chans != liveChannels {
+		t.Errorf("the reload's channels differ from the live tab's:\nlive:\n%s\nreloaded:\n%s", liveChannels, chans)
 	}
 	// Graph colours: every node of the lineage done, a's from the first run.
 	for _, n := range []string{"a", "b", "c", "d"} {

@@ -69,7 +69,8 @@
       sum.textContent = title + " ";
       const n = document.createElement("span");
       n.className = "muted";
-      n.textContent = "(" + rows.filter((r) => r.classList.contains("task")).length + " tasks)";
+      const count = rows.filter((r) => r.classList.contains("task")).length;
+      n.textContent = "(" + count + (count === 1 ? " task)" : " tasks)");
       sum.appendChild(n);
       d.appendChild(sum);
       const table = document.createElement("table");
@@ -215,7 +216,9 @@
         const code = document.createElement("code");
         code.textContent = b.channel;
         tr.cells[0].appendChild(code);
-        $("channels").appendChild(tr);
+        // Sorted by name, as the server renders the table.
+        const after = Array.from($("channels").rows).find((r) => r.id > tr.id);
+        $("channels").insertBefore(tr, after || null);
       }
       tr.cells[1].textContent = b.new;
       tr.cells[2].textContent = b.old + " → " + b.new;
