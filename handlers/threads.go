@@ -83,10 +83,12 @@ type liveRunner interface {
 
 var _ liveRunner = (*runs.Manager)(nil)
 
-// ThreadPage answers GET /threads/{thread}: the graph with the thread's
-// last run overlaid (node states, fired edges), the superstep timeline
-// (with the durations, attempts and cache hits this process saw live),
-// the channel versions and the state at the latest checkpoint, and the
+// ThreadPage answers GET /threads/{thread}: built from the head's lineage
+// (its checkpoints plus the thread's run log, the same events a live tab
+// applies), the graph overlaid (each node's latest state, the last run's
+// fired edges), the superstep timeline grouped by run (earlier runs
+// collapsed; answers, durations, attempts, cache hits and cancelled
+// tasks), the channel versions and the state at the head, and the
 // approval panel when the thread waits for an answer. The page's script
 // then keeps it live over the websocket, resuming after the page's
 // cursor. ?expand= opens subgraph nodes in the drawing as on the graph

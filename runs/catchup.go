@@ -18,10 +18,11 @@ import (
 const CatchupLimit = 200
 
 // Subscribe registers a subscriber to the thread's events. It returns the
-// catch-up first: the thread's checkpoints so far (the latest
-// CatchupLimit), oldest first, as events with Catchup set, with the
-// details only live events carry (durations, attempts, cache hits) merged
-// in from the thread's retained events, ending with a caught_up event
+// catch-up first: the head's lineage (at most CatchupLimit checkpoints),
+// oldest first, as events with Catchup set, with the details checkpoints
+// do not keep folded in from the run log (answers, durations, attempts,
+// cache hits, cancelled tasks; see withRunLog) and from the thread's
+// retained events, ending with a caught_up event
 // carrying the thread's status and a cursor; then the live events arrive
 // on sub.C. The subscriber is registered before the checkpoints are read,
 // so nothing is missed: an event of a step that is both in the catch-up
@@ -272,15 +273,17 @@ func (m *Manager) Subscribers(threadID string) int {
 	return t.hub.count()
 }
 
-// Catchup rebuilds a thread's history as events, oldest first: for each
-// checkpoint a barrier (the channels whose version it bumped against its
+// Catchup rebuilds the history of a thread's head as events, oldest
+// first: the latest checkpoint's lineage (its parent chain, see lineage),
+// so a fork's abandoned branch is left out. For each checkpoint a barrier (the channels whose version it bumped against its
 // parent, old → new) and a checkpoint event, then the tasks planned from
 // it with the edges that caused them and their outcome when they ran
 // (finished, failed, interrupted). The last checkpoint event carries the
 // whole state, previewed (Reset), marked with the keys its step changed.
 // Durations, attempts and cache hits are not stored in checkpoints, so
-// these events do not carry them. A run_started event precedes the first
-// checkpoint of each run.
+// these events do not carry them (the Manager folds its run log in). A
+// run_started event precedes the first checkpoint of each run (and of
+// each state edit: their run id is "").
 //
 // It reads the history once, as raw tuples: their versions, updated
 // channels and pending writes give the edges, and the engine's StateOf

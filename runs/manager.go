@@ -749,9 +749,9 @@ const (
 // (see RetainEvents) hold more than eventBytes in all; beyond that it
 // drops the least recently used from memory. A dropped thread is read
 // back from the registry and its checkpoints when it is next looked at,
-// as after a restart: it lists, opens and resumes as before, but its page
-// no longer shows the durations, attempts and cache hits that only live
-// events carried, and a cursor into its old events gets a full catch-up.
+// as after a restart: it lists, opens and resumes as before (its page
+// reads durations, cache hits and answers from the run log), and a
+// cursor into its old events gets a full catch-up.
 // Without this option the limits are DefaultIdleThreads and
 // DefaultIdleEventBytes. threads must be at least 1, eventBytes at
 // least 0 (NewManager refuses others).

@@ -47,13 +47,15 @@ type recorder struct {
 	mu  sync.Mutex
 	rec RunRecord
 	// at indexes rec.Tasks by step and task id; open holds the tasks
-	// planned or started and not yet ended, in plan order.
-	at   map[string]int
-	open []TaskOutcome
+	// planned or started and not yet ended, by the same key, and order
+	// their keys in plan order (ended ones are skipped when read).
+	at    map[string]int
+	open  map[string]*TaskOutcome
+	order []string
 }
 
 func newRecorder(rec RunRecord) *recorder {
-	return &recorder{rec: rec, at: map[string]int{}}
+	return &recorder{rec: rec, at: map[string]int{}, open: map[string]*TaskOutcome{}}
 }
 
 func taskKey(step int, task string) string { return strconv.Itoa(step) + "-" + task }
@@ -67,19 +69,18 @@ func (r *recorder) observe(ev Event) {
 	defer r.mu.Unlock()
 	key := taskKey(ev.Step, ev.TaskID)
 	switch ev.Kind {
-	case KindTaskPlanned, KindTaskStarted:
-		i := slices.IndexFunc(r.open, func(o TaskOutcome) bool { return o.Step == ev.Step && o.TaskID == ev.TaskID })
-		if i < 0 {
-			i = len(r.open)
-			r.open = append(r.open, TaskOutcome{Step: ev.Step, TaskID: ev.TaskID, Node: ev.Node})
+	case KindTaskPlanned, KindTaskStarted, KindTaskRetried:
+		o := r.open[key]
+		if o == nil {
+			if ev.Kind == KindTaskRetried {
+				return
+			}
+			o = &TaskOutcome{Step: ev.Step, TaskID: ev.TaskID, Node: cutText(ev.Node, MaxNodeNameBytes)}
+			r.open[key] = o
+			r.order = append(r.order, key)
 		}
 		// The attempt a cancelled task was at.
-		r.open[i].Attempts = max(r.open[i].Attempts, ev.Attempt)
-		return
-	case KindTaskRetried:
-		if i := slices.IndexFunc(r.open, func(o TaskOutcome) bool { return o.Step == ev.Step && o.TaskID == ev.TaskID }); i >= 0 {
-			r.open[i].Attempts = max(r.open[i].Attempts, ev.Attempt)
-		}
+		o.Attempts = max(o.Attempts, ev.Attempt)
 		return
 	}
 	out := TaskOutcome{Step: ev.Step, TaskID: ev.TaskID, Node: cutText(ev.Node, MaxNodeNameBytes), Attempts: ev.Attempt}
@@ -98,7 +99,11 @@ func (r *recorder) observe(ev Event) {
 	default:
 		return
 	}
-	r.open = slices.DeleteFunc(r.open, func(o TaskOutcome) bool { return o.Step == ev.Step && o.TaskID == ev.TaskID })
+	delete(r.open, key)
+	if len(r.order) > 2*len(r.open)+64 {
+		// Keep order as long as what is open, not as the run.
+		r.order = slices.DeleteFunc(r.order, func(k string) bool { _, ok := r.open[k]; return !ok })
+	}
 	if i, ok := r.at[key]; ok {
 		r.rec.Tasks[i] = out
 		return
@@ -120,7 +125,13 @@ func (r *recorder) observe(ev Event) {
 func (r *recorder) unfinished() []TaskOutcome {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return slices.Clone(r.open)
+	var out []TaskOutcome
+	for _, k := range r.order {
+		if o, ok := r.open[k]; ok {
+			out = append(out, *o)
+		}
+	}
+	return out
 }
 
 // snapshot is the record as it stands.
