@@ -5,16 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
+	"github.com/go-chi/chi/v5"
 
 	"github.com/superstep-dev/superstep/cache"
 	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/engine"
+	"github.com/superstep-dev/superstep/handlers"
 	"github.com/superstep-dev/superstep/internal/e2e"
 	"github.com/superstep-dev/superstep/runs"
 )
@@ -346,5 +349,51 @@ func TestE2EAnAnswerRetiresTheOtherTabsPanel(t *testing.T) {
 	}
 	if path := evalString(t, b, `location.pathname`); path != "/threads/"+id {
 		t.Fatalf("the stale tab went to %s", path)
+	}
+}
+
+// Item 3, the other way a tab gets the thread's history: a socket the
+// server cannot resume (a cursor of another process) gets the full
+// catch-up, and the page rebuilt from it reads as the rendered page.
+func TestE2EAFullCatchupRebuildsTheSamePage(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	bg := context.Background()
+	const id = "full-catchup"
+	if _, err := f.runs.Start(bg, "approval", id, nil, runs.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.wait(t, id)
+	if _, err := f.runs.ResumeWith(bg, id, true, &runs.ResumeOptions{Origin: runs.OriginThreadPage}); err != nil {
+		t.Fatal(err)
+	}
+	f.wait(t, id)
+	// This server drops the page's cursor from the socket's URL.
+	page := chi.NewRouter()
+	handlers.Routes{Runs: f.runs}.Mount(page)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/threads/"+id+"/ws", func(w http.ResponseWriter, r *http.Request) {
+		r.URL.RawQuery = ""
+		page.ServeHTTP(w, r)
+	})
+	mux.Handle("/", page)
+	srv := httptest.NewServer(handlers.Secure(mux))
+	t.Cleanup(srv.Close)
+
+	ctx := e2e.Browser(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.srv.URL+"/threads/"+id)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the page, live", `body[data-live="1"]`)
+	rendered := evalString(t, ctx, timelineJS)
+	if !strings.Contains(rendered, "|task answered|") || !strings.Contains(rendered, "|task done|") || !strings.Contains(rendered, "answer||review|Asked ") {
+		t.Fatalf("the rendered page lacks the runs:\n%s", rendered)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/threads/"+id)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the page, live after a full catch-up", `body[data-live="1"]`)
+	if rebuilt := evalString(t, ctx, timelineJS); rebuilt != rendered {
+		t.Errorf("the full catch-up rebuilt another page:\nrendered:\n%s\nrebuilt:\n%s", rendered, rebuilt)
 	}
 }

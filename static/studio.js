@@ -25,6 +25,9 @@
   let currentRun = body.dataset.run || "";
   let head = body.dataset.head || "";
   const lineage = new Set();
+  // fullCatchup is set from a catch-up's first run_started to its
+  // caught_up.
+  let fullCatchup = false;
 
   function markNode(name, state) {
     const el = $("n-" + name);
@@ -296,6 +299,18 @@
     }
     switch (ev.kind) {
       case "run_started":
+        if (ev.catchup && !fullCatchup) {
+          // A full catch-up (the server could not resume after our
+          // cursor): it retells the lineage, so the page starts over.
+          fullCatchup = true;
+          $("earlier-runs").textContent = "";
+          $("timeline").textContent = "";
+          $("current-run").textContent = "";
+          document.querySelectorAll("g.gnode").forEach((el) => el.classList.remove(...STATES, "retried"));
+          currentRun = null;
+          lineage.clear();
+          head = "";
+        }
         startRun(ev);
         if (!ev.catchup) setStatus("running", "");
         break;
@@ -319,6 +334,7 @@
         setValues(ev);
         break;
       case "caught_up":
+        fullCatchup = false;
         backoff = firstDelay; // the server has us going again
         if (ev.cursor) cursor = ev.cursor;
         setStatus(ev.status, ev.error);
