@@ -305,6 +305,13 @@ func TestE2EAnswersThroughTheAPIAreInTheTimeline(t *testing.T) {
 	if n := evalString(t, ctx, `String(document.querySelectorAll("#timeline tr.answer script").length)`); n != "0" {
 		t.Fatalf("the question's markup became elements: %s", n)
 	}
+	// Item 3: draft ran before the resume and keeps its colour; the
+	// answered review reads done, not interrupted.
+	for node, want := range map[string]string{"draft": "done", "review": "done"} {
+		if cls, err := e2e.Class(ctx, "n-"+node); err != nil || !strings.Contains(cls, want) || strings.Contains(cls, "interrupted") {
+			t.Errorf("node %s has class %q (%v), want %s", node, cls, err, want)
+		}
+	}
 }
 
 // Item 7: two tabs wait on the same interrupt; one answers; the other's
@@ -349,6 +356,11 @@ func TestE2EAnAnswerRetiresTheOtherTabsPanel(t *testing.T) {
 	}
 	if path := evalString(t, b, `location.pathname`); path != "/threads/"+id {
 		t.Fatalf("the stale tab went to %s", path)
+	}
+	// Live, too, draft keeps its colour from the first run.
+	waitFor(t, b, "the stale tab sees the run end", `body[data-status="idle"]`)
+	if cls, err := e2e.Class(b, "n-draft"); err != nil || !strings.Contains(cls, "done") {
+		t.Errorf("live, node draft has class %q (%v) after the resume, want done", cls, err)
 	}
 }
 
