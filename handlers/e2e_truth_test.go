@@ -268,6 +268,8 @@ func TestE2ELiveTabAndReloadShowTheSameRuns(t *testing.T) {
 	waitFor(t, tab, "the reloaded page, live", `body[data-live="1"]`)
 	reloaded := evalString(t, tab, timelineJS)
 	check("reloaded", reloaded)
+	evalString(t, tab, `document.querySelectorAll("#earlier-runs details").forEach(d => d.open = true); "opened"`)
+	screenshot(t, tab, "thread-runs.png")
 	if reloaded != live {
 		t.Errorf("the reload differs from the live tab:\nlive:\n%s\nreloaded:\n%s", live, reloaded)
 	}
