@@ -31,6 +31,8 @@ type Runner interface {
 	Thread(ctx context.Context, id string) (runs.Thread, error)
 	Start(ctx context.Context, graph, thread string, input map[string]any, opts runs.StartOptions) (runs.Thread, error)
 	Resume(ctx context.Context, thread string, answer any) (runs.Thread, error)
+	// ResumeWith is Resume that records where the answer came from.
+	ResumeWith(ctx context.Context, thread string, answer any, opts *runs.ResumeOptions) (runs.Thread, error)
 	Cancel(ctx context.Context, thread string) error
 	Subscribe(ctx context.Context, thread string) ([]runs.Event, *runs.Subscription, error)
 	// Time travel (checkpoints.go).

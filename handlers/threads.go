@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -82,10 +83,12 @@ type liveRunner interface {
 
 var _ liveRunner = (*runs.Manager)(nil)
 
-// ThreadPage answers GET /threads/{thread}: the graph with the thread's
-// last run overlaid (node states, fired edges), the superstep timeline
-// (with the durations, attempts and cache hits this process saw live),
-// the channel versions and the state at the latest checkpoint, and the
+// ThreadPage answers GET /threads/{thread}: built from the head's lineage
+// (its checkpoints plus the thread's run log, the same events a live tab
+// applies), the graph overlaid (each node's latest state, the last run's
+// fired edges), the superstep timeline grouped by run (earlier runs
+// collapsed; answers, durations, attempts, cache hits and cancelled
+// tasks), the channel versions and the state at the head, and the
 // approval panel when the thread waits for an answer. The page's script
 // then keeps it live over the websocket, resuming after the page's
 // cursor. ?expand= opens subgraph nodes in the drawing as on the graph
@@ -133,6 +136,7 @@ func ThreadPage(rt Routes) http.Handler {
 		}
 		f := fold(evs)
 		v.Tasks, v.Channels, v.Overlay = f.tasks, f.channels, f.overlay
+		v.EarlierRuns, v.Run, v.Head = f.earlier, f.run, f.head
 		v.Overlay.Edges = edges
 		v.Values = f.valueRows(t.ID)
 		v.Pending = pendingViews(t.Pending)
@@ -143,7 +147,13 @@ func ThreadPage(rt Routes) http.Handler {
 // folded is a thread page's state after applying its events in order, as
 // studio.js applies live ones.
 type folded struct {
+	// tasks are the timeline rows of run, the lineage's latest run;
+	// earlier are its earlier runs, oldest first.
 	tasks    []web.TaskRow
+	run      web.RunGroup
+	earlier  []web.RunGroup
+	head     string
+	lineage  []string
 	channels []web.ChannelRow
 	overlay  web.GraphState
 	// values are the values panel's rows by key; valueCkpt the
@@ -154,13 +164,15 @@ type folded struct {
 
 // taskStates maps task event kinds to the timeline's and graph's states.
 var taskStates = map[runs.Kind]string{runs.KindTaskPlanned: "planned", runs.KindTaskStarted: "running", runs.KindTaskRetried: "retried",
-	runs.KindTaskFinished: "done", runs.KindTaskFailed: "failed", runs.KindTaskInterrupted: "interrupted"}
+	runs.KindTaskFinished: "done", runs.KindTaskFailed: "failed", runs.KindTaskInterrupted: "interrupted", runs.KindTaskCancelled: "cancelled"}
 
-// fold turns a thread's events into the timeline (a row per task and
-// step, in order), the channel table (each channel's version, with the
-// channels the last barrier bumped marked), the values panel (keys the
-// last checkpoint changed marked) and the graph overlay of the last run.
-// studio.js applies live events the same way.
+// fold turns a thread's events (the head's lineage, see runs.Catchup and
+// the run log) into the timeline (per run a row per answer, then per task
+// and step, in order; earlier runs apart), the channel table (each
+// channel's version, with the channels the last barrier bumped marked),
+// the values panel (keys the last checkpoint changed marked) and the
+// graph overlay: each node's latest state in the lineage, the edges that
+// fired in the last run. studio.js applies live events the same way.
 func fold(evs []runs.Event) folded {
 	f := folded{values: map[string]runs.ValueChange{}, valueCkpt: map[string]string{}}
 	at := map[string]int{}
@@ -179,12 +191,23 @@ func fold(evs []runs.Event) folded {
 			last = ev.Bumps
 			continue
 		case runs.KindRunStarted:
-			clear(nodes)
+			// A node keeps its colour from an earlier run of the lineage
+			// until a later one runs it again; edges are the run's own.
+			f.startRun(ev)
+			clear(at)
 			clear(retried)
 			fired, now, nowStep = nil, nil, noStep
 			continue
 		case runs.KindCheckpoint:
 			f.applyValues(ev)
+			f.head = ev.Checkpoint
+			f.lineage = append(f.lineage, ev.Checkpoint)
+			continue
+		case runs.KindInterruptAnswered:
+			f.answered(ev)
+			if nodes[ev.Node] == "interrupted" {
+				nodes[ev.Node] = "answered"
+			}
 			continue
 		}
 		state := taskStates[ev.Kind]
@@ -218,7 +241,7 @@ func fold(evs []runs.Event) folded {
 		if !ok {
 			i = len(f.tasks)
 			at[key] = i
-			f.tasks = append(f.tasks, web.TaskRow{Step: ev.Step, Node: node, TaskID: ev.TaskID})
+			f.tasks = append(f.tasks, web.TaskRow{Step: ev.Step, Node: node, TaskID: ev.TaskID, Run: f.run.ID})
 		}
 		row := &f.tasks[i]
 		if ev.Kind == runs.KindTaskFinished && ev.Cached {
@@ -233,10 +256,11 @@ func fold(evs []runs.Event) folded {
 		if len(ev.Triggers) > 0 {
 			row.Triggers = ev.Triggers
 		}
-		// Checkpoints keep no durations: a catch-up event has one only
-		// when this process saw the task finish live.
-		if ev.Kind == runs.KindTaskFinished && (!ev.Catchup || ev.DurationMS > 0) {
-			row.Duration = strconv.FormatFloat(ev.DurationMS, 'f', 1, 64)
+		// Checkpoints keep no durations: a catch-up event has one from
+		// the run log, or when this process saw the task finish live. A
+		// cache hit has none.
+		if ev.Kind == runs.KindTaskFinished && !ev.Cached && (!ev.Catchup || ev.DurationMS > 0) {
+			row.Duration = msText(ev.DurationMS)
 		}
 		if ev.Attempt > 0 {
 			row.Attempts = ev.Attempt
@@ -245,6 +269,7 @@ func fold(evs []runs.Event) folded {
 			row.Error = ev.Error
 		}
 	}
+	f.run.Tasks = f.tasks
 	bumped := map[string]int64{}
 	for _, b := range last {
 		bumped[b.Channel] = b.Old
@@ -255,7 +280,10 @@ func fold(evs []runs.Event) folded {
 		f.channels = append(f.channels, web.ChannelRow{Name: name, Version: v, Old: old, Bumped: ok})
 	}
 	sort.Slice(f.channels, func(i, j int) bool { return f.channels[i].Name < f.channels[j].Name })
-	f.overlay = web.GraphState{Nodes: nodes, Fired: fired, Now: now, Step: nowStep}
+	f.overlay = web.GraphState{Nodes: nodes, Fired: fired, Now: now, Step: nowStep, Lineage: f.lineage}
+	if f.overlay.Lineage == nil {
+		f.overlay.Lineage = []string{}
+	}
 	// The page's script reads the overlay as JSON: lists, never null.
 	if f.overlay.Fired == nil {
 		f.overlay.Fired = [][2]string{}
@@ -268,6 +296,50 @@ func fold(evs []runs.Event) folded {
 	}
 	sort.Strings(f.overlay.Retried)
 	return f
+}
+
+// startRun closes the current run's group (when it has one) and opens
+// ev's.
+func (f *folded) startRun(ev runs.Event) {
+	// A task the run only planned (a breakpoint, a state edit) is the
+	// next run's to run: its row goes with the run that runs it.
+	f.tasks = slices.DeleteFunc(f.tasks, func(r web.TaskRow) bool { return r.Status == "planned" })
+	if f.run.Started != "" || len(f.tasks) > 0 || len(f.run.Answers) > 0 {
+		f.run.Tasks = f.tasks
+		f.earlier = append(f.earlier, f.run)
+	}
+	f.tasks = nil
+	f.run = web.RunGroup{ID: ev.RunID, Kind: string(ev.RunKind), Origin: ev.Origin, Started: when(ev.Time.UTC())}
+}
+
+// answered adds an answer to the current run and marks the interrupted
+// rows of its node, in this run and earlier ones, as answered.
+func (f *folded) answered(ev runs.Event) {
+	a := web.AnswerRow{Node: ev.Node, Answer: ev.Answer, Origin: ev.Origin, At: when(ev.Time.UTC())}
+	if len(ev.Interrupts) > 0 {
+		a.ID, a.Question = ev.Interrupts[0].ID, ev.Interrupts[0].Preview
+	}
+	f.run.Answers = append(f.run.Answers, a)
+	mark := func(rows []web.TaskRow) {
+		for i := range rows {
+			if rows[i].Status == "interrupted" && (ev.Node == "" || rows[i].Node == ev.Node) {
+				rows[i].Status = "answered"
+			}
+		}
+	}
+	mark(f.tasks)
+	for i := range f.earlier {
+		mark(f.earlier[i].Tasks)
+	}
+}
+
+// msText writes a duration in milliseconds to a tenth, rounding half up
+// on the whole microseconds events carry: studio.js writes live
+// durations by the same rule, so a reload reads as the live tab did.
+func msText(ms float64) string {
+	us := int64(math.Round(ms * 1000))
+	t := (us + 50) / 100
+	return strconv.FormatInt(t/10, 10) + "." + strconv.FormatInt(t%10, 10)
 }
 
 // applyValues applies a checkpoint event's values update: the marks of
@@ -349,7 +421,7 @@ func ResumeRun(rt Routes) http.Handler {
 		if iid := r.PostForm.Get("interrupt_id"); iid != "" {
 			answer = runs.ByID{iid: answer}
 		}
-		if _, err := rt.Runs.Resume(r.Context(), id, answer); err != nil {
+		if _, err := rt.Runs.ResumeWith(r.Context(), id, answer, &runs.ResumeOptions{Origin: runs.OriginThreadPage}); err != nil {
 			fail(w, r, rt.Logger, err)
 			return
 		}

@@ -18,10 +18,11 @@ import (
 const CatchupLimit = 200
 
 // Subscribe registers a subscriber to the thread's events. It returns the
-// catch-up first: the thread's checkpoints so far (the latest
-// CatchupLimit), oldest first, as events with Catchup set, with the
-// details only live events carry (durations, attempts, cache hits) merged
-// in from the thread's retained events, ending with a caught_up event
+// catch-up first: the head's lineage (at most CatchupLimit checkpoints),
+// oldest first, as events with Catchup set, with the details checkpoints
+// do not keep folded in from the run log (answers, durations, attempts,
+// cache hits, cancelled tasks; see withRunLog) and from the thread's
+// retained events, ending with a caught_up event
 // carrying the thread's status and a cursor; then the live events arrive
 // on sub.C. The subscriber is registered before the checkpoints are read,
 // so nothing is missed: an event of a step that is both in the catch-up
@@ -113,8 +114,12 @@ func (m *Manager) history(ctx context.Context, threadID string, h *hub) ([]Event
 	if err != nil {
 		return nil, err
 	}
+	recs, err := m.runLogOf(ctx, threadID)
+	if err != nil {
+		return nil, fmt.Errorf("runs: read the run log of thread %q: %w", threadID, err)
+	}
 	live := h.retained()
-	evs = withSubgraphTasks(mergeDetails(evs, live), live)
+	evs = withSubgraphTasks(withRunLog(mergeDetails(evs, live), recs), live)
 	if info.Status == StatusRunning {
 		evs = append(evs, running(evs)...)
 	}
@@ -268,15 +273,17 @@ func (m *Manager) Subscribers(threadID string) int {
 	return t.hub.count()
 }
 
-// Catchup rebuilds a thread's history as events, oldest first: for each
-// checkpoint a barrier (the channels whose version it bumped against its
+// Catchup rebuilds the history of a thread's head as events, oldest
+// first: the latest checkpoint's lineage (its parent chain, see lineage),
+// so a fork's abandoned branch is left out. For each checkpoint a barrier (the channels whose version it bumped against its
 // parent, old → new) and a checkpoint event, then the tasks planned from
 // it with the edges that caused them and their outcome when they ran
 // (finished, failed, interrupted). The last checkpoint event carries the
 // whole state, previewed (Reset), marked with the keys its step changed.
 // Durations, attempts and cache hits are not stored in checkpoints, so
-// these events do not carry them. A run_started event precedes the first
-// checkpoint of each run.
+// these events do not carry them (the Manager folds its run log in). A
+// run_started event precedes the first checkpoint of each run (and of
+// each state edit: their run id is "").
 //
 // It reads the history once, as raw tuples: their versions, updated
 // channels and pending writes give the edges, and the engine's StateOf
@@ -290,6 +297,10 @@ func Catchup(ctx context.Context, g engine.Compiled, threadID string) ([]Event, 
 	tups, err := saver.List(ctx, checkpoints.ListQuery{ThreadID: threadID}, checkpoints.ListOptions{Limit: CatchupLimit})
 	if err != nil {
 		return nil, fmt.Errorf("runs: list checkpoints of thread %q: %w", threadID, err)
+	}
+	tups, err = lineage(ctx, saver, tups)
+	if err != nil {
+		return nil, fmt.Errorf("runs: lineage of thread %q: %w", threadID, err)
 	}
 	versions := make(map[string]map[string]int64, len(tups))
 	for _, tup := range tups {
@@ -336,16 +347,21 @@ func Catchup(ctx context.Context, g engine.Compiled, threadID string) ([]Event, 
 			return nil, fmt.Errorf("runs: state of checkpoint %q of thread %q: %w", id, threadID, err)
 		}
 		ev := base
-		ev.Kind, ev.Step, ev.Checkpoint, ev.Source = KindCheckpoint, md.Step, id, string(md.Source)
+		ev.Kind, ev.Step, ev.Checkpoint, ev.Source, ev.Parent = KindCheckpoint, md.Step, id, string(md.Source), parentID
 		ev.Next = snap.Next
 		lastOps, _ = vals.next(id, parentID, snap.Values)
 		lastCkpt, lastValues = len(out), snap.Values
 		out = append(out, ev)
 		plan := edges.planned(catchupTasks(snap.Tasks, tup.Checkpoint.UpdatedChannels, &edges, trig))
 		names := make(map[string]string, len(snap.Tasks))
+		// When the lineage goes on from this checkpoint by an edit or a
+		// fork rather than by its own step, what its tasks wrote belongs
+		// to the abandoned branch: those tasks are left out. (A task
+		// that was interrupted or failed wrote nothing, and stays.)
+		superseded := i > 0 && tups[i-1].Metadata.Source != checkpoints.SourceLoop
 		for _, ts := range snap.Tasks {
 			names[ts.ID] = ts.Name
-			if ts.Name == engine.Start {
+			if ts.Name == engine.Start || superseded && ts.Error == "" && len(ts.Interrupts) == 0 && ts.Result != nil {
 				continue
 			}
 			te := base
@@ -372,7 +388,7 @@ func Catchup(ctx context.Context, g engine.Compiled, threadID string) ([]Event, 
 		// The writes of the tasks planned here feed the next step's edges.
 		for _, w := range tup.PendingWrites {
 			node, ok := names[w.TaskID]
-			if !ok {
+			if !ok || superseded {
 				continue
 			}
 			if w.Channel == checkpoints.TasksChannel {
@@ -386,6 +402,40 @@ func Catchup(ctx context.Context, g engine.Compiled, threadID string) ([]Event, 
 	}
 	if lastCkpt >= 0 {
 		out[lastCkpt].Values, out[lastCkpt].Reset = renderValues(lastValues, lastOps, true), true
+	}
+	return out, nil
+}
+
+// lineage is the head's own history, newest first: the thread's latest
+// checkpoint (tups[0]) and its parents, up to CatchupLimit of them. A
+// fork leaves the abandoned branch out, so a page never mixes the steps
+// of two branches. Parents not among tups (a long abandoned branch pushed
+// them out of the newest CatchupLimit) are read one by one.
+func lineage(ctx context.Context, saver checkpoints.Saver, tups []*checkpoints.Tuple) ([]*checkpoints.Tuple, error) {
+	if len(tups) == 0 {
+		return tups, nil
+	}
+	byID := make(map[string]*checkpoints.Tuple, len(tups))
+	for _, t := range tups {
+		byID[t.Config.CheckpointID] = t
+	}
+	out := []*checkpoints.Tuple{tups[0]}
+	for len(out) < CatchupLimit {
+		p := out[len(out)-1].ParentConfig
+		if p == nil || p.CheckpointID == "" {
+			break
+		}
+		t, ok := byID[p.CheckpointID]
+		if !ok {
+			var err error
+			if t, err = saver.Get(ctx, *p); err != nil {
+				return nil, err
+			}
+			if t == nil {
+				break
+			}
+		}
+		out = append(out, t)
 	}
 	return out, nil
 }

@@ -24,9 +24,18 @@ const (
 	KindTaskFinished    Kind = "task_finished"
 	KindTaskFailed      Kind = "task_failed"
 	KindTaskInterrupted Kind = "task_interrupted"
-	KindBarrier         Kind = "barrier"
-	KindCheckpoint      Kind = "checkpoint"
-	KindRunFinished     Kind = "run_finished"
+	// KindTaskCancelled: a task at work when its run ended without it (a
+	// sibling failed, or the run was cancelled). The engine says nothing
+	// of such a task; the Manager reports it before run_finished.
+	KindTaskCancelled Kind = "task_cancelled"
+	// KindInterruptAnswered: a resume answered a pending interrupt (one
+	// event per interrupt; without Interrupts, a breakpoint continued).
+	// It follows the resume's run_started; open tabs retire their
+	// approval panels on it.
+	KindInterruptAnswered Kind = "interrupt_answered"
+	KindBarrier           Kind = "barrier"
+	KindCheckpoint        Kind = "checkpoint"
+	KindRunFinished       Kind = "run_finished"
 	// KindCaughtUp ends the catch-up a subscriber gets on Subscribe: what
 	// follows is live.
 	KindCaughtUp Kind = "caught_up"
@@ -94,8 +103,11 @@ type Event struct {
 	Bumps      []Bump      `json:"bumps,omitempty"`
 	Interrupts []Interrupt `json:"interrupts,omitempty"`
 	Checkpoint string      `json:"checkpoint,omitempty"`
-	Source     string      `json:"source,omitempty"`
-	Next       []string    `json:"next,omitempty"`
+	// Parent is, on a checkpoint event, the checkpoint's parent: a page
+	// whose last checkpoint is not it has been left on another branch.
+	Parent string   `json:"parent,omitempty"`
+	Source string   `json:"source,omitempty"`
+	Next   []string `json:"next,omitempty"`
 	// Edges are, on a task_planned event, the graph edges that caused the
 	// task: from each task that wrote the channel that triggered it (or
 	// sent it), to its node. See firedEdges.
@@ -109,6 +121,13 @@ type Event struct {
 	// Cursor is, on a caught_up event, where the subscriber stands in the
 	// thread's live log: pass it to SubscribeFrom to resume after it.
 	Cursor string `json:"cursor,omitempty"`
+	// RunKind is, on a run_started event, how the run started (start,
+	// resume, rerun); Origin, there and on interrupt_answered, the page
+	// or API it came through. Answer is an interrupt_answered event's
+	// answer, previewed.
+	RunKind RunKind `json:"run_kind,omitempty"`
+	Origin  string  `json:"origin,omitempty"`
+	Answer  string  `json:"answer,omitempty"`
 	// Status is the thread's status after a run_finished event.
 	Status Status    `json:"status,omitempty"`
 	Time   time.Time `json:"time"`
@@ -276,7 +295,7 @@ func subgraphPath(ns string) (path, root string) {
 
 func isTaskKind(k Kind) bool {
 	switch k {
-	case KindTaskPlanned, KindTaskStarted, KindTaskRetried, KindTaskFinished, KindTaskFailed, KindTaskInterrupted:
+	case KindTaskPlanned, KindTaskStarted, KindTaskRetried, KindTaskFinished, KindTaskFailed, KindTaskInterrupted, KindTaskCancelled:
 		return true
 	}
 	return false
@@ -362,6 +381,9 @@ func fromEngine(thread, runID string, ev engine.Event, now time.Time) (out []Eve
 		x := base
 		x.Kind, x.Step = KindCheckpoint, e.Metadata.Step
 		x.Checkpoint, x.Source, x.Next = e.Config.CheckpointID, string(e.Metadata.Source), e.Next
+		if e.Parent != nil {
+			x.Parent = e.Parent.CheckpointID
+		}
 		return []Event{x}
 	}
 	return nil

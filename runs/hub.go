@@ -42,11 +42,12 @@ func (s *Subscription) Close() {
 	s.hub.remove(s, false)
 }
 
-// Retention of a thread's live events (the thread page's durations,
-// attempts, cache hits and retries exist only in them): the hub keeps the
-// latest RetainEvents events of each thread, and fewer when they hold
-// more than RetainBytes of JSON. A process restart loses them; pages then
-// show what checkpoints keep.
+// Retention of a thread's live events (a reconnecting tab resumes from
+// them; the triggers, edges and subgraph tasks a catch-up cannot rebuild
+// from checkpoints come from them): the hub keeps the latest RetainEvents
+// events of each thread, and fewer when they hold more than RetainBytes
+// of JSON. A process restart loses them; pages then show what checkpoints
+// and the run log (RunLog) keep.
 const (
 	RetainEvents = 10_000
 	RetainBytes  = 8 << 20
@@ -226,7 +227,7 @@ func (e *Event) size() int {
 	if e.encoded != nil {
 		return len(e.encoded) + 256
 	}
-	n := 256 + len(e.Node) + len(e.Path) + len(e.TaskID) + len(e.Error) + len(e.Checkpoint) + len(e.RunID)
+	n := 256 + len(e.Node) + len(e.Path) + len(e.TaskID) + len(e.Error) + len(e.Checkpoint) + len(e.RunID) + len(e.Parent) + len(e.Origin) + len(e.Answer)
 	for _, list := range [...][]string{e.Triggers, e.Writes, e.Next} {
 		for _, s := range list {
 			n += 16 + len(s)

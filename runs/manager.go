@@ -114,7 +114,9 @@ type Manager struct {
 	now    func() time.Time
 	// store is the thread registry every status change is written to,
 	// and the truth for every thread this process does not hold.
-	store   ThreadStore
+	store ThreadStore
+	// runLog keeps each run's details checkpoints do not (RunLog).
+	runLog  RunLog
 	onError func(error)
 	// idleThreads and idleBytes bound the threads held while nobody uses
 	// them (WithIdleLimits).
@@ -153,8 +155,11 @@ type thread struct {
 	// refused meanwhile, as they are while a run is active.
 	updating bool
 	hub      *hub
-	cancel   context.CancelFunc
-	done     chan struct{} // closed when the active run ends
+	// run records the active run (or the last, until its record is
+	// written to the run log).
+	run    *recorder
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the active run ends
 	// starting is set while the active run has not yet saved a
 	// checkpoint or planned a step; cancelAsked is a Cancel that came
 	// then, carried out once the run has started (see Cancel).
@@ -190,6 +195,9 @@ func NewManager(graphs map[string]engine.Compiled, opts ...ManagerOption) (*Mana
 	}
 	if m.store == nil {
 		m.store = NewMemoryThreads()
+	}
+	if m.runLog == nil {
+		m.runLog = NewMemoryRunLog()
 	}
 	if m.idleThreads < 1 || m.idleBytes < 0 {
 		return nil, fmt.Errorf("runs: idle limits of %d threads and %d event bytes: keep at least 1 thread and 0 bytes", m.idleThreads, m.idleBytes)
@@ -339,7 +347,7 @@ func (m *Manager) Start(ctx context.Context, graph, threadID string, input map[s
 	if err := storable("input", input); err != nil {
 		return Thread{}, err
 	}
-	return m.launch(ctx, g, graph, threadID, engine.Update(input), opts, "", "")
+	return m.launch(ctx, launchRequest{g: g, graph: graph, thread: threadID, input: engine.Update(input), opts: opts, kind: RunStart})
 }
 
 // ByID answers several interrupts at once, keyed by interrupt id.
@@ -349,8 +357,16 @@ type ByID map[string]any
 // pending interrupt's Interrupt call returns, or a ByID map answering
 // interrupts by id (needed when several are pending). A run stopped at a
 // static breakpoint continues with a nil answer. Resume reuses the last
-// run's options (breakpoints and recursion limit).
+// run's options (breakpoints and recursion limit). It is ResumeWith
+// without options: the answer's origin shows as OriginAPI.
 func (m *Manager) Resume(ctx context.Context, threadID string, answer any) (Thread, error) {
+	return m.ResumeWith(ctx, threadID, answer, nil)
+}
+
+// ResumeWith is Resume with options (nil for none): opts.Origin is
+// recorded with the answers, in the thread's run log and in the
+// interrupt_answered events every open tab receives.
+func (m *Manager) ResumeWith(ctx context.Context, threadID string, answer any, opts *ResumeOptions) (Thread, error) {
 	info, err := m.Thread(ctx, threadID)
 	if err != nil {
 		return Thread{}, err
@@ -391,7 +407,12 @@ func (m *Manager) Resume(ctx context.Context, threadID string, answer any) (Thre
 	if err != nil {
 		return Thread{}, err
 	}
-	return m.launch(ctx, g, info.Graph, threadID, input, info.Options, info.RunID, "")
+	origin := ""
+	if opts != nil {
+		origin = cutText(opts.Origin, MaxOriginBytes)
+	}
+	return m.launch(ctx, launchRequest{g: g, graph: info.Graph, thread: threadID, input: input, opts: info.Options, resumeOf: info.RunID,
+		kind: RunResume, origin: origin, answers: answersOf(info.Pending, answer, origin, Stamp(m.now()))})
 }
 
 // storable refuses a value no checkpointer can store (a NUL in a string,
@@ -501,13 +522,35 @@ func innerNode(topo engine.Topology, q string) bool {
 	return false
 }
 
+// launchRequest is a run to launch. resumeOf, when set, is the
+// interrupted run a resume continues; the thread must still be waiting on
+// it. checkpointID, when set, runs from that checkpoint instead of the
+// thread's latest. kind, origin and answers go to the run log.
+type launchRequest struct {
+	g                              engine.Compiled
+	graph, thread                  string
+	input                          any
+	opts                           StartOptions
+	resumeOf, checkpointID, origin string
+	kind                           RunKind
+	answers                        []Answer
+}
+
 // launch claims the thread, starts the run in the background and waits
 // until it has got going (saved a checkpoint or planned a step: its input
-// was accepted) or ended. resumeOf, when set, is the interrupted run a
-// resume continues; the thread must still be waiting on it. checkpointID,
-// when set, runs from that checkpoint instead of the thread's latest.
-func (m *Manager) launch(ctx context.Context, g engine.Compiled, graph, threadID string, input any, opts StartOptions, resumeOf, checkpointID string) (Thread, error) {
+// was accepted) or ended.
+func (m *Manager) launch(ctx context.Context, req launchRequest) (Thread, error) {
+	g, graph, threadID, input, opts, resumeOf, checkpointID := req.g, req.graph, req.thread, req.input, req.opts, req.resumeOf, req.checkpointID
 	runID := uuid.NewString()
+	from := checkpointID
+	if from == "" {
+		head, err := headCheckpoint(ctx, g, threadID)
+		if err != nil {
+			return Thread{}, err
+		}
+		from = head
+	}
+	rec := newRecorder(RunRecord{Thread: threadID, RunID: runID, Kind: req.kind, From: from, Origin: req.origin, Started: Stamp(m.now()), Status: StatusRunning, Answers: req.answers})
 	// A thread of an earlier process (or an evicted one) is loaded
 	// first, so the checks below (its graph, whether it waits on
 	// resumeOf) see its record.
@@ -545,6 +588,7 @@ func (m *Manager) launch(ctx context.Context, g engine.Compiled, graph, threadID
 	}
 	runCtx, cancel := context.WithCancel(m.base)
 	t.cancel, t.done = cancel, make(chan struct{})
+	t.run = rec
 	t.starting, t.cancelAsked = true, false
 	t.info = Thread{ID: threadID, Graph: graph, Status: StatusRunning, Updated: Stamp(m.now()), RunID: runID, Options: opts}
 	t.changes++
@@ -578,6 +622,7 @@ func (m *Manager) launch(ctx context.Context, g engine.Compiled, graph, threadID
 					// here, in the run's own goroutine, so it always
 					// precedes the write of how the run ended.)
 					m.persist(t)
+					m.saveRun(rec.snapshot())
 					m.mu.Lock()
 					t.starting = false
 					if t.cancelAsked {
@@ -588,7 +633,18 @@ func (m *Manager) launch(ctx context.Context, g engine.Compiled, graph, threadID
 				progressed = true
 			}
 			if evs := conv.convert(ev, m.now()); len(evs) > 0 {
+				for i := range evs {
+					if evs[i].Kind == KindRunStarted {
+						// The run log's start time, so a reload titles the
+						// run as the live tab did.
+						evs[i].RunKind, evs[i].Origin, evs[i].Time = req.kind, originText(req.origin), rec.rec.Started
+					}
+					rec.observe(evs[i])
+				}
 				t.hub.publish(evs...)
+				if _, ok := ev.(engine.RunStarted); ok && len(req.answers) > 0 {
+					t.hub.publish(answerEvents(threadID, runID, req.answers)...)
+				}
 			}
 			if progressed {
 				markStarted()
@@ -602,7 +658,7 @@ func (m *Manager) launch(ctx context.Context, g engine.Compiled, graph, threadID
 		defer cancel()
 		_, err := g.Pregel().Invoke(runCtx, input, ro)
 		runErr = err
-		m.finish(t, runID, err, !progressed, prev, prevChanges)
+		m.finish(t, rec, err, !progressed, prev, prevChanges)
 		close(done)
 		markStarted()
 	}()
@@ -645,7 +701,8 @@ func rejection(err error) error {
 // an existing one (prev) gets its previous record back. Either way the
 // registry already holds what it should (nothing, or prev), so nothing
 // is written.
-func (m *Manager) finish(t *thread, runID string, err error, rejected bool, prev *Thread, prevChanges uint64) {
+func (m *Manager) finish(t *thread, rec *recorder, err error, rejected bool, prev *Thread, prevChanges uint64) {
+	runID := rec.rec.RunID
 	m.mu.Lock()
 	threadID := t.info.ID
 	if rejected && err != nil {
@@ -654,7 +711,7 @@ func (m *Manager) finish(t *thread, runID string, err error, rejected bool, prev
 			t.info, t.changes = *prev, prevChanges
 			status = prev.Status
 		}
-		t.cancel = nil
+		t.cancel, t.run = nil, nil
 		t.hub.publish(Event{Kind: KindRunFinished, Thread: threadID, RunID: runID, Status: status, Error: "rejected: " + err.Error(), Time: m.now()})
 		if prev == nil && m.threads[threadID] == t {
 			// The thread never existed: its subscribers are told, then
@@ -688,6 +745,16 @@ func (m *Manager) finish(t *thread, runID string, err error, rejected bool, prev
 		info.Status, info.Error = StatusError, cleanText(err.Error())
 	}
 	t.cancel = nil
+	if info.Error != "" {
+		// The engine says nothing of the tasks a failure or a cancel cut
+		// short: they were cancelled, and the page says so.
+		for _, o := range rec.unfinished() {
+			c := Event{Kind: KindTaskCancelled, Thread: threadID, Step: o.Step, Node: o.Node, TaskID: o.TaskID, Attempt: o.Attempts, Time: info.Updated}
+			rec.observe(c)
+			t.hub.publish(c)
+		}
+	}
+	rec.end(info.Status, info.Error, info.Updated)
 	ev := Event{Kind: KindRunFinished, Thread: threadID, RunID: runID, Status: info.Status, Error: info.Error, Time: info.Updated}
 	ev.Interrupts = previews(info.Pending)
 	// Published, and the record to write taken, before the thread is let
@@ -695,12 +762,17 @@ func (m *Manager) finish(t *thread, runID string, err error, rejected bool, prev
 	// write must be of this run's end, not of whatever claims the thread
 	// next.
 	t.hub.publish(ev)
-	rec, changes := m.record(t.info), t.changes
+	threadRec, changes := m.record(t.info), t.changes
 	m.mu.Unlock()
-	m.write(t, rec, changes)
+	m.write(t, threadRec, changes)
+	// Until its record is written, a page reads the run from rec.
+	m.saveRun(rec.snapshot())
 	t.hub.settle()
 	// The thread may be idle now: the bounds count it.
 	m.mu.Lock()
+	if t.run == rec {
+		t.run = nil
+	}
 	m.evictLocked(nil)
 	m.mu.Unlock()
 }
@@ -756,6 +828,13 @@ func WithThreadStore(s ThreadStore) ManagerOption {
 	return func(m *Manager) { m.store = s }
 }
 
+// WithRunLog keeps the threads' run logs in l (Postgres: pgthreads.RunLog),
+// so a page reloaded after a restart still shows cache hits, cancelled
+// tasks, durations and answers. Without it the log is in memory.
+func WithRunLog(l RunLog) ManagerOption {
+	return func(m *Manager) { m.runLog = l }
+}
+
 // WithErrorHandler receives the errors the Manager cannot return to a
 // caller: a run's status that could not be written to the registry (the
 // Manager goes on with the status it holds, and keeps the thread in
@@ -777,9 +856,9 @@ const (
 // (see RetainEvents) hold more than eventBytes in all; beyond that it
 // drops the least recently used from memory. A dropped thread is read
 // back from the registry and its checkpoints when it is next looked at,
-// as after a restart: it lists, opens and resumes as before, but its page
-// no longer shows the durations, attempts and cache hits that only live
-// events carried, and a cursor into its old events gets a full catch-up.
+// as after a restart: it lists, opens and resumes as before (its page
+// reads durations, cache hits and answers from the run log), and a
+// cursor into its old events gets a full catch-up.
 // Without this option the limits are DefaultIdleThreads and
 // DefaultIdleEventBytes. threads must be at least 1, eventBytes at
 // least 0 (NewManager refuses others).

@@ -122,5 +122,5 @@ func (m *Manager) RunFrom(ctx context.Context, threadID, checkpointID string) (T
 	if err != nil {
 		return Thread{}, err
 	}
-	return m.launch(ctx, g, info.Graph, threadID, nil, info.Options, "", checkpointID)
+	return m.launch(ctx, launchRequest{g: g, graph: info.Graph, thread: threadID, opts: info.Options, checkpointID: checkpointID, kind: RunFromCheckpoint})
 }

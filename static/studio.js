@@ -14,10 +14,20 @@
   const renderedStatus = body.dataset.status;
   const thread = body.dataset.thread;
   if (!thread) return;
-  const STATES = ["planned", "running", "done", "cached", "failed", "interrupted"];
+  const STATES = ["planned", "running", "done", "cached", "failed", "cancelled", "interrupted", "answered"];
   const $ = (id) => document.getElementById(id);
   // Where this page stands in the thread's live events ("<epoch>:<seq>").
   let cursor = body.dataset.cursor || "";
+  // The run whose rows #timeline holds, and the last checkpoint of the
+  // branch the page shows (see handlers.ThreadPage): a live checkpoint on
+  // another branch (a fork) reloads the page, which the server builds
+  // from the new head's lineage.
+  let currentRun = body.dataset.run || "";
+  let head = body.dataset.head || "";
+  const lineage = new Set();
+  // fullCatchup is set from a catch-up's first run_started to its
+  // caught_up.
+  let fullCatchup = false;
 
   function markNode(name, state) {
     const el = $("n-" + name);
@@ -25,10 +35,124 @@
     if (state !== "retried") el.classList.remove(...STATES);
     el.classList.add(state);
   }
-  function clearNodes() {
-    document.querySelectorAll("g.gnode").forEach((el) => el.classList.remove(...STATES, "retried"));
+  // A new run keeps the nodes' colours (an earlier run of the lineage
+  // ran them) and starts its own fired edges.
+  function clearEdges() {
     document.querySelectorAll("g.gedge.fired").forEach((el) => el.classList.remove("fired", "fired-now"));
     nowStep = null;
+  }
+  // Run titles and times as the server writes them (web.runTitle).
+  function utc(t) {
+    const d = new Date(t);
+    return isNaN(d) ? "" : d.toISOString().slice(0, 19).replace("T", " ");
+  }
+  function runTitle(ev) {
+    const kind = ev.run_kind || "";
+    let s = { resume: "Resume", rerun: "Re-run" }[kind] || (kind === "start" || kind === "" ? (ev.run ? "Run" : "State edit") : kind);
+    s += " · " + utc(ev.time) + " UTC";
+    if (kind === "resume" && ev.origin) s += " · via " + ev.origin;
+    return s;
+  }
+  // startRun moves the rows of the run the page shows into a collapsed
+  // group above it, and makes ev's run the current one.
+  function startRun(ev) {
+    const run = ev.run || "";
+    if (run === currentRun || $("run-" + run)) return;
+    // A task the run only planned is the next run's to run (as the
+    // server folds it).
+    for (const r of Array.from($("timeline").rows)) if (r.classList.contains("planned")) r.remove();
+    const rows = Array.from($("timeline").rows);
+    const title = $("current-run").textContent;
+    if (rows.length || title) {
+      const d = document.createElement("details");
+      d.className = "run";
+      d.id = "run-" + currentRun;
+      d.dataset.run = currentRun;
+      const sum = document.createElement("summary");
+      sum.textContent = title + " ";
+      const n = document.createElement("span");
+      n.className = "muted";
+      const count = rows.filter((r) => r.classList.contains("task")).length;
+      n.textContent = "(" + count + (count === 1 ? " task)" : " tasks)");
+      sum.appendChild(n);
+      d.appendChild(sum);
+      const table = document.createElement("table");
+      table.className = "list";
+      table.appendChild($("timeline-table").tHead.cloneNode(true));
+      const tb = document.createElement("tbody");
+      for (const r of rows) tb.appendChild(r);
+      table.appendChild(tb);
+      d.appendChild(table);
+      $("earlier-runs").appendChild(d);
+    }
+    currentRun = run;
+    body.dataset.run = run;
+    $("current-run").textContent = runTitle(ev);
+    clearEdges();
+  }
+  // An answer: a row in the run it resumed, the interrupted rows of its
+  // node marked answered, and every other tab's approval panel retired.
+  function answered(ev) {
+    const intr = (ev.interrupts || [])[0];
+    const id = "answer-" + (ev.run || "") + "-" + (intr ? intr.id : "continue");
+    if ($(id)) return; // a catch-up repeating what the page shows
+    const tr = document.createElement("tr");
+    tr.id = id;
+    tr.className = "answer";
+    cells(tr, ["num", "", "answer-text"]);
+    tr.cells[1].textContent = ev.node || "";
+    const td = tr.cells[2];
+    td.colSpan = 5;
+    const span = (cls, text, code) => {
+      const el = document.createElement("span");
+      el.className = cls;
+      el.textContent = text;
+      if (code !== undefined) {
+        const c = document.createElement("code");
+        c.textContent = code;
+        el.appendChild(c);
+      }
+      if (td.firstChild) td.appendChild(document.createTextNode(" "));
+      td.appendChild(el);
+    };
+    if (intr) {
+      span("question", "Asked ", intr.preview || "");
+      span("reply", "answered ", ev.answer || "");
+    } else span("reply", "Continued from a breakpoint");
+    span("via", "via " + (ev.origin || ""));
+    span("at", "at " + utc(ev.time) + " UTC");
+    const first = Array.from($("timeline").rows).find((r) => !r.classList.contains("answer"));
+    $("timeline").insertBefore(tr, first || null);
+    document.querySelectorAll("tr.task.interrupted").forEach((r) => {
+      if (!ev.node || r.cells[1].textContent === ev.node) {
+        r.classList.replace("interrupted", "answered");
+        r.cells[3].textContent = "answered";
+      }
+    });
+    const n = ev.node && $("n-" + ev.node);
+    if (n && n.classList.contains("interrupted")) markNode(ev.node, "answered");
+    if (!ev.catchup) retireApproval(ev);
+  }
+  // retireApproval closes a stale approval panel: the interrupt it asks
+  // about was answered (here or in another tab), so its buttons can no
+  // longer send a second answer, and it says who answered and when.
+  function retireApproval(ev) {
+    const panel = $("approval");
+    if (!panel) return;
+    panel.classList.add("retired");
+    panel.dataset.retired = "1";
+    panel.querySelectorAll("button, input, textarea, select").forEach((el) => { el.disabled = true; });
+    panel.querySelectorAll("form").forEach((f) => f.addEventListener("submit", (e) => e.preventDefault()));
+    let note = $("approval-retired");
+    if (!note) {
+      note = document.createElement("p");
+      note.id = "approval-retired";
+      note.className = "retired-notice";
+      note.setAttribute("role", "status");
+      panel.prepend(note);
+    }
+    const what = ev.interrupts && ev.interrupts.length ? "Answered" : "Continued";
+    note.textContent = what + " via " + (ev.origin || "API") + " at " + utc(ev.time) + " UTC. This panel is closed.";
   }
   // Fired edges: the page's edge index gives each edge's element ids by
   // its ends (node names may hold "-", so ids are never taken apart); a
@@ -54,7 +178,7 @@
     }
   }
   function setTask(ev, node, state) {
-    const id = "task-" + ev.step + "-" + ev.task;
+    const id = "task-" + ev.step + "-" + ev.task + "-r" + currentRun;
     let tr = $(id);
     if (!tr) {
       tr = document.createElement("tr");
@@ -71,9 +195,15 @@
     if (ev.triggers) tr.cells[2].textContent = ev.triggers.join(", ");
     // Checkpoints do not keep durations: live events carry them, and a
     // catch-up has them for tasks the server saw finish.
-    if (ev.kind === "task_finished" && (!ev.catchup || ev.ms !== undefined)) tr.cells[4].textContent = (ev.ms || 0).toFixed(1);
+    if (ev.kind === "task_finished" && !ev.cached && (!ev.catchup || ev.ms !== undefined)) tr.cells[4].textContent = msText(ev.ms || 0);
     if (ev.attempt) tr.cells[5].textContent = ev.attempt;
     if (ev.error) tr.cells[6].textContent = ev.error;
+  }
+  // A duration to a tenth of a millisecond, half up on whole microseconds,
+  // as the server writes it (handlers' msText).
+  function msText(ms) {
+    const t = Math.floor((Math.round(ms * 1000) + 50) / 100);
+    return Math.floor(t / 10) + "." + (t % 10);
   }
   function bumps(list) {
     document.querySelectorAll("#channels tr.bumped").forEach((tr) => {
@@ -89,7 +219,9 @@
         const code = document.createElement("code");
         code.textContent = b.channel;
         tr.cells[0].appendChild(code);
-        $("channels").appendChild(tr);
+        // Sorted by name, as the server renders the table.
+        const after = Array.from($("channels").rows).find((r) => r.id > tr.id);
+        $("channels").insertBefore(tr, after || null);
       }
       tr.cells[1].textContent = b.new;
       tr.cells[2].textContent = b.old + " → " + b.new;
@@ -151,7 +283,7 @@
     err.textContent = error || "";
     err.hidden = !error;
   }
-  const taskState = { task_planned: "planned", task_started: "running", task_retried: "retried", task_failed: "failed", task_interrupted: "interrupted" };
+  const taskState = { task_planned: "planned", task_started: "running", task_retried: "retried", task_failed: "failed", task_cancelled: "cancelled", task_interrupted: "interrupted" };
   function apply(ev) {
     if (ev.seq && cursor) cursor = cursor.split(":")[0] + ":" + ev.seq;
     if (ev.kind in taskState || ev.kind === "task_finished") {
@@ -167,16 +299,42 @@
     }
     switch (ev.kind) {
       case "run_started":
-        clearNodes();
+        if (ev.catchup && !fullCatchup) {
+          // A full catch-up (the server could not resume after our
+          // cursor): it retells the lineage, so the page starts over.
+          fullCatchup = true;
+          $("earlier-runs").textContent = "";
+          $("timeline").textContent = "";
+          $("current-run").textContent = "";
+          document.querySelectorAll("g.gnode").forEach((el) => el.classList.remove(...STATES, "retried"));
+          currentRun = null;
+          lineage.clear();
+          head = "";
+        }
+        startRun(ev);
         if (!ev.catchup) setStatus("running", "");
+        break;
+      case "interrupt_answered":
+        answered(ev);
         break;
       case "barrier":
         bumps(ev.bumps);
         break;
       case "checkpoint":
+        if (!ev.catchup && !lineage.has(ev.checkpoint)) {
+          // Another branch, or a state edit (a run of its own): the
+          // server rebuilds the page from the new head's lineage.
+          if ((ev.parent && head && ev.parent !== head) || ev.source === "update" || ev.source === "fork") {
+            location.reload();
+            return;
+          }
+        }
+        lineage.add(ev.checkpoint);
+        head = ev.checkpoint;
         setValues(ev);
         break;
       case "caught_up":
+        fullCatchup = false;
         backoff = firstDelay; // the server has us going again
         if (ev.cursor) cursor = ev.cursor;
         setStatus(ev.status, ev.error);
@@ -234,6 +392,7 @@
     for (const [from, to] of g.fired || []) for (const el of edgeEls(from, to)) el.classList.add("fired");
     for (const [from, to] of g.now || []) for (const el of edgeEls(from, to)) el.classList.add("fired-now");
     if (g.step >= 0) nowStep = g.step;
+    for (const id of g.lineage || []) lineage.add(id);
   }
   connect();
 

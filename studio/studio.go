@@ -105,6 +105,9 @@ func Open(ctx context.Context, cfg Config) (*Studio, error) {
 	// The thread registry lives with the checkpoints: in Postgres the
 	// threads page and resuming an interrupt survive a restart.
 	var threads runs.ThreadStore = runs.NewMemoryThreads()
+	// The run log keeps what a reloaded thread page shows of past runs
+	// (cache hits, cancelled tasks, durations, answers).
+	var runLog runs.RunLog = runs.NewMemoryRunLog()
 	if cfg.DatabaseURL != "" {
 		pool, err := pgxpool.New(ctx, cfg.DatabaseURL)
 		if err != nil {
@@ -145,6 +148,7 @@ func Open(ctx context.Context, cfg Config) (*Studio, error) {
 		s.closers = append(s.closers, func() { _ = c.Close() })
 		b = Backends{Checkpointer: pgsaver.New(pool, &pgsaver.Options{RetryWindow: cfg.DBRetryWindow}), Cache: c, Store: st}
 		threads = pgthreads.New(pool)
+		runLog = pgthreads.NewRunLog(pool)
 	} else {
 		st, err := store.NewMemory(store.Options{Index: storeIndex()})
 		if err != nil {
@@ -180,7 +184,7 @@ func Open(ctx context.Context, cfg Config) (*Studio, error) {
 			graphs[name] = g
 		}
 	}
-	mgr, err := runs.NewManager(graphs, runs.WithThreadStore(threads), runs.WithErrorHandler(func(err error) {
+	mgr, err := runs.NewManager(graphs, runs.WithThreadStore(threads), runs.WithRunLog(runLog), runs.WithErrorHandler(func(err error) {
 		log.Error("thread registry", slog.Any("error", err))
 	}))
 	if err != nil {

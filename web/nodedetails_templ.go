@@ -730,7 +730,7 @@ func GraphTools(details string, states bool) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		if states {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 66, "<li id=\"legend-node-planned\"><span class=\"swatch planned\"></span>planned</li><li id=\"legend-node-running\"><span class=\"swatch running\"></span>running</li><li id=\"legend-node-done\"><span class=\"swatch done\"></span>done</li><li id=\"legend-node-cached\"><span class=\"swatch cached\"></span>cached</li><li id=\"legend-node-retried\"><span class=\"swatch retried\"></span>retried</li><li id=\"legend-node-failed\"><span class=\"swatch failed\"></span>failed</li><li id=\"legend-node-interrupted\"><span class=\"swatch interrupted\"></span>interrupted</li>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 66, "<li id=\"legend-node-planned\"><span class=\"swatch planned\"></span>planned</li><li id=\"legend-node-running\"><span class=\"swatch running\"></span>running</li><li id=\"legend-node-done\"><span class=\"swatch done\"></span>done</li><li id=\"legend-node-cached\"><span class=\"swatch cached\"></span>cached</li><li id=\"legend-node-retried\"><span class=\"swatch retried\"></span>retried</li><li id=\"legend-node-failed\"><span class=\"swatch failed\"></span>failed</li><li id=\"legend-node-interrupted\"><span class=\"swatch interrupted\"></span>interrupted</li><li id=\"legend-node-answered\"><span class=\"swatch answered\"></span>answered (interrupt answered, run resumed)</li><li id=\"legend-node-cancelled\"><span class=\"swatch cancelled\"></span>cancelled (a sibling failed, or the run was cancelled)</li>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -794,7 +794,7 @@ func legendLine(kind, dash string) templ.Component {
 			var templ_7745c5c3_Var30 string
 			templ_7745c5c3_Var30, templ_7745c5c3_Err = templ.JoinStringErrs(dash)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/nodedetails.templ`, Line: 247, Col: 61}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/nodedetails.templ`, Line: 249, Col: 61}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var30))
 			if templ_7745c5c3_Err != nil {

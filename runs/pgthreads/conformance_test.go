@@ -17,3 +17,11 @@ func TestConformance(t *testing.T) {
 		return pgthreads.New(pgtest.Tx(t))
 	})
 }
+
+// TestRunLogConformance runs the run log's suite the same way.
+func TestRunLogConformance(t *testing.T) {
+	t.Parallel()
+	runstest.ExerciseRunLog(t, func(t *testing.T) runs.RunLog {
+		return pgthreads.NewRunLog(pgtest.Tx(t))
+	})
+}

@@ -51,3 +51,24 @@ const sqlOrphans = `SELECT ` + threadColumns + ` FROM studio_threads t
 WHERE status = 'running' AND NOT EXISTS (
     SELECT 1 FROM studio_owners o WHERE o.owner = t.owner AND t.owner <> '' AND o.seen_at > $1)
 ORDER BY updated_at, id`
+
+// The run log's statements, on the studio_runs table of
+// migrations/006_runs.sql.
+const (
+	runColumns = `thread_id, run_id, kind, from_checkpoint, origin, started_at, ended_at, status, error, tasks, answers`
+
+	sqlSaveRun = `
+INSERT INTO studio_runs (` + runColumns + `)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+ON CONFLICT (thread_id, run_id) DO UPDATE
+SET kind = excluded.kind, from_checkpoint = excluded.from_checkpoint, origin = excluded.origin,
+    started_at = excluded.started_at, ended_at = excluded.ended_at, status = excluded.status,
+    error = excluded.error, tasks = excluded.tasks, answers = excluded.answers`
+
+	// Newest first, ties by run id descending: the reverse of the list's
+	// order. LIMIT NULL means no limit.
+	sqlListRuns = `SELECT ` + runColumns + ` FROM studio_runs
+WHERE thread_id = $1
+ORDER BY started_at DESC, run_id DESC
+LIMIT $2`
+)

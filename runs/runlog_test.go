@@ -1,0 +1,128 @@
+package runs_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/superstep-dev/superstep/checkpoints"
+	"github.com/superstep-dev/superstep/checkpoints/pgsaver"
+	"github.com/superstep-dev/superstep/engine"
+	"github.com/superstep-dev/superstep/internal/pgtest"
+	"github.com/superstep-dev/superstep/runs"
+	"github.com/superstep-dev/superstep/runs/pgthreads"
+)
+
+// failing is START → ask (an interrupt) → bad and slow in parallel: bad
+// fails, which cancels slow (it waits for its context).
+func failing(t *testing.T, saver checkpoints.Saver) engine.Compiled {
+	t.Helper()
+	sg := engine.NewStateGraph[testState]()
+	sg.AddNode("ask", func(ctx context.Context, _ testState) (engine.Output, error) {
+		if _, err := engine.Interrupt(ctx, map[string]any{"question": "go?"}); err != nil {
+			return nil, err
+		}
+		return engine.Set("log", "asked"), nil
+	})
+	sg.AddNode("bad", func(context.Context, testState) (engine.Output, error) { return nil, errors.New("no") })
+	sg.AddNode("slow", func(ctx context.Context, _ testState) (engine.Output, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	sg.AddEdge(engine.Start, "ask").AddEdge("ask", "bad").AddEdge("ask", "slow").AddEdge("bad", engine.End).AddEdge("slow", engine.End)
+	return compileOn(t, sg, saver)
+}
+
+// The run log outlives the Manager: after a restart, the catch-up of a
+// thread whose resume failed still carries the answer (with its origin),
+// the cancelled task, and the interrupted task's second run in the
+// resume's run, as the live events did.
+func TestRunLogSurvivesARestart(t *testing.T) {
+	t.Parallel()
+	for _, b := range []struct {
+		name string
+		make func(t *testing.T) (func() checkpoints.Saver, runs.ThreadStore, runs.RunLog)
+	}{
+		{"memory", func(*testing.T) (func() checkpoints.Saver, runs.ThreadStore, runs.RunLog) {
+			mem := checkpoints.NewMemory()
+			return func() checkpoints.Saver { return mem }, runs.NewMemoryThreads(), runs.NewMemoryRunLog()
+		}},
+		{"postgres", func(t *testing.T) (func() checkpoints.Saver, runs.ThreadStore, runs.RunLog) {
+			pool := pgtest.Schema(t, nil)
+			return func() checkpoints.Saver { return pgsaver.New(pool, nil) }, pgthreads.New(pool), pgthreads.NewRunLog(pool)
+		}},
+	} {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			saver, store, log := b.make(t)
+			m1, err := runs.NewManager(map[string]engine.Compiled{"f": failing(t, saver())}, runs.WithThreadStore(store), runs.WithRunLog(log))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := m1.Start(ctx, "f", "t", nil, runs.StartOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			wait(t, m1, "t")
+			_, sub, err := m1.Subscribe(ctx, "t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := m1.ResumeWith(ctx, "t", "yes", &runs.ResumeOptions{Origin: runs.OriginThreadPage}); err != nil {
+				t.Fatal(err)
+			}
+			live := kinds(untilFinished(t, sub))
+			sub.Close()
+			if th := wait(t, m1, "t"); th.Status != runs.StatusError {
+				t.Fatalf("status %s, want error", th.Status)
+			}
+			m1.Close()
+
+			m2 := manager(t, map[string]engine.Compiled{"f": failing(t, saver())}, runs.WithThreadStore(store), runs.WithRunLog(log))
+			evs, _, err := m2.History(ctx, "t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The resume's run as the catch-up tells it, from its run_started.
+			var resumed []runs.Event
+			for i, ev := range evs {
+				if ev.Kind == runs.KindRunStarted && ev.RunKind == runs.RunResume {
+					resumed = evs[i:]
+				}
+			}
+			if len(resumed) == 0 {
+				t.Fatalf("no resume run in the catch-up: %v", kinds(evs))
+			}
+			if o := resumed[0].Origin; o != runs.OriginThreadPage {
+				t.Errorf("resume origin %q", o)
+			}
+			got := kinds(resumed)
+			for _, want := range []string{"interrupt_answered:ask", "task_finished:ask", "task_failed:bad", "task_cancelled:slow"} {
+				if !slices.Contains(got, want) {
+					t.Errorf("after a restart the resume lacks %s: %v", want, got)
+				}
+				if !slices.Contains(live, want) {
+					t.Errorf("live, the resume lacked %s: %v", want, live)
+				}
+			}
+			for _, ev := range resumed {
+				if ev.Kind == runs.KindInterruptAnswered && (ev.Answer != `"yes"` || len(ev.Interrupts) != 1 || ev.Interrupts[0].Preview != `{"question":"go?"}`) {
+					t.Errorf("answer event %+v", ev)
+				}
+			}
+		})
+	}
+}
+
+func kinds(evs []runs.Event) []string {
+	out := make([]string, 0, len(evs))
+	for _, ev := range evs {
+		k := string(ev.Kind)
+		if ev.Node != "" {
+			k += ":" + ev.Node
+		}
+		out = append(out, k)
+	}
+	return out
+}
