@@ -796,11 +796,12 @@ func (m *Manager) settleOrphans(ctx context.Context) error {
 	}
 	for _, rec := range orphans {
 		rec.Status, rec.Error, rec.Owner, rec.Updated = StatusError, StoppedReason, "", at
+		var pending []engine.Interruption
 		if g, ok := m.graphs[rec.Graph]; ok {
 			if st, err := g.Pregel().GetState(ctx, checkpoints.Config{ThreadID: rec.ID}); err == nil && st.Config.CheckpointID != "" {
 				switch {
 				case len(st.Interrupts) > 0:
-					rec.Status, rec.Error = StatusInterrupted, ""
+					rec.Status, rec.Error, pending = StatusInterrupted, "", slices.Clone(st.Interrupts)
 				case len(st.Next) == 0 && !st.WritesPending:
 					rec.Status, rec.Error = StatusIdle, ""
 				}
@@ -809,6 +810,13 @@ func (m *Manager) settleOrphans(ctx context.Context) error {
 		if err := m.store.SaveThread(ctx, rec); err != nil {
 			return fmt.Errorf("runs: settle thread %q of a stopped process: %w", rec.ID, err)
 		}
+		// A thread this process read while it was still called running
+		// (settled later than start-up) takes the settled record too.
+		m.mu.Lock()
+		if t, ok := m.threads[rec.ID]; ok && t.cancel == nil && t.info.Status == StatusRunning && t.info.RunID == rec.RunID {
+			t.info.Status, t.info.Error, t.info.Updated, t.info.Pending = rec.Status, rec.Error, rec.Updated, pending
+		}
+		m.mu.Unlock()
 	}
 	return nil
 }
@@ -1107,9 +1115,14 @@ func (m *Manager) rewrite() {
 		case <-beat.C:
 			// A missed beat is made up by the next; three missed make
 			// this process's running threads orphans to other Managers.
+			// Then runs whose process fell silent since (a replica that
+			// died, this process's own predecessor restarted within
+			// OwnerTimeout) are settled, not left running.
 			ctx, cancel := context.WithTimeout(context.Background(), HeartbeatInterval)
 			if err := m.store.Heartbeat(ctx, m.owner, m.now()); err != nil {
 				m.report(fmt.Errorf("runs: heartbeat: %w", err))
+			} else if err := m.settleOrphans(ctx); err != nil {
+				m.report(err)
 			}
 			cancel()
 			continue

@@ -416,3 +416,77 @@ func TestFailedRegistryWritesAreRetriedUntilTheyLand(t *testing.T) {
 		t.Fatalf("registry after the retry: %+v, %v", rec, err)
 	}
 }
+
+// A process died with runs going whose ends the registry never got. The
+// next Manager settles each from its checkpoints: a finished run is idle,
+// one waiting on an interrupt is interrupted, one cut off mid-run is an
+// error with StoppedReason. A running thread of another live Manager on
+// the same registry (its heartbeat is fresh) is left alone.
+func TestRestartSettlesOrphansFromTheirCheckpoints(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			saver, store := b.threads(t)
+			graphs := func() map[string]engine.Compiled {
+				return map[string]engine.Compiled{"linear": linearOn(t, nil, saver()), "ask": approvalsOn(t, false, saver())}
+			}
+			m1, err := runs.NewManager(graphs(), runs.WithThreadStore(store))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range []struct{ graph, thread string }{{"linear", "finished"}, {"ask", "asking"}} {
+				if _, err := m1.Start(ctx, s.graph, s.thread, nil, runs.StartOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				wait(t, m1, s.thread)
+			}
+			if _, err := m1.Start(ctx, "linear", "cut", nil, runs.StartOptions{InterruptBefore: []string{"b"}}); err != nil {
+				t.Fatal(err)
+			}
+			wait(t, m1, "cut")
+			m1.Close()
+			// What the registry holds when the process died before its
+			// last writes: every thread still running, owned by it; it
+			// beat a minute ago. "live" belongs to a Studio still alive.
+			now := time.Now()
+			if err := store.Heartbeat(ctx, "dead-process", now.Add(-time.Minute)); err != nil {
+				t.Fatal(err)
+			}
+			if err := store.Heartbeat(ctx, "live-process", now); err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range []string{"finished", "asking", "cut", "live"} {
+				rec, err := store.GetThread(ctx, id)
+				if err != nil {
+					rec = runs.ThreadRecord{ID: id, Graph: "linear", RunID: "r"}
+				}
+				rec.Status, rec.Error, rec.Before, rec.Owner, rec.Updated = runs.StatusRunning, "", nil, "dead-process", now.Add(-time.Minute)
+				if id == "live" {
+					rec.Owner = "live-process"
+				}
+				if err := store.SaveThread(ctx, rec); err != nil {
+					t.Fatal(err)
+				}
+			}
+			m2 := manager(t, graphs(), runs.WithThreadStore(store))
+			for id, want := range map[string]runs.Status{"finished": runs.StatusIdle, "asking": runs.StatusInterrupted, "cut": runs.StatusError, "live": runs.StatusRunning} {
+				rec, err := store.GetThread(ctx, id)
+				if err != nil || rec.Status != want {
+					t.Errorf("%s after the restart: %+v, %v; want %s", id, rec, err, want)
+				}
+			}
+			if rec, _ := store.GetThread(ctx, "cut"); rec.Error != runs.StoppedReason || rec.Owner != "" {
+				t.Errorf("cut off: %+v, want error %q and no owner", rec, runs.StoppedReason)
+			}
+			// The interrupted one can be answered at once.
+			if _, err := m2.Resume(ctx, "asking", true); err != nil {
+				t.Fatalf("resume the settled interrupt: %v", err)
+			}
+			if th := wait(t, m2, "asking"); th.Status != runs.StatusIdle {
+				t.Fatalf("after the answer: %+v", th)
+			}
+		})
+	}
+}
