@@ -16,13 +16,16 @@ import (
 // JSONB. It is as safe for concurrent use as its DB.
 type RunLog struct {
 	db DB
+	// retry is the registry's retry of transient faults (see Store).
+	retry func(ctx context.Context, run func(context.Context) error, landed func(context.Context) (bool, error)) error
 }
 
 var _ runs.RunLog = (*RunLog)(nil)
 
 // NewRunLog returns a run log on db, whose search_path must reach the
-// table of migrations/006_runs.sql.
-func NewRunLog(db DB) *RunLog { return &RunLog{db: db} }
+// table of migrations/006_runs.sql. Transient database faults are retried
+// as the registry's are (see New and WithRetryWindow).
+func NewRunLog(db DB, opts ...Option) *RunLog { return &RunLog{db: db, retry: New(db, opts...).retry} }
 
 // SaveRun implements runs.RunLog: one statement, whatever the run's size.
 func (l *RunLog) SaveRun(ctx context.Context, rec runs.RunRecord) error {
@@ -42,9 +45,20 @@ func (l *RunLog) SaveRun(ctx context.Context, rec runs.RunRecord) error {
 	if !rec.Ended.IsZero() {
 		ended = &rec.Ended
 	}
-	_, err = l.db.Exec(ctx, sqlSaveRun, rec.Thread, rec.RunID, string(rec.Kind), rec.From, rec.Origin,
-		rec.Started, ended, string(rec.Status), rec.Error, tasks, answers)
-	if err != nil {
+	save := func(ctx context.Context) error {
+		_, err := l.db.Exec(ctx, sqlSaveRun, rec.Thread, rec.RunID, string(rec.Kind), rec.From, rec.Origin,
+			rec.Started, ended, string(rec.Status), rec.Error, tasks, answers)
+		return err
+	}
+	// A save whose outcome is unknown landed when the run's row holds this
+	// record's status and end (a run is saved when it starts, then when it
+	// ends, never twice at once).
+	landed := func(ctx context.Context) (bool, error) {
+		var ok bool
+		err := l.db.QueryRow(ctx, sqlRunLanded, rec.Thread, rec.RunID, string(rec.Status), ended).Scan(&ok)
+		return ok, err
+	}
+	if err := l.retry(ctx, save, landed); err != nil {
 		return fmt.Errorf("pgthreads: save run %q of thread %q: %w", rec.RunID, rec.Thread, err)
 	}
 	return nil
@@ -63,30 +77,15 @@ func (l *RunLog) ListRuns(ctx context.Context, thread string, limit int) ([]runs
 		n := int64(limit)
 		lim = &n
 	}
-	rows, err := l.db.Query(ctx, sqlListRuns, thread, lim)
-	if err != nil {
-		return nil, fmt.Errorf("pgthreads: list runs of thread %q: %w", thread, err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (runs.RunRecord, error) {
-		var rec runs.RunRecord
-		var kind, status string
-		var ended *time.Time
-		var tasks, answers []byte
-		if err := r.Scan(&rec.Thread, &rec.RunID, &kind, &rec.From, &rec.Origin, &rec.Started, &ended, &status, &rec.Error, &tasks, &answers); err != nil {
-			return rec, err
+	var out []runs.RunRecord
+	err := l.retry(ctx, func(ctx context.Context) error {
+		rows, err := l.db.Query(ctx, sqlListRuns, thread, lim)
+		if err != nil {
+			return err
 		}
-		rec.Kind, rec.Status = runs.RunKind(kind), runs.Status(status)
-		if ended != nil {
-			rec.Ended = *ended
-		}
-		if err := json.Unmarshal(tasks, &rec.Tasks); err != nil {
-			return rec, fmt.Errorf("tasks: %w", err)
-		}
-		if err := json.Unmarshal(answers, &rec.Answers); err != nil {
-			return rec, fmt.Errorf("answers: %w", err)
-		}
-		return rec.Normalized(), nil
-	})
+		out, err = pgx.CollectRows(rows, scanRun)
+		return err
+	}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("pgthreads: list runs of thread %q: %w", thread, err)
 	}
@@ -96,6 +95,28 @@ func (l *RunLog) ListRuns(ctx context.Context, thread string, limit int) ([]runs
 		out[i], out[j] = out[j], out[i]
 	}
 	return out, nil
+}
+
+// scanRun reads one row of sqlListRuns.
+func scanRun(r pgx.CollectableRow) (runs.RunRecord, error) {
+	var rec runs.RunRecord
+	var kind, status string
+	var ended *time.Time
+	var tasks, answers []byte
+	if err := r.Scan(&rec.Thread, &rec.RunID, &kind, &rec.From, &rec.Origin, &rec.Started, &ended, &status, &rec.Error, &tasks, &answers); err != nil {
+		return rec, err
+	}
+	rec.Kind, rec.Status = runs.RunKind(kind), runs.Status(status)
+	if ended != nil {
+		rec.Ended = *ended
+	}
+	if err := json.Unmarshal(tasks, &rec.Tasks); err != nil {
+		return rec, fmt.Errorf("tasks: %w", err)
+	}
+	if err := json.Unmarshal(answers, &rec.Answers); err != nil {
+		return rec, fmt.Errorf("answers: %w", err)
+	}
+	return rec.Normalized(), nil
 }
 
 // orEmpty encodes nil as an empty array: the columns are NOT NULL.

@@ -65,6 +65,9 @@ SET kind = excluded.kind, from_checkpoint = excluded.from_checkpoint, origin = e
     started_at = excluded.started_at, ended_at = excluded.ended_at, status = excluded.status,
     error = excluded.error, tasks = excluded.tasks, answers = excluded.answers`
 
+	sqlRunLanded = `SELECT EXISTS (SELECT 1 FROM studio_runs
+WHERE thread_id = $1 AND run_id = $2 AND status = $3 AND ended_at IS NOT DISTINCT FROM $4::timestamptz)`
+
 	// Newest first, ties by run id descending: the reverse of the list's
 	// order. LIMIT NULL means no limit.
 	sqlListRuns = `SELECT ` + runColumns + ` FROM studio_runs
