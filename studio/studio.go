@@ -59,9 +59,10 @@ type Config struct {
 	// all, and catch-ups at once); zero values give the defaults of
 	// handlers.SocketLimits.
 	Sockets handlers.SocketLimits
-	// DBRetryWindow is how long a checkpoint read or write that met a
-	// transient database fault (connection refused or reset, a server
-	// restart, a serialization failure) is retried before the run fails.
+	// DBRetryWindow is how long a checkpoint, registry or run-log read or
+	// write that met a transient database fault (connection refused or
+	// reset, a server restart, a serialization failure) is retried before
+	// it fails (and with it the run, for a checkpoint).
 	// 0 means pgretry.DefaultWindow (30 s); negative, no retry.
 	DBRetryWindow time.Duration
 }
@@ -147,8 +148,8 @@ func Open(ctx context.Context, cfg Config) (*Studio, error) {
 		}
 		s.closers = append(s.closers, func() { _ = c.Close() })
 		b = Backends{Checkpointer: pgsaver.New(pool, &pgsaver.Options{RetryWindow: cfg.DBRetryWindow}), Cache: c, Store: st}
-		threads = pgthreads.New(pool)
-		runLog = pgthreads.NewRunLog(pool)
+		threads = pgthreads.New(pool, pgthreads.WithRetryWindow(cfg.DBRetryWindow))
+		runLog = pgthreads.NewRunLog(pool, pgthreads.WithRetryWindow(cfg.DBRetryWindow))
 	} else {
 		st, err := store.NewMemory(store.Options{Index: storeIndex()})
 		if err != nil {
