@@ -119,7 +119,7 @@ func TestFaultInjectionPostgresRestart(t *testing.T) {
 			mu.Unlock()
 		}()
 	}
-	close(release) // the runs go on into the outage
+	close(release)            // the runs go on into the outage
 	time.Sleep(faultDowntime) // the outage itself, not a synchronisation
 	cluster.Start(t)
 	pages.Wait()
