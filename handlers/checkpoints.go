@@ -198,24 +198,37 @@ func noResume(ctx context.Context, p *engine.Pregel, thread, head string, rows [
 	if head == "" {
 		return "nothing to run: the thread has no checkpoint yet", nil
 	}
+	runnable := false
+	found := false
 	for _, r := range rows {
 		if r.ID == head {
-			if len(r.Next) == 0 && !r.NextPartial {
-				return nothingToRun, nil
-			}
-			return "", nil
+			found, runnable = true, len(r.Next) > 0 || r.NextPartial
+			break
 		}
 	}
-	s, err := p.GetState(ctx, checkpoints.Config{ThreadID: thread, CheckpointID: head})
-	switch {
-	case errors.Is(err, engine.ErrCheckpointMismatch):
-		return "", nil // the run itself will say what is wrong
-	case err != nil:
-		return "", err
-	case len(s.Next) == 0:
-		return nothingToRun, nil
+	if !found {
+		s, err := p.GetState(ctx, checkpoints.Config{ThreadID: thread, CheckpointID: head})
+		switch {
+		case errors.Is(err, engine.ErrCheckpointMismatch):
+			return "", nil // the run itself will say what is wrong
+		case err != nil:
+			return "", err
+		}
+		runnable = len(s.Next) > 0
 	}
-	return "", nil
+	if runnable {
+		return "", nil
+	}
+	// A head whose step saved every write but not its checkpoint lists no
+	// next task, yet continuing applies those writes and goes on.
+	s, err := p.GetState(ctx, checkpoints.Config{ThreadID: thread})
+	if err == nil && s.WritesPending && s.Config.CheckpointID == head {
+		return "", nil
+	}
+	if err != nil && !errors.Is(err, engine.ErrCheckpointMismatch) {
+		return "", err
+	}
+	return nothingToRun, nil
 }
 
 // treePage lists a page of the thread's checkpoints as header snapshots
@@ -652,7 +665,7 @@ func ContinueThread(rt Routes) http.Handler {
 			fail(w, r, rt.Logger, err)
 			return
 		}
-		if err == nil && head.Config.CheckpointID != "" && len(head.Next) == 0 {
+		if err == nil && head.Config.CheckpointID != "" && len(head.Next) == 0 && !head.WritesPending {
 			fail(w, r, rt.Logger, fmt.Errorf("%w (checkpoint %s): edit its state or re-run from an earlier checkpoint to go on", ErrNothingToRun, head.Config.CheckpointID))
 			return
 		}

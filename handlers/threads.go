@@ -129,7 +129,7 @@ func ThreadPage(rt Routes) http.Handler {
 			return
 		}
 		v := web.ThreadView{ID: t.ID, Graph: t.Graph, Status: string(t.Status), Updated: when(t.Updated), Error: t.Error, SVG: string(svg), Before: t.Before, After: t.After, Cursor: cursor,
-			Subgraphs: subgraphList(g.Topology(), expand, base), Details: nodePath(base, "")}
+			Subgraphs: subgraphList(g.Topology(), expand, base), Details: nodePath(base, ""), ResumeNeeded: t.NeedsResume()}
 		if len(expand) > 0 {
 			v.CollapseAll = base
 			v.Expand = strings.TrimPrefix(expandHref(base, expand), base)

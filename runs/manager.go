@@ -782,9 +782,11 @@ func (m *Manager) finish(t *thread, rec *recorder, err error, rejected bool, pre
 //   - interrupts wait for an answer: interrupted;
 //   - the head has nothing left to run: idle (the run ended and only the
 //     registry's last write was lost);
-//   - otherwise (next tasks, or a step whose writes were saved but not its
-//     checkpoint, engine.StateSnapshot.WritesPending): error
-//     StoppedReason, and a resume goes on from there.
+//   - a step whose every task saved its writes but whose checkpoint was
+//     never written (engine.StateSnapshot.WritesPending): error
+//     ResumeNeededReason; continuing the thread applies those writes;
+//   - otherwise (next tasks): error StoppedReason, and a resume goes on
+//     from there.
 //
 // A thread whose graph is not served here or whose head cannot be read
 // gets StoppedReason too: nothing runs it any more.
@@ -804,6 +806,8 @@ func (m *Manager) settleOrphans(ctx context.Context) error {
 					rec.Status, rec.Error, pending = StatusInterrupted, "", slices.Clone(st.Interrupts)
 				case len(st.Next) == 0 && !st.WritesPending:
 					rec.Status, rec.Error = StatusIdle, ""
+				case st.WritesPending:
+					rec.Error = ResumeNeededReason
 				}
 			}
 		}
@@ -824,6 +828,15 @@ func (m *Manager) settleOrphans(ctx context.Context) error {
 // StoppedReason is the error of a thread whose run was going on when the
 // Studio that ran it stopped (see NewManager).
 const StoppedReason = "the Studio stopped during this run"
+
+// ResumeNeededReason is the error of a thread whose run stopped with the
+// writes of its last step saved but not the step's checkpoint: its head
+// lists no next task, yet it is not finished (see settleOrphans).
+const ResumeNeededReason = "resume needed: the Studio stopped after every task of a step saved its writes but before the step's checkpoint; continue the thread to apply them and go on"
+
+// NeedsResume reports whether the thread stopped with writes to apply
+// (ResumeNeededReason).
+func (t Thread) NeedsResume() bool { return t.Status == StatusError && t.Error == ResumeNeededReason }
 
 // ManagerOption configures NewManager.
 type ManagerOption func(*Manager)
