@@ -59,8 +59,8 @@ type Config struct {
 	// all, and catch-ups at once); zero values give the defaults of
 	// handlers.SocketLimits.
 	Sockets handlers.SocketLimits
-	// DBRetryWindow is how long a checkpoint, registry or run-log read or
-	// write that met a transient database fault (connection refused or
+	// DBRetryWindow is how long a checkpoint, node-cache, registry or
+	// run-log read or write that met a transient database fault (connection refused or
 	// reset, a server restart, a serialization failure) is retried before
 	// it fails (and with it the run, for a checkpoint).
 	// 0 means pgretry.DefaultWindow (30 s); negative, no retry.
@@ -135,7 +135,7 @@ func Open(ctx context.Context, cfg Config) (*Studio, error) {
 		s.closers = append(s.closers, health.Close)
 		s.pool, db = pool, health
 		s.backends = handlers.Backends{Checkpoints: "postgres", Store: "postgres", Cache: "postgres"}
-		c, err := pgcache.New(pool, &pgcache.Options{Key: cfg.CacheKey, SweepInterval: time.Minute})
+		c, err := pgcache.New(pool, &pgcache.Options{Key: cfg.CacheKey, SweepInterval: time.Minute, RetryWindow: cfg.DBRetryWindow})
 		if err != nil {
 			s.Close()
 			return nil, fmt.Errorf("studio: node cache: %w", err)

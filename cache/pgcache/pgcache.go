@@ -41,6 +41,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/superstep-dev/superstep/cache"
+	"github.com/superstep-dev/superstep/internal/pgretry"
 )
 
 // MinKeySize is the shortest Options.Key accepted: HMAC-SHA256 keys
@@ -69,6 +70,13 @@ type Options struct {
 	// number of rows removed and the error, if any: the package never logs,
 	// so this is how a failing sweeper becomes visible.
 	OnSweep func(removed int, err error)
+	// RetryWindow is how long a read or write that met a transient
+	// database fault (connection refused or reset, a server restart) is
+	// retried before the error is returned (and the run that asked
+	// fails); a write whose outcome is unknown is sent again only if its
+	// rows are not there. 0 means pgretry.DefaultWindow (30 s); negative,
+	// no retry.
+	RetryWindow time.Duration
 }
 
 // Cache is a cache.Cache on Postgres. It is safe for concurrent use.
@@ -76,6 +84,7 @@ type Cache struct {
 	pool   *pgxpool.Pool
 	now    func() time.Time
 	signer *signer
+	window time.Duration
 
 	sweeping *cache.Sweeping
 }
@@ -109,6 +118,7 @@ func New(pool *pgxpool.Pool, opts *Options) (*Cache, error) {
 		pool:   pool,
 		now:    opts.Now,
 		signer: newSigner(key),
+		window: opts.RetryWindow,
 	}
 	if c.now == nil {
 		c.now = time.Now
@@ -147,13 +157,30 @@ func (c *Cache) Get(ctx context.Context, keys []cache.Key) (map[cache.Key][]byte
 	for i, k := range keys {
 		namespaces[i], names[i] = k.Namespace, k.Key
 	}
-	rows, err := c.pool.Query(ctx, sqlGet, namespaces, names, c.clock())
+	var forged []forgedRow
+	err := pgretry.Do(ctx, c.window, pgretry.Op{Run: func(ctx context.Context) error {
+		clear(out)
+		forged = forged[:0]
+		return c.get(ctx, namespaces, names, out, &forged)
+	}})
 	if err != nil {
 		return nil, fmt.Errorf("pgcache: get %d keys: %w", len(keys), err)
 	}
+	if err := c.deleteForged(ctx, forged); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// get reads the rows of the keys into out, and the rows that fail
+// authentication into forged: one round trip, retried whole.
+func (c *Cache) get(ctx context.Context, namespaces, names []string, out map[cache.Key][]byte, forged *[]forgedRow) error {
+	rows, err := c.pool.Query(ctx, sqlGet, namespaces, names, c.clock())
+	if err != nil {
+		return err
+	}
 	defer rows.Close()
 	var (
-		forged  []forgedRow
 		k       cache.Key
 		value   []byte
 		mac     []byte
@@ -162,11 +189,11 @@ func (c *Cache) Get(ctx context.Context, keys []cache.Key) (map[cache.Key][]byte
 	)
 	for rows.Next() {
 		if err := rows.Scan(&k.Namespace, &k.Key, &value, &mac, &created, &expires); err != nil {
-			return nil, fmt.Errorf("pgcache: get: read a row: %w", err)
+			return fmt.Errorf("read a row: %w", err)
 		}
 		digest := sha256.Sum256(value)
 		if !c.signer.valid(mac, k.Namespace, k.Key, created, expiresTime(expires), &digest) {
-			forged = append(forged, forgedRow{k, mac})
+			*forged = append(*forged, forgedRow{k, mac})
 			mac = nil // kept by forged; the next Scan must not reuse it
 			continue
 		}
@@ -176,13 +203,7 @@ func (c *Cache) Get(ctx context.Context, keys []cache.Key) (map[cache.Key][]byte
 		out[k] = value
 		value = nil // the next Scan must not reuse the slice just handed out
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("pgcache: get %d keys: %w", len(keys), err)
-	}
-	if err := c.deleteForged(ctx, forged); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return rows.Err()
 }
 
 // forgedRow identifies a row that failed authentication, by its MAC too,
@@ -244,14 +265,24 @@ func (c *Cache) Set(ctx context.Context, entries []cache.Entry) error {
 			values[i] = []byte{} // the column is NOT NULL; nil would encode as NULL
 		}
 	}
-	var err error
-	for attempt := 1; attempt <= 3; attempt++ {
-		_, err = c.pool.Exec(ctx, sqlSet, namespaces, names, values, macs, created, expiries)
-		if !isDeadlock(err) {
-			break
+	set := func(ctx context.Context) error {
+		var err error
+		for attempt := 1; attempt <= 3; attempt++ {
+			_, err = c.pool.Exec(ctx, sqlSet, namespaces, names, values, macs, created, expiries)
+			if !isDeadlock(err) {
+				break
+			}
 		}
+		return err
 	}
-	if err != nil {
+	// The upsert is one statement: its rows, with these MACs, are all
+	// there or none is.
+	landed := func(ctx context.Context) (bool, error) {
+		var got int
+		err := c.pool.QueryRow(ctx, sqlSetLanded, namespaces, names, macs).Scan(&got)
+		return got == n, err
+	}
+	if err := pgretry.Do(ctx, c.window, pgretry.Op{Run: set, Landed: landed}); err != nil {
 		return fmt.Errorf("pgcache: set %d entries: %w", n, err)
 	}
 	return nil

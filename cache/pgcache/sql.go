@@ -24,6 +24,12 @@ ON CONFLICT (namespace, key) DO UPDATE
 SET value = excluded.value, mac = excluded.mac,
     created_at = excluded.created_at, expires_at = excluded.expires_at`
 
+// sqlSetLanded counts the rows of a set that are there with its MACs.
+const sqlSetLanded = `
+SELECT count(*) FROM node_cache AS c
+JOIN unnest($1::text[], $2::text[], $3::bytea[]) AS e (namespace, key, mac)
+  ON c.namespace = e.namespace AND c.key = e.key AND c.mac = e.mac`
+
 // sqlDeleteForged deletes rows that failed authentication, matching the
 // MAC as read so that a valid row written since is kept.
 const sqlDeleteForged = `
