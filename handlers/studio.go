@@ -15,7 +15,6 @@ import (
 	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/engine"
 	"github.com/superstep-dev/superstep/runs"
-	"github.com/superstep-dev/superstep/static"
 	"github.com/superstep-dev/superstep/store"
 	"github.com/superstep-dev/superstep/web"
 )
@@ -43,7 +42,7 @@ var _ Runner = (*runs.Manager)(nil)
 
 // MaxBodyBytes caps a request body. The biggest legitimate body is a
 // start-run form with its input JSON.
-const MaxBodyBytes = 1 << 20
+const MaxBodyBytes = web.MaxBodyBytes
 
 // Routes are the Studio's graph, thread and live pages over one Runner.
 type Routes struct {
@@ -55,6 +54,10 @@ type Routes struct {
 	// OriginPatterns are extra hosts allowed to open the websocket (the
 	// Studio's own host always is); see websocket.AcceptOptions.
 	OriginPatterns []string
+	// Inputs are example run inputs by graph name: the graph's start form
+	// is prefilled with its input, and a "Try it" button runs it at once.
+	// A graph without one gets its zero state in the form.
+	Inputs map[string]map[string]any
 }
 
 // Mount adds the routes to r. State changes are POSTs (never GETs), so
@@ -71,7 +74,10 @@ func (rt Routes) Mount(r chi.Router) {
 	rt.mountTimeTravel(r)
 	rt.mountStore(r)
 	rt.mountCache(r)
-	r.Method(http.MethodGet, "/static/*", http.StripPrefix("/static/", http.FileServerFS(static.FS)))
+	r.Method(http.MethodGet, "/static/*", staticFiles(rt))
+	r.Method(http.MethodGet, "/favicon.ico", favicon())
+	r.NotFound(NotFound(rt.Logger).ServeHTTP)
+	r.MethodNotAllowed(methodNotAllowed(rt.Logger))
 }
 
 // Secure wraps the whole Studio: Go's cross-origin protection on every
@@ -160,7 +166,8 @@ func fail(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 }
 
 func renderError(w http.ResponseWriter, r *http.Request, log *slog.Logger, code int, title, msg string) {
-	render(w, r, log, code, web.ErrorPage(web.ErrorView{Status: code, Title: title, Message: msg}))
+	back, label := backLink(r)
+	render(w, r, log, code, web.ErrorPage(web.ErrorView{Status: code, Title: title, Message: msg, Back: back, BackLabel: label}))
 }
 
 func render(w http.ResponseWriter, r *http.Request, log *slog.Logger, code int, c templ.Component) {
