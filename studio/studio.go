@@ -46,6 +46,11 @@ type Config struct {
 	// creates (Postgres when DatabaseURL is set, memory otherwise), so the
 	// graphs' threads, cache and store are the Studio's.
 	Build func(Backends) (map[string]engine.Compiled, error)
+	// Inputs are example run inputs by graph name (JSON objects keyed by
+	// state field): the graph's start form is prefilled with its input and
+	// a "Try it" button runs it on a new thread. Graphs without one get
+	// their zero state in the form.
+	Inputs map[string]map[string]any
 	// CacheKey authenticates node-cache rows in Postgres (see package
 	// pgcache); replicas sharing a database must share it. Empty means a
 	// random key per process: entries written by others are misses.
@@ -172,7 +177,7 @@ func Open(ctx context.Context, cfg Config) (*Studio, error) {
 	r.Use(middleware.Recoverer)
 	r.Method(http.MethodGet, "/healthz", handlers.Health{Backends: s.backends, DB: db, Logger: log})
 	r.Method(http.MethodGet, "/", handlers.Index{Backends: s.backends, Logger: log})
-	handlers.Routes{Runs: mgr, Store: b.Store, Cache: b.Cache, Logger: log}.Mount(r)
+	handlers.Routes{Runs: mgr, Store: b.Store, Cache: b.Cache, Logger: log, Inputs: cfg.Inputs}.Mount(r)
 	s.runs = mgr
 	s.handler = handlers.Secure(handlers.RequireToken(cfg.AuthToken, r))
 	return s, nil

@@ -1,9 +1,15 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/superstep-dev/superstep/checkpoints"
+	"github.com/superstep-dev/superstep/engine"
+	"github.com/superstep-dev/superstep/studio"
 )
 
 func TestParseConfigFlagsMirrorEnv(t *testing.T) {
@@ -40,5 +46,32 @@ func TestMemoryBannerSaysHowToSwitch(t *testing.T) {
 		if !strings.Contains(memoryBanner, want) {
 			t.Errorf("banner lacks %q", want)
 		}
+	}
+}
+
+// Every graph the command registers, the demo included, has an example
+// input for the start form and its "Try it" button.
+func TestEveryRegisteredGraphHasAnInput(t *testing.T) {
+	t.Parallel()
+	gs, err := graphs(studio.Backends{Checkpointer: checkpoints.NewMemory()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := inputs()
+	for name := range gs {
+		if len(in[name]) == 0 {
+			t.Errorf("graph %s has no example input", name)
+		}
+	}
+	for name := range in {
+		if gs[name] == nil {
+			t.Errorf("input for %s, which is not registered", name)
+		}
+	}
+	// The demo's input runs to its review interrupt.
+	_, err = gs["demo-review"].Pregel().Invoke(context.Background(), in["demo-review"], &engine.RunOptions{ThreadID: "demo"})
+	var intr *engine.Interrupted
+	if !errors.As(err, &intr) {
+		t.Fatalf("demo-review from its input: %v, want the review interrupt", err)
 	}
 }
