@@ -39,6 +39,7 @@ func serveAll(t testing.TB, graphs map[string]engine.Compiled, inputs map[string
 	}
 	c := cache.NewMemory(nil)
 	r := chi.NewRouter()
+	r.Method(http.MethodGet, "/", handlers.Index{Backends: handlers.Backends{Checkpoints: "memory", Store: "memory", Cache: "memory"}})
 	handlers.Routes{Runs: m, Store: st, Cache: c, Inputs: inputs}.Mount(r)
 	srv := httptest.NewServer(handlers.Secure(r))
 	t.Cleanup(func() {
@@ -436,18 +437,25 @@ func TestE2ENarrowWindowAndDarkMode(t *testing.T) {
 	if err := store.Put(context.Background(), st, []string{"notes", "team"}, "brief", map[string]any{"text": strings.Repeat("a rather long note ", 20)}); err != nil {
 		t.Fatal(err)
 	}
-	f := serveAll(t, map[string]engine.Compiled{examples.CVEAssessment: all[examples.CVEAssessment]}, examples.Inputs(), st)
-	if _, err := f.runs.Start(context.Background(), examples.CVEAssessment, "cve-1", examples.Inputs()[examples.CVEAssessment], runs.StartOptions{}); err != nil {
-		t.Fatal(err)
+	f := serveAll(t, map[string]engine.Compiled{examples.CVEAssessment: all[examples.CVEAssessment], examples.TransferApproval: all[examples.TransferApproval]},
+		examples.Inputs(), st)
+	for thread, graph := range map[string]string{"cve-1": examples.CVEAssessment, "pay-1": examples.TransferApproval} {
+		if _, err := f.runs.Start(context.Background(), graph, thread, examples.Inputs()[graph], runs.StartOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		f.wait(t, thread)
 	}
-	f.wait(t, "cve-1")
 	pages := []struct{ path, ready string }{
+		{"/", "#backends"},
 		{"/graphs/" + examples.CVEAssessment, "#start-form"},
 		{"/threads/cve-1", `body[data-live="1"]`},
+		{"/threads/pay-1", `body[data-live="1"] #approval`},
 		{"/threads", "table.threads"},
 		{"/threads/cve-1/checkpoints", "#tree"},
 		{"/store", "#put-form"},
 		{"/store/item?ns=notes.team&key=brief", "#item-value"},
+		{"/store/items?ns=notes", "#store-items"},
+		{"/store/search?ns=&q=long+note", "#store-items"},
 		{"/cache", "main h1"},
 		{"/graphs", "#graphs"},
 	}
