@@ -165,6 +165,12 @@ func Open(ctx context.Context, cfg Config) (*Studio, error) {
 			graphs[name] = g
 		}
 	}
+	for name := range cfg.Inputs {
+		if _, ok := graphs[name]; !ok {
+			s.Close()
+			return nil, fmt.Errorf("studio: Inputs has an input for %q, which is not one of the graphs", name)
+		}
+	}
 	mgr, err := runs.NewManager(graphs, runs.WithThreadStore(threads), runs.WithErrorHandler(func(err error) {
 		log.Error("thread registry", slog.Any("error", err))
 	}))

@@ -315,3 +315,13 @@ func TestThreadsPageShowsTheNewestAndSaysSo(t *testing.T) {
 		t.Fatalf("the error filter does not find the oldest thread, or says it is cut: %.1000s", body)
 	}
 }
+
+// An example input must belong to a graph the Studio serves: a typo in a
+// name would otherwise leave that graph's form with its zero state.
+func TestOpenRefusesAnInputForAnUnknownGraph(t *testing.T) {
+	t.Parallel()
+	_, err := studio.Open(context.Background(), studio.Config{Inputs: map[string]map[string]any{"no-such-graph": {"x": 1.0}}})
+	if err == nil || !strings.Contains(err.Error(), `"no-such-graph"`) {
+		t.Fatalf("Open = %v, want an error naming the graph", err)
+	}
+}
