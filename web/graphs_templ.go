@@ -436,7 +436,7 @@ func Graph(v GraphView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 30, "\"> <button type=\"submit\" id=\"try-it\" class=\"primary\">Try it</button> <span class=\"muted\">runs the example input below on a new thread</span></form>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 30, "\"> <button type=\"submit\" id=\"try-it\" class=\"primary\">Try it</button> <span class=\"muted\">runs this graph's example input (shown below) on a new thread</span></form>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
