@@ -84,14 +84,15 @@ func localPath(p string) bool {
 	return strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "//") && !strings.HasPrefix(p, "/\\")
 }
 
-// sectionOf is the page a request belongs to: for a form post under a
-// graph or thread, that graph's or thread's page; otherwise the list page
-// of its section (graphs, threads, store, cache), or the home page.
+// sectionOf is the page a request belongs to: for an address under a
+// graph or thread (a form post, a checkpoint, a value), that graph's or
+// thread's page; otherwise the list page of its section (graphs, threads,
+// store, cache), or the home page.
 func sectionOf(r *http.Request) (href, label string) {
 	parts := strings.Split(strings.Trim(r.URL.EscapedPath(), "/"), "/")
 	switch parts[0] {
 	case "graphs", "threads":
-		if r.Method == http.MethodPost && len(parts) >= 3 {
+		if len(parts) >= 3 && parts[1] != "" {
 			return "/" + parts[0] + "/" + parts[1], "Back to the " + strings.TrimSuffix(parts[0], "s")
 		}
 		return "/" + parts[0], "Back to the " + parts[0]

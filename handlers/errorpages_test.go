@@ -21,6 +21,8 @@ func TestBackLinkStaysOnTheStudio(t *testing.T) {
 		{"no referer, form post", "POST", "/graphs/flow/runs", "", "/graphs/flow"},
 		{"no referer, thread post", "POST", "/threads/t1/resume", "", "/threads/t1"},
 		{"no referer, page", "GET", "/threads/ghost", "", "/threads"},
+		{"no referer, under a thread", "GET", "/threads/t1/checkpoints/c1/values/nope", "", "/threads/t1"},
+		{"no referer, a form's address", "GET", "/graphs/flow/runs", "", "/graphs/flow"},
 		{"store", "POST", "/store/put", "", "/store"},
 		{"unknown section", "GET", "/nope/x", "", "/"},
 		{"other host", "POST", "/graphs/flow/runs", "https://evil.example/graphs/flow", "/graphs/flow"},
