@@ -10,8 +10,13 @@ BENCHTIME ?= 1s
 COUNT     ?= 1
 PKG       ?= ./...
 
-# The local Postgres URL: starts the throwaway cluster when needed.
-DEV_DB = $$(scripts/dev-postgres | tail -n 1 | cut -d= -f2-)
+# The local Postgres: DEV_POSTGRES starts it and prints its URL (tests put a
+# stand-in here). Recipes run DEV_DB in a plain assignment (db=$$(...);), so
+# under set -e a cluster that fails to start stops the recipe with the
+# reason; it never reaches the Studio or the tests with an empty URL.
+DEV_POSTGRES ?= scripts/dev-postgres
+DEV_BROWSER  ?= scripts/dev-browser
+DEV_DB = DEV_POSTGRES="$(DEV_POSTGRES)" scripts/dev-database-url $@
 
 .PHONY: help
 help: ## List the targets with what they do
@@ -19,15 +24,15 @@ help: ## List the targets with what they do
 
 .PHONY: run
 run: generate ## Start the local Postgres, migrate it, and serve the Studio on $(ADDR)
-	DATABASE_URL="$(DEV_DB)" $(GO) run ./cmd/studio -addr $(ADDR)
+	db=$$($(DEV_DB)); DATABASE_URL="$$db" $(GO) run ./cmd/studio -addr $(ADDR)
 
 .PHONY: browser
 browser: ## Install Debian chromium for the end-to-end tests when it is missing
-	scripts/dev-browser
+	$(DEV_BROWSER)
 
 .PHONY: test
 test: browser ## Start the local Postgres, then run every test with the race detector
-	TEST_DATABASE_URL="$(DEV_DB)" $(GO) test -race -count=$(COUNT) $(PKG)
+	db=$$($(DEV_DB)); TEST_DATABASE_URL="$$db" $(GO) test -race -count=$(COUNT) $(PKG)
 
 .PHONY: test/short
 test/short: ## Run the tests that need no database (database tests skip outside CI)
@@ -35,7 +40,7 @@ test/short: ## Run the tests that need no database (database tests skip outside 
 
 .PHONY: bench
 bench: ## Run benchmarks (BENCH=regexp PKG=./engine COUNT=6) against the local Postgres
-	TEST_DATABASE_URL="$(DEV_DB)" $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) -count $(COUNT) $(PKG)
+	db=$$($(DEV_DB)); TEST_DATABASE_URL="$$db" $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) -count $(COUNT) $(PKG)
 
 .PHONY: generate
 generate: ## Regenerate templ components (*_templ.go)

@@ -47,6 +47,80 @@ type Options struct {
 	Store store.Store
 }
 
+// Example is one entry of the registry: a graph's name, how to build it,
+// and an input it runs from.
+type Example struct {
+	// Name is the registry name (one of the constants above).
+	Name string
+	// Input is a run input as the Studio's start form sends it: a JSON
+	// object keyed by state field (channel), built only from JSON types
+	// (string, float64, bool, []any, map[string]any), so it survives the
+	// trip through the form unchanged. Run from a fresh thread it reaches
+	// the graph's end or an interrupt without error (registry_test.go
+	// checks each). The Studio prefills the start form with it and runs
+	// it from the "Try it" button.
+	Input map[string]any
+	build func(Options) (engine.Compiled, error)
+}
+
+// Build compiles the example with opts.
+func (e Example) Build(opts Options) (engine.Compiled, error) { return e.build(opts) }
+
+// Examples lists every example in the registry, sorted by name. Each call
+// returns fresh inputs, so a caller may change them.
+func Examples() []Example {
+	return []Example{
+		{Name: CachedLookup, Input: map[string]any{"pair": "EUR/USD", "amount": 120.0},
+			build: func(o Options) (engine.Compiled, error) {
+				return cachedlookup.New(cachedlookup.Options{Checkpointer: o.Checkpointer, Cache: o.Cache, Store: o.Store})
+			}},
+		{Name: CVEAssessment, Input: map[string]any{"cve_id": "CVE-2021-44228"},
+			build: func(o Options) (engine.Compiled, error) {
+				return cveassessment.New(cveassessment.Options{Checkpointer: o.Checkpointer, Cache: o.Cache, Store: o.Store})
+			}},
+		{Name: CVEAssessmentPlainFanIn, Input: map[string]any{"cve_id": "CVE-2014-0160"},
+			build: func(o Options) (engine.Compiled, error) {
+				return cveassessment.NewPlainFanIn(cveassessment.Options{Checkpointer: o.Checkpointer, Cache: o.Cache, Store: o.Store})
+			}},
+		{Name: FlakyService, Input: map[string]any{"invoice_id": "in_1002"},
+			build: func(o Options) (engine.Compiled, error) {
+				return flakyservice.New(flakyservice.Options{Checkpointer: o.Checkpointer, Cache: o.Cache, Store: o.Store})
+			}},
+		{Name: MapReduce, Input: map[string]any{"document": "## Plan\nShip on Friday. Then rest.\n## Risks\nThe vendor may slip. We have a fallback.\n## Budget\nWe stay within the quarter's budget. Travel is extra.\n"},
+			build: func(o Options) (engine.Compiled, error) {
+				return mapreduce.New(mapreduce.Options{Checkpointer: o.Checkpointer, Cache: o.Cache, Store: o.Store})
+			}},
+		{Name: MemoryAgent, Input: map[string]any{"user": "ana", "facts": []any{"I drive a blue electric car.", "I work as a nurse on night shifts."},
+			"question": "What kind of vehicle do I own?"},
+			build: func(o Options) (engine.Compiled, error) {
+				return memoryagent.New(memoryagent.Options{Checkpointer: o.Checkpointer, Cache: o.Cache, Store: o.Store})
+			}},
+		// The low-level graph's input is the raw value of its "input" channel.
+		{Name: PregelLowLevel, Input: map[string]any{"input": 123.0},
+			build: func(o Options) (engine.Compiled, error) {
+				return pregellowlevel.New(pregellowlevel.Options{Checkpointer: o.Checkpointer, Cache: o.Cache, Store: o.Store})
+			}},
+		{Name: ResearchSubgraph, Input: map[string]any{"question": "Compare Postgres and SQLite for a multi-user web app"},
+			build: func(o Options) (engine.Compiled, error) {
+				return researchsubgraph.New(researchsubgraph.Options{Checkpointer: o.Checkpointer, Cache: o.Cache, Store: o.Store})
+			}},
+		{Name: TransferApproval, Input: map[string]any{"request": "Please send 2,500 to Alice Martin for the March invoice."},
+			build: func(o Options) (engine.Compiled, error) {
+				return transferapproval.New(transferapproval.Options{Checkpointer: o.Checkpointer, Cache: o.Cache, Store: o.Store})
+			}},
+	}
+}
+
+// Inputs is every example's input by registry name (see Example.Input),
+// for studio.Config.Inputs.
+func Inputs() map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for _, e := range Examples() {
+		out[e.Name] = e.Input
+	}
+	return out
+}
+
 // All compiles every example with opts and returns them by registry name,
 // with their scripted models and fixtures, so they run without network
 // access.
@@ -54,43 +128,14 @@ type Options struct {
 // pregel-lowlevel is built with the low-level API; its input is the raw
 // value of its "input" channel, given in the Studio as {"input": 123}.
 func All(opts Options) (map[string]engine.Compiled, error) {
-	type build func() (engine.Compiled, error)
-	builders := map[string]build{
-		CVEAssessment: func() (engine.Compiled, error) {
-			return cveassessment.New(cveassessment.Options{Checkpointer: opts.Checkpointer, Cache: opts.Cache, Store: opts.Store})
-		},
-		CVEAssessmentPlainFanIn: func() (engine.Compiled, error) {
-			return cveassessment.NewPlainFanIn(cveassessment.Options{Checkpointer: opts.Checkpointer, Cache: opts.Cache, Store: opts.Store})
-		},
-		TransferApproval: func() (engine.Compiled, error) {
-			return transferapproval.New(transferapproval.Options{Checkpointer: opts.Checkpointer, Cache: opts.Cache, Store: opts.Store})
-		},
-		MapReduce: func() (engine.Compiled, error) {
-			return mapreduce.New(mapreduce.Options{Checkpointer: opts.Checkpointer, Cache: opts.Cache, Store: opts.Store})
-		},
-		CachedLookup: func() (engine.Compiled, error) {
-			return cachedlookup.New(cachedlookup.Options{Checkpointer: opts.Checkpointer, Cache: opts.Cache, Store: opts.Store})
-		},
-		FlakyService: func() (engine.Compiled, error) {
-			return flakyservice.New(flakyservice.Options{Checkpointer: opts.Checkpointer, Cache: opts.Cache, Store: opts.Store})
-		},
-		ResearchSubgraph: func() (engine.Compiled, error) {
-			return researchsubgraph.New(researchsubgraph.Options{Checkpointer: opts.Checkpointer, Cache: opts.Cache, Store: opts.Store})
-		},
-		PregelLowLevel: func() (engine.Compiled, error) {
-			return pregellowlevel.New(pregellowlevel.Options{Checkpointer: opts.Checkpointer, Cache: opts.Cache, Store: opts.Store})
-		},
-		MemoryAgent: func() (engine.Compiled, error) {
-			return memoryagent.New(memoryagent.Options{Checkpointer: opts.Checkpointer, Cache: opts.Cache, Store: opts.Store})
-		},
-	}
-	out := make(map[string]engine.Compiled, len(builders))
-	for name, b := range builders {
-		g, err := b()
+	exs := Examples()
+	out := make(map[string]engine.Compiled, len(exs))
+	for _, e := range exs {
+		g, err := e.build(opts)
 		if err != nil {
-			return nil, fmt.Errorf("example %s: %w", name, err)
+			return nil, fmt.Errorf("example %s: %w", e.Name, err)
 		}
-		out[name] = g
+		out[e.Name] = g
 	}
 	return out, nil
 }

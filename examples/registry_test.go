@@ -2,6 +2,8 @@ package examples_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"reflect"
 	"slices"
 	"strings"
@@ -149,5 +151,58 @@ func TestLowLevelExampleRunsFromAForm(t *testing.T) {
 	want := map[string]any{"foo": "123", "bar": 456, "baz": 579}
 	if !reflect.DeepEqual(out, want) {
 		t.Fatalf("output %v, want %v", out, want)
+	}
+}
+
+// Every example declares an input the Studio's start form can send as it
+// is: after the trip through JSON (the form's textarea), a run from a
+// fresh thread reaches the end or an interrupt without error.
+func TestEveryExampleRunsFromItsInput(t *testing.T) {
+	t.Parallel()
+	exs := examples.Examples()
+	var names []string
+	for _, e := range exs {
+		names = append(names, e.Name)
+	}
+	if !slices.Equal(names, wantNames) {
+		t.Fatalf("examples = %v\nwant       %v", names, wantNames)
+	}
+	for _, e := range exs {
+		t.Run(e.Name, func(t *testing.T) {
+			t.Parallel()
+			if len(e.Input) == 0 {
+				t.Fatal("no example input")
+			}
+			b, err := json.Marshal(e.Input)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var input map[string]any
+			if err := json.Unmarshal(b, &input); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(input, e.Input) {
+				t.Fatalf("the input changes on its way through JSON:\n%#v\nbecomes\n%#v", e.Input, input)
+			}
+			g, err := e.Build(examples.Options{Checkpointer: checkpoints.NewMemory()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = g.Pregel().Invoke(context.Background(), input, &engine.RunOptions{ThreadID: "try-" + e.Name})
+			var intr *engine.Interrupted
+			if err != nil && !errors.As(err, &intr) {
+				t.Fatalf("run from %s: %v", b, err)
+			}
+			st, err := g.Pregel().GetState(context.Background(), checkpoints.Config{ThreadID: "try-" + e.Name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if intr == nil && len(st.Next) != 0 {
+				t.Fatalf("the run stopped before the end without an interrupt: next %v", st.Next)
+			}
+			if intr != nil && len(intr.Interrupts) == 0 {
+				t.Fatal("an interrupt error without interrupts")
+			}
+		})
 	}
 }

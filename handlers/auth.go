@@ -29,9 +29,10 @@ const SessionCookie = "studio_session"
 // RequireToken guards next with a shared bearer token: every request must
 // carry `Authorization: Bearer <token>` or the session cookie the login
 // form sets, else it gets 401 and the login form. An empty token turns the
-// guard off. Only /login and /static/ (the form's stylesheet) are open,
-// and /healthz, which answers a request without the token with up or
-// down alone (the backends and the database error stay behind the token).
+// guard off. Only /login, /static/ (the form's stylesheet) and
+// /favicon.ico are open, and /healthz, which answers a request without the
+// token with up or down alone (the backends and the database error stay
+// behind the token).
 // Tokens are compared in constant time, and never read from a query
 // string (URLs end up in logs and browser history).
 //
@@ -64,7 +65,7 @@ func RequireToken(token string, next http.Handler) http.Handler {
 		case r.URL.Path == "/login":
 			login(w, r, want, session)
 			return
-		case strings.HasPrefix(r.URL.Path, "/static/"):
+		case strings.HasPrefix(r.URL.Path, "/static/"), r.URL.Path == "/favicon.ico":
 			next.ServeHTTP(w, r)
 			return
 		case ok(r):

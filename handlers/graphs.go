@@ -17,8 +17,12 @@ import (
 	"github.com/superstep-dev/superstep/web"
 )
 
-// DefaultRecursionLimit prefills the start form.
-const DefaultRecursionLimit = engine.DefaultRecursionLimit
+// DefaultRecursionLimit prefills the start form: 25, what LangGraph
+// Studio and LangGraph.js use, so a loop that never ends in a run started
+// by hand stops after a few seconds of steps. The engine's own default
+// (engine.DefaultRecursionLimit, Python LangGraph's 10007) still applies
+// to runs started without a limit, e.g. from code.
+const DefaultRecursionLimit = web.DefaultFormRecursionLimit
 
 // GraphList answers GET /graphs: every registered graph with its node
 // count and lint warnings.
@@ -55,6 +59,9 @@ func GraphPage(rt Routes) http.Handler {
 			return
 		}
 		v.Input = prefill(g.ZeroState())
+		if in, ok := rt.Inputs[chi.URLParam(r, "graph")]; ok {
+			v.Input = prettyJSON(in)
+		}
 		v.RecursionLimit = DefaultRecursionLimit
 		render(w, r, rt.Logger, http.StatusOK, web.Graph(v))
 	})
@@ -163,7 +170,15 @@ func graphView(r *http.Request, rt Routes, name string, g engine.Compiled) (web.
 		return web.GraphView{}, err
 	}
 	v := web.GraphView{Name: name, SVG: string(svg), Warnings: warningViews(g.Warnings()),
-		Subgraphs: subgraphList(topo, expand, base), Action: expandHref(base+"/runs", expand), Details: nodePath(base, "")}
+		Subgraphs: subgraphList(topo, expand, base), Action: expandHref(base+"/runs", expand), Details: nodePath(base, ""),
+		EngineRecursionLimit: engine.DefaultRecursionLimit}
+	if in, ok := rt.Inputs[name]; ok {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return web.GraphView{}, fmt.Errorf("example input of %s: %w", name, err)
+		}
+		v.TryInput = string(b)
+	}
 	if len(expand) > 0 {
 		v.CollapseAll = base
 	}

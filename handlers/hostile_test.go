@@ -164,7 +164,7 @@ func hostileCases() []hostileCase {
 		post(fmt.Sprintf("edit as-node %d", i), "/threads/%T/checkpoints/%C/update", url.Values{"key": {"answer"}, "value": {`"x"`}, "as_node": {k}}, http.StatusBadRequest, "is not a node")
 		post(fmt.Sprintf("resume interrupt id %d", i), "/threads/%T/resume", url.Values{"action": {"approve"}, "interrupt_id": {k}}, http.StatusBadRequest, "")
 		// Deleting a key that is not there is an idempotent no-op.
-		post(fmt.Sprintf("store delete key %d", i), "/store/delete", url.Values{"namespace": {"notes"}, "key": {k}}, http.StatusSeeOther, "")
+		post(fmt.Sprintf("store delete key %d", i), "/store/delete", url.Values{"namespace": {"notes"}, "key": {k}, "confirm": {"yes"}}, http.StatusSeeOther, "")
 		post(fmt.Sprintf("cache clear namespace %d", i), "/cache/clear", url.Values{"namespace": {k}}, http.StatusBadRequest, "nothing is cached")
 		post(fmt.Sprintf("start graph name %d", i), "/graphs/"+url.PathEscape(k)+"/runs", url.Values{}, http.StatusNotFound, "")
 	}

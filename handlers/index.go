@@ -15,7 +15,7 @@ type Index struct {
 
 func (h Index) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != "/" {
-		http.NotFound(w, r)
+		NotFound(h.Logger).ServeHTTP(w, r)
 		return
 	}
 	view := web.IndexView{

@@ -12,7 +12,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/superstep-dev/superstep/engine"
+	"github.com/superstep-dev/superstep/handlers"
 	"github.com/superstep-dev/superstep/runs"
 )
 
@@ -40,7 +40,7 @@ func TestGraphPageDrawsTheGraphAndPrefillsTheForm(t *testing.T) {
 	for _, want := range []string{
 		`<svg`, `id="n-review"`, `id="e-draft-review"`, `class="edge gedge conditional"`, // the drawing
 		`&#34;log&#34;: []`, `&#34;n&#34;: 0`, // the input prefilled from the zero state
-		`name="interrupt_before" value="review"`, `name="recursion_limit"`, `value="` + strconv.Itoa(engine.DefaultRecursionLimit) + `"`,
+		`name="interrupt_before" value="review"`, `name="recursion_limit"`, `value="` + strconv.Itoa(handlers.DefaultRecursionLimit) + `"`,
 		`action="/graphs/approval/runs"`,
 	} {
 		if !strings.Contains(res.body, want) {

@@ -3,11 +3,13 @@ package handlers
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/superstep-dev/superstep/store"
 	"github.com/superstep-dev/superstep/web"
@@ -270,9 +272,13 @@ func StoreSearch(rt Routes) http.Handler {
 	})
 }
 
-// StorePut answers POST /store/put (namespace, key, value): it writes the
-// item and redirects to it. Bad input writes nothing and re-renders the
-// form with what was typed and what was wrong (400).
+// StorePut answers POST /store/put (namespace, key, value, and optional
+// ttl and index): it writes the item and redirects to it. ttl is minutes
+// (empty: the store's default); index is "default" (the store's index
+// fields), "none" (embed nothing) or "paths" (embed index_paths, a
+// comma-separated list of paths such as text, tags[*]). Bad input writes
+// nothing and re-renders the form with what was typed and what was wrong
+// (400).
 func StorePut(rt Routes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := parseForm(r); err != nil {
@@ -292,6 +298,7 @@ func StorePut(rt Routes) http.Handler {
 				return
 			}
 			v.PutNamespace, v.PutKey, v.PutValue, v.PutError = nsText, key, raw, err.Error()
+			v.PutTTL, v.PutIndex, v.PutIndexPaths = r.PostForm.Get("ttl"), r.PostForm.Get("index"), r.PostForm.Get("index_paths")
 			render(w, r, rt.Logger, code, web.StoreIndex(v))
 		}
 		ns, err := parseNamespace(nsText, false)
@@ -308,7 +315,16 @@ func StorePut(rt Routes) http.Handler {
 			refuse(fmt.Errorf("value: %w", err))
 			return
 		}
-		if err := store.Put(r.Context(), rt.Store, ns, key, value); err != nil {
+		op := store.PutOp{Namespace: ns, Key: key, Value: value}
+		if op.TTL, err = putTTL(r.PostForm.Get("ttl")); err != nil {
+			refuse(err)
+			return
+		}
+		if op.Index, err = putIndex(r.PostForm.Get("index"), r.PostForm.Get("index_paths")); err != nil {
+			refuse(err)
+			return
+		}
+		if _, err := store.Do(r.Context(), rt.Store, op); err != nil {
 			refuse(err)
 			return
 		}
@@ -316,8 +332,10 @@ func StorePut(rt Routes) http.Handler {
 	})
 }
 
-// StoreDelete answers POST /store/delete (namespace, key): it deletes the
-// item (a missing one is not an error) and redirects to its namespace.
+// StoreDelete answers POST /store/delete (namespace, key, confirm): it
+// deletes the item (a missing one is not an error) and redirects to its
+// namespace. Without confirm=yes nothing is deleted: the answer is a page
+// asking to confirm, so one stray click or a replayed form cannot delete.
 func StoreDelete(rt Routes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := parseForm(r); err != nil {
@@ -334,10 +352,66 @@ func StoreDelete(rt Routes) http.Handler {
 			fail(w, r, rt.Logger, err)
 			return
 		}
+		if r.PostForm.Get("confirm") != "yes" {
+			render(w, r, rt.Logger, http.StatusOK, web.StoreDeleteConfirm(web.StoreItemView{
+				Namespace: store.JoinNamespace(ns), Key: key, ItemsHref: itemsHref(ns), Href: itemHref(ns, key)}))
+			return
+		}
 		if err := store.Delete(r.Context(), rt.Store, ns, key); err != nil {
 			fail(w, r, rt.Logger, err)
 			return
 		}
 		http.Redirect(w, r, itemsHref(ns), http.StatusSeeOther)
 	})
+}
+
+// MaxTTLMinutes bounds the put form's TTL: ten years, far below where
+// minutes overflow a time.Duration.
+const MaxTTLMinutes = 10 * 365 * 24 * 60
+
+// putTTL reads the put form's TTL in minutes (fractions allowed, as
+// upstream counts them); empty keeps the store's default (0).
+func putTTL(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, nil
+	}
+	m, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(m) || m <= 0 || m > MaxTTLMinutes {
+		return 0, fmt.Errorf("%w: TTL %q is not a number of minutes above 0 and at most %d (leave it empty for the store's default)", store.ErrInvalidOp, s, MaxTTLMinutes)
+	}
+	d := time.Duration(m * float64(time.Minute))
+	if d <= 0 {
+		return 0, fmt.Errorf("%w: TTL %q is too short", store.ErrInvalidOp, s)
+	}
+	return d, nil
+}
+
+// putIndex reads the put form's index choice into PutOp.Index: nil for
+// the store's default fields, store.NoIndex for none, or the listed paths
+// (each checked with store.ParsePath).
+func putIndex(mode, paths string) ([]string, error) {
+	switch strings.TrimSpace(mode) {
+	case "", "default":
+		return nil, nil
+	case "none":
+		return store.NoIndex, nil
+	case "paths":
+	default:
+		return nil, fmt.Errorf("%w: index %q is not default, none or paths", store.ErrInvalidOp, mode)
+	}
+	var out []string
+	for _, p := range strings.Split(paths, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		if _, err := store.ParsePath(p); err != nil {
+			return nil, fmt.Errorf("index path %q: %w", p, err)
+		}
+		out = append(out, p)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: choose which paths to embed (comma-separated, e.g. text, tags[*]), or pick none", store.ErrInvalidPath)
+	}
+	return out, nil
 }

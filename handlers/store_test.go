@@ -120,7 +120,13 @@ func TestStorePutBrowseAndDelete(t *testing.T) {
 				t.Fatal("notes.bob lists an item of notes.alice")
 			}
 
-			del := f.post(t, "/store/delete", url.Values{"namespace": {"notes.alice"}, "key": {"n1"}})
+			// Without the confirmation nothing is deleted: the answer asks.
+			ask := f.post(t, "/store/delete", url.Values{"namespace": {"notes.alice"}, "key": {"n1"}})
+			want(t, ask, http.StatusOK, `id="confirm-delete"`, "Nothing was deleted yet")
+			if it, err := store.Get(context.Background(), s, []string{"notes", "alice"}, "n1"); err != nil || it == nil {
+				t.Fatalf("an unconfirmed delete deleted: Get = %v, %v", it, err)
+			}
+			del := f.post(t, "/store/delete", url.Values{"namespace": {"notes.alice"}, "key": {"n1"}, "confirm": {"yes"}})
 			if del.code != http.StatusSeeOther || del.location != "/store/items?ns=notes.alice" {
 				t.Fatalf("delete = %d to %q", del.code, del.location)
 			}

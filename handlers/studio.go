@@ -15,7 +15,6 @@ import (
 	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/engine"
 	"github.com/superstep-dev/superstep/runs"
-	"github.com/superstep-dev/superstep/static"
 	"github.com/superstep-dev/superstep/store"
 	"github.com/superstep-dev/superstep/web"
 )
@@ -45,7 +44,7 @@ var _ Runner = (*runs.Manager)(nil)
 
 // MaxBodyBytes caps a request body. The biggest legitimate body is a
 // start-run form with its input JSON.
-const MaxBodyBytes = 1 << 20
+const MaxBodyBytes = web.MaxBodyBytes
 
 // Routes are the Studio's graph, thread and live pages over one Runner.
 type Routes struct {
@@ -60,6 +59,10 @@ type Routes struct {
 	// Sockets bound the live websockets; the zero value gives the
 	// defaults (see SocketLimits).
 	Sockets SocketLimits
+	// Inputs are example run inputs by graph name: the graph's start form
+	// is prefilled with its input, and a "Try it" button runs it at once.
+	// A graph without one gets its zero state in the form.
+	Inputs map[string]map[string]any
 }
 
 // Mount adds the routes to r. State changes are POSTs (never GETs), so
@@ -78,7 +81,10 @@ func (rt Routes) Mount(r chi.Router) {
 	rt.mountTimeTravel(r)
 	rt.mountStore(r)
 	rt.mountCache(r)
-	r.Method(http.MethodGet, "/static/*", http.StripPrefix("/static/", http.FileServerFS(static.FS)))
+	r.Method(http.MethodGet, "/static/*", staticFiles(rt))
+	r.Method(http.MethodGet, "/favicon.ico", favicon())
+	r.NotFound(NotFound(rt.Logger).ServeHTTP)
+	r.MethodNotAllowed(methodNotAllowed(rt.Logger))
 }
 
 // Secure wraps the whole Studio: Go's cross-origin protection on every
@@ -168,7 +174,8 @@ func fail(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 }
 
 func renderError(w http.ResponseWriter, r *http.Request, log *slog.Logger, code int, title, msg string) {
-	render(w, r, log, code, web.ErrorPage(web.ErrorView{Status: code, Title: title, Message: msg}))
+	back, label := backLink(r)
+	render(w, r, log, code, web.ErrorPage(web.ErrorView{Status: code, Title: title, Message: msg, Back: back, BackLabel: label}))
 }
 
 func render(w http.ResponseWriter, r *http.Request, log *slog.Logger, code int, c templ.Component) {

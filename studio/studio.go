@@ -46,6 +46,11 @@ type Config struct {
 	// creates (Postgres when DatabaseURL is set, memory otherwise), so the
 	// graphs' threads, cache and store are the Studio's.
 	Build func(Backends) (map[string]engine.Compiled, error)
+	// Inputs are example run inputs by graph name (JSON objects keyed by
+	// state field): the graph's start form is prefilled with its input and
+	// a "Try it" button runs it on a new thread. Graphs without one get
+	// their zero state in the form.
+	Inputs map[string]map[string]any
 	// CacheKey authenticates node-cache rows in Postgres (see package
 	// pgcache); replicas sharing a database must share it. Empty means a
 	// random key per process: entries written by others are misses.
@@ -185,6 +190,12 @@ func Open(ctx context.Context, cfg Config) (*Studio, error) {
 			graphs[name] = g
 		}
 	}
+	for name := range cfg.Inputs {
+		if _, ok := graphs[name]; !ok {
+			s.Close()
+			return nil, fmt.Errorf("studio: Inputs has an input for %q, which is not one of the graphs", name)
+		}
+	}
 	mgr, err := runs.NewManager(graphs, runs.WithThreadStore(threads), runs.WithRunLog(runLog), runs.WithErrorHandler(func(err error) {
 		log.Error("thread registry", slog.Any("error", err))
 	}))
@@ -197,7 +208,7 @@ func Open(ctx context.Context, cfg Config) (*Studio, error) {
 	r.Use(middleware.Recoverer)
 	r.Method(http.MethodGet, "/healthz", handlers.Health{Backends: s.backends, DB: db, Logger: log})
 	r.Method(http.MethodGet, "/", handlers.Index{Backends: s.backends, Logger: log})
-	handlers.Routes{Runs: mgr, Store: b.Store, Cache: b.Cache, Logger: log, Sockets: cfg.Sockets}.Mount(r)
+	handlers.Routes{Runs: mgr, Store: b.Store, Cache: b.Cache, Logger: log, Sockets: cfg.Sockets, Inputs: cfg.Inputs}.Mount(r)
 	s.runs = mgr
 	s.handler = handlers.Secure(handlers.RequireToken(cfg.AuthToken, r))
 	return s, nil

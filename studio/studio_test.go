@@ -101,8 +101,12 @@ func serveAndGet(t *testing.T, cfg studio.Config, path string) string {
 	addrc := make(chan net.Addr, 1)
 	done := make(chan error, 1)
 	go func() { done <- studio.Serve(ctx, cfg, func(a net.Addr) { addrc <- a }) }()
+	returned := false
 	t.Cleanup(func() {
 		cancel()
+		if returned {
+			return
+		}
 		if err := <-done; err != nil {
 			t.Errorf("Serve: %v", err)
 		}
@@ -111,6 +115,7 @@ func serveAndGet(t *testing.T, cfg studio.Config, path string) string {
 	select {
 	case addr = <-addrc:
 	case err := <-done:
+		returned = true // the cleanup must not wait for it again
 		t.Fatalf("Serve returned early: %v", err)
 	}
 	resp, err := http.Get("http://" + addr.String() + path)
@@ -313,5 +318,15 @@ func TestThreadsPageShowsTheNewestAndSaysSo(t *testing.T) {
 	body = get("/threads?status=error")
 	if !strings.Contains(body, `id="thread-t0000"`) || strings.Contains(body, `id="threads-capped"`) {
 		t.Fatalf("the error filter does not find the oldest thread, or says it is cut: %.1000s", body)
+	}
+}
+
+// An example input must belong to a graph the Studio serves: a typo in a
+// name would otherwise leave that graph's form with its zero state.
+func TestOpenRefusesAnInputForAnUnknownGraph(t *testing.T) {
+	t.Parallel()
+	_, err := studio.Open(context.Background(), studio.Config{Inputs: map[string]map[string]any{"no-such-graph": {"x": 1.0}}})
+	if err == nil || !strings.Contains(err.Error(), `"no-such-graph"`) {
+		t.Fatalf("Open = %v, want an error naming the graph", err)
 	}
 }

@@ -41,6 +41,7 @@ func main() {
 		fmt.Fprint(os.Stderr, memoryBanner)
 	}
 	cfg.Build = graphs
+	cfg.Inputs = inputs()
 	err = studio.Serve(ctx, cfg, func(addr net.Addr) {
 		slog.Info("Superstep Studio is listening", slog.String("url", "http://"+addr.String()))
 	})
@@ -123,6 +124,13 @@ func graphs(b studio.Backends) (map[string]engine.Compiled, error) {
 	}
 	all["demo-review"] = demo
 	return all, nil
+}
+
+// inputs are the example inputs of every graph graphs registers.
+func inputs() map[string]map[string]any {
+	in := examples.Inputs()
+	in["demo-review"] = map[string]any{"topic": "pgvector for agent memory"}
+	return in
 }
 
 // demoGraph is a small built-in graph: research (retried once), draft, a

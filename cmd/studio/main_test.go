@@ -1,10 +1,16 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"io"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/superstep-dev/superstep/checkpoints"
+	"github.com/superstep-dev/superstep/engine"
+	"github.com/superstep-dev/superstep/studio"
 )
 
 func TestParseConfigFlagsMirrorEnv(t *testing.T) {
@@ -70,5 +76,32 @@ func TestParseConfigDBRetryWindow(t *testing.T) {
 		if _, err := parseConfig([]string{"-db-retry-window", bad}, func(string) string { return "" }, io.Discard); err == nil || !strings.Contains(err.Error(), "duration") {
 			t.Errorf("window %q: err %v, want one asking for a duration", bad, err)
 		}
+	}
+}
+
+// Every graph the command registers, the demo included, has an example
+// input for the start form and its "Try it" button.
+func TestEveryRegisteredGraphHasAnInput(t *testing.T) {
+	t.Parallel()
+	gs, err := graphs(studio.Backends{Checkpointer: checkpoints.NewMemory()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := inputs()
+	for name := range gs {
+		if len(in[name]) == 0 {
+			t.Errorf("graph %s has no example input", name)
+		}
+	}
+	for name := range in {
+		if gs[name] == nil {
+			t.Errorf("input for %s, which is not registered", name)
+		}
+	}
+	// The demo's input runs to its review interrupt.
+	_, err = gs["demo-review"].Pregel().Invoke(context.Background(), in["demo-review"], &engine.RunOptions{ThreadID: "demo"})
+	var intr *engine.Interrupted
+	if !errors.As(err, &intr) {
+		t.Fatalf("demo-review from its input: %v, want the review interrupt", err)
 	}
 }
