@@ -93,51 +93,61 @@ var _ liveRunner = (*runs.Manager)(nil)
 // open subgraph light up from the subgraph's task events.
 func ThreadPage(rt Routes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		t, err := rt.Runs.Thread(r.Context(), chi.URLParam(r, "thread"))
+		v, err := threadView(r, rt)
 		if err != nil {
 			fail(w, r, rt.Logger, err)
 			return
 		}
-		g, err := rt.Runs.Graph(t.Graph)
-		if err != nil {
-			fail(w, r, rt.Logger, err)
-			return
-		}
-		expand, err := ParseExpand(g.Topology(), r.URL.Query()["expand"])
-		if err != nil {
-			fail(w, r, rt.Logger, err)
-			return
-		}
-		base := "/threads/" + url.PathEscape(t.ID)
-		svg, edges, err := compiledDrawing(r.Context(), g, expand, base)
-		if err != nil {
-			fail(w, r, rt.Logger, err)
-			return
-		}
-		var evs []runs.Event
-		cursor := ""
-		if lr, ok := rt.Runs.(liveRunner); ok {
-			evs, cursor, err = lr.History(r.Context(), t.ID)
-		} else {
-			evs, err = runs.Catchup(r.Context(), g, t.ID)
-		}
-		if err != nil {
-			fail(w, r, rt.Logger, err)
-			return
-		}
-		v := web.ThreadView{ID: t.ID, Graph: t.Graph, Status: string(t.Status), Updated: when(t.Updated), Error: t.Error, SVG: string(svg), Before: t.Before, After: t.After, Cursor: cursor,
-			Subgraphs: subgraphList(g.Topology(), expand, base)}
-		if len(expand) > 0 {
-			v.CollapseAll = base
-			v.Expand = strings.TrimPrefix(expandHref(base, expand), base)
-		}
-		f := fold(evs)
-		v.Tasks, v.Channels, v.Overlay = f.tasks, f.channels, f.overlay
-		v.Overlay.Edges = edges
-		v.Values = f.valueRows(t.ID)
-		v.Pending = pendingViews(t.Pending)
 		render(w, r, rt.Logger, http.StatusOK, web.Thread(v))
 	})
+}
+
+// threadView is the thread page of the request's {thread} and ?expand=,
+// as ThreadPage renders it; a refused answer renders the same page with
+// the refusal in its approval panel.
+func threadView(r *http.Request, rt Routes) (web.ThreadView, error) {
+	t, err := rt.Runs.Thread(r.Context(), chi.URLParam(r, "thread"))
+	if err != nil {
+		return web.ThreadView{}, err
+	}
+	g, err := rt.Runs.Graph(t.Graph)
+	if err != nil {
+		return web.ThreadView{}, err
+	}
+	expand, err := ParseExpand(g.Topology(), r.URL.Query()["expand"])
+	if err != nil {
+		return web.ThreadView{}, err
+	}
+	base := "/threads/" + url.PathEscape(t.ID)
+	svg, edges, err := compiledDrawing(r.Context(), g, expand, base)
+	if err != nil {
+		return web.ThreadView{}, err
+	}
+	var evs []runs.Event
+	cursor := ""
+	if lr, ok := rt.Runs.(liveRunner); ok {
+		evs, cursor, err = lr.History(r.Context(), t.ID)
+	} else {
+		evs, err = runs.Catchup(r.Context(), g, t.ID)
+	}
+	if err != nil {
+		return web.ThreadView{}, err
+	}
+	v := web.ThreadView{ID: t.ID, Graph: t.Graph, Status: string(t.Status), Updated: when(t.Updated), Error: t.Error, SVG: string(svg), Before: t.Before, After: t.After, Cursor: cursor,
+		Subgraphs: subgraphList(g.Topology(), expand, base)}
+	if len(expand) > 0 {
+		v.CollapseAll = base
+		v.Expand = strings.TrimPrefix(expandHref(base, expand), base)
+	}
+	f := fold(evs)
+	v.Tasks, v.Channels, v.Overlay = f.tasks, f.channels, f.overlay
+	v.Overlay.Edges = edges
+	v.Values = f.valueRows(t.ID)
+	v.Pending = pendingViews(t.Pending)
+	if t.Status == runs.StatusInterrupted {
+		v.Edit = stateEditor(v.Values, len(t.Pending) > 0)
+	}
+	return v, nil
 }
 
 // folded is a thread page's state after applying its events in order, as
@@ -307,8 +317,13 @@ func (f *folded) valueRows(thread string) []web.ValueRow {
 // ResumeRun answers POST /threads/{thread}/resume. The form's action is
 // approve (answer true), reject (false), respond (the JSON in value),
 // form (a typed form built from the interrupt's answer schema; the answer
-// is the JSON object of its fields) or continue (a breakpoint: no answer);
-// interrupt_id, when set, answers that interrupt only.
+// is the JSON object of its fields), continue (a breakpoint: no answer)
+// or edit (change state keys at the pause, then go on: editAndContinue);
+// interrupt_id, when set, answers that interrupt only. An answer the
+// Studio refuses (bad JSON, a field over its limit, a thread that no
+// longer waits) comes back as the thread page with the reason in the
+// approval panel and what was typed still in its fields, with the 4xx
+// status, never as a dead end.
 func ResumeRun(rt Routes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := chi.URLParam(r, "thread")
@@ -321,6 +336,7 @@ func ResumeRun(rt Routes) http.Handler {
 			fail(w, r, rt.Logger, err)
 			return
 		}
+		refuse := func(err error) { refuseAnswer(w, r, rt, err) }
 		var answer any
 		switch action := r.PostForm.Get("action"); action {
 		case "approve":
@@ -330,27 +346,34 @@ func ResumeRun(rt Routes) http.Handler {
 		case "respond":
 			v, err := DecodeJSON(r.PostForm.Get("value"))
 			if err != nil {
-				fail(w, r, rt.Logger, fmt.Errorf("response: %w", err))
+				refuse(fmt.Errorf("response: %w", err))
 				return
 			}
 			answer = v
 		case "form":
 			v, err := typedAnswer(t, r.PostForm.Get("interrupt_id"), r.PostForm)
 			if err != nil {
-				fail(w, r, rt.Logger, fmt.Errorf("typed answer: %w", err))
+				refuse(fmt.Errorf("typed answer: %w", err))
 				return
 			}
 			answer = v
 		case "continue":
+		case "edit":
+			if err := editAndContinue(r, rt, t); err != nil {
+				refuse(err)
+				return
+			}
+			http.Redirect(w, r, back, http.StatusSeeOther)
+			return
 		default:
-			fail(w, r, rt.Logger, fmt.Errorf("%w: action %q: use approve, reject, respond or continue (or form, for a schema question)", runs.ErrInvalidInput, action))
+			fail(w, r, rt.Logger, fmt.Errorf("%w: action %q: use approve, reject, respond or continue (or form, for a schema question, or edit)", runs.ErrInvalidInput, action))
 			return
 		}
 		if iid := r.PostForm.Get("interrupt_id"); iid != "" {
 			answer = runs.ByID{iid: answer}
 		}
 		if _, err := rt.Runs.Resume(r.Context(), id, answer); err != nil {
-			fail(w, r, rt.Logger, err)
+			refuse(err)
 			return
 		}
 		http.Redirect(w, r, back, http.StatusSeeOther)
