@@ -248,7 +248,8 @@ func TestE2EApprovalErrorsStayOnThePage(t *testing.T) {
 		)
 		waitFor(t, ctx, "the confirmation", `#respond-0.confirming`)
 		do(t, ctx, chromedp.Click(chromedp.ID("respond-0")))
-		waitFor(t, ctx, "the refusal in the panel", `#approval #answer-error-0`)
+		// data-live: the page's script has run (it restores the address).
+		waitFor(t, ctx, "the refusal in the panel", `body[data-live="1"] #approval #answer-error-0`)
 		if msg := text(t, ctx, "#answer-error-0"); !strings.Contains(msg, "bad JSON") {
 			t.Errorf("the refusal reads %q", msg)
 		}
@@ -382,12 +383,18 @@ func TestE2EApprovalNeedsADeliberateSecondStep(t *testing.T) {
 		if cls, _ := e2e.Class(ctx, "approve-0"); strings.Contains(cls, "confirming") {
 			t.Error("picking Reject left Approve armed")
 		}
-		// Enter in the response box, a double click on Respond.
+		// Enter in the response box; a double click on Respond (a click,
+		// then a second with click count 2, as a mouse sends them): the
+		// first click only asks, the second is not a deliberate answer.
 		do(t, ctx,
 			chromedp.SendKeys(chromedp.ID("response-0"), `true`+kb.Enter),
 			chromedp.KeyEvent(kb.Enter),
+			chromedp.Click(chromedp.ID("respond-0")),
 			chromedp.DoubleClick(chromedp.ID("respond-0")),
 		)
+		if cls, _ := e2e.Class(ctx, "respond-0"); !strings.Contains(cls, "confirming") {
+			t.Errorf("after a double click Respond is %q, want it asking for confirmation", cls)
+		}
 		if !eval[bool](t, ctx, `window.stayed === true`) {
 			t.Fatal("a key or a double click sent the page somewhere")
 		}
@@ -412,9 +419,11 @@ func TestE2EApprovalNeedsADeliberateSecondStep(t *testing.T) {
 		do(t, ctx, chromedp.Navigate(f.srv.URL+"/threads/"+thread))
 		waitFor(t, ctx, "the typed form", `body[data-live="1"] #form-0`)
 		eval[bool](t, ctx, `window.stayed = true`)
+		// A reject typed in full: if any Enter below sent it, the
+		// deliberate approval at the end could not pay.
 		do(t, ctx,
-			chromedp.SetValue(chromedp.CSS(`#form-0 select[name="field.action"]`), `"approve"`),
-			chromedp.SendKeys(chromedp.CSS(`#form-0 input[name="field.reason"]`), "looks fine"+kb.Enter),
+			chromedp.SetValue(chromedp.CSS(`#form-0 select[name="field.action"]`), `"reject"`),
+			chromedp.SendKeys(chromedp.CSS(`#form-0 input[name="field.reason"]`), "looks wrong"+kb.Enter),
 			chromedp.SendKeys(chromedp.CSS(`#form-0 input[name="field.amount"]`), "12"+kb.Enter),
 			chromedp.KeyEvent("a"),
 			chromedp.KeyEvent(kb.Enter),
@@ -424,7 +433,10 @@ func TestE2EApprovalNeedsADeliberateSecondStep(t *testing.T) {
 		}
 		stillWaiting(t, f, thread, th.RunID, "Enter in the form's fields")
 		// One click only asks.
-		do(t, ctx, chromedp.Click(chromedp.ID("submit-0")))
+		do(t, ctx,
+			chromedp.SetValue(chromedp.CSS(`#form-0 select[name="field.action"]`), `"approve"`),
+			chromedp.Click(chromedp.ID("submit-0")),
+		)
 		waitFor(t, ctx, "the confirmation", `#submit-0.confirming`)
 		if s := text(t, ctx, "#submit-0"); !strings.Contains(s, "Confirm") || !strings.Contains(s, "action approve") {
 			t.Errorf("the confirmation reads %q; want what will be sent", s)
