@@ -478,6 +478,7 @@ func TestE2EEditStateAtAPause(t *testing.T) {
 			chromedp.Click(chromedp.ID("edit-continue")),
 		)
 		waitFor(t, ctx, "the confirmation", `#edit-continue.confirming`)
+		screenshot(t, ctx, "edit-state.png")
 		do(t, ctx, chromedp.Click(chromedp.ID("edit-continue")))
 		waitFor(t, ctx, "the run finished", `body[data-status="idle"][data-live="1"]`)
 		f.wait(t, "bp")

@@ -288,15 +288,17 @@
   }, true);
   // Exclusive bounds (JSON Schema exclusiveMinimum/Maximum) have no HTML
   // attribute: checked here, and always again on the server.
-  document.addEventListener("input", (e) => {
-    const el = e.target;
+  function checkExclusive(el) {
     if (!el.dataset || (el.dataset.xmin === undefined && el.dataset.xmax === undefined)) return;
     const n = Number(el.value);
     let msg = "";
     if (el.value !== "" && el.dataset.xmin !== undefined && !(n > Number(el.dataset.xmin))) msg = "Must be greater than " + el.dataset.xmin + ".";
     if (el.value !== "" && el.dataset.xmax !== undefined && !(n < Number(el.dataset.xmax))) msg = "Must be less than " + el.dataset.xmax + ".";
     el.setCustomValidity(msg);
-  });
+  }
+  document.addEventListener("input", (e) => checkExclusive(e.target));
+  // A refused answer comes back with its values kept: check them too.
+  document.querySelectorAll("input[data-xmin], input[data-xmax]").forEach(checkExclusive);
   // A refused answer comes back as this page at the form's address
   // (…/resume); show the thread's own address, so a reload reads the
   // page again instead of posting the answer again.

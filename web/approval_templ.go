@@ -298,7 +298,7 @@ func stateEdit(v ThreadView, e StateEdit) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 22, "<p class=\"muted\">Change one or more keys (each as JSON); keys you leave as they are stay. The edit is applied as the node that ran last, as if it had returned it, and then ")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 22, "<p class=\"muted\">Change one or more keys (each as JSON); keys you leave as they are stay. The edit is applied as the node that ran last, as if it had returned it (so a key with a reducer, such as an append list, combines it with what is there), and then ")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
