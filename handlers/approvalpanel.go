@@ -30,17 +30,14 @@ func refuseAnswer(w http.ResponseWriter, r *http.Request, rt Routes, err error) 
 		fail(w, r, rt.Logger, err)
 		return
 	}
-	v, verr := threadView(r, rt)
-	if verr != nil {
-		fail(w, r, rt.Logger, err)
-		return
-	}
 	msg := err.Error()
 	if code == http.StatusConflict {
 		msg = "The thread no longer waits for this answer (it was answered, edited or run from another page): " + msg
 	}
-	keepAnswer(&v, r.PostForm, msg, err)
-	render(w, r, rt.Logger, code, web.Thread(v))
+	threadPage(rt, func(v *web.ThreadView) int {
+		keepAnswer(v, r.PostForm, msg, err)
+		return code
+	}).ServeHTTP(w, r)
 }
 
 // keepAnswer puts a refused answer back on the page: on the interrupt it

@@ -91,63 +91,65 @@ var _ liveRunner = (*runs.Manager)(nil)
 // cursor. ?expand= opens subgraph nodes in the drawing as on the graph
 // page (a value naming no subgraph node is a 400); the nodes inside an
 // open subgraph light up from the subgraph's task events.
-func ThreadPage(rt Routes) http.Handler {
+func ThreadPage(rt Routes) http.Handler { return threadPage(rt, nil) }
+
+// threadPage is ThreadPage with amend, when set, changing the view before
+// it is rendered and giving the status: a refused answer renders the
+// same page with the refusal in its approval panel (refuseAnswer).
+func threadPage(rt Routes, amend func(*web.ThreadView) int) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		v, err := threadView(r, rt)
+		t, err := rt.Runs.Thread(r.Context(), chi.URLParam(r, "thread"))
 		if err != nil {
 			fail(w, r, rt.Logger, err)
 			return
 		}
-		render(w, r, rt.Logger, http.StatusOK, web.Thread(v))
+		g, err := rt.Runs.Graph(t.Graph)
+		if err != nil {
+			fail(w, r, rt.Logger, err)
+			return
+		}
+		expand, err := ParseExpand(g.Topology(), r.URL.Query()["expand"])
+		if err != nil {
+			fail(w, r, rt.Logger, err)
+			return
+		}
+		base := "/threads/" + url.PathEscape(t.ID)
+		svg, edges, err := compiledDrawing(r.Context(), g, expand, base)
+		if err != nil {
+			fail(w, r, rt.Logger, err)
+			return
+		}
+		var evs []runs.Event
+		cursor := ""
+		if lr, ok := rt.Runs.(liveRunner); ok {
+			evs, cursor, err = lr.History(r.Context(), t.ID)
+		} else {
+			evs, err = runs.Catchup(r.Context(), g, t.ID)
+		}
+		if err != nil {
+			fail(w, r, rt.Logger, err)
+			return
+		}
+		v := web.ThreadView{ID: t.ID, Graph: t.Graph, Status: string(t.Status), Updated: when(t.Updated), Error: t.Error, SVG: string(svg), Before: t.Before, After: t.After, Cursor: cursor,
+			Subgraphs: subgraphList(g.Topology(), expand, base)}
+		if len(expand) > 0 {
+			v.CollapseAll = base
+			v.Expand = strings.TrimPrefix(expandHref(base, expand), base)
+		}
+		f := fold(evs)
+		v.Tasks, v.Channels, v.Overlay = f.tasks, f.channels, f.overlay
+		v.Overlay.Edges = edges
+		v.Values = f.valueRows(t.ID)
+		v.Pending = pendingViews(t.Pending)
+		if t.Status == runs.StatusInterrupted {
+			v.Edit = stateEditor(v.Values, len(t.Pending) > 0)
+		}
+		code := http.StatusOK
+		if amend != nil {
+			code = amend(&v)
+		}
+		render(w, r, rt.Logger, code, web.Thread(v))
 	})
-}
-
-// threadView is the thread page of the request's {thread} and ?expand=,
-// as ThreadPage renders it; a refused answer renders the same page with
-// the refusal in its approval panel.
-func threadView(r *http.Request, rt Routes) (web.ThreadView, error) {
-	t, err := rt.Runs.Thread(r.Context(), chi.URLParam(r, "thread"))
-	if err != nil {
-		return web.ThreadView{}, err
-	}
-	g, err := rt.Runs.Graph(t.Graph)
-	if err != nil {
-		return web.ThreadView{}, err
-	}
-	expand, err := ParseExpand(g.Topology(), r.URL.Query()["expand"])
-	if err != nil {
-		return web.ThreadView{}, err
-	}
-	base := "/threads/" + url.PathEscape(t.ID)
-	svg, edges, err := compiledDrawing(r.Context(), g, expand, base)
-	if err != nil {
-		return web.ThreadView{}, err
-	}
-	var evs []runs.Event
-	cursor := ""
-	if lr, ok := rt.Runs.(liveRunner); ok {
-		evs, cursor, err = lr.History(r.Context(), t.ID)
-	} else {
-		evs, err = runs.Catchup(r.Context(), g, t.ID)
-	}
-	if err != nil {
-		return web.ThreadView{}, err
-	}
-	v := web.ThreadView{ID: t.ID, Graph: t.Graph, Status: string(t.Status), Updated: when(t.Updated), Error: t.Error, SVG: string(svg), Before: t.Before, After: t.After, Cursor: cursor,
-		Subgraphs: subgraphList(g.Topology(), expand, base)}
-	if len(expand) > 0 {
-		v.CollapseAll = base
-		v.Expand = strings.TrimPrefix(expandHref(base, expand), base)
-	}
-	f := fold(evs)
-	v.Tasks, v.Channels, v.Overlay = f.tasks, f.channels, f.overlay
-	v.Overlay.Edges = edges
-	v.Values = f.valueRows(t.ID)
-	v.Pending = pendingViews(t.Pending)
-	if t.Status == runs.StatusInterrupted {
-		v.Edit = stateEditor(v.Values, len(t.Pending) > 0)
-	}
-	return v, nil
 }
 
 // folded is a thread page's state after applying its events in order, as
