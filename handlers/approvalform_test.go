@@ -188,7 +188,7 @@ func TestTypedAnswerIsHeldToTheSchemasLimits(t *testing.T) {
 		}
 		form.Set(tc.field, tc.value)
 		res := f.post(t, "/threads/limits/resume", form)
-		if res.code != 400 || !strings.Contains(res.body, htmlText(tc.want)) {
+		if res.code != 400 || !strings.Contains(res.body, escapedHTML(tc.want)) {
 			t.Errorf("%s: %d, want 400 saying %q", tc.name, res.code, tc.want)
 		}
 	}
@@ -208,8 +208,8 @@ func TestTypedAnswerIsHeldToTheSchemasLimits(t *testing.T) {
 	}
 }
 
-// htmlText is s as templ escapes it in a page.
-func htmlText(s string) string {
+// escapedHTML is s as templ escapes it in a page.
+func escapedHTML(s string) string {
 	return strings.NewReplacer(`"`, "&#34;", "<", "&lt;", ">", "&gt;", "&", "&amp;").Replace(s)
 }
 
@@ -232,13 +232,13 @@ func limitsGraph(t testing.TB) engine.Compiled {
 		if err != nil {
 			return nil, err
 		}
-		return engine.Update{"answer": compactJSON(t, a)}, nil
+		return engine.Update{"answer": answerJSON(t, a)}, nil
 	})
 	sg.AddEdge(engine.Start, "ask").AddEdge("ask", engine.End)
 	return compileFlow(t, sg)
 }
 
-func compactJSON(t testing.TB, v any) string {
+func answerJSON(t testing.TB, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -55,7 +55,7 @@ func TestRefusedAnswerComesBackAsTheThreadPage(t *testing.T) {
 // is not paused cannot be edited from here.
 func TestEditStateAtAPauseRoute(t *testing.T) {
 	t.Parallel()
-	f := serve(t, map[string]engine.Compiled{"count": countGraph(t)})
+	f := serve(t, map[string]engine.Compiled{"count": editCountGraph(t)})
 	if _, err := f.runs.Start(context.Background(), "count", "edit", map[string]any{"n": 1}, runs.StartOptions{InterruptBefore: []string{"report"}}); err != nil {
 		t.Fatal(err)
 	}
