@@ -96,8 +96,8 @@ func schemaForm(s map[string]any) *web.SchemaForm {
 					field.Pattern = pat
 				}
 			}
-			field.MinLength = count(p, "minLength")
-			field.MaxLength = count(p, "maxLength")
+			field.MinLength = lengthBound(p, "minLength")
+			field.MaxLength = lengthBound(p, "maxLength")
 		default:
 			field.Kind = "json"
 		}
@@ -120,8 +120,8 @@ func bound(p map[string]any, key string) string {
 	return ""
 }
 
-// count is a non-negative whole-number schema keyword (minLength).
-func count(p map[string]any, key string) string {
+// lengthBound is a non-negative whole-number schema keyword (minLength).
+func lengthBound(p map[string]any, key string) string {
 	if n, ok := p[key].(float64); ok && n >= 0 && n == math.Trunc(n) && n < 1<<31 {
 		return strconv.Itoa(int(n))
 	}
