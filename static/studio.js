@@ -244,7 +244,7 @@
   // modifier is the deliberate act). Enter alone in a field does nothing
   // (each form's first submit button is a disabled one, which turns off
   // the browser's implicit submission, with or without this script).
-  const CONFIRM_MS = 6000;
+  const CONFIRM_MS = 8000;
   function disarm(b) {
     if (!b.classList.contains("confirming")) return;
     clearTimeout(Number(b.dataset.timer));
