@@ -27,6 +27,10 @@ func TestE2ETypedApprovalForm(t *testing.T) {
 	); err != nil {
 		t.Fatal(err)
 	}
+	waitFor(t, ctx, "the confirmation", `#submit-0.confirming`)
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("submit-0"))); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, ctx, "the resumed run finished", `body[data-status="idle"][data-live="1"]`)
 	f.wait(t, thread)
 	v := f.values(t, "transfer", thread)

@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -150,4 +151,98 @@ func TestTypedFormOnAPlainInterruptIsRefused(t *testing.T) {
 	if res.code != http.StatusBadRequest || !strings.Contains(res.body, "carries no answer schema") {
 		t.Errorf("typed answer to a plain question = %d, want 400", res.code)
 	}
+}
+
+// Item 5 on the server: a typed answer is held to the schema's limits
+// even when it never went through the browser; the 400 names the field
+// and the limit, and nothing resumes.
+func TestTypedAnswerIsHeldToTheSchemasLimits(t *testing.T) {
+	t.Parallel()
+	f := serve(t, map[string]engine.Compiled{"limits": limitsGraph(t)})
+	th, err := f.runs.Start(context.Background(), "limits", "limits", nil, runs.StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	th = f.wait(t, th.ID)
+	iid := th.Pending[0].ID
+	valid := url.Values{"field.code": {"AB-12"}, "field.count": {"3"}, "field.share": {"0.5"}, "field.color": {`"red"`}, "field.urgent": {"true"}}
+	for _, tc := range []struct {
+		name, field, value, want string
+	}{
+		{"required missing", "field.code", "", "code is required"},
+		{"enum not a choice", "field.color", `"mauve"`, `color: "\"mauve\"" is not one of the choices (red, green)`},
+		{"boolean unchosen", "field.urgent", "", "urgent is required: choose one of yes (true), no (false)"},
+		{"boolean not a choice", "field.urgent", "on", `urgent: "on" is not one of the choices`},
+		{"below minimum", "field.count", "0", "count: 0 is below the minimum 1"},
+		{"above maximum", "field.count", "11", "count: 11 is above the maximum 10"},
+		{"not whole", "field.count", "2.5", `count: "2.5" is not a whole number`},
+		{"exclusive minimum", "field.share", "0", "share: 0 must be greater than 0"},
+		{"exclusive maximum", "field.share", "1", "share: 1 must be less than 1"},
+		{"pattern", "field.code", "ab-12", `code: "ab-12" does not match the pattern ^[A-Z]{2}-[0-9]+$`},
+		{"too short", "field.code", "A", "code: 1 characters is shorter than the minimum length 3"},
+		{"too long", "field.code", "AB-1234567", "code: 10 characters is longer than the maximum length 8"},
+	} {
+		form := url.Values{"action": {"form"}, "interrupt_id": {iid}}
+		for k, v := range valid {
+			form[k] = v
+		}
+		form.Set(tc.field, tc.value)
+		res := f.post(t, "/threads/limits/resume", form)
+		if res.code != 400 || !strings.Contains(res.body, escapedHTML(tc.want)) {
+			t.Errorf("%s: %d, want 400 saying %q", tc.name, res.code, tc.want)
+		}
+	}
+	if now, _ := f.runs.Thread(context.Background(), "limits"); now.Status != runs.StatusInterrupted || now.RunID != th.RunID {
+		t.Fatalf("refused answers moved the thread: %+v", now)
+	}
+	form := url.Values{"action": {"form"}, "interrupt_id": {iid}}
+	for k, v := range valid {
+		form[k] = v
+	}
+	if res := f.post(t, "/threads/limits/resume", form); res.code != 303 {
+		t.Fatalf("a valid answer = %d: %.500s", res.code, res.body)
+	}
+	f.wait(t, "limits")
+	if got := f.values(t, "limits", "limits")["answer"]; got != `{"code":"AB-12","color":"red","count":3,"share":0.5,"urgent":true}` {
+		t.Errorf("the graph got %v", got)
+	}
+}
+
+// escapedHTML is s as templ escapes it in a page.
+func escapedHTML(s string) string {
+	return strings.NewReplacer(`"`, "&#34;", "<", "&lt;", ">", "&gt;", "&", "&amp;").Replace(s)
+}
+
+// limitsGraph asks one question whose schema uses every limit the typed
+// form knows, and records the answer as JSON.
+func limitsGraph(t testing.TB) engine.Compiled {
+	t.Helper()
+	sg := engine.NewStateGraph[flowState]()
+	sg.AddNode("ask", func(ctx context.Context, _ flowState) (engine.Output, error) {
+		a, err := engine.Interrupt(ctx, map[string]any{"question": "Fill it in", "schema": map[string]any{
+			"type": "object", "required": []string{"code", "count", "share", "color", "urgent"},
+			"properties": map[string]any{
+				"code":   map[string]any{"type": "string", "pattern": "^[A-Z]{2}-[0-9]+$", "minLength": 3, "maxLength": 8},
+				"count":  map[string]any{"type": "integer", "minimum": 1, "maximum": 10},
+				"share":  map[string]any{"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+				"color":  map[string]any{"enum": []string{"red", "green"}},
+				"urgent": map[string]any{"type": "boolean"},
+			},
+		}})
+		if err != nil {
+			return nil, err
+		}
+		return engine.Update{"answer": answerJSON(t, a)}, nil
+	})
+	sg.AddEdge(engine.Start, "ask").AddEdge("ask", engine.End)
+	return compileFlow(t, sg)
+}
+
+func answerJSON(t testing.TB, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/superstep-dev/superstep/internal/e2e"
 )
@@ -86,13 +87,15 @@ func TestE2EStartRunAndWatchNodesLightUp(t *testing.T) {
 func TestE2EApproveAndRejectAnInterrupt(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name        string
-		answer      chromedp.Action[chromedp.Void]
-		wantAnswer  string
-		wantPublish bool
+		name          string
+		pick, confirm chromedp.Action[chromedp.Void]
+		picked        string
+		wantAnswer    string
+		wantPublish   bool
 	}{
-		{"approve by click", chromedp.Click(chromedp.ID("approve-0")), "true", true},
-		{"reject by key r", chromedp.KeyEvent("r"), "false", false},
+		// Every answer takes a second, deliberate step (issue 14, item 8).
+		{"approve by click", chromedp.Click(chromedp.ID("approve-0")), chromedp.Click(chromedp.ID("approve-0")), "#approve-0.confirming", "true", true},
+		{"reject by key r", chromedp.KeyEvent("r"), chromedp.KeyEvent(kb.Enter), "#reject-0.confirming", "false", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -109,12 +112,22 @@ func TestE2EApproveAndRejectAnInterrupt(t *testing.T) {
 			}
 			waitFor(t, ctx, "the approval panel", `body[data-status="interrupted"] #approve-0`)
 			waitFor(t, ctx, "review interrupted", `g#n-review.interrupted`)
-			text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#approval pre.value`)))
-			if err != nil || !strings.Contains(text, `"question": "Ship it?"`) || !strings.Contains(text, "<script>alert(1)</script>") {
-				t.Fatalf("the interrupt value is not shown as readable text: %q, %v", text, err)
+			// The question reads as prose, the rest as a list of text (the
+			// JSON is behind the raw toggle).
+			text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#approval p.question`)))
+			if err != nil || text != "Ship it?" {
+				t.Fatalf("the question is not shown as prose: %q, %v", text, err)
+			}
+			facts, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#approval dl.facts`)))
+			if err != nil || !strings.Contains(facts, "<script>alert(1)</script>") {
+				t.Fatalf("the interrupt value is not shown as readable text: %q, %v", facts, err)
 			}
 			screenshot(t, ctx, "approval-panel.png")
-			if err := chromedp.Do(ctx, tc.answer); err != nil {
+			if err := chromedp.Do(ctx, tc.pick); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, ctx, "the confirmation", tc.picked)
+			if err := chromedp.Do(ctx, tc.confirm); err != nil {
 				t.Fatal(err)
 			}
 			waitFor(t, ctx, "the resumed run finished", `body[data-status="idle"][data-live="1"]`)

@@ -94,7 +94,12 @@ var _ liveRunner = (*runs.Manager)(nil)
 // cursor. ?expand= opens subgraph nodes in the drawing as on the graph
 // page (a value naming no subgraph node is a 400); the nodes inside an
 // open subgraph light up from the subgraph's task events.
-func ThreadPage(rt Routes) http.Handler {
+func ThreadPage(rt Routes) http.Handler { return threadPage(rt, nil) }
+
+// threadPage is ThreadPage with amend, when set, changing the view before
+// it is rendered and giving the status: a refused answer renders the
+// same page with the refusal in its approval panel (refuseAnswer).
+func threadPage(rt Routes, amend func(*web.ThreadView) int) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t, err := rt.Runs.Thread(r.Context(), chi.URLParam(r, "thread"))
 		if err != nil {
@@ -140,7 +145,14 @@ func ThreadPage(rt Routes) http.Handler {
 		v.Overlay.Edges = edges
 		v.Values = f.valueRows(t.ID)
 		v.Pending = pendingViews(t.Pending)
-		render(w, r, rt.Logger, http.StatusOK, web.Thread(v))
+		if t.Status == runs.StatusInterrupted {
+			v.Edit = stateEditor(v.Values, len(t.Pending) > 0)
+		}
+		code := http.StatusOK
+		if amend != nil {
+			code = amend(&v)
+		}
+		render(w, r, rt.Logger, code, web.Thread(v))
 	})
 }
 
@@ -379,8 +391,13 @@ func (f *folded) valueRows(thread string) []web.ValueRow {
 // ResumeRun answers POST /threads/{thread}/resume. The form's action is
 // approve (answer true), reject (false), respond (the JSON in value),
 // form (a typed form built from the interrupt's answer schema; the answer
-// is the JSON object of its fields) or continue (a breakpoint: no answer);
-// interrupt_id, when set, answers that interrupt only.
+// is the JSON object of its fields), continue (a breakpoint: no answer)
+// or edit (change state keys at the pause, then go on: editAndContinue);
+// interrupt_id, when set, answers that interrupt only. An answer the
+// Studio refuses (bad JSON, a field over its limit, a thread that no
+// longer waits) comes back as the thread page with the reason in the
+// approval panel and what was typed still in its fields, with the 4xx
+// status, never as a dead end.
 func ResumeRun(rt Routes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := chi.URLParam(r, "thread")
@@ -393,6 +410,7 @@ func ResumeRun(rt Routes) http.Handler {
 			fail(w, r, rt.Logger, err)
 			return
 		}
+		refuse := func(err error) { refuseAnswer(w, r, rt, err) }
 		var answer any
 		switch action := r.PostForm.Get("action"); action {
 		case "approve":
@@ -402,27 +420,34 @@ func ResumeRun(rt Routes) http.Handler {
 		case "respond":
 			v, err := DecodeJSON(r.PostForm.Get("value"))
 			if err != nil {
-				fail(w, r, rt.Logger, fmt.Errorf("response: %w", err))
+				refuse(fmt.Errorf("response: %w", err))
 				return
 			}
 			answer = v
 		case "form":
 			v, err := typedAnswer(t, r.PostForm.Get("interrupt_id"), r.PostForm)
 			if err != nil {
-				fail(w, r, rt.Logger, fmt.Errorf("typed answer: %w", err))
+				refuse(fmt.Errorf("typed answer: %w", err))
 				return
 			}
 			answer = v
 		case "continue":
+		case "edit":
+			if err := editAndContinue(r, rt, t); err != nil {
+				refuse(err)
+				return
+			}
+			http.Redirect(w, r, back, http.StatusSeeOther)
+			return
 		default:
-			fail(w, r, rt.Logger, fmt.Errorf("%w: action %q: use approve, reject, respond or continue (or form, for a schema question)", runs.ErrInvalidInput, action))
+			fail(w, r, rt.Logger, fmt.Errorf("%w: action %q: use approve, reject, respond or continue (or form, for a schema question, or edit)", runs.ErrInvalidInput, action))
 			return
 		}
 		if iid := r.PostForm.Get("interrupt_id"); iid != "" {
 			answer = runs.ByID{iid: answer}
 		}
 		if _, err := rt.Runs.ResumeWith(r.Context(), id, answer, &runs.ResumeOptions{Origin: runs.OriginThreadPage}); err != nil {
-			fail(w, r, rt.Logger, err)
+			refuse(err)
 			return
 		}
 		http.Redirect(w, r, back, http.StatusSeeOther)

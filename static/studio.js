@@ -396,17 +396,84 @@
   }
   connect();
 
-  // Keys: a approves the first interrupt (or continues from a breakpoint),
-  // r rejects it, Ctrl/Cmd+Enter in a response sends that response.
+  // Answers are never sent by one stray key or click: a button that
+  // resumes the run (data-resume) first turns into "Confirm: …" and only
+  // a second, separate click (or Enter/Space on it) within CONFIRM_MS
+  // sends; the second click of a double click does not count. Keys only
+  // pick a button: a picks Approve (or Continue), r picks Reject; with
+  // Ctrl/Cmd, Enter in an answer's field sends that form at once (the
+  // modifier is the deliberate act). Enter alone in a field does nothing
+  // (each form's first submit button is a disabled one, which turns off
+  // the browser's implicit submission, with or without this script).
+  const CONFIRM_MS = 8000;
+  function disarm(b) {
+    if (!b.classList.contains("confirming")) return;
+    clearTimeout(Number(b.dataset.timer));
+    b.classList.remove("confirming");
+    b.textContent = b.dataset.label;
+  }
+  // confirmText says what a second click will send: for a typed form,
+  // the fields chosen.
+  function confirmText(b) {
+    let text = b.dataset.confirm || "Confirm?";
+    if (b.value === "form" && b.form) {
+      const parts = [];
+      for (const el of b.form.elements) {
+        if (!el.name || !el.name.startsWith("field.") || !el.value) continue;
+        const v = el.tagName === "SELECT" ? el.options[el.selectedIndex].text : el.value;
+        parts.push(el.name.slice(6) + " " + v);
+      }
+      text += " " + (parts.join(", ") || "an empty answer") + "?";
+    }
+    return text;
+  }
+  function arm(b) {
+    document.querySelectorAll("button.confirming").forEach((o) => { if (o !== b) disarm(o); });
+    if (b.classList.contains("confirming")) return;
+    // A form the browser would refuse is not armed: say why at once.
+    if (b.form && !b.form.checkValidity()) { b.form.reportValidity(); return; }
+    b.dataset.label = b.textContent;
+    b.textContent = confirmText(b);
+    b.classList.add("confirming");
+    b.focus();
+    b.dataset.timer = String(setTimeout(() => disarm(b), CONFIRM_MS));
+  }
+  document.addEventListener("click", (e) => {
+    const b = e.target.closest && e.target.closest("button[data-resume]");
+    if (!b) return;
+    // detail: 0 from the keyboard, 1 for a single click, 2+ inside a
+    // double click.
+    if (b.classList.contains("confirming") && e.detail <= 1) return; // send
+    e.preventDefault();
+    if (e.detail <= 1) arm(b);
+  }, true);
+  // Exclusive bounds (JSON Schema exclusiveMinimum/Maximum) have no HTML
+  // attribute: checked here, and always again on the server.
+  function checkExclusive(el) {
+    if (!el.dataset || (el.dataset.xmin === undefined && el.dataset.xmax === undefined)) return;
+    const n = Number(el.value);
+    let msg = "";
+    if (el.value !== "" && el.dataset.xmin !== undefined && !(n > Number(el.dataset.xmin))) msg = "Must be greater than " + el.dataset.xmin + ".";
+    if (el.value !== "" && el.dataset.xmax !== undefined && !(n < Number(el.dataset.xmax))) msg = "Must be less than " + el.dataset.xmax + ".";
+    el.setCustomValidity(msg);
+  }
+  document.addEventListener("input", (e) => checkExclusive(e.target));
+  // A refused answer comes back with its values kept: check them too.
+  document.querySelectorAll("input[data-xmin], input[data-xmax]").forEach(checkExclusive);
+  // A refused answer comes back as this page at the form's address
+  // (…/resume); show the thread's own address, so a reload reads the
+  // page again instead of posting the answer again.
+  if (/\/resume$/.test(location.pathname)) history.replaceState(null, "", location.pathname.replace(/\/resume$/, "") + location.search);
   document.addEventListener("keydown", (e) => {
     const t = e.target;
-    if (t.tagName === "TEXTAREA" && e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
-      const b = t.form && t.form.querySelector('button[value="respond"]');
-      if (b) { e.preventDefault(); b.click(); }
+    if (e.key === "Enter" && (e.ctrlKey || e.metaKey) && t.form && t.closest("#approval")) {
+      const b = t.form.querySelector("button[data-resume]:not([value=approve]):not([value=reject])");
+      e.preventDefault();
+      if (b) t.form.requestSubmit(b);
       return;
     }
     if (t.closest("input, textarea, select") || e.ctrlKey || e.metaKey || e.altKey) return;
     const b = e.key === "a" ? ($("approve-0") || $("continue")) : e.key === "r" ? $("reject-0") : null;
-    if (b) { e.preventDefault(); b.click(); }
+    if (b) { e.preventDefault(); arm(b); }
   });
 })();

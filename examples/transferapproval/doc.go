@@ -26,6 +26,10 @@
 //   - The node validates the answer against the same schema. A wrong
 //     answer does not crash the run: the node asks again, with the reason
 //     in Question.Problem ("invalid answer: action: must be one of ...").
+//     Question.Errors carries the same reason keyed by the answer field
+//     it concerns ({"amount": "2000.00 is still over the 1000.00 limit…"}),
+//     the convention the Studio's approval form reads to show a reason
+//     next to its field.
 //     An edited amount goes through the limit again, so lowering 5000 to
 //     2000 asks again while lowering it to 800 pays 800.
 //   - How a node with several questions resumes: it re-runs from the top

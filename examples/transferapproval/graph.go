@@ -71,8 +71,12 @@ type Question struct {
 	// Problem says why the previous answer was not accepted ("invalid
 	// answer: ..." or an edited amount still over the limit); empty on
 	// the first ask.
-	Problem string  `json:"problem,omitempty"`
-	Schema  *Schema `json:"schema"`
+	Problem string `json:"problem,omitempty"`
+	// Errors says, per answer field, why the previous answer was not
+	// accepted (the Studio's answer-errors convention: its approval form
+	// shows each reason next to its field); empty on the first ask.
+	Errors map[string]string `json:"errors,omitempty"`
+	Schema *Schema           `json:"schema"`
 }
 
 // Answer is a reviewer's decision. Resume with an Answer, the same as a
@@ -213,6 +217,7 @@ func extract(ctx context.Context, model Model, s State) (engine.Output, error) {
 // still over the limit simply leads to the next question.
 func riskCheck(ctx context.Context, s State, limit float64) (engine.Output, error) {
 	amount, problem := s.Amount, ""
+	var errs map[string]string
 	if amount <= limit {
 		return route(NodeExecute, engine.Update{"decision": DecisionAuto}), nil
 	}
@@ -221,14 +226,18 @@ func riskCheck(ctx context.Context, s State, limit float64) (engine.Output, erro
 		raw, err := engine.Interrupt(ctx, Question{
 			Question:  fmt.Sprintf("Pay %.2f to %s? It is over the %.2f limit that is paid without review.", amount, s.Recipient, limit),
 			Recipient: s.Recipient, Amount: amount, Limit: limit,
-			Problem: problem, Schema: schema,
+			Problem: problem, Errors: errs, Schema: schema,
 		})
 		if err != nil {
 			return nil, err
 		}
 		a, err := ParseAnswer(schema, raw)
 		if err != nil {
-			problem = err.Error()
+			problem, errs = err.Error(), nil
+			var ae *AnswerError
+			if errors.As(err, &ae) && ae.Field != "" {
+				errs = map[string]string{ae.Field: ae.Reason}
+			}
 			continue
 		}
 		switch a.Action {
@@ -240,6 +249,7 @@ func riskCheck(ctx context.Context, s State, limit float64) (engine.Output, erro
 		// An edit: the new amount goes through the limit again.
 		if a.Amount == nil { // the schema requires it; stay safe if it changes
 			problem = ErrInvalidAnswer.Error() + ": an edit needs an amount"
+			errs = map[string]string{"amount": "an edit needs an amount"}
 			continue
 		}
 		amount = *a.Amount
@@ -247,6 +257,7 @@ func riskCheck(ctx context.Context, s State, limit float64) (engine.Output, erro
 			return route(NodeExecute, engine.Update{"decision": DecisionApproved, "amount": amount}), nil
 		}
 		problem = fmt.Sprintf("the edited amount %.2f is still over the %.2f limit", amount, limit)
+		errs = map[string]string{"amount": fmt.Sprintf("%.2f is still over the %.2f limit; approve it as it is, or enter at most %.2f", amount, limit, limit)}
 	}
 }
 

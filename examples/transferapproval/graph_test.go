@@ -191,6 +191,13 @@ func TestEditOverTheLimitAsksAgain(t *testing.T) {
 	if q := second.question; q.Amount != 2000 || !strings.Contains(q.Problem, "still over") || !strings.Contains(q.Question, "2000.00") {
 		t.Fatalf("second question = %+v", q)
 	}
+	// The reason names the field it concerns, for a form to show next to it.
+	if e := second.question.Errors; len(e) != 1 || !strings.HasPrefix(e["amount"], "2000.00 is still over the 1000.00 limit") {
+		t.Fatalf("second question's errors = %v, want the amount's reason", e)
+	}
+	if first.question.Errors != nil {
+		t.Fatalf("the first question has errors %v", first.question.Errors)
+	}
 	if second.intr.ID == first.intr.ID {
 		t.Fatal("the second question reuses the first one's interrupt id")
 	}
@@ -215,17 +222,19 @@ func TestInvalidAnswerAsksAgainWithTheReason(t *testing.T) {
 		name   string
 		answer any
 		reason string
+		// field is the answer field Question.Errors names ("" for none).
+		field string
 	}{
-		{"unknown action", map[string]any{"action": "maybe"}, `action: must be one of "approve", "reject", "edit", got the string "maybe"`},
-		{"unknown bare word", "later", `action: must be one of "approve", "reject", "edit", got the string "later"`},
-		{"edit without amount", map[string]any{"action": "edit"}, `"amount" is required`},
-		{"negative amount", map[string]any{"action": "edit", "amount": -5}, "amount: must be greater than 0, got -5"},
-		{"amount as text", map[string]any{"action": "edit", "amount": "900"}, `amount: want a number, got the string "900"`},
-		{"unknown field", map[string]any{"action": "approve", "note": "ok"}, `unknown field "note" (allowed: action, amount, reason)`},
-		{"missing action", map[string]any{"amount": 10}, `"action" is required`},
-		{"a number", 42, "want an object, got the number 42"},
-		{"broken JSON", `{"action": `, "not valid JSON"},
-		{"long reason", map[string]any{"action": "reject", "reason": strings.Repeat("x", 501)}, "reason: must be at most 500 characters, got 501"},
+		{"unknown action", map[string]any{"action": "maybe"}, `action: must be one of "approve", "reject", "edit", got the string "maybe"`, "action"},
+		{"unknown bare word", "later", `action: must be one of "approve", "reject", "edit", got the string "later"`, "action"},
+		{"edit without amount", map[string]any{"action": "edit"}, `"amount" is required`, "amount"},
+		{"negative amount", map[string]any{"action": "edit", "amount": -5}, "amount: must be greater than 0, got -5", "amount"},
+		{"amount as text", map[string]any{"action": "edit", "amount": "900"}, `amount: want a number, got the string "900"`, "amount"},
+		{"unknown field", map[string]any{"action": "approve", "note": "ok"}, `unknown field "note" (allowed: action, amount, reason)`, ""},
+		{"missing action", map[string]any{"amount": 10}, `"action" is required`, "action"},
+		{"a number", 42, "want an object, got the number 42", ""},
+		{"broken JSON", `{"action": `, "not valid JSON", ""},
+		{"long reason", map[string]any{"action": "reject", "reason": strings.Repeat("x", 501)}, "reason: must be at most 500 characters, got 501", "reason"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -238,6 +247,9 @@ func TestInvalidAnswerAsksAgainWithTheReason(t *testing.T) {
 			}
 			if p := again.question.Problem; !strings.HasPrefix(p, "invalid answer: ") || !strings.Contains(p, tc.reason) {
 				t.Fatalf("problem = %q, want invalid answer: …%s", p, tc.reason)
+			}
+			if e := again.question.Errors; (tc.field == "" && e != nil) || (tc.field != "" && (len(e) != 1 || !strings.Contains(tc.reason, e[tc.field]))) {
+				t.Fatalf("errors = %v, want the reason under %q", e, tc.field)
 			}
 			if again.question.Amount != 1500 || again.question.Schema == nil {
 				t.Fatalf("question after an invalid answer = %+v", again.question)

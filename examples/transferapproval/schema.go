@@ -42,25 +42,42 @@ type Schema struct {
 	Then *Schema `json:"then,omitempty"`
 }
 
+// AnswerError is an answer that does not fit the schema: Field is the
+// property it concerns ("" when it concerns the answer as a whole), so a
+// form can show Reason next to that field. It matches ErrInvalidAnswer.
+type AnswerError struct {
+	Field  string
+	Reason string
+	// path prefixes Reason in Error: the member the failed check was on
+	// (a missing required field is reported on its object, not itself).
+	path string
+}
+
+func (e *AnswerError) Error() string {
+	if e.path == "" {
+		return ErrInvalidAnswer.Error() + ": " + e.Reason
+	}
+	return ErrInvalidAnswer.Error() + ": " + e.path + ": " + e.Reason
+}
+
+// Unwrap makes errors.Is(err, ErrInvalidAnswer) hold.
+func (e *AnswerError) Unwrap() error { return ErrInvalidAnswer }
+
 // Validate checks v, a value as encoding/json decodes it into an any
 // (map[string]any, []any, float64, string, bool, nil), against s. The
-// error wraps ErrInvalidAnswer and names the offending field.
+// error is an *AnswerError (wrapping ErrInvalidAnswer) naming the
+// offending field.
 func (s *Schema) Validate(v any) error {
-	if msg := s.check("", v); msg != "" {
-		return fmt.Errorf("%w: %s", ErrInvalidAnswer, msg)
+	if e := s.check("", v); e != nil {
+		return e
 	}
 	return nil
 }
 
-// check returns "" when v matches, else what is wrong, prefixed by the
-// field path.
-func (s *Schema) check(path string, v any) string {
-	at := func(format string, args ...any) string {
-		msg := fmt.Sprintf(format, args...)
-		if path == "" {
-			return msg
-		}
-		return path + ": " + msg
+// check returns nil when v matches, else what is wrong and where.
+func (s *Schema) check(path string, v any) *AnswerError {
+	at := func(format string, args ...any) *AnswerError {
+		return &AnswerError{Field: path, Reason: fmt.Sprintf(format, args...), path: path}
 	}
 	if s.Type != "" && !hasType(s.Type, v) {
 		return at("want %s, got %s", article(s.Type), describe(v))
@@ -92,7 +109,9 @@ func (s *Schema) check(path string, v any) string {
 	case map[string]any:
 		for _, k := range s.Required {
 			if _, ok := x[k]; !ok {
-				return at("%q is required", k)
+				e := at("%q is required", k)
+				e.Field = join(path, k)
+				return e
 			}
 		}
 		keys := make([]string, 0, len(x))
@@ -108,17 +127,17 @@ func (s *Schema) check(path string, v any) string {
 				}
 				continue
 			}
-			if msg := sub.check(join(path, k), x[k]); msg != "" {
-				return msg
+			if e := sub.check(join(path, k), x[k]); e != nil {
+				return e
 			}
 		}
 	}
-	if s.If != nil && s.Then != nil && s.If.check(path, v) == "" {
-		if msg := s.Then.check(path, v); msg != "" {
-			return msg
+	if s.If != nil && s.Then != nil && s.If.check(path, v) == nil {
+		if e := s.Then.check(path, v); e != nil {
+			return e
 		}
 	}
-	return ""
+	return nil
 }
 
 func (s *Schema) propertyNames() []string {
