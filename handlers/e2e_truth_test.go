@@ -336,6 +336,11 @@ func TestE2EAnAnswerRetiresTheOtherTabsPanel(t *testing.T) {
 		}
 		waitFor(t, tab, "the approval panel, live", `body[data-live="1"] #approval #approve-0`)
 	}
+	// A click picks Reject; a second, deliberate one sends it (item 8).
+	if err := chromedp.Do(a, chromedp.Click(chromedp.ID("reject-0"))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, a, "the confirmation", `#reject-0.confirming`)
 	if err := chromedp.Do(a, chromedp.Click(chromedp.ID("reject-0"))); err != nil {
 		t.Fatal(err)
 	}

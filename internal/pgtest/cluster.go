@@ -1,6 +1,8 @@
 package pgtest
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -37,18 +39,35 @@ func NewCluster(tb testing.TB) *Cluster {
 	if err := os.Chmod(root, 0o755); err != nil {
 		tb.Fatalf("pgtest: cluster folder: %v", err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatalf("pgtest: free port: %v", err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	c := &Cluster{root: root, env: append(os.Environ(), "PGROOT="+root, "PGPORT="+strconv.Itoa(port), "PGDATABASE=fault")}
+	// A port below the ephemeral range (32768 and up on Linux), so that
+	// no outgoing connection takes it between the check and the server's
+	// bind; a start that still finds it taken tries another.
+	c := &Cluster{root: root}
 	tb.Cleanup(func() {
-		c.run(tb, "stop")
+		// Only with the cluster's own environment: without PGROOT the
+		// script would stop the project's shared cluster.
+		if c.env != nil {
+			_, _ = c.try("stop")
+		}
 		os.RemoveAll(root)
 	})
-	out := c.run(tb, "start")
+	var out string
+	for attempt := 0; ; attempt++ {
+		port := 20000 + rand.IntN(12000)
+		if ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
+			ln.Close()
+		} else if attempt < 20 {
+			continue
+		}
+		c.env = append(os.Environ(), "PGROOT="+root, "PGPORT="+strconv.Itoa(port), "PGDATABASE=fault")
+		var err error
+		if out, err = c.try("start"); err == nil {
+			break
+		}
+		if attempt >= 4 {
+			tb.Fatalf("pgtest: %v", err)
+		}
+	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	c.URL = strings.TrimPrefix(lines[len(lines)-1], "DATABASE_URL=")
 	if !strings.HasPrefix(c.URL, "postgres://") {
@@ -65,15 +84,25 @@ func (c *Cluster) Start(tb testing.TB) { tb.Helper(); c.run(tb, "start") }
 
 func (c *Cluster) run(tb testing.TB, verb string) string {
 	tb.Helper()
+	out, err := c.try(verb)
+	if err != nil {
+		tb.Fatalf("pgtest: %v", err)
+	}
+	return out
+}
+
+// try runs dev-postgres verb, returning its standard output, or an error
+// with everything it printed.
+func (c *Cluster) try(verb string) (string, error) {
 	cmd := exec.Command(script(), verb)
 	cmd.Env = c.env
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		tb.Fatalf("pgtest: dev-postgres %s: %v\n%s%s", verb, err, out, stderr.String())
+		return "", fmt.Errorf("dev-postgres %s: %w\n%s%s", verb, err, out, stderr.String())
 	}
-	return string(out)
+	return string(out), nil
 }
 
 // script is the repository's scripts/dev-postgres.
