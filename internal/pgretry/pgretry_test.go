@@ -43,8 +43,8 @@ func TestTransient(t *testing.T) {
 	}
 }
 
-// unknownOutcome is a transient fault after the statement was sent.
-var unknownOutcome = fmt.Errorf("commit: %w", io.ErrUnexpectedEOF)
+// errUnknownOutcome is a transient fault after the statement was sent.
+var errUnknownOutcome = fmt.Errorf("commit: %w", io.ErrUnexpectedEOF)
 
 func TestDoChecksWhatLandedBeforeRetryingAWrite(t *testing.T) {
 	t.Parallel()
@@ -54,7 +54,7 @@ func TestDoChecksWhatLandedBeforeRetryingAWrite(t *testing.T) {
 			Run: func(context.Context) error {
 				runs++
 				if runs == 1 {
-					return unknownOutcome
+					return errUnknownOutcome
 				}
 				return nil
 			},
@@ -88,7 +88,7 @@ func TestDoRetriesReadsAndStopsOnPermanentErrors(t *testing.T) {
 		t.Fatalf("permanent: err %v after %d runs, want it at once", err, runs)
 	}
 	runs = 0
-	if err := Do(context.Background(), -1, Op{Run: func(context.Context) error { runs++; return unknownOutcome }}); err == nil || runs != 1 {
+	if err := Do(context.Background(), -1, Op{Run: func(context.Context) error { runs++; return errUnknownOutcome }}); err == nil || runs != 1 {
 		t.Fatalf("no window: err %v after %d runs", err, runs)
 	}
 }
@@ -96,7 +96,7 @@ func TestDoRetriesReadsAndStopsOnPermanentErrors(t *testing.T) {
 func TestDoGivesUpAfterTheWindowAndOnCancel(t *testing.T) {
 	t.Parallel()
 	start := time.Now()
-	err := Do(context.Background(), 300*time.Millisecond, Op{Run: func(context.Context) error { return unknownOutcome }})
+	err := Do(context.Background(), 300*time.Millisecond, Op{Run: func(context.Context) error { return errUnknownOutcome }})
 	if !errors.Is(err, io.ErrUnexpectedEOF) || time.Since(start) > 5*time.Second {
 		t.Fatalf("err %v after %v, want the fault within the window", err, time.Since(start))
 	}
@@ -105,7 +105,7 @@ func TestDoGivesUpAfterTheWindowAndOnCancel(t *testing.T) {
 	err = Do(ctx, time.Minute, Op{Run: func(context.Context) error {
 		runs++
 		cancel()
-		return unknownOutcome
+		return errUnknownOutcome
 	}})
 	if err == nil || runs != 1 {
 		t.Fatalf("cancelled: err %v after %d runs", err, runs)
