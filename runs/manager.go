@@ -139,6 +139,11 @@ type Manager struct {
 	// failed to store; the writer goroutine (rewrite) writes them again
 	// until they land. Such threads are never evicted (see changes).
 	unsaved map[*thread]struct{}
+	// unsavedRuns are run-log records a write failed to store, by thread
+	// and run; the writer stores the latest of each until it lands.
+	unsavedRuns map[[2]string]RunRecord
+	runLogMu    sync.Mutex // held by each run-log write (saveRun)
+	closeOnce   sync.Once
 	// owner is this Manager's id in the registry: it marks the threads
 	// it runs, and its heartbeat says it is alive.
 	owner string
@@ -220,13 +225,17 @@ func NewManager(graphs map[string]engine.Compiled, opts ...ManagerOption) (*Mana
 	if err := m.store.Heartbeat(ctx, m.owner, m.now()); err != nil {
 		return nil, fmt.Errorf("runs: register this process with the thread registry: %w", err)
 	}
+	// Orphans a slow or failing settle leaves are settled on a later beat:
+	// a Studio starts whatever its predecessor left.
 	if err := m.settleOrphans(ctx); err != nil {
-		return nil, err
+		m.report(err)
 	}
 	m.base, m.stop = context.WithCancel(context.Background())
 	m.unsaved, m.rewake, m.closing = map[*thread]struct{}{}, make(chan struct{}, 1), make(chan struct{})
-	m.writer.Add(1)
+	m.unsavedRuns = map[[2]string]RunRecord{}
+	m.writer.Add(2)
 	go m.rewrite()
+	go m.beat()
 	return m, nil
 }
 
@@ -472,12 +481,16 @@ func (m *Manager) Wait(ctx context.Context, threadID string) (Thread, error) {
 	return m.Thread(ctx, threadID)
 }
 
-// Close cancels every active run and waits for them to end.
+// Close cancels every active run and waits for them to end, then makes a
+// last attempt (bounded by closeRoundTimeout) at the registry and run-log
+// writes that failed. It is safe to call more than once.
 func (m *Manager) Close() {
-	m.stop()
-	m.wg.Wait()
-	close(m.closing)
-	m.writer.Wait()
+	m.closeOnce.Do(func() {
+		m.stop()
+		m.wg.Wait()
+		close(m.closing)
+		m.writer.Wait()
+	})
 }
 
 func checkOptions(g engine.Compiled, opts StartOptions) error {
@@ -708,10 +721,24 @@ func (m *Manager) finish(t *thread, rec *recorder, err error, rejected bool, pre
 	if rejected && err != nil {
 		status := StatusIdle
 		if prev != nil {
-			t.info, t.changes = *prev, prevChanges
+			// The count only grows: a record written meanwhile (the
+			// writer's) is older news than prev, which is written again.
+			t.info = *prev
+			t.changes++
+			if t.saved <= prevChanges {
+				t.saved = t.changes // the registry holds prev already
+			} else {
+				m.unsaved[t] = struct{}{}
+				select {
+				case m.rewake <- struct{}{}:
+				default:
+				}
+			}
 			status = prev.Status
+		} else {
+			delete(m.unsaved, t)
 		}
-		t.cancel, t.run = nil, nil
+		t.cancel, t.run, t.starting = nil, nil, false
 		t.hub.publish(Event{Kind: KindRunFinished, Thread: threadID, RunID: runID, Status: status, Error: "rejected: " + err.Error(), Time: m.now()})
 		if prev == nil && m.threads[threadID] == t {
 			// The thread never existed: its subscribers are told, then
@@ -796,11 +823,19 @@ func (m *Manager) settleOrphans(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("runs: read the runs of stopped processes: %w", err)
 	}
+	var errs []error
 	for _, rec := range orphans {
+		if ctx.Err() != nil {
+			break // the rest wait for the next beat
+		}
+		owner, runID := rec.Owner, rec.RunID
 		rec.Status, rec.Error, rec.Owner, rec.Updated = StatusError, StoppedReason, "", at
 		var pending []engine.Interruption
 		if g, ok := m.graphs[rec.Graph]; ok {
-			if st, err := g.Pregel().GetState(ctx, checkpoints.Config{ThreadID: rec.ID}); err == nil && st.Config.CheckpointID != "" {
+			sctx, cancel := context.WithTimeout(ctx, settleReadTimeout)
+			st, err := g.Pregel().GetState(sctx, checkpoints.Config{ThreadID: rec.ID})
+			cancel()
+			if err == nil && st.Config.CheckpointID != "" {
 				switch {
 				case len(st.Interrupts) > 0:
 					rec.Status, rec.Error, pending = StatusInterrupted, "", slices.Clone(st.Interrupts)
@@ -811,19 +846,32 @@ func (m *Manager) settleOrphans(ctx context.Context) error {
 				}
 			}
 		}
-		if err := m.store.SaveThread(ctx, rec); err != nil {
-			return fmt.Errorf("runs: settle thread %q of a stopped process: %w", rec.ID, err)
+		// Only if the thread is still the orphan read above: another
+		// Studio may have settled it and started a run on it since.
+		settled, err := m.store.SettleThread(ctx, rec, owner, runID)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("runs: settle thread %q of a stopped process: %w", rec.ID, err))
+			continue
+		}
+		if !settled {
+			continue
 		}
 		// A thread this process read while it was still called running
 		// (settled later than start-up) takes the settled record too.
 		m.mu.Lock()
 		if t, ok := m.threads[rec.ID]; ok && t.cancel == nil && t.info.Status == StatusRunning && t.info.RunID == rec.RunID {
 			t.info.Status, t.info.Error, t.info.Updated, t.info.Pending = rec.Status, rec.Error, rec.Updated, pending
+			t.changes++
+			t.saved = t.changes
+			t.hub.publish(Event{Kind: KindRunFinished, Thread: rec.ID, RunID: rec.RunID, Status: rec.Status, Error: rec.Error, Time: rec.Updated, Interrupts: previews(pending)})
 		}
 		m.mu.Unlock()
 	}
-	return nil
+	return errors.Join(errs...)
 }
+
+// settleReadTimeout bounds the read of one orphan's head.
+const settleReadTimeout = 5 * time.Second
 
 // StoppedReason is the error of a thread whose run was going on when the
 // Studio that ran it stopped (see NewManager).
@@ -1098,8 +1146,12 @@ const (
 	rewriteFirst = 100 * time.Millisecond
 	rewriteMax   = 5 * time.Second
 	// rewriteTimeout bounds one write of a round, so one thread's write
-	// into a database that is still down does not hold up the rest.
-	rewriteTimeout = 5 * time.Second
+	// into a database that is still down does not hold up the rest, and
+	// rewriteRoundTimeout a whole round.
+	rewriteTimeout      = 5 * time.Second
+	rewriteRoundTimeout = 30 * time.Second
+	// closeRoundTimeout bounds Close's last round.
+	closeRoundTimeout = 10 * time.Second
 )
 
 // rewrite is the registry writer: it writes the latest record of every
@@ -1111,39 +1163,28 @@ const (
 func (m *Manager) rewrite() {
 	defer m.writer.Done()
 	wait := rewriteFirst
-	beat := time.NewTicker(HeartbeatInterval)
-	defer beat.Stop()
 	for {
 		var timer <-chan time.Time
 		m.mu.Lock()
-		pending := len(m.unsaved) > 0
+		pending := len(m.unsaved) > 0 || len(m.unsavedRuns) > 0
 		m.mu.Unlock()
 		if pending {
 			timer = time.After(wait)
 		}
 		select {
 		case <-m.closing:
-			m.rewriteRound()
-			return
-		case <-beat.C:
-			// A missed beat is made up by the next; three missed make
-			// this process's running threads orphans to other Managers.
-			// Then runs whose process fell silent since (a replica that
-			// died, this process's own predecessor restarted within
-			// OwnerTimeout) are settled, not left running.
-			ctx, cancel := context.WithTimeout(context.Background(), HeartbeatInterval)
-			if err := m.store.Heartbeat(ctx, m.owner, m.now()); err != nil {
-				m.report(fmt.Errorf("runs: heartbeat: %w", err))
-			} else if err := m.settleOrphans(ctx); err != nil {
-				m.report(err)
-			}
+			ctx, cancel := context.WithTimeout(context.Background(), closeRoundTimeout)
+			m.rewriteRound(ctx)
 			cancel()
-			continue
+			return
 		case <-m.rewake:
 			continue // a new failure: wait out the back-off from here
 		case <-timer:
 		}
-		if m.rewriteRound() {
+		ctx, cancel := context.WithTimeout(context.Background(), rewriteRoundTimeout)
+		ok := m.rewriteRound(ctx)
+		cancel()
+		if ok {
 			wait = rewriteFirst
 		} else {
 			wait = min(wait*2, rewriteMax)
@@ -1151,21 +1192,56 @@ func (m *Manager) rewrite() {
 	}
 }
 
-// rewriteRound writes each unsaved thread's current record once and
-// reports whether every one landed.
-func (m *Manager) rewriteRound() bool {
+// beat says this Manager is alive every HeartbeatInterval, on its own
+// goroutine so that slow registry writes never delay it (three missed
+// beats make this process's running threads orphans to other Managers),
+// then settles the runs of processes that fell silent since (a replica
+// that died, this process's predecessor restarted within OwnerTimeout).
+func (m *Manager) beat() {
+	defer m.writer.Done()
+	tick := time.NewTicker(HeartbeatInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-m.closing:
+			return
+		case <-tick.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), HeartbeatInterval)
+		if err := m.store.Heartbeat(ctx, m.owner, m.now()); err != nil {
+			m.report(fmt.Errorf("runs: heartbeat: %w", err))
+		} else if err := m.settleOrphans(ctx); err != nil {
+			m.report(err)
+		}
+		cancel()
+	}
+}
+
+// rewriteRound writes each unsaved thread's current record, and each
+// unsaved run-log record, once (until ctx ends) and reports whether every
+// one landed. A thread whose run is still starting is left for a later
+// round: its record would claim a run whose input may yet be refused.
+func (m *Manager) rewriteRound(ctx context.Context) bool {
 	m.mu.Lock()
 	ts := make([]*thread, 0, len(m.unsaved))
 	for t := range m.unsaved {
 		ts = append(ts, t)
 	}
+	keys := make([][2]string, 0, len(m.unsavedRuns))
+	for k := range m.unsavedRuns {
+		keys = append(keys, k)
+	}
 	m.mu.Unlock()
 	ok := true
 	for _, t := range ts {
 		m.mu.Lock()
-		rec, changes := m.record(t.info), t.changes
+		rec, changes, starting := m.record(t.info), t.changes, t.starting
 		m.mu.Unlock()
-		if err := m.save(t, rec, changes, rewriteTimeout); err != nil {
+		if starting {
+			ok = false
+			continue
+		}
+		if ctx.Err() != nil || m.save(t, rec, changes, min(rewriteTimeout, time.Until(deadline(ctx)))) != nil {
 			ok = false
 			continue
 		}
@@ -1175,7 +1251,45 @@ func (m *Manager) rewriteRound() bool {
 		}
 		m.mu.Unlock()
 	}
+	for _, key := range keys {
+		if ctx.Err() != nil {
+			return false
+		}
+		if !m.rewriteRun(ctx, key) {
+			ok = false
+		}
+	}
 	return ok
+}
+
+// rewriteRun writes the run-log record waiting under key, if one still
+// is, and reports whether nothing is left waiting there.
+func (m *Manager) rewriteRun(ctx context.Context, key [2]string) bool {
+	m.runLogMu.Lock()
+	defer m.runLogMu.Unlock()
+	m.mu.Lock()
+	r, waiting := m.unsavedRuns[key]
+	m.mu.Unlock()
+	if !waiting {
+		return true
+	}
+	sctx, cancel := context.WithTimeout(ctx, rewriteTimeout)
+	defer cancel()
+	if m.runLog.SaveRun(sctx, r) != nil {
+		return false
+	}
+	m.mu.Lock()
+	delete(m.unsavedRuns, key) // nothing newer can have come: runLogMu
+	m.mu.Unlock()
+	return true
+}
+
+// deadline is ctx's deadline, or far away.
+func deadline(ctx context.Context) time.Time {
+	if d, ok := ctx.Deadline(); ok {
+		return d
+	}
+	return time.Now().Add(time.Hour)
 }
 
 // record is t as the registry keeps it; a running thread is marked as

@@ -127,6 +127,25 @@ func (s *MemoryThreads) Orphans(ctx context.Context, at time.Time, within time.D
 	return out, nil
 }
 
+// SettleThread implements ThreadStore.
+func (s *MemoryThreads) SettleThread(ctx context.Context, rec ThreadRecord, owner, runID string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	if err := CheckThreadRecord(rec); err != nil {
+		return false, err
+	}
+	rec = rec.Normalized()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.threads[rec.ID]
+	if !ok || cur.Status != StatusRunning || cur.Owner != owner || cur.RunID != runID {
+		return false, nil
+	}
+	s.threads[rec.ID] = rec
+	return true, nil
+}
+
 // sortOldestFirst orders records by update time, ties by id.
 func sortOldestFirst(recs []ThreadRecord) {
 	sort.Slice(recs, func(i, j int) bool {

@@ -147,16 +147,34 @@ func (r *recorder) end(status Status, errText string, at time.Time) {
 	r.rec.Status, r.rec.Error, r.rec.Ended = status, errText, at
 }
 
-// saveRun writes a run's record; a failure goes to the error handler (the
-// run has happened; only its details would be missing after a reload).
+// saveRun writes a run's record. A failure goes to the error handler and
+// the record to the registry writer, which stores it (or a later record
+// of the same run) once the run log takes writes again, so a reload does
+// not lose what the live tab showed.
 func (m *Manager) saveRun(rec RunRecord) {
+	// One run-log write at a time: a retried older record of a run must
+	// never land after a newer one.
+	m.runLogMu.Lock()
+	defer m.runLogMu.Unlock()
 	ctx, cancel := storeContext()
 	defer cancel()
-	if err := m.runLog.SaveRun(ctx, rec); err != nil {
-		m.report(fmt.Errorf("runs: save run %q of thread %q: %w", rec.RunID, rec.Thread, err))
+	err := m.runLog.SaveRun(ctx, rec)
+	key := [2]string{rec.Thread, rec.RunID}
+	m.mu.Lock()
+	if err != nil {
+		m.unsavedRuns[key] = rec
+	} else {
+		delete(m.unsavedRuns, key) // an older record waiting is moot
+	}
+	m.mu.Unlock()
+	if err != nil {
+		m.report(fmt.Errorf("runs: save run %q of thread %q, will retry: %w", rec.RunID, rec.Thread, err))
+		select {
+		case m.rewake <- struct{}{}:
+		default:
+		}
 	}
 }
-
 // headCheckpoint is the id of the thread's latest checkpoint, "" when it
 // has none: the checkpoint a run without one given starts from.
 func headCheckpoint(ctx context.Context, g engine.Compiled, threadID string) (string, error) {

@@ -490,3 +490,64 @@ func TestRestartSettlesOrphansFromTheirCheckpoints(t *testing.T) {
 		})
 	}
 }
+
+// flakyRunLog refuses run-log writes while down and tells each record it
+// stores on saved.
+type flakyRunLog struct {
+	runs.RunLog
+	mu    sync.Mutex
+	down  bool
+	saved chan runs.RunRecord
+}
+
+func (l *flakyRunLog) SaveRun(ctx context.Context, rec runs.RunRecord) error {
+	l.mu.Lock()
+	down := l.down
+	l.mu.Unlock()
+	if down {
+		return errDown
+	}
+	if err := l.RunLog.SaveRun(ctx, rec); err != nil {
+		return err
+	}
+	l.saved <- rec
+	return nil
+}
+
+// A run-log write that fails is kept and written again once the log takes
+// writes, so a reload keeps what the live tab showed (the run's end, its
+// tasks), and Close makes one last, bounded attempt; Close twice is fine.
+func TestFailedRunLogWritesAreRetried(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	log := &flakyRunLog{RunLog: runs.NewMemoryRunLog(), saved: make(chan runs.RunRecord, 64), down: true}
+	m, err := runs.NewManager(map[string]engine.Compiled{"linear": linear(t, nil)}, runs.WithRunLog(log), runs.WithErrorHandler(func(error) {}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if _, err := m.Start(ctx, "linear", "t", nil, runs.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	th := wait(t, m, "t")
+	log.mu.Lock()
+	log.down = false
+	log.mu.Unlock()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case rec := <-log.saved:
+			if rec.RunID == th.RunID && rec.Status == runs.StatusIdle && !rec.Ended.IsZero() {
+				got, err := log.RunLog.ListRuns(ctx, "t", 0)
+				if err != nil || len(got) != 1 || got[0].Status != runs.StatusIdle || len(got[0].Tasks) == 0 {
+					t.Fatalf("run log after the retry: %+v, %v", got, err)
+				}
+				m.Close()
+				m.Close()
+				return
+			}
+		case <-deadline:
+			t.Fatal("the run's end never reached the run log")
+		}
+	}
+}

@@ -43,6 +43,12 @@ type ThreadStore interface {
 	// them from their checkpoints; the threads of another live Manager
 	// sharing the registry are left alone.
 	Orphans(ctx context.Context, at time.Time, within time.Duration) ([]ThreadRecord, error)
+	// SettleThread replaces the record of thread rec.ID with rec only if
+	// it is still running with owner and runID (an orphan as Orphans
+	// read it), and reports whether it did: two Managers settling the
+	// same orphan, or one settling it after another started a run on it,
+	// never overwrite a newer record.
+	SettleThread(ctx context.Context, rec ThreadRecord, owner, runID string) (bool, error)
 }
 
 // ThreadRecord is what a ThreadStore keeps of one thread.

@@ -171,6 +171,38 @@ func (s *Store) Heartbeat(ctx context.Context, owner string, at time.Time) error
 	return nil
 }
 
+// SettleThread implements runs.ThreadStore. It is one conditional
+// UPDATE; sent again after an unknown outcome, it finds the row settled
+// (no longer the orphan) and changes nothing, so the check for what
+// landed is that the row reads back as rec.
+func (s *Store) SettleThread(ctx context.Context, rec runs.ThreadRecord, owner, runID string) (bool, error) {
+	if err := runs.CheckThreadRecord(rec); err != nil {
+		return false, err
+	}
+	rec = rec.Normalized()
+	var settled bool
+	run := func(ctx context.Context) error {
+		tag, err := s.db.Exec(ctx, sqlSettle, rec.ID, rec.Graph, string(rec.Status), rec.RunID, rec.Error,
+			rec.Updated, list(rec.Before), list(rec.After),
+			list(rec.Options.InterruptBefore), list(rec.Options.InterruptAfter), int32(rec.Options.RecursionLimit), rec.Owner, owner, runID)
+		settled = err == nil && tag.RowsAffected() == 1
+		return err
+	}
+	landed := func(ctx context.Context) (bool, error) {
+		got, err := scan(s.db.QueryRow(ctx, sqlGet, rec.ID))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return false, nil
+		}
+		ok := err == nil && reflect.DeepEqual(got, rec)
+		settled = settled || ok
+		return ok, err
+	}
+	if err := s.retry(ctx, run, landed); err != nil {
+		return false, fmt.Errorf("pgthreads: settle thread %q: %w", rec.ID, err)
+	}
+	return settled, nil
+}
+
 // Orphans implements runs.ThreadStore.
 func (s *Store) Orphans(ctx context.Context, at time.Time, within time.Duration) ([]runs.ThreadRecord, error) {
 	if err := runs.CheckOrphans(at, within); err != nil {

@@ -46,6 +46,14 @@ WITH gone AS (DELETE FROM studio_owners WHERE seen_at < $2::timestamptz - interv
 INSERT INTO studio_owners (owner, seen_at) VALUES ($1, $2)
 ON CONFLICT (owner) DO UPDATE SET seen_at = greatest(studio_owners.seen_at, excluded.seen_at)`
 
+// sqlSettle replaces a record only while it is still the orphan read.
+const sqlSettle = `
+UPDATE studio_threads
+SET graph = $2, status = $3, run_id = $4, error = $5, updated_at = $6,
+    stopped_before = $7, stopped_after = $8, interrupt_before = $9, interrupt_after = $10,
+    recursion_limit = $11, owner = $12
+WHERE id = $1 AND status = 'running' AND owner = $13 AND run_id = $14`
+
 // sqlOrphans lists running threads whose owner has not beaten since $1.
 const sqlOrphans = `SELECT ` + threadColumns + ` FROM studio_threads t
 WHERE status = 'running' AND NOT EXISTS (

@@ -329,10 +329,25 @@ func orphans(t *testing.T, s runs.ThreadStore) {
 	if got, err := s.Orphans(ctx(), at, 30*time.Second); err != nil || !slices.Equal(ids(got), []string{"never", "nobody"}) {
 		t.Fatalf("Orphans after a beat = %v, %v", ids(got), err)
 	}
-	// A settled thread is no orphan.
+	// A settled thread is no orphan. Settling takes only the orphan as
+	// read: not after its owner or run changed, and not twice.
 	r := mustGet(t, s, "nobody")
-	r.Status = runs.StatusIdle
-	mustSave(t, s, r)
+	r.Status, r.Error = runs.StatusError, "stopped"
+	for _, tc := range []struct{ owner, run string }{{"someone", r.RunID}, {"", "another-run"}} {
+		if ok, err := s.SettleThread(ctx(), r, tc.owner, tc.run); err != nil || ok {
+			t.Fatalf("SettleThread as owner %q run %q = %v, %v; want nothing settled", tc.owner, tc.run, ok, err)
+		}
+	}
+	if got := mustGet(t, s, "nobody"); got.Status != runs.StatusRunning {
+		t.Fatalf("a refused settle changed the thread: %+v", got)
+	}
+	if ok, err := s.SettleThread(ctx(), r, "", r.RunID); err != nil || !ok {
+		t.Fatalf("SettleThread = %v, %v; want it settled", ok, err)
+	}
+	same(t, mustGet(t, s, "nobody"), r)
+	if ok, err := s.SettleThread(ctx(), r, "", r.RunID); err != nil || ok {
+		t.Fatalf("a second SettleThread = %v, %v; want nothing (no longer running)", ok, err)
+	}
 	if got, err := s.Orphans(ctx(), at, 30*time.Second); err != nil || !slices.Equal(ids(got), []string{"never"}) {
 		t.Fatalf("Orphans after settling one = %v, %v", ids(got), err)
 	}
