@@ -175,6 +175,7 @@ func (m *Manager) saveRun(rec RunRecord) {
 		}
 	}
 }
+
 // headCheckpoint is the id of the thread's latest checkpoint, "" when it
 // has none: the checkpoint a run without one given starts from.
 func headCheckpoint(ctx context.Context, g engine.Compiled, threadID string) (string, error) {
