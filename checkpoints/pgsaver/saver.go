@@ -663,7 +663,7 @@ func (s *Saver) PutWrites(ctx context.Context, cfg checkpoints.Config, writes []
 	// The statement is one transaction: all its rows are there, or none.
 	landed := func(ctx context.Context) (bool, error) {
 		var n int
-		err := s.pool.QueryRow(ctx, sqlWritesLanded, cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, r.task, r.idx).Scan(&n)
+		err := s.pool.QueryRow(ctx, sqlWritesLanded, cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, r.task, r.idx, r.ch, r.val).Scan(&n)
 		return n == len(r.idx), err
 	}
 	if err := s.retry(ctx, run, landed); err != nil {
@@ -672,9 +672,13 @@ func (s *Saver) PutWrites(ctx context.Context, cfg checkpoints.Config, writes []
 	return nil
 }
 
+// sqlWritesLanded counts the rows of a PutWrites that are there as sent:
+// by slot, channel and value, since a special write (error, interrupt,
+// resume) replaces an earlier one in the same slot.
 const sqlWritesLanded = `
 SELECT count(*) FROM checkpoint_writes w
-JOIN unnest($4::text[], $5::int[]) AS x(t, i) ON w.task_id = x.t AND w.idx = x.i
+JOIN unnest($4::text[], $5::int[], $6::text[], $7::bytea[]) AS x(t, i, c, v)
+  ON w.task_id = x.t AND w.idx = x.i AND w.channel = x.c AND w.value = x.v
 WHERE w.thread_id = $1 AND w.checkpoint_ns = $2 AND w.checkpoint_id = $3`
 
 // nonNil turns a nil slice into an empty one, which pgx sends as '{}'
