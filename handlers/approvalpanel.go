@@ -141,6 +141,12 @@ func editAndContinue(r *http.Request, rt Routes, t runs.Thread) error {
 	if err != nil {
 		return err
 	}
+	// The edit is for the pause the person saw: if another tab answered
+	// and the run paused again since, it would land on a pause they never
+	// saw.
+	if seen := r.PostForm.Get("head"); seen != "" && seen != snap.Config.CheckpointID {
+		return fmt.Errorf("%w: thread %q moved on since this page showed it (it paused again at checkpoint %s); reload the page to edit the current pause", runs.ErrNotInterrupted, t.ID, snap.Config.CheckpointID)
+	}
 	changes := map[string]any{}
 	for name, vals := range r.PostForm {
 		key, ok := strings.CutPrefix(name, stateFieldPrefix)

@@ -78,6 +78,16 @@ func TestEditStateAtAPauseRoute(t *testing.T) {
 			t.Fatalf("%s: a refused edit moved the thread: %+v", tc.name, now)
 		}
 	}
+	// An edit made on a page that showed another pause (the run went on
+	// and paused again since) is refused, and nothing moves.
+	stale := f.post(t, "/threads/edit/resume", url.Values{"action": {"edit"}, "state.n": {"9"}, "head": {"an-older-checkpoint"}})
+	want(t, stale, http.StatusConflict, "moved on since this page showed it")
+	if now, _ := f.runs.Thread(context.Background(), "edit"); now.Status != runs.StatusInterrupted || now.RunID != th.RunID {
+		t.Fatalf("a stale edit moved the thread: %+v", now)
+	}
+	if !strings.Contains(page.body, `name="head" value="`) {
+		t.Fatalf("the edit form does not carry the head it was made at")
+	}
 	res := f.post(t, "/threads/edit/resume", url.Values{"action": {"edit"}, "state.n": {"7"}, "state.log": {""}})
 	if res.code != http.StatusSeeOther {
 		t.Fatalf("edit = %d: %.500s", res.code, res.body)

@@ -53,9 +53,11 @@ const MaxMessageBytes = 64 << 10
 //
 // # Limits
 //
-// Sockets are counted per client address and in all (Routes.Sockets): a
-// socket past either limit is accepted and closed at once with status
-// 1013 and a message naming the limit. Catch-ups that read checkpoints
+// Sockets are counted per client address (the connection's remote IP:
+// behind a reverse proxy, every user shares the proxy's address, so raise
+// SocketLimits.PerClient there) and in all (Routes.Sockets): a socket past
+// either limit is accepted and closed at once with status 1013 and a
+// message naming the limit, before the thread is even looked up. Catch-ups that read checkpoints
 // take turns (SocketLimits.Catchups at a time), so a crowd of new sockets
 // holds goroutines, not database connections.
 func ThreadEvents(rt Routes) http.Handler {
@@ -65,9 +67,15 @@ func ThreadEvents(rt Routes) http.Handler {
 func threadEvents(rt Routes, limits *sockets) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := chi.URLParam(r, "thread")
-		if _, err := rt.Runs.Thread(r.Context(), id); err != nil {
-			fail(w, r, rt.Logger, err)
-			return
+		// The slot is taken first: a flood of sockets to many threads
+		// must not reach the registry past the limits either.
+		release, refused := limits.take(clientOf(r))
+		if refused == "" {
+			defer release()
+			if _, err := rt.Runs.Thread(r.Context(), id); err != nil {
+				fail(w, r, rt.Logger, err)
+				return
+			}
 		}
 		// The whole cursor is checked before the upgrade: once the
 		// socket is open, a bad request can only be a close code.
@@ -83,12 +91,10 @@ func threadEvents(rt Routes, limits *sockets) http.Handler {
 			return // Accept has answered (403 for a foreign origin)
 		}
 		defer c.CloseNow()
-		release, refused := limits.take(clientOf(r))
 		if refused != "" {
 			c.Close(websocket.StatusTryAgainLater, refused)
 			return
 		}
-		defer release()
 		c.SetReadLimit(1 << 10)
 		ctx := c.CloseRead(r.Context())
 		var catchup []runs.Event

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -68,4 +69,32 @@ func logger(l *slog.Logger) *slog.Logger {
 		return slog.Default()
 	}
 	return l
+}
+
+// CachedPing wraps db so that pings within ttl of the last one share its
+// answer, and concurrent pings wait for one round trip: /healthz answers
+// without a token, and a flood of checks must not queue on the database
+// connection (or make the real checks time out).
+func CachedPing(db Pinger, ttl time.Duration) Pinger {
+	return &cachedPing{db: db, ttl: ttl}
+}
+
+type cachedPing struct {
+	db  Pinger
+	ttl time.Duration
+
+	mu   sync.Mutex // held during a round trip: others wait for its answer
+	at   time.Time
+	last error
+}
+
+func (c *cachedPing) Ping(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.at.IsZero() && time.Since(c.at) < c.ttl {
+		return c.last
+	}
+	c.last = c.db.Ping(ctx)
+	c.at = time.Now()
+	return c.last
 }

@@ -7,7 +7,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 type pingerFunc func(context.Context) error
@@ -112,5 +115,41 @@ func TestIndexUnknownPathIs404(t *testing.T) {
 	Index{}.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/nope", nil))
 	if rec.Code != http.StatusNotFound {
 		t.Fatalf("status = %d, want 404", rec.Code)
+	}
+}
+
+// A flood of health checks makes one database round trip per second, not
+// one each: /healthz is open without the token.
+func TestCachedPingSharesOneRoundTrip(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	release := make(chan struct{})
+	p := CachedPing(pingerFunc(func(context.Context) error {
+		calls.Add(1)
+		<-release
+		return errors.New("down")
+	}), time.Hour)
+	var wg sync.WaitGroup
+	errs := make(chan error, 100)
+	for range 100 {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs <- p.Ping(context.Background()) }()
+	}
+	close(release)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err == nil || err.Error() != "down" {
+			t.Fatalf("a shared ping answered %v, want the round trip's error", err)
+		}
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("100 concurrent checks made %d round trips, want 1", n)
+	}
+	fresh := CachedPing(pingerFunc(func(context.Context) error { calls.Add(1); return nil }), 0)
+	_ = fresh.Ping(context.Background())
+	_ = fresh.Ping(context.Background())
+	if n := calls.Load(); n != 3 {
+		t.Fatalf("with no ttl every check pings: %d round trips, want 3", n)
 	}
 }

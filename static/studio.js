@@ -344,6 +344,12 @@
         // rendered and the socket connecting: the approval panel is
         // rendered on the server, so fetch the page again (once).
         if (ev.status === "interrupted" && renderedStatus !== "interrupted") location.reload();
+        // And the other way: answered by someone between the render and
+        // the socket (its interrupt_answered fell before the cursor), the
+        // panel must not stay live.
+        if (ev.status !== "interrupted" && $("approval") && !$("approval").dataset.retired) {
+          retireApproval({ origin: "another page or the API", time: ev.time });
+        }
         break;
       case "run_finished":
         setStatus(ev.status, ev.error);

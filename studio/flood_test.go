@@ -67,8 +67,10 @@ func rawSocket(t *testing.T, srv *httptest.Server, from, path string) net.Conn {
 // with 1013 and a reason; its heap stays under floodHeapBound; /healthz
 // stays 200 on its own connection; and a tab from another address still
 // loads its page and its live socket in under a second.
+//
+// Not parallel: the heap it measures must be its own sockets', not other
+// tests' allocations.
 func TestWebsocketFloodIsBounded(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	dbURL, _ := schemaURL(t)
 	s, err := studio.Open(ctx, studio.Config{DatabaseURL: dbURL, Build: func(b studio.Backends) (map[string]engine.Compiled, error) {

@@ -206,7 +206,7 @@ func Open(ctx context.Context, cfg Config) (*Studio, error) {
 
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer)
-	r.Method(http.MethodGet, "/healthz", handlers.Health{Backends: s.backends, DB: db, Logger: log})
+	r.Method(http.MethodGet, "/healthz", handlers.Health{Backends: s.backends, DB: pingOrNil(db), Logger: log})
 	r.Method(http.MethodGet, "/", handlers.Index{Backends: s.backends, Logger: log})
 	handlers.Routes{Runs: mgr, Store: b.Store, Cache: b.Cache, Logger: log, Sockets: cfg.Sockets, Inputs: cfg.Inputs}.Mount(r)
 	s.runs = mgr
@@ -277,4 +277,13 @@ func Serve(ctx context.Context, cfg Config, ready func(addr net.Addr)) error {
 		return fmt.Errorf("studio: serve: %w", err)
 	}
 	return nil
+}
+
+// pingOrNil caches the health check's database pings for a second (see
+// handlers.CachedPing), or is nil without a database.
+func pingOrNil(db handlers.Pinger) handlers.Pinger {
+	if db == nil {
+		return nil
+	}
+	return handlers.CachedPing(db, time.Second)
 }
