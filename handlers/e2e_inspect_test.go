@@ -455,3 +455,43 @@ func TestE2EBreakpointInsideAnOpenSubgraph(t *testing.T) {
 		t.Error("search ran although the run was to stop before it")
 	}
 }
+
+// After a fork, a node's details list its runs on the head's lineage
+// only, as the timeline does: the run it made on the abandoned branch is
+// not shown as done.
+func TestNodeDetailsFollowTheHeadsLineage(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	close(f.gate.release)
+	ctx := context.Background()
+	if _, err := f.runs.Start(ctx, "flow", "forked", nil, runs.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.wait(t, "forked")
+	if r := f.get(t, "/threads/forked/nodes/slow?fragment=1"); r.code != 200 || strings.Count(r.body, `class="node-run`) != 1 {
+		t.Fatalf("before the fork: %d, %d runs of slow: %.600s", r.code, strings.Count(r.body, `class="node-run`), r.body)
+	}
+	// Fork from the checkpoint where slow was next: slow has not run on
+	// the new branch.
+	g, err := f.runs.Graph("flow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist, err := g.Pregel().GetStateHistory(ctx, checkpoints.Config{ThreadID: "forked"}, engine.HistoryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var at string
+	for _, s := range hist {
+		if len(s.Next) == 1 && s.Next[0] == "slow" {
+			at = s.Config.CheckpointID
+		}
+	}
+	if _, err := f.runs.UpdateState(ctx, "forked", at, map[string]any{"n": 5}, "fetch"); err != nil {
+		t.Fatal(err)
+	}
+	r := f.get(t, "/threads/forked/nodes/slow?fragment=1")
+	if r.code != 200 || strings.Contains(r.body, "node-run done") || strings.Count(r.body, `class="node-run`) != 1 || !strings.Contains(r.body, "pending") {
+		t.Fatalf("after the fork, slow's runs: %.1500s; want only its pending task on the new branch", r.body)
+	}
+}

@@ -250,13 +250,22 @@ func (c *runCollector) collect(ctx context.Context, ns, where string, path []str
 	c.budget -= len(ids)
 	c.cut = c.cut || cut
 	last := len(path) == 1
+	snaps := make([]*engine.StateSnapshot, len(ids))
 	for i, id := range ids {
-		snap, err := c.p.GetStateWith(ctx, checkpoints.Config{ThreadID: c.thread, Namespace: ns, CheckpointID: id}, engine.StateOptions{})
-		if err != nil {
+		if snaps[i], err = c.p.GetStateWith(ctx, checkpoints.Config{ThreadID: c.thread, Namespace: ns, CheckpointID: id}, engine.StateOptions{}); err != nil {
 			return err
 		}
+	}
+	for i, snap := range snaps {
+		// A checkpoint the lineage left by an edit or a fork: the tasks
+		// that finished there belong to the abandoned branch (the
+		// timeline leaves them out the same way, runs.Catchup).
+		superseded := i+1 < len(snaps) && snaps[i+1].Metadata.Source != checkpoints.SourceLoop
 		for _, ts := range snap.Tasks {
 			if ts.Name != path[0] {
+				continue
+			}
+			if superseded && ts.Error == "" && len(ts.Interrupts) == 0 {
 				continue
 			}
 			if !last {
