@@ -78,7 +78,11 @@ func Do(ctx context.Context, window time.Duration, op Op) error {
 		}
 		wait = min(wait*2, maxWait)
 		if unknown {
-			ok, lerr := op.Landed(ctx)
+			var ok bool
+			lerr := attempt(ctx, deadline, func(ctx context.Context) (err error) {
+				ok, err = op.Landed(ctx)
+				return err
+			})
 			if lerr != nil {
 				if Transient(lerr) {
 					continue // cannot look yet: still unknown
@@ -89,12 +93,22 @@ func Do(ctx context.Context, window time.Duration, op Op) error {
 				return nil
 			}
 		}
-		err = op.Run(ctx)
+		err = attempt(ctx, deadline, op.Run)
 		if err == nil || !Transient(err) {
 			return err
 		}
 		unknown = op.Landed != nil && !pgconn.SafeToRetry(err)
 	}
+}
+
+// attempt runs a retry within the window: a server that stopped
+// answering (a dropped route, a host that is gone) must not hold a retry
+// past the window waiting for TCP to give up. The first try is never
+// bounded this way; a slow statement is not a fault.
+func attempt(ctx context.Context, deadline time.Time, run func(context.Context) error) error {
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	return run(ctx)
 }
 
 // Transient reports whether err is a fault that goes away on its own: the
