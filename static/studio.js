@@ -23,6 +23,7 @@
   // another branch (a fork) reloads the page, which the server builds
   // from the new head's lineage.
   let currentRun = body.dataset.run || "";
+  let edits = 0; // state-edit groups so far (they have no run id)
   let head = body.dataset.head || "";
   const lineage = new Set();
   // fullCatchup is set from a catch-up's first run_started to its
@@ -57,7 +58,10 @@
   // group above it, and makes ev's run the current one.
   function startRun(ev) {
     const run = ev.run || "";
-    if (run === currentRun || $("run-" + run)) return;
+    // A run's start seen twice (catch-up and live) starts it once. A state
+    // edit has no run id and is a group of its own each time, as the
+    // server folds it (a live edit reloads the page, so it never repeats).
+    if (run !== "" && (run === currentRun || $("run-" + run))) return;
     // A task the run only planned is the next run's to run (as the
     // server folds it).
     for (const r of Array.from($("timeline").rows)) if (r.classList.contains("planned")) r.remove();
@@ -66,7 +70,7 @@
     if (rows.length || title) {
       const d = document.createElement("details");
       d.className = "run";
-      d.id = "run-" + currentRun;
+      d.id = "run-" + (currentRun || "edit-" + (++edits));
       d.dataset.run = currentRun;
       const sum = document.createElement("summary");
       sum.textContent = title + " ";
