@@ -64,8 +64,8 @@ type Config struct {
 	// all, and catch-ups at once); zero values give the defaults of
 	// handlers.SocketLimits.
 	Sockets handlers.SocketLimits
-	// DBRetryWindow is how long a checkpoint, node-cache, registry or
-	// run-log read or write that met a transient database fault (connection refused or
+	// DBRetryWindow is how long a checkpoint, store, node-cache, registry
+	// or run-log read or write that met a transient database fault (connection refused or
 	// reset, a server restart, a serialization failure) is retried before
 	// it fails (and with it the run, for a checkpoint).
 	// 0 means pgretry.DefaultWindow (30 s); negative, no retry.
@@ -145,7 +145,7 @@ func Open(ctx context.Context, cfg Config) (*Studio, error) {
 			s.Close()
 			return nil, fmt.Errorf("studio: node cache: %w", err)
 		}
-		st, err := pgstore.New(ctx, pool, pgstore.Options{Options: store.Options{Index: storeIndex()}})
+		st, err := pgstore.New(ctx, pool, pgstore.Options{Options: store.Options{Index: storeIndex()}, RetryWindow: cfg.DBRetryWindow})
 		if err != nil {
 			_ = c.Close()
 			s.Close()

@@ -26,8 +26,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgvector/pgvector-go"
 
+	"github.com/superstep-dev/superstep/internal/pgretry"
 	"github.com/superstep-dev/superstep/store"
 )
 
@@ -49,6 +51,14 @@ type Options struct {
 	ExactSearchMax int
 	// EFSearch is hnsw.ef_search for index scans; 0 means 100.
 	EFSearch int
+	// RetryWindow is how long a batch that met a transient database fault
+	// (connection refused or reset, a server restart) is retried before
+	// its error is returned; 0 means pgretry.DefaultWindow (30 s) on a
+	// pool, negative no retry. A DB that is not a pool is never retried.
+	// A batch of writes whose outcome is unknown is sent again only once
+	// its writes are found missing; a batch that also reads is not sent
+	// again then (its reads could not be repeated as they were).
+	RetryWindow time.Duration
 }
 
 // Store is the Postgres store. It is safe for concurrent use when its DB
@@ -203,17 +213,66 @@ func (s *Store) Batch(ctx context.Context, ops []store.Op) ([]store.Result, erro
 	}
 	now := s.now()
 	res := make([]store.Result, p.N)
+	window := s.opts.RetryWindow
+	if _, pool := s.db.(*pgxpool.Pool); !pool {
+		window = -1
+	}
+	op := pgretry.Op{Run: func(ctx context.Context) error { return s.batch(ctx, p, res, now) }}
+	if len(p.Puts) > 0 {
+		op.Landed = func(ctx context.Context) (bool, error) {
+			if len(p.Gets)+len(p.Searches)+len(p.Lists) > 0 {
+				return false, errReadsUnknown
+			}
+			return s.putsLanded(ctx, p.Puts, now)
+		}
+	}
+	if err := pgretry.Do(ctx, window, op); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// errReadsUnknown: a batch that reads and writes met a fault after it was
+// sent; whether its writes landed could be checked, but its reads could
+// not be repeated as they were (before the writes).
+var errReadsUnknown = errors.New("pgstore: the batch's outcome is unknown (its writes may have been applied, and its reads cannot be repeated as they were); read the items again")
+
+// putsLanded reports whether every put of a batch is in the database as
+// the batch left it: upserts with this batch's update time, deletes gone.
+func (s *Store) putsLanded(ctx context.Context, puts []store.PreparedPut, now time.Time) (bool, error) {
+	var upP, upK, delP, delK []string
+	for _, put := range puts {
+		if put.Value == nil {
+			delP, delK = append(delP, store.JoinNamespace(put.Namespace)), append(delK, put.Key)
+		} else {
+			upP, upK = append(upP, store.JoinNamespace(put.Namespace)), append(upK, put.Key)
+		}
+	}
+	var ups, dels int
+	err := s.db.QueryRow(ctx, sqlPutsLanded, upP, upK, now, delP, delK).Scan(&ups, &dels)
+	return err == nil && ups == len(upP) && dels == 0, err
+}
+
+const sqlPutsLanded = `
+SELECT
+  (SELECT count(*) FROM store_items i JOIN unnest($1::text[], $2::text[]) AS u(p, k)
+     ON i.prefix = u.p AND i.key = u.k WHERE i.updated_at = $3::timestamptz),
+  (SELECT count(*) FROM store_items i JOIN unnest($4::text[], $5::text[]) AS d(p, k)
+     ON i.prefix = d.p AND i.key = d.k)`
+
+// batch runs a prepared batch once, filling res.
+func (s *Store) batch(ctx context.Context, p *store.Prepared, res []store.Result, now time.Time) error {
 	// A lone search that refreshes nothing is one statement: it needs no
 	// transaction, which saves two round trips (BEGIN, COMMIT).
 	if p.N == 1 && len(p.Searches) == 1 && !p.Searches[0].Refresh {
 		items, err := s.search(ctx, s.db, p.Searches[0], now)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		res[0].Items = items
-		return res, nil
+		return nil
 	}
-	err = pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+	return pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
 		for _, g := range p.Gets {
 			it, err := s.get(ctx, tx, g, now)
 			if err != nil {
@@ -237,10 +296,6 @@ func (s *Store) Batch(ctx context.Context, ops []store.Op) ([]store.Result, erro
 		}
 		return applyPuts(ctx, tx, p.Puts, now)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return res, nil
 }
 
 const notExpired = `(i.expires_at IS NULL OR i.expires_at > $1::timestamptz)`
