@@ -725,9 +725,12 @@ func (m *Manager) finish(t *thread, rec *recorder, err error, rejected bool, pre
 			// writer's) is older news than prev, which is written again.
 			t.info = *prev
 			t.changes++
-			if t.saved <= prevChanges {
+			if t.saved == prevChanges {
 				t.saved = t.changes // the registry holds prev already
 			} else {
+				// The registry has a later record (the writer's), or an
+				// earlier one (prev's own write failed and waits): either
+				// way prev is written (again).
 				m.unsaved[t] = struct{}{}
 				select {
 				case m.rewake <- struct{}{}:

@@ -551,3 +551,59 @@ func TestFailedRunLogWritesAreRetried(t *testing.T) {
 		}
 	}
 }
+
+// downSaver refuses checkpoint puts while down, so a start is refused.
+type downSaver struct {
+	checkpoints.Saver
+	mu   sync.Mutex
+	down bool
+}
+
+func (s *downSaver) set(d bool) { s.mu.Lock(); s.down = d; s.mu.Unlock() }
+
+func (s *downSaver) Put(ctx context.Context, cfg checkpoints.Config, cp *checkpoints.Checkpoint, md checkpoints.Metadata, nv map[string]int64) (checkpoints.Config, error) {
+	s.mu.Lock()
+	d := s.down
+	s.mu.Unlock()
+	if d {
+		return checkpoints.Config{}, errors.New("saver down")
+	}
+	return s.Saver.Put(ctx, cfg, cp, md, nv)
+}
+
+// A run's end that the registry did not take, then a start that is
+// refused: the refusal restores the thread, and the registry still gets
+// the run's end once it takes writes (it was marked written before).
+func TestRefusedStartAfterAFailedWriteStillWritesTheEnd(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := &flakyStore{ThreadStore: runs.NewMemoryThreads(), saved: make(chan runs.ThreadRecord, 1024)}
+	saver := &downSaver{Saver: checkpoints.NewMemory()}
+	g := newGates()
+	m := manager(t, map[string]engine.Compiled{"gated": linearOn(t, g, saver)}, runs.WithThreadStore(store), runs.WithErrorHandler(func(error) {}))
+	if _, err := m.Start(ctx, "gated", "t", nil, runs.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	<-g.entered
+	store.setDown(true)
+	close(g.release)
+	th := wait(t, m, "t")
+	saver.set(true)
+	if _, err := m.Start(ctx, "gated", "t", nil, runs.StartOptions{}); err == nil {
+		t.Fatal("a start with the checkpointer down was not refused")
+	}
+	saver.set(false)
+	store.setDown(false)
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case rec := <-store.saved:
+			if rec.Status == runs.StatusIdle && rec.RunID == th.RunID {
+				return
+			}
+		case <-deadline:
+			rec, err := store.ThreadStore.GetThread(ctx, "t")
+			t.Fatalf("the registry never got the run's end: %+v, %v", rec, err)
+		}
+	}
+}
