@@ -142,7 +142,6 @@ type Manager struct {
 	// unsavedRuns are run-log records a write failed to store, by thread
 	// and run; the writer stores the latest of each until it lands.
 	unsavedRuns map[[2]string]RunRecord
-	runLogMu    sync.Mutex // held by each run-log write (saveRun)
 	closeOnce   sync.Once
 	// owner is this Manager's id in the registry: it marks the threads
 	// it runs, and its heartbeat says it is alive.
@@ -1268,8 +1267,6 @@ func (m *Manager) rewriteRound(ctx context.Context) bool {
 // rewriteRun writes the run-log record waiting under key, if one still
 // is, and reports whether nothing is left waiting there.
 func (m *Manager) rewriteRun(ctx context.Context, key [2]string) bool {
-	m.runLogMu.Lock()
-	defer m.runLogMu.Unlock()
 	m.mu.Lock()
 	r, waiting := m.unsavedRuns[key]
 	m.mu.Unlock()
@@ -1282,7 +1279,10 @@ func (m *Manager) rewriteRun(ctx context.Context, key [2]string) bool {
 		return false
 	}
 	m.mu.Lock()
-	delete(m.unsavedRuns, key) // nothing newer can have come: runLogMu
+	// Unless a newer record of the run came to wait meanwhile.
+	if cur, ok := m.unsavedRuns[key]; ok && cur.Ended.Equal(r.Ended) && cur.Status == r.Status {
+		delete(m.unsavedRuns, key)
+	}
 	m.mu.Unlock()
 	return true
 }

@@ -150,21 +150,23 @@ func (r *recorder) end(status Status, errText string, at time.Time) {
 // saveRun writes a run's record. A failure goes to the error handler and
 // the record to the registry writer, which stores it (or a later record
 // of the same run) once the run log takes writes again, so a reload does
-// not lose what the live tab showed.
+// not lose what the live tab showed. Writes of different runs go on at
+// once; the run log keeps a run's end whatever order its records land
+// in (RunLog.SaveRun).
 func (m *Manager) saveRun(rec RunRecord) {
-	// One run-log write at a time: a retried older record of a run must
-	// never land after a newer one.
-	m.runLogMu.Lock()
-	defer m.runLogMu.Unlock()
 	ctx, cancel := storeContext()
 	defer cancel()
 	err := m.runLog.SaveRun(ctx, rec)
 	key := [2]string{rec.Thread, rec.RunID}
 	m.mu.Lock()
 	if err != nil {
-		m.unsavedRuns[key] = rec
-	} else {
-		delete(m.unsavedRuns, key) // an older record waiting is moot
+		// The latest record of the run waits; a start record never
+		// replaces a waiting end.
+		if cur, ok := m.unsavedRuns[key]; !ok || cur.Ended.IsZero() || !rec.Ended.IsZero() {
+			m.unsavedRuns[key] = rec
+		}
+	} else if cur, ok := m.unsavedRuns[key]; ok && (cur.Ended.IsZero() || !rec.Ended.IsZero()) {
+		delete(m.unsavedRuns, key) // what waited is older than what landed
 	}
 	m.mu.Unlock()
 	if err != nil {

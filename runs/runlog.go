@@ -29,7 +29,9 @@ import (
 // Postgres; both pass runstest.ExerciseRunLog. Every method checks its
 // input with CheckRunRecord, so both accept and refuse the same things.
 type RunLog interface {
-	// SaveRun creates the run's record or replaces it.
+	// SaveRun creates the run's record or replaces it; a record of a run
+	// that has not ended never replaces one that has (a retried start
+	// record landing after the end), so writes of one run need no order.
 	SaveRun(ctx context.Context, rec RunRecord) error
 	// ListRuns returns the thread's latest runs, at most limit of them
 	// (0: all), oldest first by Started, ties by run id.
@@ -235,6 +237,9 @@ func (l *MemoryRunLog) SaveRun(ctx context.Context, rec RunRecord) error {
 	defer l.mu.Unlock()
 	list := l.runs[rec.Thread]
 	if i := slices.IndexFunc(list, func(r RunRecord) bool { return r.RunID == rec.RunID }); i >= 0 {
+		if !list[i].Ended.IsZero() && rec.Ended.IsZero() {
+			return nil // a late start record never replaces the run's end
+		}
 		list[i] = rec
 	} else {
 		list = append(list, rec)

@@ -71,7 +71,8 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 ON CONFLICT (thread_id, run_id) DO UPDATE
 SET kind = excluded.kind, from_checkpoint = excluded.from_checkpoint, origin = excluded.origin,
     started_at = excluded.started_at, ended_at = excluded.ended_at, status = excluded.status,
-    error = excluded.error, tasks = excluded.tasks, answers = excluded.answers`
+    error = excluded.error, tasks = excluded.tasks, answers = excluded.answers
+WHERE studio_runs.ended_at IS NULL OR excluded.ended_at IS NOT NULL`
 
 	sqlRunLanded = `SELECT EXISTS (SELECT 1 FROM studio_runs
 WHERE thread_id = $1 AND run_id = $2 AND status = $3 AND ended_at IS NOT DISTINCT FROM $4::timestamptz)`

@@ -120,6 +120,12 @@ func runSaveReplaces(t *testing.T, l runs.RunLog) {
 	if len(got) != 1 || got[0].Status != runs.StatusIdle || len(got[0].Tasks) != 1 {
 		t.Fatalf("after a second save: %+v", got)
 	}
+	// The start record saved again (a retry landing late) does not undo
+	// the run's end.
+	mustSaveRun(t, l, run("t-1", "run-1", base))
+	if got := mustListRuns(t, l, "t-1", 0); len(got) != 1 || got[0].Status != runs.StatusIdle || got[0].Ended.IsZero() {
+		t.Fatalf("a late start record replaced the end: %+v", got)
+	}
 }
 
 func runListOrder(t *testing.T, l runs.RunLog) {
