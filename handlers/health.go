@@ -94,7 +94,12 @@ func (c *cachedPing) Ping(ctx context.Context) error {
 	if !c.at.IsZero() && time.Since(c.at) < c.ttl {
 		return c.last
 	}
-	c.last = c.db.Ping(ctx)
-	c.at = time.Now()
+	// The answer is shared: it must not be one client's hang-up.
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pingTimeout)
+	defer cancel()
+	c.last, c.at = c.db.Ping(pctx), time.Now()
 	return c.last
 }
+
+// pingTimeout bounds a shared health ping.
+const pingTimeout = 2 * time.Second

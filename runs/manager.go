@@ -861,6 +861,11 @@ func (m *Manager) settleOrphans(ctx context.Context) error {
 		// A thread this process read while it was still called running
 		// (settled later than start-up) takes the settled record too.
 		m.mu.Lock()
+		// A lookup reading the registry right now may have read the
+		// orphan's record: counted as an eviction of the thread, it makes
+		// that lookup read again (see lockThread).
+		m.evictions++
+		m.evicted[m.evictions%uint64(len(m.evicted))] = rec.ID
 		if t, ok := m.threads[rec.ID]; ok && t.cancel == nil && t.info.Status == StatusRunning && t.info.RunID == rec.RunID {
 			t.info.Status, t.info.Error, t.info.Updated, t.info.Pending = rec.Status, rec.Error, rec.Updated, pending
 			t.changes++
@@ -1165,13 +1170,19 @@ const (
 func (m *Manager) rewrite() {
 	defer m.writer.Done()
 	wait := rewriteFirst
+	var next time.Time // when the next round is due; zero: none pending
 	for {
 		var timer <-chan time.Time
 		m.mu.Lock()
 		pending := len(m.unsaved) > 0 || len(m.unsavedRuns) > 0
 		m.mu.Unlock()
 		if pending {
-			timer = time.After(wait)
+			// A round already due stays due: new failures arriving
+			// faster than the back-off must not keep postponing it.
+			if next.IsZero() {
+				next = time.Now().Add(wait)
+			}
+			timer = time.After(time.Until(next))
 		}
 		select {
 		case <-m.closing:
@@ -1180,9 +1191,10 @@ func (m *Manager) rewrite() {
 			cancel()
 			return
 		case <-m.rewake:
-			continue // a new failure: wait out the back-off from here
+			continue
 		case <-timer:
 		}
+		next = time.Time{}
 		ctx, cancel := context.WithTimeout(context.Background(), rewriteRoundTimeout)
 		ok := m.rewriteRound(ctx)
 		cancel()

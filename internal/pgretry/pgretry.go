@@ -60,7 +60,7 @@ func Do(ctx context.Context, window time.Duration, op Op) error {
 	}
 	deadline := time.Now().Add(window)
 	wait := firstWait
-	unknown := op.Landed != nil && !pgconn.SafeToRetry(err)
+	unknown := op.Landed != nil && outcomeUnknown(err)
 	for {
 		if ctx.Err() != nil {
 			return err
@@ -97,8 +97,17 @@ func Do(ctx context.Context, window time.Duration, op Op) error {
 		if err == nil || !Transient(err) {
 			return err
 		}
-		unknown = op.Landed != nil && !pgconn.SafeToRetry(err)
+		unknown = op.Landed != nil && outcomeUnknown(err)
 	}
+}
+
+// outcomeUnknown reports whether a write that failed with err may have
+// been applied: not when nothing was sent (pgconn.SafeToRetry), and not
+// when the server answered with an error (a serialization failure, a
+// deadlock, a shutdown): the server rolled the transaction back.
+func outcomeUnknown(err error) bool {
+	var pgErr *pgconn.PgError
+	return !pgconn.SafeToRetry(err) && !errors.As(err, &pgErr)
 }
 
 // attempt runs a retry within the window: a server that stopped
@@ -106,9 +115,21 @@ func Do(ctx context.Context, window time.Duration, op Op) error {
 // past the window waiting for TCP to give up. The first try is never
 // bounded this way; a slow statement is not a fault.
 func attempt(ctx context.Context, deadline time.Time, run func(context.Context) error) error {
-	ctx, cancel := context.WithDeadline(ctx, deadline)
+	// A retry late in the window still gets time for a healthy but slow
+	// statement.
+	ctx, cancel := context.WithDeadline(ctx, later(deadline, time.Now().Add(minAttempt)))
 	defer cancel()
 	return run(ctx)
+}
+
+// minAttempt is the least time a retry gets.
+const minAttempt = 5 * time.Second
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // Transient reports whether err is a fault that goes away on its own: the

@@ -111,3 +111,24 @@ func TestDoGivesUpAfterTheWindowAndOnCancel(t *testing.T) {
 		t.Fatalf("cancelled: err %v after %d runs", err, runs)
 	}
 }
+
+// An error the server answered with (a deadlock, a serialization failure)
+// means the transaction was rolled back: the write is simply run again,
+// without asking whether it landed.
+func TestDoRerunsAWriteTheServerRolledBack(t *testing.T) {
+	t.Parallel()
+	runs, checks := 0, 0
+	err := Do(context.Background(), 5*time.Second, Op{
+		Run: func(context.Context) error {
+			runs++
+			if runs == 1 {
+				return &pgconn.PgError{Code: "40P01"}
+			}
+			return nil
+		},
+		Landed: func(context.Context) (bool, error) { checks++; return false, errors.New("must not be asked") },
+	})
+	if err != nil || runs != 2 || checks != 0 {
+		t.Fatalf("err %v after %d runs and %d landed checks; want success on the second run, no check", err, runs, checks)
+	}
+}
