@@ -55,9 +55,9 @@ type Options struct {
 	// (connection refused or reset, a server restart) is retried before
 	// its error is returned; 0 means pgretry.DefaultWindow (30 s) on a
 	// pool, negative no retry. A DB that is not a pool is never retried.
-	// A batch of writes whose outcome is unknown is sent again only once
-	// its writes are found missing; a batch that also reads is not sent
-	// again then (its reads could not be repeated as they were).
+	// A batch of writes whose outcome is unknown is sent again only when
+	// its transaction is found not to have committed; a batch that also
+	// reads and did commit is an error (its reads were lost).
 	RetryWindow time.Duration
 }
 
@@ -217,13 +217,26 @@ func (s *Store) Batch(ctx context.Context, ops []store.Op) ([]store.Result, erro
 	if _, pool := s.db.(*pgxpool.Pool); !pool {
 		window = -1
 	}
-	op := pgretry.Op{Run: func(ctx context.Context) error { return s.batch(ctx, p, res, now) }}
+	// xid is the transaction id of the last attempt that wrote, read as
+	// its first statement: whether that transaction committed is exactly
+	// whether its writes landed (pg_xact_status), whatever other batches
+	// did to the same items since.
+	var xid string
+	op := pgretry.Op{Run: func(ctx context.Context) error { xid = ""; return s.batch(ctx, p, res, now, &xid) }}
 	if len(p.Puts) > 0 {
 		op.Landed = func(ctx context.Context) (bool, error) {
-			if len(p.Gets)+len(p.Searches)+len(p.Lists) > 0 {
+			if xid == "" {
+				return false, nil // the transaction never began
+			}
+			var status *string
+			if err := s.db.QueryRow(ctx, `SELECT pg_xact_status($1::xid8)`, xid).Scan(&status); err != nil {
+				return false, err
+			}
+			committed := status != nil && *status == "committed"
+			if committed && len(p.Gets)+len(p.Searches)+len(p.Lists) > 0 {
 				return false, errReadsUnknown
 			}
-			return s.putsLanded(ctx, p.Puts, now)
+			return committed, nil
 		}
 	}
 	if err := pgretry.Do(ctx, window, op); err != nil {
@@ -233,35 +246,12 @@ func (s *Store) Batch(ctx context.Context, ops []store.Op) ([]store.Result, erro
 }
 
 // errReadsUnknown: a batch that reads and writes met a fault after it was
-// sent; whether its writes landed could be checked, but its reads could
-// not be repeated as they were (before the writes).
-var errReadsUnknown = errors.New("pgstore: the batch's outcome is unknown (its writes may have been applied, and its reads cannot be repeated as they were); read the items again")
-
-// putsLanded reports whether every put of a batch is in the database as
-// the batch left it: upserts with this batch's update time, deletes gone.
-func (s *Store) putsLanded(ctx context.Context, puts []store.PreparedPut, now time.Time) (bool, error) {
-	var upP, upK, delP, delK []string
-	for _, put := range puts {
-		if put.Value == nil {
-			delP, delK = append(delP, store.JoinNamespace(put.Namespace)), append(delK, put.Key)
-		} else {
-			upP, upK = append(upP, store.JoinNamespace(put.Namespace)), append(upK, put.Key)
-		}
-	}
-	var ups, dels int
-	err := s.db.QueryRow(ctx, sqlPutsLanded, upP, upK, now, delP, delK).Scan(&ups, &dels)
-	return err == nil && ups == len(upP) && dels == 0, err
-}
-
-const sqlPutsLanded = `
-SELECT
-  (SELECT count(*) FROM store_items i JOIN unnest($1::text[], $2::text[]) AS u(p, k)
-     ON i.prefix = u.p AND i.key = u.k WHERE i.updated_at = $3::timestamptz),
-  (SELECT count(*) FROM store_items i JOIN unnest($4::text[], $5::text[]) AS d(p, k)
-     ON i.prefix = d.p AND i.key = d.k)`
+// sent, and its transaction committed: its writes are in, but its reads
+// were lost and cannot be repeated as they were (before the writes).
+var errReadsUnknown = errors.New("pgstore: the batch was applied, but the connection was lost before its reads came back; read the items again")
 
 // batch runs a prepared batch once, filling res.
-func (s *Store) batch(ctx context.Context, p *store.Prepared, res []store.Result, now time.Time) error {
+func (s *Store) batch(ctx context.Context, p *store.Prepared, res []store.Result, now time.Time, xid *string) error {
 	// A lone search that refreshes nothing is one statement: it needs no
 	// transaction, which saves two round trips (BEGIN, COMMIT).
 	if p.N == 1 && len(p.Searches) == 1 && !p.Searches[0].Refresh {
@@ -273,6 +263,11 @@ func (s *Store) batch(ctx context.Context, p *store.Prepared, res []store.Result
 		return nil
 	}
 	return pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		if len(p.Puts) > 0 {
+			if err := tx.QueryRow(ctx, `SELECT pg_current_xact_id()::text`).Scan(xid); err != nil {
+				return err
+			}
+		}
 		for _, g := range p.Gets {
 			it, err := s.get(ctx, tx, g, now)
 			if err != nil {
