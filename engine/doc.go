@@ -166,4 +166,8 @@
 //     not a corrupt checkpoint later.
 //   - A head snapshot whose step saved every write but not its checkpoint
 //     says so (WritesPending, NextAfterWrites) instead of looking finished.
+//   - DefaultRetryOn classifies an error carrying an HTTP status as
+//     upstream does for httpx/requests errors (5xx retried, other 4xx
+//     not), but also retries 408 and 429, and a Retry-After the error
+//     carries sets the wait (upstream retries neither and ignores it).
 package engine

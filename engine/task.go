@@ -282,7 +282,7 @@ func (t *task) execute(ctx context.Context) error {
 			l.commitError(ctx, t)
 			return fmt.Errorf("node %q: %w", t.name, err)
 		}
-		wait := p.backoff(t.attempts)
+		wait := p.wait(t.attempts, err)
 		if l.emit != nil {
 			l.emit.send(TaskRetried{Task: t.info(), Attempt: t.attempts, Err: err, Backoff: wait})
 		}
