@@ -59,7 +59,11 @@ func (g *Pregel) Stream(ctx context.Context, input any, opts *RunOptions, modes 
 			o = *opts
 		}
 		user := o.Listener
-		p := &projector{modes: modes, out: parts, ctx: ctx}
+		// Without a checkpointer the loop's checkpoints live in memory
+		// only: upstream streams no "checkpoints" parts and no "checkpoint"
+		// debug events for them, and neither do we (a Listener still gets
+		// CheckpointSaved).
+		p := &projector{modes: modes, out: parts, ctx: ctx, noCheckpoints: g.cfg.Checkpointer == nil}
 		o.Listener = func(ev Event) {
 			if user != nil {
 				user(ev)
@@ -90,6 +94,8 @@ type projector struct {
 	modes []StreamMode
 	out   chan<- StreamPart
 	ctx   context.Context
+	// noCheckpoints drops checkpoint parts: the graph has no checkpointer.
+	noCheckpoints bool
 }
 
 func (p *projector) on(m StreamMode) bool { return slices.Contains(p.modes, m) }
@@ -157,7 +163,7 @@ func (p *projector) project(ev Event) {
 			p.send(StreamDebug, debugEnvelope(e.Task.Step, "task_result", payload))
 		}
 	case CheckpointSaved:
-		if !p.on(StreamCheckpoints) && !p.on(StreamDebug) {
+		if p.noCheckpoints || !p.on(StreamCheckpoints) && !p.on(StreamDebug) {
 			return
 		}
 		payload := checkpointPayload(e)
