@@ -28,6 +28,19 @@ type TaskInfo struct {
 	Input     any
 }
 
+// TaskPath is the task's path as upstream writes it (and the Agent Server
+// API returns it): ["__pregel_pull", node] for a task its triggers
+// started, ["__pregel_push", index] for a Send's. A subgraph's tasks have
+// their own paths; Namespace places them.
+func (t TaskInfo) TaskPath() []any { return taskPath(t.Path == pushKind, t.Name, t.Index) }
+
+func taskPath(push bool, name string, idx int) []any {
+	if push {
+		return []any{pushKind, idx}
+	}
+	return []any{pullKind, name}
+}
+
 // ChannelBump is one channel whose version the barrier changed.
 type ChannelBump struct {
 	Channel string

@@ -44,6 +44,9 @@ type StateSnapshot struct {
 type TaskState struct {
 	ID   string
 	Name string
+	// Path is the task's path as upstream writes it: ["__pregel_pull",
+	// node], or ["__pregel_push", index] for a Send's task.
+	Path []any
 	// Error is the error the task failed with, "" otherwise.
 	Error string
 	// Arg is the argument of a task a Send planned (its whole input);
@@ -201,7 +204,7 @@ func (g *Pregel) snapshot(tup *checkpoints.Tuple, applyPending bool) (*StateSnap
 	byID := make(map[string]*TaskState, len(tasks))
 	states := make([]TaskState, len(tasks))
 	for i, t := range tasks {
-		states[i] = TaskState{ID: t.ID(), Name: t.name}
+		states[i] = TaskState{ID: t.ID(), Name: t.name, Path: taskPath(t.push, t.name, t.idx)}
 		if t.push {
 			states[i].Arg = t.input
 		}
