@@ -256,6 +256,12 @@ func (g *Pregel) snapshot(tup *checkpoints.Tuple, applyPending bool) (*StateSnap
 			applied = append(applied, t)
 		}
 	}
+	// A Command's update is saved as a write of the null task; as
+	// upstream, every snapshot shows it applied (after the next tasks
+	// were worked out from the checkpoint itself).
+	if err := l.applyNullWrites(); err != nil {
+		return nil, err
+	}
 	next := make([]string, 0, len(tasks))
 	var writesPending bool
 	var nextAfter []string
