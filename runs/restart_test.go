@@ -352,20 +352,34 @@ func TestRestartSubscribeToAThreadOfTheRegistry(t *testing.T) {
 	}
 }
 
+// outage is a backend that can be down: its writes then fail with errDown.
+type outage struct {
+	mu   sync.Mutex
+	down bool
+}
+
+func (o *outage) setDown(down bool) {
+	o.mu.Lock()
+	o.down = down
+	o.mu.Unlock()
+}
+
+func (o *outage) isDown() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.down
+}
+
 // flakyStore refuses writes while down, as a database that is restarting
 // does, and tells each record it stores on saved.
 type flakyStore struct {
 	runs.ThreadStore
-	mu    sync.Mutex
-	down  bool
+	outage
 	saved chan runs.ThreadRecord
 }
 
 func (s *flakyStore) SaveThread(ctx context.Context, rec runs.ThreadRecord) error {
-	s.mu.Lock()
-	down := s.down
-	s.mu.Unlock()
-	if down {
+	if s.isDown() {
 		return errDown
 	}
 	if err := s.ThreadStore.SaveThread(ctx, rec); err != nil {
@@ -373,12 +387,6 @@ func (s *flakyStore) SaveThread(ctx context.Context, rec runs.ThreadRecord) erro
 	}
 	s.saved <- rec
 	return nil
-}
-
-func (s *flakyStore) setDown(down bool) {
-	s.mu.Lock()
-	s.down = down
-	s.mu.Unlock()
 }
 
 // A registry write that fails is not dropped: once the registry takes
@@ -495,16 +503,12 @@ func TestRestartSettlesOrphansFromTheirCheckpoints(t *testing.T) {
 // stores on saved.
 type flakyRunLog struct {
 	runs.RunLog
-	mu    sync.Mutex
-	down  bool
+	outage
 	saved chan runs.RunRecord
 }
 
 func (l *flakyRunLog) SaveRun(ctx context.Context, rec runs.RunRecord) error {
-	l.mu.Lock()
-	down := l.down
-	l.mu.Unlock()
-	if down {
+	if l.isDown() {
 		return errDown
 	}
 	if err := l.RunLog.SaveRun(ctx, rec); err != nil {
@@ -520,7 +524,8 @@ func (l *flakyRunLog) SaveRun(ctx context.Context, rec runs.RunRecord) error {
 func TestFailedRunLogWritesAreRetried(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	log := &flakyRunLog{RunLog: runs.NewMemoryRunLog(), saved: make(chan runs.RunRecord, 64), down: true}
+	log := &flakyRunLog{RunLog: runs.NewMemoryRunLog(), saved: make(chan runs.RunRecord, 64)}
+	log.setDown(true)
 	m, err := runs.NewManager(map[string]engine.Compiled{"linear": linear(t, nil)}, runs.WithRunLog(log), runs.WithErrorHandler(func(error) {}))
 	if err != nil {
 		t.Fatal(err)
@@ -530,9 +535,7 @@ func TestFailedRunLogWritesAreRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	th := wait(t, m, "t")
-	log.mu.Lock()
-	log.down = false
-	log.mu.Unlock()
+	log.setDown(false)
 	deadline := time.After(30 * time.Second)
 	for {
 		select {
@@ -555,18 +558,12 @@ func TestFailedRunLogWritesAreRetried(t *testing.T) {
 // downSaver refuses checkpoint puts while down, so a start is refused.
 type downSaver struct {
 	checkpoints.Saver
-	mu   sync.Mutex
-	down bool
+	outage
 }
 
-func (s *downSaver) set(d bool) { s.mu.Lock(); s.down = d; s.mu.Unlock() }
-
 func (s *downSaver) Put(ctx context.Context, cfg checkpoints.Config, cp *checkpoints.Checkpoint, md checkpoints.Metadata, nv map[string]int64) (checkpoints.Config, error) {
-	s.mu.Lock()
-	d := s.down
-	s.mu.Unlock()
-	if d {
-		return checkpoints.Config{}, errors.New("saver down")
+	if s.isDown() {
+		return checkpoints.Config{}, errDown
 	}
 	return s.Saver.Put(ctx, cfg, cp, md, nv)
 }
@@ -588,11 +585,11 @@ func TestRefusedStartAfterAFailedWriteStillWritesTheEnd(t *testing.T) {
 	store.setDown(true)
 	close(g.release)
 	th := wait(t, m, "t")
-	saver.set(true)
+	saver.setDown(true)
 	if _, err := m.Start(ctx, "gated", "t", nil, runs.StartOptions{}); err == nil {
 		t.Fatal("a start with the checkpointer down was not refused")
 	}
-	saver.set(false)
+	saver.setDown(false)
 	store.setDown(false)
 	deadline := time.After(30 * time.Second)
 	for {
