@@ -131,7 +131,9 @@
 // task with its triggers), TaskStarted, TaskRetried (attempt, error,
 // backoff), TaskFinished (writes, duration, cached), TaskFailed,
 // BarrierApplied (each channel's old → new version), CheckpointSaved (with
-// the next tasks), Custom (Emit from a node) and RunFinished. Nothing is
+// the next tasks), CheckpointLoaded (the checkpoint a resumed run goes on
+// from, reported again before anything runs, as upstream's first tick
+// does), Custom (Emit from a node) and RunFinished. Nothing is
 // built when no listener is set. Stream yields upstream's stream modes —
 // values, updates, tasks, checkpoints, debug, custom — as projections of
 // those events, with upstream's payload shapes.

@@ -114,6 +114,16 @@ type CheckpointSaved struct {
 	Next     []string
 }
 
+// CheckpointLoaded reports the checkpoint a run continues from (a nil
+// input, a Command, a run after a breakpoint, an interrupt, an error or a
+// state edit) before anything runs, with its next tasks and the values
+// the run starts with: upstream's first tick reports the loaded
+// checkpoint again, and a client that builds the branch tree from the
+// stream needs it. Only for the root graph of a run with a checkpointer.
+type CheckpointLoaded struct {
+	CheckpointSaved
+}
+
 // Custom is a payload a node emitted with Emit.
 type Custom struct {
 	Task    TaskInfo

@@ -131,16 +131,22 @@ type loop struct {
 	originStep int
 	resumeMap  map[string]any
 	nullWrites []KV
-	replaying  bool
-	lastSaved  *CheckpointSaved
-	evParent   *checkpoints.Config
-	interrupt  *Interrupted
-	tasks      []*task
-	free       []*task
-	needIDs    bool
-	ckptLazy   bool
-	candidates []int
-	runBuf     []*task
+	// loaded is the checkpoint a resumed run reports before its first
+	// step (CheckpointLoaded); loadedParent and loadedMeta are the
+	// restored checkpoint's.
+	loaded       *CheckpointLoaded
+	loadedParent *checkpoints.Config
+	loadedMeta   checkpoints.Metadata
+	replaying    bool
+	lastSaved    *CheckpointSaved
+	evParent     *checkpoints.Config
+	interrupt    *Interrupted
+	tasks        []*task
+	free         []*task
+	needIDs      bool
+	ckptLazy     bool
+	candidates   []int
+	runBuf       []*task
 	// volFull lists the volatile channels that may hold a value (see
 	// apply), sorted; volIn marks them; volNext is spare storage.
 	volFull, volNext []int
@@ -265,6 +271,16 @@ func (l *loop) run(ctx context.Context, input any) error {
 // emitCheckpoint reports the checkpoint the coming tasks run against, now
 // that its next tasks are known.
 func (l *loop) emitCheckpoint(tasks []*task) {
+	if l.emit != nil && l.loaded != nil {
+		ev := *l.loaded
+		l.loaded = nil
+		ev.Values = l.values()
+		ev.Next = make([]string, len(tasks))
+		for i, t := range tasks {
+			ev.Next[i] = t.name
+		}
+		l.emit.send(ev)
+	}
 	if l.emit == nil || l.lastSaved == nil {
 		return
 	}
@@ -434,6 +450,7 @@ func (l *loop) restore(tup *checkpoints.Tuple) error {
 	l.saved = slices.Clone(l.versions)
 	l.hasSaved = true
 	l.pending = tup.PendingWrites
+	l.loadedParent, l.loadedMeta = tup.ParentConfig, tup.Metadata
 	return nil
 }
 
@@ -482,6 +499,7 @@ func (l *loop) setCheckpointID(id string) {
 // first applies the run's input before the first superstep.
 func (l *loop) first(ctx context.Context, input any) error {
 	l.stop = l.step + l.opts.RecursionLimit + 1
+	l.loaded = nil
 	var cmd *Command
 	switch c := input.(type) {
 	case Command:
@@ -507,6 +525,9 @@ func (l *loop) first(ctx context.Context, input any) error {
 		// Resuming: acknowledge breakpoints so they do not fire again
 		// until something changes.
 		l.seenInterrupt = slices.Clone(l.versions)
+		if l.emit != nil && l.saver != nil && l.ns == "" {
+			l.loaded = &CheckpointLoaded{CheckpointSaved{Config: l.ckptCfg, Parent: l.loadedParent, Metadata: l.loadedMeta}}
+		}
 		if l.emit != nil {
 			l.emit.send(ValuesEmitted{Step: l.step, Values: l.values()})
 		}

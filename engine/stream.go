@@ -162,6 +162,8 @@ func (p *projector) project(ev Event) {
 		if p.on(StreamDebug) {
 			p.send(StreamDebug, debugEnvelope(e.Task.Step, "task_result", payload))
 		}
+	case CheckpointLoaded:
+		p.project(e.CheckpointSaved)
 	case CheckpointSaved:
 		if p.noCheckpoints || !p.on(StreamCheckpoints) && !p.on(StreamDebug) {
 			return
