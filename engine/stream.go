@@ -64,6 +64,19 @@ func (g *Pregel) Stream(ctx context.Context, input any, opts *RunOptions, modes 
 		// debug events for them, and neither do we (a Listener still gets
 		// CheckpointSaved).
 		p := &projector{modes: modes, out: parts, ctx: ctx, noCheckpoints: g.cfg.Checkpointer == nil}
+		if g.mapOutput == nil {
+			// A low-level graph streams its output channels only: raw
+			// values when it has one output channel and no stream
+			// channels of its own (upstream's output_channels given as
+			// one string), maps keyed by channel otherwise.
+			p.outputs = map[string]bool{}
+			for _, c := range g.cfg.OutputChannels {
+				p.outputs[c] = true
+			}
+			if len(g.cfg.OutputChannels) == 1 && len(g.cfg.StreamChannels) == 0 {
+				p.raw = g.cfg.OutputChannels[0]
+			}
+		}
 		o.Listener = func(ev Event) {
 			if user != nil {
 				user(ev)
@@ -96,6 +109,51 @@ type projector struct {
 	ctx   context.Context
 	// noCheckpoints drops checkpoint parts: the graph has no checkpointer.
 	noCheckpoints bool
+	// outputs, for a low-level graph, are the channels its "updates"
+	// show; raw names its one output channel when values and updates are
+	// that channel's value, not a map.
+	outputs map[string]bool
+	raw     string
+}
+
+// valuesPart is a "values" payload: the raw output value of a graph with
+// one output channel, else the map.
+func (p *projector) valuesPart(values map[string]any) (any, bool) {
+	if p.raw == "" {
+		return values, true
+	}
+	v, ok := values[p.raw]
+	return v, ok
+}
+
+// updatePart is a task's "updates" value (see updatePayload), with a
+// low-level graph's writes cut to its output channels.
+func (p *projector) updatePart(ws []KV) any {
+	if p.outputs == nil {
+		return updatePayload(ws)
+	}
+	kept := make([]KV, 0, len(ws))
+	for _, w := range ws {
+		if p.outputs[w.Key] {
+			kept = append(kept, w)
+		}
+	}
+	if p.raw != "" {
+		// As upstream: the value written, a list when written several
+		// times, nil when not written.
+		switch len(kept) {
+		case 0:
+			return nil
+		case 1:
+			return kept[0].Value
+		}
+		vs := make([]any, len(kept))
+		for i, w := range kept {
+			vs[i] = w.Value
+		}
+		return vs
+	}
+	return updatePayload(kept)
 }
 
 func (p *projector) on(m StreamMode) bool { return slices.Contains(p.modes, m) }
@@ -119,7 +177,9 @@ func (p *projector) project(ev Event) {
 	switch e := ev.(type) {
 	case BarrierApplied:
 		if e.Values != nil && p.on(StreamValues) {
-			p.send(StreamValues, e.Values)
+			if v, ok := p.valuesPart(e.Values); ok {
+				p.send(StreamValues, v)
+			}
 		}
 	case StepPlanned:
 		for _, t := range e.Tasks {
@@ -139,7 +199,7 @@ func (p *projector) project(ev Event) {
 			return
 		}
 		if p.on(StreamUpdates) {
-			u := map[string]any{e.Task.Name: updatePayload(e.Writes)}
+			u := map[string]any{e.Task.Name: p.updatePart(e.Writes)}
 			if e.Cached {
 				u["__metadata__"] = map[string]any{"cached": true}
 			}
@@ -180,6 +240,12 @@ func (p *projector) project(ev Event) {
 			p.sendNS(StreamCustom, e.Task.Namespace, e.Payload)
 		}
 	case ValuesEmitted:
+		if p.on(StreamValues) && p.raw != "" {
+			if v, ok := p.valuesPart(e.Values); ok {
+				p.send(StreamValues, v)
+			}
+			return
+		}
 		if p.on(StreamValues) {
 			v := make(map[string]any, len(e.Values)+1)
 			for k, x := range e.Values {
