@@ -136,7 +136,11 @@
 // does), Custom (Emit from a node) and RunFinished. Nothing is
 // built when no listener is set. Stream yields upstream's stream modes —
 // values, updates, tasks, checkpoints, debug, custom — as projections of
-// those events, with upstream's payload shapes.
+// those events, with upstream's payload shapes. Upstream tells a low-level
+// graph's output given as one channel name (raw values) from a list of
+// names (maps keyed by channel); Go has only the list, so one output
+// channel with no StreamChannels of its own streams raw values, as
+// Invoke already returns that channel's value raw.
 //
 // # Performance
 //
