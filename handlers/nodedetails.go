@@ -69,7 +69,7 @@ func GraphNodeDetails(rt Routes) http.Handler {
 // the subgraph's own step numbers.
 func ThreadNodeDetails(rt Routes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		t, p, err := threadGraph(r.Context(), rt, chi.URLParam(r, "thread"))
+		t, err := rt.Runs.Thread(r.Context(), chi.URLParam(r, "thread"))
 		if err != nil {
 			fail(w, r, rt.Logger, err)
 			return
@@ -79,6 +79,7 @@ func ThreadNodeDetails(rt Routes) http.Handler {
 			fail(w, r, rt.Logger, err)
 			return
 		}
+		p := g.Pregel()
 		v, err := nodeDetails(g.Topology(), nodeParam(r))
 		if err != nil {
 			fail(w, r, rt.Logger, err)
