@@ -32,43 +32,44 @@ type DB interface {
 // as its DB (a pool is; a transaction is not).
 type Store struct {
 	db DB
-	// window is how long a transient fault is retried (pgretry); 0 on a
-	// transaction, whose connection cannot come back.
-	window time.Duration
+	retrier
 }
 
 var _ runs.ThreadStore = (*Store)(nil)
 
-// Option tunes a Store.
-type Option func(*Store)
+// Option tunes a Store or a RunLog.
+type Option func(*retrier)
 
 // WithRetryWindow sets how long a read or write that met a transient
 // database fault (connection refused or reset, a server restart) is
 // retried before its error is returned: pgretry.DefaultWindow (30 s) by
 // default on a pool; negative turns retries off. A DB that is not a pool
 // (a transaction, a single connection) is never retried.
-func WithRetryWindow(d time.Duration) Option { return func(s *Store) { s.window = d } }
+func WithRetryWindow(d time.Duration) Option { return func(r *retrier) { r.window = d } }
 
-// New returns a registry on db, whose search_path must reach the table of
-// migrations/005_threads.sql.
-func New(db DB, opts ...Option) *Store {
-	s := &Store{db: db, window: -1}
-	if _, ok := db.(*pgxpool.Pool); ok {
-		s.window = pgretry.DefaultWindow
-	}
+// retrier runs round trips through pgretry with a window; a DB that is
+// not a pool gets none: a transaction's connection cannot come back.
+type retrier struct{ window time.Duration }
+
+func newRetrier(db DB, opts []Option) retrier {
+	var r retrier // window 0: pgretry.DefaultWindow
 	for _, o := range opts {
-		o(s)
+		o(&r)
 	}
 	if _, ok := db.(*pgxpool.Pool); !ok {
-		s.window = -1
+		r.window = -1
 	}
-	return s
+	return r
 }
 
 // retry runs one round trip through pgretry; landed is nil for reads.
-func (s *Store) retry(ctx context.Context, run func(context.Context) error, landed func(context.Context) (bool, error)) error {
-	return pgretry.Do(ctx, s.window, pgretry.Op{Run: run, Landed: landed})
+func (r retrier) retry(ctx context.Context, run func(context.Context) error, landed func(context.Context) (bool, error)) error {
+	return pgretry.Do(ctx, r.window, pgretry.Op{Run: run, Landed: landed})
 }
+
+// New returns a registry on db, whose search_path must reach the table of
+// migrations/005_threads.sql.
+func New(db DB, opts ...Option) *Store { return &Store{db: db, retrier: newRetrier(db, opts)} }
 
 // SaveThread implements runs.ThreadStore. Postgres would round the time
 // to the microsecond; it is truncated first (runs.Stamp), as the memory

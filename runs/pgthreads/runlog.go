@@ -16,8 +16,7 @@ import (
 // JSONB. It is as safe for concurrent use as its DB.
 type RunLog struct {
 	db DB
-	// retry is the registry's retry of transient faults (see Store).
-	retry func(ctx context.Context, run func(context.Context) error, landed func(context.Context) (bool, error)) error
+	retrier
 }
 
 var _ runs.RunLog = (*RunLog)(nil)
@@ -25,7 +24,7 @@ var _ runs.RunLog = (*RunLog)(nil)
 // NewRunLog returns a run log on db, whose search_path must reach the
 // table of migrations/006_runs.sql. Transient database faults are retried
 // as the registry's are (see New and WithRetryWindow).
-func NewRunLog(db DB, opts ...Option) *RunLog { return &RunLog{db: db, retry: New(db, opts...).retry} }
+func NewRunLog(db DB, opts ...Option) *RunLog { return &RunLog{db: db, retrier: newRetrier(db, opts)} }
 
 // SaveRun implements runs.RunLog: one statement, whatever the run's size.
 func (l *RunLog) SaveRun(ctx context.Context, rec runs.RunRecord) error {
