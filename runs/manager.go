@@ -731,10 +731,7 @@ func (m *Manager) finish(t *thread, rec *recorder, err error, rejected bool, pre
 				// earlier one (prev's own write failed and waits): either
 				// way prev is written (again).
 				m.unsaved[t] = struct{}{}
-				select {
-				case m.rewake <- struct{}{}:
-				default:
-				}
+				m.wakeWriter()
 			}
 			status = prev.Status
 		} else {
@@ -1113,21 +1110,29 @@ func (m *Manager) persist(t *thread) {
 // the registry, unless a later change is already written (writes of one
 // thread are serialised, and may arrive out of order).
 func (m *Manager) write(t *thread, rec ThreadRecord, changes uint64) {
-	if err := m.save(t, rec, changes, storeTimeout); err != nil {
+	ctx, cancel := storeContext()
+	defer cancel()
+	if err := m.save(ctx, t, rec, changes); err != nil {
 		m.report(fmt.Errorf("runs: save thread %q (%s), will retry: %w", rec.ID, rec.Status, err))
 		m.mu.Lock()
 		m.unsaved[t] = struct{}{}
 		m.mu.Unlock()
-		select {
-		case m.rewake <- struct{}{}:
-		default:
-		}
+		m.wakeWriter()
+	}
+}
+
+// wakeWriter tells the registry writer that something waits to be
+// written; it never blocks.
+func (m *Manager) wakeWriter() {
+	select {
+	case m.rewake <- struct{}{}:
+	default:
 	}
 }
 
 // save writes rec (the thread's record at its change count changes) to
 // the registry, unless a later record was already written.
-func (m *Manager) save(t *thread, rec ThreadRecord, changes uint64, timeout time.Duration) error {
+func (m *Manager) save(ctx context.Context, t *thread, rec ThreadRecord, changes uint64) error {
 	t.saveMu.Lock()
 	defer t.saveMu.Unlock()
 	m.mu.Lock()
@@ -1136,8 +1141,6 @@ func (m *Manager) save(t *thread, rec ThreadRecord, changes uint64, timeout time
 	if written {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
 	if err := m.store.SaveThread(ctx, rec); err != nil {
 		return err
 	}
@@ -1255,7 +1258,10 @@ func (m *Manager) rewriteRound(ctx context.Context) bool {
 			ok = false
 			continue
 		}
-		if ctx.Err() != nil || m.save(t, rec, changes, min(rewriteTimeout, time.Until(deadline(ctx)))) != nil {
+		sctx, cancel := context.WithTimeout(ctx, rewriteTimeout)
+		err := m.save(sctx, t, rec, changes)
+		cancel()
+		if err != nil {
 			ok = false
 			continue
 		}
@@ -1297,14 +1303,6 @@ func (m *Manager) rewriteRun(ctx context.Context, key [2]string) bool {
 	}
 	m.mu.Unlock()
 	return true
-}
-
-// deadline is ctx's deadline, or far away.
-func deadline(ctx context.Context) time.Time {
-	if d, ok := ctx.Deadline(); ok {
-		return d
-	}
-	return time.Now().Add(time.Hour)
 }
 
 // record is t as the registry keeps it; a running thread is marked as

@@ -171,10 +171,7 @@ func (m *Manager) saveRun(rec RunRecord) {
 	m.mu.Unlock()
 	if err != nil {
 		m.report(fmt.Errorf("runs: save run %q of thread %q, will retry: %w", rec.RunID, rec.Thread, err))
-		select {
-		case m.rewake <- struct{}{}:
-		default:
-		}
+		m.wakeWriter()
 	}
 }
 
