@@ -327,32 +327,44 @@ func (c *runCollector) run(snap *engine.StateSnapshot, ts engine.TaskState, head
 }
 
 // lineage lists the current lineage of a thread's namespace (q), oldest
-// first: its newest checkpoint and that checkpoint's ancestors (forks left behind are not
-// in it), at most max of them (cut says some older ones were left out).
-// Only headers are read.
+// first: its newest checkpoint and that checkpoint's ancestors (forks left
+// behind are not in it), at most max of them (cut says some older ones
+// were left out). The newest max headers are read in one listing; a
+// parent older than those (a long abandoned branch pushed it out) is read
+// on its own.
 func lineage(ctx context.Context, saver checkpoints.Saver, q checkpoints.ListQuery, max int) (ids []string, cut bool, err error) {
 	if max <= 0 {
 		return nil, true, nil
 	}
-	tups, err := saver.List(ctx, q, checkpoints.ListOptions{MetadataOnly: true})
+	tups, err := saver.List(ctx, q, checkpoints.ListOptions{MetadataOnly: true, Limit: max})
 	if err != nil {
 		return nil, false, err
 	}
 	if len(tups) == 0 {
 		return nil, false, nil
 	}
-	parent := make(map[string]string, len(tups))
+	parent := make(map[string]*checkpoints.Config, len(tups))
 	for _, t := range tups {
-		if t.ParentConfig != nil {
-			parent[t.Config.CheckpointID] = t.ParentConfig.CheckpointID
-		}
+		parent[t.Config.CheckpointID] = t.ParentConfig
 	}
-	for id := tups[0].Config.CheckpointID; id != ""; id = parent[id] {
+	for at := &tups[0].Config; at != nil && at.CheckpointID != ""; {
 		if len(ids) == max {
 			cut = true
 			break
 		}
-		ids = append(ids, id)
+		ids = append(ids, at.CheckpointID)
+		p, ok := parent[at.CheckpointID]
+		if !ok {
+			t, err := saver.Get(ctx, *at)
+			if err != nil {
+				return nil, false, err
+			}
+			if t == nil {
+				break
+			}
+			p = t.ParentConfig
+		}
+		at = p
 	}
 	slices.Reverse(ids)
 	return ids, cut, nil
