@@ -87,6 +87,9 @@ func New(ctx context.Context, db DB, opts Options) (*Store, error) {
 	if opts.EFSearch <= 0 {
 		opts.EFSearch = 100
 	}
+	if _, pool := db.(*pgxpool.Pool); !pool {
+		opts.RetryWindow = -1 // a transaction's connection cannot come back
+	}
 	s := &Store{db: db, opts: opts, now: opts.Clock()}
 	if opts.Index == nil {
 		return s, nil
@@ -213,10 +216,6 @@ func (s *Store) Batch(ctx context.Context, ops []store.Op) ([]store.Result, erro
 	}
 	now := s.now()
 	res := make([]store.Result, p.N)
-	window := s.opts.RetryWindow
-	if _, pool := s.db.(*pgxpool.Pool); !pool {
-		window = -1
-	}
 	// xid is the transaction id of the last attempt that wrote, read as
 	// its first statement: whether that transaction committed is exactly
 	// whether its writes landed (pg_xact_status), whatever other batches
@@ -239,7 +238,7 @@ func (s *Store) Batch(ctx context.Context, ops []store.Op) ([]store.Result, erro
 			return committed, nil
 		}
 	}
-	if err := pgretry.Do(ctx, window, op); err != nil {
+	if err := pgretry.Do(ctx, s.opts.RetryWindow, op); err != nil {
 		return nil, err
 	}
 	return res, nil
