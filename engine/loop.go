@@ -58,6 +58,10 @@ type RunOptions struct {
 	// upstream, they are not persisted.
 	InterruptBefore []string
 	InterruptAfter  []string
+	// Subgraphs makes Stream yield the parts of subgraphs too, each with
+	// the subgraph's Namespace (upstream's subgraphs=True). Without it a
+	// stream carries the root graph's parts only.
+	Subgraphs bool
 }
 
 type loop struct {
