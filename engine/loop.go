@@ -127,12 +127,7 @@ type loop struct {
 	rs *resumeState
 	// parents maps each enclosing graph's namespace to its checkpoint id
 	// (subgraph runs); nil at the root.
-	parents map[string]string
-	// originID and originStep name the checkpoint the loaded one was
-	// forked from (and the step its tasks ran at), to carry subgraph
-	// state across forks.
-	originID   string
-	originStep int
+	parents    map[string]string
 	resumeMap  map[string]any
 	nullWrites []KV
 	// loaded is the checkpoint a resumed run reports before its first
@@ -439,16 +434,6 @@ func (l *loop) restore(tup *checkpoints.Tuple) error {
 		}
 	}
 	l.step = tup.Metadata.Step + 1
-	switch tup.Metadata.Source {
-	case checkpoints.SourceUpdate:
-		if tup.ParentConfig != nil {
-			l.originID, l.originStep = tup.ParentConfig.CheckpointID, tup.Metadata.Step
-		}
-	case checkpoints.SourceFork:
-		if tup.ParentConfig != nil {
-			l.originID, l.originStep = tup.ParentConfig.CheckpointID, tup.Metadata.Step+1
-		}
-	}
 	l.setCheckpointID(cp.ID)
 	l.ckptCfg = tup.Config
 	l.saved = slices.Clone(l.versions)
@@ -511,12 +496,26 @@ func (l *loop) first(ctx context.Context, input any) error {
 	case *Command:
 		cmd = c
 	}
-	if input == nil && l.opts.CheckpointID != "" && l.hasVersions() {
-		return l.replay(ctx)
-	}
 	if input == nil || cmd != nil {
 		if !l.hasVersions() {
 			return fmt.Errorf("%w: nothing to resume on thread %q; pass an input", ErrEmptyInput, l.opts.ThreadID)
+		}
+		// Time travel, as upstream: a run from an explicit checkpoint that
+		// answers no interrupt (a nil input, or a Command without Resume).
+		// A Command that resumes at the head's own id is a resume.
+		travel := l.opts.CheckpointID != "" && (cmd == nil || cmd.Resume == nil)
+		var forkFrom map[taskKey]string
+		if travel {
+			// Answers given on the old branch are not reused (interrupts
+			// fire again), nor are the writes of tasks that ran from it.
+			l.pending = slices.DeleteFunc(slices.Clone(l.pending), func(pw checkpoints.PendingWrite) bool { return pw.Channel == resumeKey })
+			l.replaying = true
+			if l.forksOnTravel() {
+				var err error
+				if forkFrom, err = l.subgraphNamespaces(); err != nil {
+					return err
+				}
+			}
 		}
 		if cmd != nil {
 			if err := l.applyCommand(ctx, cmd); err != nil {
@@ -529,7 +528,19 @@ func (l *loop) first(ctx context.Context, input any) error {
 		// Resuming: acknowledge breakpoints so they do not fire again
 		// until something changes.
 		l.seenInterrupt = slices.Clone(l.versions)
-		if l.emit != nil && l.saver != nil && l.ns == "" {
+		if forkFrom != nil {
+			// The branch is visible before anything runs: a fork
+			// checkpoint one step after the one travelled to, which the
+			// first tick reports (the one travelled to is not reported
+			// again).
+			l.pending = nil
+			if err := l.putCheckpoint(ctx, checkpoints.SourceFork); err != nil {
+				return err
+			}
+			if err := l.carrySubgraphs(ctx, forkFrom); err != nil {
+				return err
+			}
+		} else if l.emit != nil && l.saver != nil && l.ns == "" {
 			l.loaded = &CheckpointLoaded{CheckpointSaved{Config: l.ckptCfg, Parent: l.loadedParent, Metadata: l.loadedMeta}}
 		}
 		if l.emit != nil {
@@ -603,19 +614,16 @@ func (l *loop) applyNullWrites() error {
 	return nil
 }
 
-// replay runs a thread again from an older checkpoint: like upstream, a
-// fork checkpoint is written first (so the branch is visible before any
-// node runs), earlier answers are dropped so interrupts fire again, and
-// nothing saved against the old checkpoint is reused.
-func (l *loop) replay(ctx context.Context) error {
-	l.pending = nil
-	l.replaying = true
+// forksOnTravel says whether time travel to the loaded checkpoint writes
+// a fork checkpoint first: as upstream, unless the checkpoint is itself an
+// edit or a fork (UpdateState, a copy, an earlier fork), which is run from
+// directly.
+func (l *loop) forksOnTravel() bool {
 	if l.saver == nil {
-		return nil
+		return false
 	}
-	l.originID, l.originStep = l.ckptID, l.step
-	l.step--
-	return l.putCheckpoint(ctx, checkpoints.SourceFork)
+	src := l.loadedMeta.Source
+	return src != checkpoints.SourceUpdate && src != checkpoints.SourceFork
 }
 
 func pendingFor(taskID string, w checkpoints.Write) checkpoints.PendingWrite {

@@ -113,11 +113,6 @@ func (t *task) runSubgraph(ctx context.Context, sub *Pregel, input Update) (any,
 		if err != nil {
 			return nil, err
 		}
-		if tup == nil {
-			if tup, err = l.carrySubgraphState(ctx, t, saver, ns); err != nil {
-				return nil, err
-			}
-		}
 		if tup != nil {
 			in = nil // resume (or reuse) the subgraph's own state
 		}
@@ -164,53 +159,6 @@ func innerBreakpoints(names []string, node string, compiled []string) []string {
 		return nil
 	}
 	return append(slices.Clone(compiled), inner...)
-}
-
-// carrySubgraphState keeps a subgraph's state reachable after the parent
-// forked (replay, UpdateState): upstream derives the subgraph namespace
-// from the task id, which a fork changes, so the subgraph restarts empty
-// (langchain-ai/langgraph#8458). When the parent's checkpoint was forked
-// from another, the same task there had a namespace of its own; its latest
-// subgraph checkpoint is copied into the new namespace as a fork (values
-// only: answers given on the old branch are not reused, so interrupts
-// fire again, as in any replay).
-func (l *loop) carrySubgraphState(ctx context.Context, t *task, saver checkpoints.Saver, ns string) (*checkpoints.Tuple, error) {
-	if l.originID == "" {
-		return nil, nil
-	}
-	origin := idBytes(l.originID)
-	var oldID string
-	l.hmu.Lock()
-	if t.push {
-		oldID = l.hasher.pushID(origin, l.taskNS(t.name), l.originStep, t.name, t.idx)
-	} else {
-		oldID = l.hasher.pullID(origin, l.taskNS(t.name), l.originStep, t.name, t.triggers)
-	}
-	l.hmu.Unlock()
-	oldNS := l.taskNS(t.name) + ":" + oldID
-	old, err := saver.Get(ctx, checkpoints.Config{ThreadID: l.opts.ThreadID, Namespace: oldNS})
-	if err != nil || old == nil {
-		return nil, err
-	}
-	cp := *old.Checkpoint
-	cp.ID = newCheckpointID()
-	newVersions := make(map[string]int64, len(cp.ChannelVersions))
-	for c, v := range cp.ChannelVersions {
-		newVersions[c] = v
-	}
-	md := old.Metadata
-	md.Source = checkpoints.SourceFork
-	md.Parents = map[string]string{}
-	for k, v := range l.parents {
-		md.Parents[k] = v
-	}
-	if l.ckptID != "" {
-		md.Parents[l.ns] = l.ckptID
-	}
-	if _, err := saver.Put(ctx, checkpoints.Config{ThreadID: l.opts.ThreadID, Namespace: ns}, &cp, md, newVersions); err != nil {
-		return nil, fmt.Errorf("carry subgraph state into %s: %w", ns, err)
-	}
-	return saver.Get(ctx, checkpoints.Config{ThreadID: l.opts.ThreadID, Namespace: ns})
 }
 
 // subgraphFor finds the subgraph that owns a checkpoint namespace

@@ -135,7 +135,14 @@ func (g *Pregel) updateSuperstep(ctx context.Context, cfg checkpoints.Config, up
 			if tup.ParentConfig != nil {
 				l.ckptCfg = *tup.ParentConfig
 			}
+			from, err := l.subgraphNamespaces()
+			if err != nil {
+				return cfg, err
+			}
 			if err := l.putCheckpoint(ctx, checkpoints.SourceFork); err != nil {
+				return cfg, err
+			}
+			if err := l.carrySubgraphs(ctx, from); err != nil {
 				return cfg, err
 			}
 			return l.ckptCfg, nil
@@ -176,6 +183,7 @@ func (g *Pregel) updateSuperstep(ctx context.Context, cfg checkpoints.Config, up
 		return cfg, err
 	}
 	planned = slices.Clone(planned)
+	from := l.subgraphTasks(planned)
 	var tasks []*task
 	for _, u := range updates {
 		name, err := l.inferAsNode(u.AsNode, tup == nil)
@@ -227,6 +235,9 @@ func (g *Pregel) updateSuperstep(ctx context.Context, cfg checkpoints.Config, up
 	l.updatedKnown, l.updated = false, nil
 	l.opts.Metadata = map[string]any{MetadataEdited: updateWrites(tasks, g.streamChannels())}
 	if err := l.putCheckpoint(ctx, checkpoints.SourceUpdate); err != nil {
+		return cfg, err
+	}
+	if err := l.carrySubgraphs(ctx, from); err != nil {
 		return cfg, err
 	}
 	return l.ckptCfg, nil

@@ -41,13 +41,14 @@ const nullTaskID = "00000000-0000-0000-0000-000000000000"
 //   - source "update": "edit of k1, k2 as node", from the metadata's
 //     "edited" (engine.MetadataEdited: as-node → keys); "edit" alone for
 //     checkpoints saved before it was recorded.
-//   - source "fork" at its parent's step: "re-run from <parent>" — the
-//     engine writes this fork when a run starts from an earlier
-//     checkpoint (a replay keeps the step; its parent is the checkpoint
-//     replayed). A fork with its parent off the page counts as a re-run
+//   - source "fork" one step after its parent: "re-run from <parent>" —
+//     the engine writes this fork, as upstream, when a run starts from an
+//     earlier checkpoint (its parent is the checkpoint replayed, its step
+//     the next). A fork with its parent off the page counts as a re-run
 //     when a run wrote it (it has a run id).
 //   - any other "fork": "fork (copy)" — an as-__copy__ update, a
-//     sibling of the checkpoint it copies.
+//     sibling of the checkpoint it copies, one step after that one (so
+//     two after their common parent).
 //   - any checkpoint whose pending writes hold interrupts: "interrupt
 //     (node)" per node that asked, after what made it.
 func Happened(page []*engine.StateSnapshot, pending map[string][]checkpoints.PendingWrite) map[string][]web.Happening {
@@ -87,7 +88,7 @@ func Happened(page []*engine.StateSnapshot, pending map[string][]checkpoints.Pen
 		case checkpoints.SourceFork:
 			rerun := md.RunID != ""
 			if parent != nil {
-				rerun = parent.Metadata.Step == md.Step
+				rerun = md.Step == parent.Metadata.Step+1
 			}
 			if rerun {
 				text := "re-run"

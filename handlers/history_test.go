@@ -78,8 +78,8 @@ func TestHappenedLabelsEachCheckpoint(t *testing.T) {
 	// As a saver hands it back: decoded JSON.
 	edit.Metadata.Extra = map[string]any{"edited": map[string]any{"fetch": []any{"answer", "n"}}}
 	page := []*engine.StateSnapshot{ // newest first
-		snap("g", "a", checkpoints.SourceFork, 3, ""),
-		snap("f", "b", checkpoints.SourceFork, 0, "r3", "draft"),
+		snap("g", "a", checkpoints.SourceFork, 1, ""),            // a copy of b: b's step + 1
+		snap("f", "b", checkpoints.SourceFork, 1, "r3", "draft"), // a re-run of b
 		edit,
 		snap("d", "c", checkpoints.SourceLoop, 2, "r2"),
 		snap("c", "b", checkpoints.SourceLoop, 1, "r1", "review"),

@@ -18,6 +18,7 @@ func init() {
 	register("34 interrupt inside a subgraph/scalar resume", func(t *testing.T, s checkpoints.Saver) { interruptInsideSubgraph(t, s, false) })
 	register("34 interrupt inside a subgraph/resume by id", func(t *testing.T, s checkpoints.Saver) { interruptInsideSubgraph(t, s, true) })
 	register("x parent replay keeps the subgraph's state", parentReplayKeepsSubgraphState)
+	register("x subgraph state follows every kind of fork", subgraphStateFollowsForks)
 }
 
 // Reference §11 case 26 (ttt::test_replay_from_final_checkpoint_is_noop):
@@ -200,4 +201,98 @@ func parentReplayKeepsSubgraphState(t *testing.T, saver checkpoints.Saver) {
 	if err != nil || out.Decision != "no" || prep.Load() != 1 {
 		t.Fatalf("resume on the new branch = %+v, %v (prepare ran %d times)", out, err, prep.Load())
 	}
+}
+
+// Issue 13 item 9 (upstream langchain-ai/langgraph#8458, which we fix): a
+// thread stopped at an interrupt inside a subgraph keeps the subgraph's
+// state on every kind of fork — a time-travel run from the head, a copy
+// (AsCopy), a run from an UpdateState checkpoint with its id, and chains
+// of them. The subgraph's first node does not run again, and the answer
+// reaches the subgraph's interrupt.
+func subgraphStateFollowsForks(t *testing.T, saver checkpoints.Saver) {
+	start := func(t *testing.T) (*engine.Graph[approvalState], *atomic.Int32, string, checkpoints.Config) {
+		var prep atomic.Int32
+		g := approvalGraph(t, saver, &prep)
+		th := thread(t, "1")
+		if _, err := g.Invoke(ctx(), engine.Update{"request": "refund"}, &engine.RunOptions{ThreadID: th}); !errors.Is(err, engine.ErrInterrupted) {
+			t.Fatal(err)
+		}
+		head, err := g.GetState(ctx(), checkpoints.Config{ThreadID: th})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g, &prep, th, head.Config
+	}
+	// finish answers the interrupt on the thread's latest checkpoint and
+	// checks that prepare ran once in all.
+	finish := func(t *testing.T, g *engine.Graph[approvalState], prep *atomic.Int32, th string) {
+		t.Helper()
+		out, err := g.Invoke(ctx(), engine.Command{Resume: "no"}, &engine.RunOptions{ThreadID: th})
+		if err != nil || out.Decision != "no" || out.Request != "refund (prepared)" {
+			t.Fatalf("resume = %+v, %v", out, err)
+		}
+		if n := prep.Load(); n != 1 {
+			t.Fatalf("the subgraph's first node ran %d times: its state was lost on the fork", n)
+		}
+	}
+	copyOf := func(t *testing.T, g *engine.Graph[approvalState], cfg checkpoints.Config) checkpoints.Config {
+		t.Helper()
+		c, err := g.UpdateState(ctx(), cfg, nil, engine.AsCopy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	runFrom := func(t *testing.T, g *engine.Graph[approvalState], cfg checkpoints.Config) {
+		t.Helper()
+		_, err := g.Invoke(ctx(), nil, &engine.RunOptions{ThreadID: cfg.ThreadID, CheckpointID: cfg.CheckpointID})
+		if is := interrupted(t, err).Interrupts; len(is) != 1 || is[0].Value != "approve refund (prepared)?" {
+			t.Fatalf("run from %s: interrupts %+v, want the subgraph's question again", cfg.CheckpointID, is)
+		}
+	}
+	t.Run("time travel to the head", func(t *testing.T) {
+		g, prep, th, head := start(t)
+		runFrom(t, g, head)
+		finish(t, g, prep, th)
+	})
+	t.Run("copy", func(t *testing.T) {
+		g, prep, th, head := start(t)
+		copyOf(t, g, head)
+		finish(t, g, prep, th)
+	})
+	t.Run("copy of a copy, run from it", func(t *testing.T) {
+		g, prep, th, head := start(t)
+		c := copyOf(t, g, copyOf(t, g, head))
+		runFrom(t, g, c)
+		finish(t, g, prep, th)
+	})
+	t.Run("update, run from it by id", func(t *testing.T) {
+		g, prep, th, head := start(t)
+		u, err := g.UpdateState(ctx(), head, engine.Update{"request": "refund"}, engine.Start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := g.GetState(ctx(), u)
+		if err != nil || !reflect.DeepEqual(st.Next, []string{"review"}) {
+			t.Fatalf("after the update: %+v, %v; want review next", st, err)
+		}
+		runFrom(t, g, u)
+		finish(t, g, prep, th)
+	})
+	t.Run("copy of an update, then time travel to the head of a fork", func(t *testing.T) {
+		g, prep, th, head := start(t)
+		u, err := g.UpdateState(ctx(), head, engine.Update{"request": "refund"}, engine.Start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runFrom(t, g, copyOf(t, g, u))
+		latest, err := g.GetState(ctx(), checkpoints.Config{ThreadID: th})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The copy was run from directly; travelling to it again from
+		// the latest head (a copy too) still keeps the state.
+		runFrom(t, g, latest.Config)
+		finish(t, g, prep, th)
+	})
 }

@@ -3,6 +3,7 @@ package enginetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"sync/atomic"
@@ -22,6 +23,7 @@ func init() {
 	register("32 update state routes through the node's writers", updateStateRoutesThroughWriters)
 	register("33 bulk update reproduces history", bulkUpdateReproducesHistory)
 	register("x update state errors write nothing", updateStateErrors)
+	register("x which runs from a checkpoint fork", whichRunsFork)
 }
 
 // abGraph is START→node_a→node_b on a log; bCalls counts node_b's runs.
@@ -93,11 +95,13 @@ func replayFromOlderCheckpoint(t *testing.T, saver checkpoints.Saver) {
 		t.Fatalf("fork checkpoint missing or not a child of the replayed one: %+v", fork)
 	}
 	// Case 27's history after replay + resume, newest first.
+	// The fork's step is the replayed checkpoint's + 1, as upstream, and
+	// the steps after it follow on.
 	var shape []string
 	for _, h := range stateHistory(t, cg, th) {
-		shape = append(shape, string(h.Metadata.Source)+"("+strings.Join(h.Next, ",")+")")
+		shape = append(shape, fmt.Sprintf("%s%d(%s)", h.Metadata.Source, h.Metadata.Step, strings.Join(h.Next, ",")))
 	}
-	wantShape := []string{"loop()", "loop(node_b)", "fork(ask_human)", "loop()", "loop(node_b)", "loop(ask_human)", "loop(node_a)", "input(__start__)"}
+	wantShape := []string{"loop4()", "loop3(node_b)", "fork2(ask_human)", "loop3()", "loop2(node_b)", "loop1(ask_human)", "loop0(node_a)", "input-1(__start__)"}
 	if !reflect.DeepEqual(shape, wantShape) {
 		t.Fatalf("history after replay and resume = %v, want %v", shape, wantShape)
 	}
@@ -456,4 +460,76 @@ func bulkUpdateReproducesHistory(t *testing.T, saver checkpoints.Saver) {
 	if r, c := shape(real), shape(cp); !reflect.DeepEqual(r, c) {
 		t.Fatalf("bulk history differs:\nreal %v\ncopy %v", r, c)
 	}
+}
+
+// Issue 13 item 5: which runs from an explicit checkpoint write a fork
+// checkpoint first. As upstream: a time-travel run (a nil input, or a
+// Command that answers no interrupt) from a checkpoint the loop wrote
+// forks, one step after it; one from an UpdateState checkpoint or a copy
+// runs from it directly; a Command with Resume at a checkpoint's id is a
+// resume and never forks.
+func whichRunsFork(t *testing.T, saver checkpoints.Saver) {
+	shape := func(g *engine.Graph[logState], th string) []string {
+		var out []string
+		for _, h := range stateHistory(t, g, th) {
+			out = append(out, fmt.Sprintf("%s%d", h.Metadata.Source, h.Metadata.Step))
+		}
+		return out
+	}
+	setup := func(t *testing.T) (*engine.Graph[logState], string, *engine.StateSnapshot) {
+		g, _ := abGraph(t, saver)
+		th := thread(t, "1")
+		if _, err := g.Invoke(ctx(), engine.Update{"log": []string{"in"}}, &engine.RunOptions{ThreadID: th}); err != nil {
+			t.Fatal(err)
+		}
+		return g, th, snapshotWithNext(t, g, th, "node_b")
+	}
+	t.Run("an edit is run from directly", func(t *testing.T) {
+		g, th, beforeB := setup(t)
+		u, err := g.UpdateState(ctx(), beforeB.Config, engine.Update{"log": "x"}, "node_a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := g.Invoke(ctx(), nil, &engine.RunOptions{ThreadID: th, CheckpointID: u.CheckpointID})
+		if err != nil || !reflect.DeepEqual(out.Log, []string{"in", "a", "x", "b"}) {
+			t.Fatalf("run from the edit = %v, %v", out.Log, err)
+		}
+		want := []string{"loop3", "update2", "loop2", "loop1", "loop0", "input-1"}
+		if got := shape(g, th); !reflect.DeepEqual(got, want) {
+			t.Fatalf("history %v, want %v (no fork after an edit)", got, want)
+		}
+		head := latest(t, saver, th)
+		if head.ParentConfig == nil || head.ParentConfig.CheckpointID != u.CheckpointID {
+			t.Fatalf("the run's checkpoint's parent is %+v, want the edit %s", head.ParentConfig, u.CheckpointID)
+		}
+	})
+	t.Run("a copy is run from directly", func(t *testing.T) {
+		g, th, beforeB := setup(t)
+		c, err := g.UpdateState(ctx(), beforeB.Config, nil, engine.AsCopy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := g.Invoke(ctx(), nil, &engine.RunOptions{ThreadID: th, CheckpointID: c.CheckpointID}); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"loop3", "fork2", "loop2", "loop1", "loop0", "input-1"}
+		if got := shape(g, th); !reflect.DeepEqual(got, want) {
+			t.Fatalf("history %v, want %v (one fork: the copy)", got, want)
+		}
+	})
+	t.Run("a Command without Resume forks with its update", func(t *testing.T) {
+		g, th, beforeB := setup(t)
+		out, err := g.Invoke(ctx(), engine.Command{Update: engine.Update{"log": "cmd"}}, &engine.RunOptions{ThreadID: th, CheckpointID: beforeB.Config.CheckpointID})
+		if err != nil || !reflect.DeepEqual(out.Log, []string{"in", "a", "cmd", "b"}) {
+			t.Fatalf("run = %v, %v", out.Log, err)
+		}
+		want := []string{"loop3", "fork2", "loop2", "loop1", "loop0", "input-1"}
+		if got := shape(g, th); !reflect.DeepEqual(got, want) {
+			t.Fatalf("history %v, want %v", got, want)
+		}
+		fork := stateHistory(t, g, th)[1]
+		if !reflect.DeepEqual(fork.Values["log"], []string{"in", "a", "cmd"}) || fork.ParentConfig.CheckpointID != beforeB.Config.CheckpointID {
+			t.Fatalf("fork %+v: want the Command's update in it, child of the checkpoint travelled to", fork)
+		}
+	})
 }
