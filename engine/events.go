@@ -96,9 +96,12 @@ type TaskFailed struct {
 // BarrierApplied reports the end of a superstep: every channel whose
 // version changed, and the channels updated (those that may trigger nodes).
 type BarrierApplied struct {
-	Step    int
-	Bumps   []ChannelBump
-	Updated []string
+	// Namespace is the checkpoint namespace of the graph whose step
+	// ended ("" at the root).
+	Namespace string
+	Step      int
+	Bumps     []ChannelBump
+	Updated   []string
 	// Values is the state after the barrier when a stream channel changed
 	// (upstream's "values" stream), nil otherwise.
 	Values map[string]any
@@ -142,6 +145,9 @@ type TaskInterrupted struct {
 // writes of the tasks that finished applied, and the pending interrupts),
 // as upstream's "values" stream does.
 type ValuesEmitted struct {
+	// Namespace is the checkpoint namespace of the graph ("" at the
+	// root).
+	Namespace  string
 	Step       int
 	Values     map[string]any
 	Interrupts []Interruption

@@ -544,7 +544,7 @@ func (l *loop) first(ctx context.Context, input any) error {
 			l.loaded = &CheckpointLoaded{CheckpointSaved{Config: l.ckptCfg, Parent: l.loadedParent, Metadata: l.loadedMeta}}
 		}
 		if l.emit != nil {
-			l.emit.send(ValuesEmitted{Step: l.step, Values: l.values()})
+			l.emit.send(ValuesEmitted{Namespace: l.ns, Step: l.step, Values: l.values()})
 		}
 		return nil
 	}
@@ -1076,7 +1076,7 @@ func (l *loop) interrupted(tasks []*task) error {
 		_, _ = l.apply(done)
 	}
 	if l.emit != nil {
-		l.emit.send(ValuesEmitted{Step: l.step, Values: l.values(), Interrupts: slices.Clone(is)})
+		l.emit.send(ValuesEmitted{Namespace: l.ns, Step: l.step, Values: l.values(), Interrupts: slices.Clone(is)})
 	}
 	return &Interrupted{Interrupts: is, Before: before, After: after}
 }
@@ -1356,7 +1356,7 @@ func (l *loop) apply(tasks []*task) ([]int, error) {
 		for i, c := range updated {
 			names[i] = l.g.chanNames[c]
 		}
-		ev := BarrierApplied{Step: l.step, Bumps: slices.Clone(l.bumps), Updated: names}
+		ev := BarrierApplied{Namespace: l.ns, Step: l.step, Bumps: slices.Clone(l.bumps), Updated: names}
 		for _, c := range l.g.streamIdx {
 			if slices.Contains(updated, c) {
 				ev.Values = l.values()

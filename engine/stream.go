@@ -63,7 +63,7 @@ func (g *Pregel) Stream(ctx context.Context, input any, opts *RunOptions, modes 
 		// only: upstream streams no "checkpoints" parts and no "checkpoint"
 		// debug events for them, and neither do we (a Listener still gets
 		// CheckpointSaved).
-		p := &projector{modes: modes, out: parts, ctx: ctx, noCheckpoints: g.cfg.Checkpointer == nil}
+		p := &projector{modes: modes, out: parts, ctx: ctx, noCheckpoints: g.cfg.Checkpointer == nil, subgraphs: o.Subgraphs}
 		if g.mapOutput == nil {
 			// A low-level graph streams its output channels only: raw
 			// values when it has one output channel and no stream
@@ -109,6 +109,8 @@ type projector struct {
 	ctx   context.Context
 	// noCheckpoints drops checkpoint parts: the graph has no checkpointer.
 	noCheckpoints bool
+	// subgraphs streams the parts of subgraphs too (RunOptions.Subgraphs).
+	subgraphs bool
 	// outputs, for a low-level graph, are the channels its "updates"
 	// show; raw names its one output channel when values and updates are
 	// that channel's value, not a map.
@@ -118,8 +120,8 @@ type projector struct {
 
 // valuesPart is a "values" payload: the raw output value of a graph with
 // one output channel, else the map.
-func (p *projector) valuesPart(values map[string]any) (any, bool) {
-	if p.raw == "" {
+func (p *projector) valuesPart(ns string, values map[string]any) (any, bool) {
+	if p.raw == "" || ns != "" {
 		return values, true
 	}
 	v, ok := values[p.raw]
@@ -128,8 +130,8 @@ func (p *projector) valuesPart(values map[string]any) (any, bool) {
 
 // updatePart is a task's "updates" value (see updatePayload), with a
 // low-level graph's writes cut to its output channels.
-func (p *projector) updatePart(ws []KV) any {
-	if p.outputs == nil {
+func (p *projector) updatePart(ns string, ws []KV) any {
+	if p.outputs == nil || ns != "" {
 		return updatePayload(ws)
 	}
 	kept := make([]KV, 0, len(ws))
@@ -158,6 +160,10 @@ func (p *projector) updatePart(ws []KV) any {
 
 func (p *projector) on(m StreamMode) bool { return slices.Contains(p.modes, m) }
 
+// shows says whether parts from the graph in namespace ns are streamed:
+// the root's always, a subgraph's only with RunOptions.Subgraphs.
+func (p *projector) shows(ns string) bool { return ns == "" || p.subgraphs }
+
 func (p *projector) send(m StreamMode, data any) { p.sendNS(m, "", data) }
 
 // sendNS sends a part from the graph running in namespace ns ("" = root;
@@ -176,14 +182,14 @@ func (p *projector) sendNS(m StreamMode, ns string, data any) {
 func (p *projector) project(ev Event) {
 	switch e := ev.(type) {
 	case BarrierApplied:
-		if e.Values != nil && p.on(StreamValues) {
-			if v, ok := p.valuesPart(e.Values); ok {
-				p.send(StreamValues, v)
+		if e.Values != nil && p.on(StreamValues) && p.shows(e.Namespace) {
+			if v, ok := p.valuesPart(e.Namespace, e.Values); ok {
+				p.sendNS(StreamValues, e.Namespace, v)
 			}
 		}
 	case StepPlanned:
 		for _, t := range e.Tasks {
-			if t.Name == Start {
+			if t.Name == Start || !p.shows(t.Namespace) {
 				continue
 			}
 			payload := map[string]any{"id": t.ID, "name": t.Name, "input": t.Input, "triggers": t.Triggers}
@@ -195,69 +201,77 @@ func (p *projector) project(ev Event) {
 			}
 		}
 	case TaskFinished:
-		if e.Task.Name == Start {
+		ns := e.Task.Namespace
+		if e.Task.Name == Start || !p.shows(ns) {
 			return
 		}
 		if p.on(StreamUpdates) {
-			u := map[string]any{e.Task.Name: p.updatePart(e.Writes)}
+			u := map[string]any{e.Task.Name: p.updatePart(ns, e.Writes)}
 			if e.Cached {
 				u["__metadata__"] = map[string]any{"cached": true}
 			}
-			p.sendNS(StreamUpdates, e.Task.Namespace, u)
+			p.sendNS(StreamUpdates, ns, u)
 		}
 		if !e.Cached {
 			payload := map[string]any{"id": e.Task.ID, "name": e.Task.Name, "error": nil, "result": resultPayload(e.Writes), "interrupts": []any{}}
 			if p.on(StreamTasks) {
-				p.send(StreamTasks, payload)
+				p.sendNS(StreamTasks, ns, payload)
 			}
 			if p.on(StreamDebug) {
-				p.send(StreamDebug, debugEnvelope(e.Task.Step, "task_result", payload))
+				p.sendNS(StreamDebug, ns, debugEnvelope(e.Task.Step, "task_result", payload))
 			}
 		}
 	case TaskFailed:
+		ns := e.Task.Namespace
+		if !p.shows(ns) {
+			return
+		}
 		payload := map[string]any{"id": e.Task.ID, "name": e.Task.Name, "error": e.Err.Error(), "result": nil, "interrupts": []any{}}
 		if p.on(StreamTasks) {
-			p.send(StreamTasks, payload)
+			p.sendNS(StreamTasks, ns, payload)
 		}
 		if p.on(StreamDebug) {
-			p.send(StreamDebug, debugEnvelope(e.Task.Step, "task_result", payload))
+			p.sendNS(StreamDebug, ns, debugEnvelope(e.Task.Step, "task_result", payload))
 		}
 	case CheckpointLoaded:
 		p.project(e.CheckpointSaved)
 	case CheckpointSaved:
-		if p.noCheckpoints || !p.on(StreamCheckpoints) && !p.on(StreamDebug) {
+		ns := e.Config.Namespace
+		if p.noCheckpoints || !p.shows(ns) || !p.on(StreamCheckpoints) && !p.on(StreamDebug) {
 			return
 		}
 		payload := checkpointPayload(e)
 		if p.on(StreamCheckpoints) {
-			p.send(StreamCheckpoints, payload)
+			p.sendNS(StreamCheckpoints, ns, payload)
 		}
 		if p.on(StreamDebug) {
-			p.send(StreamDebug, debugEnvelope(e.Metadata.Step, "checkpoint", payload))
+			p.sendNS(StreamDebug, ns, debugEnvelope(e.Metadata.Step, "checkpoint", payload))
 		}
 	case Custom:
-		if p.on(StreamCustom) {
+		if p.on(StreamCustom) && p.shows(e.Task.Namespace) {
 			p.sendNS(StreamCustom, e.Task.Namespace, e.Payload)
 		}
 	case ValuesEmitted:
-		if p.on(StreamValues) && p.raw != "" {
-			if v, ok := p.valuesPart(e.Values); ok {
+		ns := e.Namespace
+		if !p.on(StreamValues) || !p.shows(ns) {
+			return
+		}
+		if ns == "" && p.raw != "" {
+			if v, ok := p.valuesPart(ns, e.Values); ok {
 				p.send(StreamValues, v)
 			}
 			return
 		}
-		if p.on(StreamValues) {
-			v := make(map[string]any, len(e.Values)+1)
-			for k, x := range e.Values {
-				v[k] = x
-			}
-			if len(e.Interrupts) > 0 {
-				v["__interrupt__"] = e.Interrupts
-			}
-			p.send(StreamValues, v)
+		v := make(map[string]any, len(e.Values)+1)
+		for k, x := range e.Values {
+			v[k] = x
 		}
+		if len(e.Interrupts) > 0 {
+			v["__interrupt__"] = e.Interrupts
+		}
+		p.sendNS(StreamValues, ns, v)
 	case TaskInterrupted:
-		if p.on(StreamUpdates) {
+		if p.on(StreamUpdates) && p.shows(e.Task.Namespace) {
 			p.sendNS(StreamUpdates, e.Task.Namespace, map[string]any{"__interrupt__": e.Interrupts})
 		}
 	case RunFinished:
