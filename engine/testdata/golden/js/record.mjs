@@ -53,6 +53,9 @@ function plain(v) {
   return v === undefined ? null : JSON.parse(JSON.stringify(v));
 }
 
+// taskId labels a task's id by its name (null when it has none).
+const taskId = (t) => (t.id ? `task:${t.name}` : null);
+
 const nsPath = (ns) => (ns === "" ? "root" : ns.split("|").map((s) => s.split(":")[0]).join("|"));
 
 // Labeller assigns checkpoint labels from the saver's storage.
@@ -148,12 +151,12 @@ export class Normaliser {
   }
 
   taskStart(t) {
-    return { id: `task:${t.name}`, name: t.name, input: plain(t.input), triggers: plain(t.triggers) };
+    return { id: taskId(t), name: t.name, input: plain(t.input), triggers: plain(t.triggers) };
   }
 
   taskResult(t) {
     return {
-      id: `task:${t.name}`,
+      id: taskId(t),
       name: t.name,
       error: this.error(t.error),
       result: plain(t.result),
@@ -166,11 +169,11 @@ export class Normaliser {
   // result; else interrupts only.
   ckptTask(t) {
     const state = this.taskState(t.state);
-    if (t.error !== undefined && t.error !== null) return { id: `task:${t.name}`, name: t.name, error: this.error(t.error), state };
+    if (t.error !== undefined && t.error !== null) return { id: taskId(t), name: t.name, error: this.error(t.error), state };
     const result = plain(t.result);
     const interrupts = this.interrupts(t.interrupts);
-    if (result && Object.keys(result).length > 0) return { id: `task:${t.name}`, name: t.name, result, interrupts, state };
-    return { id: `task:${t.name}`, name: t.name, interrupts, state };
+    if (result && Object.keys(result).length > 0) return { id: taskId(t), name: t.name, result, interrupts, state };
+    return { id: taskId(t), name: t.name, interrupts, state };
   }
 
   taskState(s) {
@@ -198,7 +201,7 @@ export class Normaliser {
       parent_config: this.config(s.parentConfig),
       metadata: this.metadata(s.metadata),
       tasks: s.tasks.map((t) => {
-        const out = { id: `task:${t.name}`, name: t.name, path: plain(t.path), interrupts: this.interrupts(t.interrupts) };
+        const out = { id: taskId(t), name: t.name, path: plain(t.path), interrupts: this.interrupts(t.interrupts) };
         if (t.error !== undefined && t.error !== null) out.error = this.error(t.error);
         if (t.result !== undefined) out.result = plain(t.result);
         out.state = this.taskState(t.state);
