@@ -42,6 +42,10 @@ test/short: ## Run the tests that need no database (database tests skip outside 
 bench: ## Run benchmarks (BENCH=regexp PKG=./engine COUNT=6) against the local Postgres
 	db=$$($(DEV_DB)); TEST_DATABASE_URL="$$db" $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) -count $(COUNT) $(PKG)
 
+.PHONY: golden/record
+golden/record: ## Re-record the engine's golden files from LangGraph.js (needs npm; CASES="a b" for some)
+	cd engine/testdata/golden/js && npm ci --no-audit --no-fund && node record.mjs $(CASES)
+
 .PHONY: generate
 generate: ## Regenerate templ components (*_templ.go)
 	$(GO) tool templ generate -log-level warn
