@@ -273,8 +273,8 @@ func (r *goldenRunner) step(where string, st goldenStep) {
 	case "get_state":
 		cfg := r.config(st)
 		s, err := r.g.GetStateWith(ctx, cfg, engine.StateOptions{Subgraphs: st.Subgraphs})
+		compareError(t, where, st.Error, goldenErrorKind(err))
 		if err != nil {
-			t.Errorf("%s: GetState: %v", where, err)
 			return
 		}
 		compareJSON(t, where+" state", normaliseSnapshotsForCompare(st.State), normaliseSnapshotsForCompare(r.normaliser(thread).snapshot(s)))
