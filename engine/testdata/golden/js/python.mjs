@@ -36,3 +36,28 @@ export function interruptValues(rec) {
     "Python edit: LangGraph.js streams a dynamic interrupt's values part as {__interrupt__} alone and a breakpoint's as {__interrupt__: []}; Python streams the current state plus __interrupt__, and nothing at a breakpoint (_loop.py output_writes, _suppress_interrupt).",
   );
 }
+
+// ambiguousResume: with several interrupts pending, Python refuses a
+// scalar Command(resume) before the run writes or streams anything
+// (_loop.py _first: RuntimeError "When there are multiple pending
+// interrupts, ..."); LangGraph.js answers every pending interrupt with
+// the value. The case records its other steps in LangGraph.js; this edit
+// inserts the refused resume after step `at` (its state unchanged, so a
+// get_state right after the step before it is repeated after it).
+export function ambiguousResume(at, resume, modes) {
+  return (rec) => {
+    const refused = {
+      op: "stream",
+      command: { resume },
+      modes,
+      parts: [],
+      error:
+        "message:When there are multiple pending interrupts, you must specify the interrupt id when resuming. Docs: https://docs.langchain.com/oss/python/langgraph/add-human-in-the-loop#resume-multiple-interrupts-with-one-invocation.",
+    };
+    const steps = [...rec.steps.slice(0, at + 1), refused, ...rec.steps.slice(at + 1)];
+    return withNote(
+      { ...rec, steps },
+      "Python edit: Python refuses a scalar resume while several interrupts are pending (_loop.py _first raises RuntimeError before any write); LangGraph.js answers all of them with the one value. The refused step is inserted; the other steps are LangGraph.js's.",
+    );
+  };
+}
