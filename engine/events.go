@@ -115,6 +115,10 @@ type CheckpointSaved struct {
 	Metadata checkpoints.Metadata
 	Values   map[string]any
 	Next     []string
+	// Tasks are the next tasks (Next's), with what the checkpoint's
+	// pending writes say of each: a reported loaded checkpoint may hold
+	// results of tasks that ran, errors and interrupts.
+	Tasks []TaskState
 }
 
 // CheckpointLoaded reports the checkpoint a run continues from (a nil

@@ -274,10 +274,7 @@ func (l *loop) emitCheckpoint(tasks []*task) {
 		ev := *l.loaded
 		l.loaded = nil
 		ev.Values = l.values()
-		ev.Next = make([]string, len(tasks))
-		for i, t := range tasks {
-			ev.Next[i] = t.name
-		}
+		l.describeNext(&ev.CheckpointSaved, tasks, l.pending)
 		l.emit.send(ev)
 	}
 	if l.emit == nil || l.lastSaved == nil {
@@ -285,11 +282,18 @@ func (l *loop) emitCheckpoint(tasks []*task) {
 	}
 	ev := *l.lastSaved
 	l.lastSaved = nil
+	l.describeNext(&ev, tasks, nil)
+	l.emit.send(ev)
+}
+
+// describeNext fills a checkpoint event's next tasks.
+func (l *loop) describeNext(ev *CheckpointSaved, tasks []*task, pending []checkpoints.PendingWrite) {
 	ev.Next = make([]string, len(tasks))
 	for i, t := range tasks {
 		ev.Next[i] = t.name
 	}
-	l.emit.send(ev)
+	// Undecodable writes only cost the event its results.
+	ev.Tasks, _, _ = l.taskStates(tasks, pending)
 }
 
 func (l *loop) breakpoints(after bool) []string {

@@ -367,9 +367,26 @@ func checkpointPayload(e CheckpointSaved) map[string]any {
 	if next == nil {
 		next = []string{}
 	}
-	tasks := make([]any, 0, len(next))
-	for _, n := range next {
-		tasks = append(tasks, map[string]any{"name": n})
+	// Upstream's three shapes: a failed task, a task with a result, any
+	// other task.
+	tasks := make([]any, 0, len(e.Tasks))
+	for _, t := range e.Tasks {
+		var state any
+		if t.Subgraph != nil {
+			state = map[string]any{"configurable": map[string]any{"thread_id": t.Subgraph.ThreadID, "checkpoint_ns": t.Subgraph.Namespace}}
+		}
+		interrupts := make([]any, len(t.Interrupts))
+		for i, in := range t.Interrupts {
+			interrupts[i] = in
+		}
+		switch {
+		case t.Error != "":
+			tasks = append(tasks, map[string]any{"id": t.ID, "name": t.Name, "error": t.Error, "state": state})
+		case len(t.Result) > 0:
+			tasks = append(tasks, map[string]any{"id": t.ID, "name": t.Name, "result": t.Result, "interrupts": interrupts, "state": state})
+		default:
+			tasks = append(tasks, map[string]any{"id": t.ID, "name": t.Name, "interrupts": interrupts, "state": state})
+		}
 	}
 	md := map[string]any{"source": string(e.Metadata.Source), "step": e.Metadata.Step, "parents": e.Metadata.Parents}
 	for k, v := range e.Metadata.Extra {
