@@ -256,23 +256,36 @@ func (p *projector) project(ev Event) {
 		if !p.on(StreamValues) || !p.shows(ns) {
 			return
 		}
-		if ns == "" && p.raw != "" {
-			if v, ok := p.valuesPart(ns, e.Values); ok {
-				p.send(StreamValues, v)
-			}
+		if v, ok := p.valuesPart(ns, e.Values); ok {
+			p.sendNS(StreamValues, ns, v)
+		}
+	case TaskInterrupted:
+		ns := e.Task.Namespace
+		if !p.shows(ns) {
 			return
 		}
-		v := make(map[string]any, len(e.Values)+1)
-		for k, x := range e.Values {
-			v[k] = x
+		if p.on(StreamUpdates) {
+			p.sendNS(StreamUpdates, ns, map[string]any{"__interrupt__": e.Interrupts})
 		}
-		if len(e.Interrupts) > 0 {
-			v["__interrupt__"] = e.Interrupts
+		if p.on(StreamValues) {
+			// The state plus this task's interrupts; only the interrupts
+			// for a graph streaming one channel's raw value.
+			v := map[string]any{"__interrupt__": e.Interrupts}
+			if ns != "" || p.raw == "" {
+				for k, x := range e.Values {
+					v[k] = x
+				}
+			}
+			p.sendNS(StreamValues, ns, v)
 		}
-		p.sendNS(StreamValues, ns, v)
-	case TaskInterrupted:
-		if p.on(StreamUpdates) && p.shows(e.Task.Namespace) {
-			p.sendNS(StreamUpdates, e.Task.Namespace, map[string]any{"__interrupt__": e.Interrupts})
+		// As upstream, an interrupted task has a result: no writes, its
+		// interrupts.
+		payload := map[string]any{"id": e.Task.ID, "name": e.Task.Name, "error": nil, "result": map[string]any{}, "interrupts": e.Interrupts}
+		if p.on(StreamTasks) {
+			p.sendNS(StreamTasks, ns, payload)
+		}
+		if p.on(StreamDebug) {
+			p.sendNS(StreamDebug, ns, debugEnvelope(e.Task.Step, "task_result", payload))
 		}
 	case RunFinished:
 		var interrupted *Interrupted
