@@ -115,6 +115,10 @@ type CheckpointSaved struct {
 	Metadata checkpoints.Metadata
 	Values   map[string]any
 	Next     []string
+	// Tasks are the next tasks (Next's), with what the checkpoint's
+	// pending writes say of each: a reported loaded checkpoint may hold
+	// results of tasks that ran, errors and interrupts.
+	Tasks []TaskState
 }
 
 // CheckpointLoaded reports the checkpoint a run continues from (a nil
@@ -134,23 +138,22 @@ type Custom struct {
 }
 
 // TaskInterrupted reports a task that called Interrupt and waits for an
-// answer.
+// answer, with the state its step started from (upstream streams it with
+// the interrupts as "values").
 type TaskInterrupted struct {
 	Task       TaskInfo
 	Interrupts []Interruption
+	Values     map[string]any
 }
 
-// ValuesEmitted reports the state outside a barrier: when a run resumes
-// (the state it resumes from) and when it stops at an interrupt (with the
-// writes of the tasks that finished applied, and the pending interrupts),
-// as upstream's "values" stream does.
+// ValuesEmitted reports the state a run resumes from, before its first
+// step, as upstream's "values" stream does.
 type ValuesEmitted struct {
 	// Namespace is the checkpoint namespace of the graph ("" at the
 	// root).
-	Namespace  string
-	Step       int
-	Values     map[string]any
-	Interrupts []Interruption
+	Namespace string
+	Step      int
+	Values    map[string]any
 }
 
 // RunFinished closes a run; Err is nil on success.

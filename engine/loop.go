@@ -137,15 +137,18 @@ type loop struct {
 	loadedParent *checkpoints.Config
 	loadedMeta   checkpoints.Metadata
 	replaying    bool
-	lastSaved    *CheckpointSaved
-	evParent     *checkpoints.Config
-	interrupt    *Interrupted
-	tasks        []*task
-	free         []*task
-	needIDs      bool
-	ckptLazy     bool
-	candidates   []int
-	runBuf       []*task
+	// quietValues: the writes being applied do not make a step's values
+	// (a Command's writes, a subgraph's interrupted step).
+	quietValues bool
+	lastSaved   *CheckpointSaved
+	evParent    *checkpoints.Config
+	interrupt   *Interrupted
+	tasks       []*task
+	free        []*task
+	needIDs     bool
+	ckptLazy    bool
+	candidates  []int
+	runBuf      []*task
 	// volFull lists the volatile channels that may hold a value (see
 	// apply), sorted; volIn marks them; volNext is spare storage.
 	volFull, volNext []int
@@ -274,10 +277,7 @@ func (l *loop) emitCheckpoint(tasks []*task) {
 		ev := *l.loaded
 		l.loaded = nil
 		ev.Values = l.values()
-		ev.Next = make([]string, len(tasks))
-		for i, t := range tasks {
-			ev.Next[i] = t.name
-		}
+		l.describeNext(&ev.CheckpointSaved, tasks, l.pending)
 		l.emit.send(ev)
 	}
 	if l.emit == nil || l.lastSaved == nil {
@@ -285,11 +285,18 @@ func (l *loop) emitCheckpoint(tasks []*task) {
 	}
 	ev := *l.lastSaved
 	l.lastSaved = nil
+	l.describeNext(&ev, tasks, nil)
+	l.emit.send(ev)
+}
+
+// describeNext fills a checkpoint event's next tasks.
+func (l *loop) describeNext(ev *CheckpointSaved, tasks []*task, pending []checkpoints.PendingWrite) {
 	ev.Next = make([]string, len(tasks))
 	for i, t := range tasks {
 		ev.Next[i] = t.name
 	}
-	l.emit.send(ev)
+	// Undecodable writes only cost the event its results.
+	ev.Tasks, _, _ = l.taskStates(tasks, pending)
 }
 
 func (l *loop) breakpoints(after bool) []string {
@@ -598,7 +605,12 @@ func (l *loop) applyNullWrites() error {
 	// updated channels (its pending tasks), plus whatever these writes
 	// touched (a Goto's branch channel).
 	before, known := slices.Clone(l.updated), l.updatedKnown
-	if _, err := l.apply([]*task{{l: l, name: inputTask, writes: writes}}); err != nil {
+	// The state these writes make is streamed once, as the state the run
+	// resumes from, not as a step's values.
+	l.quietValues = true
+	_, err := l.apply([]*task{{l: l, name: inputTask, writes: writes}})
+	l.quietValues = false
+	if err != nil {
 		return err
 	}
 	if !known {
@@ -1072,18 +1084,20 @@ func (l *loop) interrupted(tasks []*task) error {
 	}
 	if len(done) > 0 {
 		// Errors here only affect the in-memory view; the saved pending
-		// writes are what a resume uses.
+		// writes are what a resume uses. As upstream, the root streams
+		// the state they make as its last values; a subgraph does not.
+		l.quietValues = l.ns != ""
 		_, _ = l.apply(done)
-	}
-	if l.emit != nil {
-		l.emit.send(ValuesEmitted{Namespace: l.ns, Step: l.step, Values: l.values(), Interrupts: slices.Clone(is)})
+		l.quietValues = false
 	}
 	return &Interrupted{Interrupts: is, Before: before, After: after}
 }
 
 func (l *loop) commitInterrupt(ctx context.Context, t *task) {
 	if l.emit != nil {
-		l.emit.send(TaskInterrupted{Task: t.info(), Interrupts: slices.Clone(t.interrupts)})
+		// The step's channels are not written until its barrier: reading
+		// them from a task's goroutine is safe.
+		l.emit.send(TaskInterrupted{Task: t.info(), Interrupts: slices.Clone(t.interrupts), Values: l.values()})
 	}
 	if l.saver == nil {
 		return
@@ -1358,7 +1372,7 @@ func (l *loop) apply(tasks []*task) ([]int, error) {
 		}
 		ev := BarrierApplied{Namespace: l.ns, Step: l.step, Bumps: slices.Clone(l.bumps), Updated: names}
 		for _, c := range l.g.streamIdx {
-			if slices.Contains(updated, c) {
+			if !l.quietValues && slices.Contains(updated, c) {
 				ev.Values = l.values()
 				break
 			}

@@ -118,6 +118,9 @@ type Node struct {
 	// inType is the Go type of the node's input (StateGraph), used to
 	// decode Send arguments read back from a checkpoint.
 	inType reflect.Type
+	// inputKeys are the state keys a StateGraph node's input is built
+	// from (what events show as its input).
+	inputKeys []string
 }
 
 // NodeBuilder builds a Node in the style of upstream's NodeBuilder.

@@ -201,57 +201,15 @@ func (g *Pregel) snapshot(tup *checkpoints.Tuple, applyPending bool) (*StateSnap
 		return nil, err
 	}
 	tasks = slices.Clone(tasks)
-	byID := make(map[string]*TaskState, len(tasks))
-	states := make([]TaskState, len(tasks))
-	for i, t := range tasks {
-		states[i] = TaskState{ID: t.ID(), Name: t.name, Path: taskPath(t.push, t.name, t.idx)}
-		if t.push {
-			states[i].Arg = t.input
-		}
-		if t.node.subgraph != nil {
-			states[i].Subgraph = &checkpoints.Config{ThreadID: tup.Config.ThreadID, Namespace: l.taskNS(t.name) + ":" + t.ID()}
-		}
-		byID[t.ID()] = &states[i]
+	states, writes, err := l.taskStates(tasks, tup.PendingWrites)
+	if err != nil {
+		return nil, err
 	}
-	byTask := make(map[string][]checkpoints.PendingWrite, len(tasks))
-	for _, pw := range tup.PendingWrites {
-		byTask[pw.TaskID] = append(byTask[pw.TaskID], pw)
-	}
-	ran := map[string]bool{}
 	var applied []*task
-	for _, t := range tasks {
-		var ws []KV
-		st := byID[t.ID()]
-		for _, pw := range byTask[t.ID()] {
-			switch pw.Channel {
-			case errorKey:
-				var msg string
-				if json.Unmarshal(pw.Value, &msg) != nil {
-					msg = string(pw.Value)
-				}
-				st.Error = msg
-				continue
-			case interruptKey:
-				var is []Interruption
-				if json.Unmarshal(pw.Value, &is) == nil {
-					st.Interrupts = append(st.Interrupts, is...)
-				}
-				continue
-			case resumeKey:
-				continue
-			}
+	ran := map[string]bool{}
+	for i, t := range tasks {
+		if ws, ok := writes[i]; ok {
 			ran[t.ID()] = true
-			if pw.Channel == noWritesKey {
-				continue
-			}
-			v, err := l.decodeWrite(pw.Channel, pw.Value)
-			if err != nil {
-				return nil, err
-			}
-			ws = append(ws, KV{Key: pw.Channel, Value: v})
-		}
-		if ran[t.ID()] {
-			st.Result = resultPayload(ws)
 			t.setWrites(ws)
 			applied = append(applied, t)
 		}
@@ -302,6 +260,63 @@ func (g *Pregel) snapshot(tup *checkpoints.Tuple, applyPending bool) (*StateSnap
 		Metadata: tup.Metadata, CreatedAt: tup.Checkpoint.TS, Tasks: states, Interrupts: interrupts,
 		WritesPending: writesPending, NextAfterWrites: nextAfter,
 	}, nil
+}
+
+// taskStates describes tasks planned from a checkpoint, with what its
+// pending writes say of each: error, interrupts, and, for a task that
+// ran, its result; writes[i] holds the writes of tasks[i] when it ran.
+func (l *loop) taskStates(tasks []*task, pending []checkpoints.PendingWrite) ([]TaskState, map[int][]KV, error) {
+	states := make([]TaskState, len(tasks))
+	byTask := make(map[string][]checkpoints.PendingWrite, len(tasks))
+	for _, pw := range pending {
+		byTask[pw.TaskID] = append(byTask[pw.TaskID], pw)
+	}
+	writes := map[int][]KV{}
+	for i, t := range tasks {
+		st := &states[i]
+		*st = TaskState{ID: t.ID(), Name: t.name, Path: taskPath(t.push, t.name, t.idx)}
+		if t.push {
+			st.Arg = t.input
+		}
+		if t.node.subgraph != nil {
+			st.Subgraph = &checkpoints.Config{ThreadID: l.opts.ThreadID, Namespace: l.taskNS(t.name) + ":" + t.ID()}
+		}
+		var ws []KV
+		ran := false
+		for _, pw := range byTask[t.ID()] {
+			switch pw.Channel {
+			case errorKey:
+				var msg string
+				if json.Unmarshal(pw.Value, &msg) != nil {
+					msg = string(pw.Value)
+				}
+				st.Error = msg
+				continue
+			case interruptKey:
+				var is []Interruption
+				if json.Unmarshal(pw.Value, &is) == nil {
+					st.Interrupts = append(st.Interrupts, is...)
+				}
+				continue
+			case resumeKey:
+				continue
+			}
+			ran = true
+			if pw.Channel == noWritesKey {
+				continue
+			}
+			v, err := l.decodeWrite(pw.Channel, pw.Value)
+			if err != nil {
+				return nil, nil, err
+			}
+			ws = append(ws, KV{Key: pw.Channel, Value: v})
+		}
+		if ran {
+			st.Result = resultPayload(ws)
+			writes[i] = ws
+		}
+	}
+	return states, writes, nil
 }
 
 // GetState returns the thread's state; see Pregel.GetState.

@@ -85,6 +85,9 @@ func (g *StateGraph[S]) compile(opts CompileOptions) (*Pregel, error) {
 		plan := sn.plan.clone()
 		plans = append(plans, plan)
 		n.input = plan.build
+		for _, f := range plan.fields {
+			n.inputKeys = append(n.inputKeys, f.channel)
+		}
 		n.sharedInput = sn.inType == reflect.TypeFor[S]()
 		n.needsState = n.sharedInput || len(g.branches[name]) > 0
 		nodes = append(nodes, n)

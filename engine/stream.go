@@ -256,23 +256,36 @@ func (p *projector) project(ev Event) {
 		if !p.on(StreamValues) || !p.shows(ns) {
 			return
 		}
-		if ns == "" && p.raw != "" {
-			if v, ok := p.valuesPart(ns, e.Values); ok {
-				p.send(StreamValues, v)
-			}
+		if v, ok := p.valuesPart(ns, e.Values); ok {
+			p.sendNS(StreamValues, ns, v)
+		}
+	case TaskInterrupted:
+		ns := e.Task.Namespace
+		if !p.shows(ns) {
 			return
 		}
-		v := make(map[string]any, len(e.Values)+1)
-		for k, x := range e.Values {
-			v[k] = x
+		if p.on(StreamUpdates) {
+			p.sendNS(StreamUpdates, ns, map[string]any{"__interrupt__": e.Interrupts})
 		}
-		if len(e.Interrupts) > 0 {
-			v["__interrupt__"] = e.Interrupts
+		if p.on(StreamValues) {
+			// The state plus this task's interrupts; only the interrupts
+			// for a graph streaming one channel's raw value.
+			v := map[string]any{"__interrupt__": e.Interrupts}
+			if ns != "" || p.raw == "" {
+				for k, x := range e.Values {
+					v[k] = x
+				}
+			}
+			p.sendNS(StreamValues, ns, v)
 		}
-		p.sendNS(StreamValues, ns, v)
-	case TaskInterrupted:
-		if p.on(StreamUpdates) && p.shows(e.Task.Namespace) {
-			p.sendNS(StreamUpdates, e.Task.Namespace, map[string]any{"__interrupt__": e.Interrupts})
+		// As upstream, an interrupted task has a result: no writes, its
+		// interrupts.
+		payload := map[string]any{"id": e.Task.ID, "name": e.Task.Name, "error": nil, "result": map[string]any{}, "interrupts": e.Interrupts}
+		if p.on(StreamTasks) {
+			p.sendNS(StreamTasks, ns, payload)
+		}
+		if p.on(StreamDebug) {
+			p.sendNS(StreamDebug, ns, debugEnvelope(e.Task.Step, "task_result", payload))
 		}
 	case RunFinished:
 		var interrupted *Interrupted
@@ -367,9 +380,26 @@ func checkpointPayload(e CheckpointSaved) map[string]any {
 	if next == nil {
 		next = []string{}
 	}
-	tasks := make([]any, 0, len(next))
-	for _, n := range next {
-		tasks = append(tasks, map[string]any{"name": n})
+	// Upstream's three shapes: a failed task, a task with a result, any
+	// other task.
+	tasks := make([]any, 0, len(e.Tasks))
+	for _, t := range e.Tasks {
+		var state any
+		if t.Subgraph != nil {
+			state = map[string]any{"configurable": map[string]any{"thread_id": t.Subgraph.ThreadID, "checkpoint_ns": t.Subgraph.Namespace}}
+		}
+		interrupts := make([]any, len(t.Interrupts))
+		for i, in := range t.Interrupts {
+			interrupts[i] = in
+		}
+		switch {
+		case t.Error != "":
+			tasks = append(tasks, map[string]any{"id": t.ID, "name": t.Name, "error": t.Error, "state": state})
+		case len(t.Result) > 0:
+			tasks = append(tasks, map[string]any{"id": t.ID, "name": t.Name, "result": t.Result, "interrupts": interrupts, "state": state})
+		default:
+			tasks = append(tasks, map[string]any{"id": t.ID, "name": t.Name, "interrupts": interrupts, "state": state})
+		}
 	}
 	md := map[string]any{"source": string(e.Metadata.Source), "step": e.Metadata.Step, "parents": e.Metadata.Parents}
 	for k, v := range e.Metadata.Extra {

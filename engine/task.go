@@ -148,12 +148,34 @@ func (t *task) info() TaskInfo {
 	}
 	in := t.input
 	if t.builtInput {
-		// The state builder hands nodes a *S; events show the state itself.
-		if rv := reflect.ValueOf(in); rv.Kind() == reflect.Pointer && !rv.IsNil() {
-			in = rv.Elem().Interface()
-		}
+		// The state builder hands nodes a *S; events show what upstream
+		// does: the node's input keys that hold a value (a struct has a
+		// zero value for every key, set or not).
+		in = t.inputChannels()
 	}
 	return TaskInfo{ID: t.ID(), Name: t.name, Step: t.l.step, Triggers: t.triggers, Path: path, Index: t.idx, Namespace: t.l.ns, Input: in}
+}
+
+// inputChannels is the node's input as a map of the channels its plan
+// reads that hold a value, or the built input when there is no plan.
+func (t *task) inputChannels() any {
+	if t.node == nil || t.node.inputKeys == nil || t.push {
+		if rv := reflect.ValueOf(t.input); rv.Kind() == reflect.Pointer && !rv.IsNil() {
+			return rv.Elem().Interface()
+		}
+		return t.input
+	}
+	out := make(map[string]any, len(t.node.inputKeys))
+	for _, c := range t.node.inputKeys {
+		i, ok := t.l.g.chanIdx[c]
+		if !ok {
+			continue
+		}
+		if v, ok := t.l.chans[i].Get(); ok {
+			out[c] = v
+		}
+	}
+	return out
 }
 
 // less orders tasks as upstream's barrier does: pull tasks by node name,
