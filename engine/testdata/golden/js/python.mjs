@@ -61,3 +61,25 @@ export function ambiguousResume(at, resume, modes) {
     );
   };
 }
+
+// pushPaths: LangGraph.js gives a pending Send's task path as
+// ["__pregel_push", index, false]; Python's is (PUSH, index)
+// (_algo.py prepare_next_tasks: "(PUSH, idx of pending send)").
+export function pushPaths(rec) {
+  const fix = (v) => {
+    if (Array.isArray(v)) return v.map(fix);
+    if (v && typeof v === "object") {
+      const out = {};
+      for (const [k, x] of Object.entries(v)) {
+        out[k] =
+          k === "path" && Array.isArray(x) && x.length === 3 && x[0] === "__pregel_push" && x[2] === false ? x.slice(0, 2) : fix(x);
+      }
+      return out;
+    }
+    return v;
+  };
+  return withNote(
+    { ...rec, steps: fix(rec.steps) },
+    'Python edit: LangGraph.js gives a pending Send task\'s path as ["__pregel_push", i, false]; Python\'s is ("__pregel_push", i) (_algo.py prepare_next_tasks).',
+  );
+}

@@ -3,6 +3,7 @@
 // Command combinations, Overwrite, a graph without a checkpointer, custom
 // stream data and nested subgraphs.
 import { Annotation, Command, Overwrite, START, Send, StateGraph } from "@langchain/langgraph";
+import { pushPaths } from "../python.mjs";
 
 const count = (calls, name) => {
   calls[name] = (calls[name] ?? 0) + 1;
@@ -130,6 +131,7 @@ export default [
   },
   {
     name: "command_send_from_send",
+    python: pushPaths,
     description: "plan Sends 1 to work; work, itself a Send task, returns Command(update, goto=Send(work, n+1)) until 3: three chained PUSH tasks.",
     build: ({ calls, checkpointer }) =>
       new StateGraph(LogState)

@@ -4,7 +4,7 @@
 // new input to an interrupted thread, Send dedupe on resume, the debug
 // stream of an interrupt and interrupts inside nested subgraphs.
 import { Annotation, START, Send, StateGraph, interrupt } from "@langchain/langgraph";
-import { ambiguousResume, interruptValues } from "../python.mjs";
+import { ambiguousResume, interruptValues, pushPaths } from "../python.mjs";
 
 const count = (calls, name) => {
   calls[name] = (calls[name] ?? 0) + 1;
@@ -214,6 +214,7 @@ export default [
   },
   {
     name: "send_dedupe_on_resume",
+    python: pushPaths,
     description: "plan Sends 1 and 2 to work and 3 to flaky, which interrupts: the resume runs flaky again and not the finished work tasks.",
     build: ({ calls, checkpointer }) =>
       new StateGraph(LogState)
