@@ -83,3 +83,26 @@ export function pushPaths(rec) {
     'Python edit: LangGraph.js gives a pending Send task\'s path as ["__pregel_push", i, false]; Python\'s is ("__pregel_push", i) (_algo.py prepare_next_tasks).',
   );
 }
+
+// noAbortErrors: when a task of a step fails, LangGraph.js aborts the
+// step's other tasks and saves an error "This operation was aborted" even
+// for a sibling that had already finished (its writes are saved too).
+// Python saves only the finished task's writes: its snapshot task has the
+// result and no error (test_pregel.py test_pending_writes_resume: one has
+// result {"value": 2}, only two has an error).
+export function noAbortErrors(rec) {
+  const fix = (v) => {
+    if (Array.isArray(v)) return v.map(fix);
+    if (v && typeof v === "object") {
+      const out = {};
+      for (const [k, x] of Object.entries(v)) out[k] = fix(x);
+      if (out.error === "message:This operation was aborted" && out.result !== undefined && "path" in out) delete out.error;
+      return out;
+    }
+    return v;
+  };
+  return withNote(
+    { ...rec, steps: fix(rec.steps) },
+    'Python edit: LangGraph.js records "This operation was aborted" as the error of a task that had finished before its sibling failed; Python records only its result (test_pending_writes_resume).',
+  );
+}
