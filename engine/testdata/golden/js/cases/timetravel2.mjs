@@ -50,6 +50,7 @@ function subgraphCopyFork(rec) {
 export default [
   {
     name: "update_state_as_end",
+    python: interruptValues,
     description: "interrupt_before=[b] on START→a→b; update_state(None, as_node=__end__) marks the pending b as seen: next is empty, source update; a nil run does nothing.",
     build: ({ calls, checkpointer }) => chain(calls, ["a", "b"]).compile({ checkpointer, interruptBefore: ["b"] }),
     steps: [
@@ -75,6 +76,7 @@ export default [
   },
   {
     name: "update_state_command_as_node",
+    python: interruptValues,
     description: "a routes with Command(update, goto=b), interrupt_before=[b]. Thread 1: update_state with a plain dict (as a, inferred) loses the route: next is empty. Thread 2: update_state with Command(update, goto=b) as a keeps it: next is b, and a nil run runs b.",
     build: ({ calls, checkpointer }) =>
       new StateGraph(LogState)
@@ -102,6 +104,7 @@ export default [
   },
   {
     name: "update_state_twice",
+    python: interruptValues,
     description: "interrupt_before=[b] on START→a→b; two update_states in a row (as a, then as a again): each is a new checkpoint one step on; the resume runs b once on both edits.",
     build: ({ calls, checkpointer }) => chain(calls, ["a", "b"]).compile({ checkpointer, interruptBefore: ["b"] }),
     steps: [
