@@ -136,11 +136,14 @@
 // does), Custom (Emit from a node) and RunFinished. Nothing is
 // built when no listener is set. Stream yields upstream's stream modes —
 // values, updates, tasks, checkpoints, debug, custom — as projections of
-// those events, with upstream's payload shapes. Upstream tells a low-level
-// graph's output given as one channel name (raw values) from a list of
-// names (maps keyed by channel); Go has only the list, so one output
-// channel with no StreamChannels of its own streams raw values, as
-// Invoke already returns that channel's value raw.
+// those events, with upstream's payload shapes. A subgraph's parts come
+// only with RunOptions.Subgraphs, each under its namespace. A low-level
+// graph streams its stream channels (every channel by default, as
+// upstream; its output channels only shape Invoke's result). Upstream
+// tells channels given as one name (raw values) from a list of names
+// (maps keyed by channel); Go has only the list, so one StreamChannels
+// entry streams raw values, as one output channel makes Invoke return a
+// raw value.
 //
 // # Performance
 //
@@ -172,6 +175,8 @@
 //     not a corrupt checkpoint later.
 //   - A head snapshot whose step saved every write but not its checkpoint
 //     says so (WritesPending, NextAfterWrites) instead of looking finished.
+//   - A snapshot's Values is always a map keyed by channel; upstream's
+//     holds the raw value when stream_channels is one name.
 //   - DefaultRetryOn classifies an error carrying an HTTP status as
 //     upstream does for httpx/requests errors (5xx retried, other 4xx
 //     not), but also retries 408 and 429, and a Retry-After the error

@@ -277,7 +277,8 @@ func (r *goldenRunner) step(where string, st goldenStep) {
 		if err != nil {
 			return
 		}
-		compareJSON(t, where+" state", normaliseSnapshotsForCompare(st.State), normaliseSnapshotsForCompare(r.normaliser(thread).snapshot(s)))
+		want, got := normaliseSnapshotsForCompare(st.State), normaliseSnapshotsForCompare(r.normaliser(thread).snapshot(s))
+		compareJSON(t, where+" state", want, rawSnapshotValues(want, got))
 	case "history":
 		cfg := r.config(st)
 		hs, err := r.g.GetStateHistory(ctx, cfg, engine.HistoryOptions{})
@@ -781,6 +782,29 @@ func (n *goldenNormaliser) snapshotJSON(s map[string]any) any {
 
 // normaliseSnapshotsForCompare sorts a snapshot's task list (a set), in
 // nested snapshots too.
+// rawSnapshotValues unwraps a snapshot's values where upstream's are one
+// channel's raw value (stream_channels given as one name): a documented
+// difference (engine/doc.go), StateSnapshot.Values is always a map.
+func rawSnapshotValues(want, got any) any {
+	w, _ := want.(map[string]any)
+	g, _ := got.(map[string]any)
+	if w == nil || g == nil {
+		return got
+	}
+	if _, isMap := w["values"].(map[string]any); isMap || w["values"] == nil {
+		return got
+	}
+	vs, _ := g["values"].(map[string]any)
+	if len(vs) != 1 {
+		return got
+	}
+	out := maps2(g)
+	for _, v := range vs {
+		out["values"] = v
+	}
+	return out
+}
+
 func normaliseSnapshotsForCompare(v any) any {
 	m, ok := v.(map[string]any)
 	if !ok {

@@ -570,7 +570,12 @@ func (l *loop) first(ctx context.Context, input any) error {
 	}
 	in := &task{l: l, name: inputTask, writes: writes}
 	all := append(slices.Clone(discard), in)
-	if _, err := l.apply(all); err != nil {
+	// As upstream, the input makes no values part of its own (the first
+	// step's values show it).
+	l.quietValues = true
+	_, err = l.apply(all)
+	l.quietValues = false
+	if err != nil {
 		return err
 	}
 	l.pending = nil

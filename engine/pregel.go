@@ -30,8 +30,12 @@ type PregelConfig struct {
 	// OutputChannels are read for the output: one channel gives its raw
 	// value, several give a map of the available ones.
 	OutputChannels []string
-	// StreamChannels are the channels shown in "values" events and
-	// snapshots (default OutputChannels).
+	// StreamChannels are the channels Stream shows ("values" and
+	// "updates") and snapshots hold; by default every channel, as
+	// upstream. Upstream streams raw values when stream_channels is one
+	// name rather than a list; Go has only the list, so one channel here
+	// streams its raw value, as one output channel makes Invoke return
+	// its raw value.
 	StreamChannels []string
 	Checkpointer   checkpoints.Saver
 	Cache          cache.Cache
@@ -215,7 +219,13 @@ func (g *Pregel) streamChannels() []string {
 	if len(g.cfg.StreamChannels) > 0 {
 		return g.cfg.StreamChannels
 	}
-	return g.cfg.OutputChannels
+	out := make([]string, 0, len(g.cfg.Channels))
+	for _, c := range g.chanNames {
+		if _, declared := g.cfg.Channels[c]; declared && c != tasksChannel {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func cloneNode(n *Node) *Node {

@@ -94,7 +94,7 @@ func (g *StateGraph[S]) compile(opts CompileOptions) (*Pregel, error) {
 	}
 	p, err := NewPregel(PregelConfig{
 		Name: opts.Name, Channels: chans, ChannelTypes: types, Nodes: nodes,
-		InputChannels: []string{Start}, OutputChannels: stateKeys,
+		InputChannels: []string{Start}, OutputChannels: stateKeys, StreamChannels: stateKeys,
 		Checkpointer: opts.Checkpointer, Cache: opts.Cache, Store: opts.Store, Retry: opts.Retry,
 		InterruptBefore: opts.InterruptBefore, InterruptAfter: opts.InterruptAfter,
 	})

@@ -65,16 +65,16 @@ func (g *Pregel) Stream(ctx context.Context, input any, opts *RunOptions, modes 
 		// CheckpointSaved).
 		p := &projector{modes: modes, out: parts, ctx: ctx, noCheckpoints: g.cfg.Checkpointer == nil, subgraphs: o.Subgraphs}
 		if g.mapOutput == nil {
-			// A low-level graph streams its output channels only: raw
-			// values when it has one output channel and no stream
-			// channels of its own (upstream's output_channels given as
-			// one string), maps keyed by channel otherwise.
+			// A low-level graph streams its stream channels only (every
+			// channel by default), as upstream: raw values when it names
+			// one stream channel (upstream's stream_channels given as one
+			// name), maps keyed by channel otherwise.
 			p.outputs = map[string]bool{}
-			for _, c := range g.cfg.OutputChannels {
+			for _, c := range g.streamChannels() {
 				p.outputs[c] = true
 			}
-			if len(g.cfg.OutputChannels) == 1 && len(g.cfg.StreamChannels) == 0 {
-				p.raw = g.cfg.OutputChannels[0]
+			if len(g.cfg.StreamChannels) == 1 {
+				p.raw = g.cfg.StreamChannels[0]
 			}
 		}
 		o.Listener = func(ev Event) {

@@ -12,7 +12,7 @@ import (
 
 // lowLevel is input → double (writes doubled) → report (writes output and
 // a note to a channel that is not an output).
-func lowLevel(t *testing.T, outputs []string) *engine.Pregel {
+func lowLevel(t *testing.T, outputs, stream []string) *engine.Pregel {
 	t.Helper()
 	double, err := engine.NewNode().SubscribeOnly("input").
 		Do(func(_ context.Context, in any) (any, error) { return in.(int) * 2, nil }).
@@ -38,6 +38,7 @@ func lowLevel(t *testing.T, outputs []string) *engine.Pregel {
 		Nodes:          []*engine.Node{double, report},
 		InputChannels:  []string{"input"},
 		OutputChannels: outputs,
+		StreamChannels: stream,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -45,24 +46,30 @@ func lowLevel(t *testing.T, outputs []string) *engine.Pregel {
 	return p
 }
 
-// Issue 13, item 6: a low-level graph's "updates" show only its output
-// channels, and with one output channel both "updates" and "values" carry
-// that channel's raw value (upstream's output_channels given as a string).
+// Issue 13, item 6, as upstream (Python's stream() reads
+// stream_channels, which default to every channel; output_channels only
+// shape invoke's result): a low-level graph streams every channel by
+// default, its stream channels when it names them, and one named stream
+// channel's raw value (upstream's stream_channels given as one name).
+// The input makes no values part of its own.
 func TestLowLevelStreamShapes(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name    string
-		outputs []string
+		stream  []string
 		updates string
 		values  string
 	}{
-		{"one output channel", []string{"output"}, "[map[double:<nil>] map[report:got 42]]", "[got 42]"},
-		{"two output channels", []string{"output", "doubled"}, "[map[double:map[doubled:42]] map[report:map[output:got 42]]]", "[map[doubled:42] map[doubled:42 output:got 42]]"},
+		{"every channel by default", nil,
+			"[map[double:map[doubled:42]] map[report:map[note:got 42 output:got 42]]]",
+			"[map[doubled:42 input:21] map[doubled:42 input:21 note:got 42 output:got 42]]"},
+		{"one stream channel: raw", []string{"output"}, "[map[double:<nil>] map[report:got 42]]", "[got 42]"},
+		{"two stream channels", []string{"output", "doubled"}, "[map[double:map[doubled:42]] map[report:map[output:got 42]]]", "[map[doubled:42] map[doubled:42 output:got 42]]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var updates, values []any
-			for part, err := range lowLevel(t, tc.outputs).Stream(context.Background(), 21, nil, engine.StreamUpdates, engine.StreamValues) {
+			for part, err := range lowLevel(t, []string{"output"}, tc.stream).Stream(context.Background(), 21, nil, engine.StreamUpdates, engine.StreamValues) {
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -67,3 +67,10 @@ type Unwritten interface {
 type Overwrite struct {
 	Value any
 }
+
+// MarshalJSON writes upstream's JSON form, {"__overwrite__": x}: how an
+// Overwrite appears in streamed updates and task results, and a form that
+// decodes back to an Overwrite when written again.
+func (o Overwrite) MarshalJSON() ([]byte, error) {
+	return json.Marshal(map[string]any{overwriteKey: o.Value})
+}
