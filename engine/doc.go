@@ -170,6 +170,15 @@
 //
 //   - Successful writes are cached even when run synchronously, and only
 //     successful writes (upstream's sync loop also caches failures).
+//   - A fork keeps its subgraphs' state (upstream restarts them,
+//     langchain-ai/langgraph#8458): a time-travel fork, a copy (AsCopy)
+//     and an UpdateState checkpoint each copy, when made, the latest
+//     checkpoint of every subgraph task's namespace into the namespace the
+//     same task has under the new checkpoint (engine/carry.go), so the
+//     state follows any chain of forks.
+//   - Several interrupts in one node have distinct ids (upstream's share
+//     one, a hash of the task's namespace), and an unknown state key in
+//     an update is an error that names it, not a silently dropped write.
 //   - Cached tasks get a TaskFinished event (upstream sends no task result).
 //   - Channels check value types; a wrong type is an error at the write,
 //     not a corrupt checkpoint later.
