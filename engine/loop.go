@@ -1040,6 +1040,15 @@ func (l *loop) decodeWrite(channel string, raw json.RawMessage) (any, error) {
 			return e.Elem().Interface(), nil
 		}
 	}
+	// An Overwrite saved as a pending write: {"__overwrite__": x}.
+	var ow struct {
+		Value *json.RawMessage `json:"__overwrite__"`
+	}
+	if json.Unmarshal(raw, &ow) == nil && ow.Value != nil {
+		if json.Unmarshal(*ow.Value, p.Interface()) == nil {
+			return Overwrite{Value: p.Elem().Interface()}, nil
+		}
+	}
 	return nil, fmt.Errorf("write to %q does not decode into %s: %w", channel, typ, err)
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/superstep-dev/superstep/checkpoints"
@@ -120,7 +121,13 @@ func (g *Pregel) getState(ctx context.Context, saver checkpoints.Saver, cfg chec
 		if st.Subgraph == nil {
 			continue
 		}
-		sub, err := g.resolve(st.Subgraph.Namespace)
+		// The task's namespace is the full path from the root; its last
+		// segment names the subgraph node of g.
+		ns := st.Subgraph.Namespace
+		if i := strings.LastIndex(ns, "|"); i >= 0 {
+			ns = ns[i+1:]
+		}
+		sub, err := g.subgraphFor(ns)
 		if err != nil {
 			return nil, err
 		}
