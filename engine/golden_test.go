@@ -427,6 +427,8 @@ func goldenErrorKind(err error) *string {
 	switch {
 	case errors.Is(err, engine.ErrRecursionLimit):
 		kind = "GraphRecursionError"
+	case errors.Is(err, engine.ErrAmbiguousResume):
+		kind = "RuntimeError" // Python raises RuntimeError here
 	case errors.Is(err, engine.ErrInvalidUpdate):
 		kind = "InvalidUpdateError"
 	case errors.Is(err, engine.ErrEmptyInput):

@@ -166,7 +166,7 @@ func (l *loop) applyCommand(ctx context.Context, cmd *Command) error {
 			l.resumeMap = m
 		} else {
 			if len(pending) > 1 {
-				return fmt.Errorf("%w: %d interrupts are pending, so a single resume value is ambiguous; resume with a map from interrupt id to answer", ErrInvalidUpdate, len(pending))
+				return fmt.Errorf("%w: %w: %d interrupts are pending, so a single resume value is ambiguous; resume with a map from interrupt id to answer", ErrInvalidUpdate, ErrAmbiguousResume, len(pending))
 			}
 			writes = append(writes, KV{Key: resumeKey, Value: cmd.Resume})
 		}

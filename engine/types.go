@@ -65,6 +65,10 @@ var (
 	// ErrInvalidUpdate: writes that cannot be applied (two values for a
 	// LastValue key in one step, a wrong type, an unknown key).
 	ErrInvalidUpdate = channels.ErrInvalidUpdate
+	// ErrAmbiguousResume: a single resume value while several interrupts
+	// are pending (upstream's RuntimeError "you must specify the
+	// interrupt id"); it is also an ErrInvalidUpdate.
+	ErrAmbiguousResume = errors.New("ambiguous resume")
 	// ErrRecursionLimit: the run needed more supersteps than allowed.
 	ErrRecursionLimit = errors.New("recursion limit reached")
 	// ErrInvalidGraph: the graph definition is wrong (unknown node,

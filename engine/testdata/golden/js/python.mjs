@@ -52,7 +52,7 @@ export function ambiguousResume(at, resume, modes) {
       modes,
       parts: [],
       error:
-        "message:When there are multiple pending interrupts, you must specify the interrupt id when resuming. Docs: https://docs.langchain.com/oss/python/langgraph/add-human-in-the-loop#resume-multiple-interrupts-with-one-invocation.",
+        "RuntimeError", // Python's class: "When there are multiple pending interrupts, you must specify the interrupt id when resuming."
     };
     const steps = [...rec.steps.slice(0, at + 1), refused, ...rec.steps.slice(at + 1)];
     return withNote(
