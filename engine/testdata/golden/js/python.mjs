@@ -106,3 +106,49 @@ export function noAbortErrors(rec) {
     'Python edit: LangGraph.js records "This operation was aborted" as the error of a task that had finished before its sibling failed; Python records only its result (test_pending_writes_resume).',
   );
 }
+
+// walkParts applies fn to every stream part of every step.
+function walkParts(rec, fn) {
+  const steps = rec.steps.map((step) => (step.op === "stream" ? { ...step, parts: step.parts.map(fn) } : step));
+  return { ...rec, steps };
+}
+
+// joinTriggers: Python's StateGraph gives every node the trigger
+// "branch:to:<node>" and appends a waiting edge's "join:…" channel to it
+// (graph/state.py attach_node, attach_edge), and a task's triggers are
+// sorted(proc.triggers) (_algo.py prepare_single_task); LangGraph.js
+// gives a node with a waiting edge the join channel alone.
+export function joinTriggers(rec) {
+  const out = walkParts(rec, ([ns, mode, payload]) => {
+    const fix = (p) => {
+      if (!p || !Array.isArray(p.triggers) || p.triggers.length !== 1 || !p.triggers[0].startsWith("join:")) return p;
+      const node = p.triggers[0].split(":").pop();
+      return { ...p, triggers: [`branch:to:${node}`, p.triggers[0]].sort() };
+    };
+    if (mode === "tasks") return [ns, mode, fix(payload)];
+    if (mode === "debug" && payload && payload.type === "task") return [ns, mode, { ...payload, payload: fix(payload.payload) }];
+    return [ns, mode, payload];
+  });
+  return withNote(
+    out,
+    "Python edit: a node with a waiting edge keeps its branch:to:<node> trigger beside the join channel (graph/state.py attach_edge appends to it; _algo.py sorts the triggers); LangGraph.js lists the join channel alone.",
+  );
+}
+
+// emptyUpdateIsNull: a task that wrote no output channel streams
+// {node: None} in Python (_io.py map_output_updates); LangGraph.js sends
+// {node: {}} for a node that returned an empty object.
+export function emptyUpdateIsNull(rec) {
+  const out = walkParts(rec, ([ns, mode, payload]) => {
+    if (mode !== "updates" || !payload || typeof payload !== "object") return [ns, mode, payload];
+    const fixed = {};
+    for (const [k, v] of Object.entries(payload)) {
+      fixed[k] = v && typeof v === "object" && !Array.isArray(v) && Object.keys(v).length === 0 && k !== "__metadata__" ? null : v;
+    }
+    return [ns, mode, fixed];
+  });
+  return withNote(
+    out,
+    "Python edit: a node that writes no state key streams {node: None} (_io.py map_output_updates); LangGraph.js sends {node: {}} for an empty returned object.",
+  );
+}

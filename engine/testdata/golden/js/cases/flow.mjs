@@ -3,6 +3,7 @@
 // build counts its node calls in `calls`; engine/golden_graphs_test.go
 // builds the same graph in Go under the same case name.
 import { Annotation, Command, END, Overwrite, START, Send, StateGraph } from "@langchain/langgraph";
+import { emptyUpdateIsNull, joinTriggers } from "../python.mjs";
 import { Channel, Pregel } from "@langchain/langgraph/pregel";
 import { EphemeralValue, LastValue } from "@langchain/langgraph/channels";
 
@@ -79,6 +80,7 @@ export default [
     description: "The uneven fan-in with a waiting edge [a, b2]→c: c runs once, after both.",
     build: unevenFanIn("waiting"),
     steps: [{ op: "stream", input: { log: ["in"] }, modes: ["values", "updates", "tasks"] }, { op: "history" }, { op: "calls" }],
+    python: joinTriggers,
   },
   {
     name: "fanin_defer",
@@ -88,6 +90,7 @@ export default [
   },
   {
     name: "send_map_reduce",
+    python: emptyUpdateIsNull,
     description: "plan Sends one task per topic to work; the results are appended and sum reads them all.",
     build: ({ calls, checkpointer }) =>
       new StateGraph(
