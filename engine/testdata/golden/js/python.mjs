@@ -152,3 +152,21 @@ export function emptyUpdateIsNull(rec) {
     "Python edit: a node that writes no state key streams {node: None} (_io.py map_output_updates); LangGraph.js sends {node: {}} for an empty returned object.",
   );
 }
+
+// interruptedStaysNext: not upstream's behaviour but ours, on purpose
+// (engine/doc.go): a task still waiting on an interrupt stays in a
+// snapshot's next. Upstream leaves it out once a resume answer for an
+// earlier interrupt of the task is saved (its __resume__ write counts as
+// a write), though the task has not finished.
+export function interruptedStaysNext(rec) {
+  const steps = rec.steps.map((step) => {
+    const s = step.state;
+    if (step.op !== "get_state" || !s || !Array.isArray(s.tasks)) return step;
+    const waiting = s.tasks.filter((t) => Array.isArray(t.interrupts) && t.interrupts.length > 0 && !s.next.includes(t.name)).map((t) => t.name);
+    return waiting.length ? { ...step, state: { ...s, next: [...s.next, ...waiting] } } : step;
+  });
+  return withNote(
+    { ...rec, steps },
+    "Deliberate difference: a task still waiting on an interrupt stays in next; upstream drops it once an earlier answer of the task is saved as a __resume__ write (engine/doc.go).",
+  );
+}
