@@ -17,7 +17,9 @@ import (
 // StateGraph builds a graph over a typed state S, a struct whose json-tagged
 // fields are the state's channels. A field is a LastValue channel (one
 // write per superstep) unless it declares a reducer, with the struct tag
-// `reduce:"append"` or `reduce:"add"`, or with StateGraph.Reducer.
+// `reduce:"append"` or `reduce:"add"` (or a name registered with
+// RegisterReducer, such as models' "add_messages"), or with
+// StateGraph.Reducer.
 //
 // Nodes receive the state (or, with AddNodeFunc, another struct whose
 // fields are a subset of the state's) and return an Output: an Update keyed
@@ -140,14 +142,12 @@ func NewStateGraph[S any]() *StateGraph[S] {
 			continue
 		}
 		sf := stateField{name: name, index: i, typ: f.Type}
-		switch tag := f.Tag.Get("reduce"); tag {
-		case "":
-		case "append":
-			sf.reducer = channels.AppendReducer
-		case "add":
-			sf.reducer = channels.AddReducer
-		default:
-			g.errs = append(g.errs, fmt.Errorf("%w: field %s: unknown reducer %q (use \"append\", \"add\", or StateGraph.Reducer)", ErrInvalidGraph, f.Name, tag))
+		if tag := f.Tag.Get("reduce"); tag != "" {
+			r, ok := namedReducer(tag)
+			if !ok {
+				g.errs = append(g.errs, fmt.Errorf("%w: field %s: unknown reducer %q (use \"append\", \"add\", one a package registered with RegisterReducer, or StateGraph.Reducer)", ErrInvalidGraph, f.Name, tag))
+			}
+			sf.reducer = r
 		}
 		if reservedName(name) {
 			g.errs = append(g.errs, fmt.Errorf("%w: state key %q is reserved", ErrInvalidGraph, name))
