@@ -137,6 +137,18 @@ type Custom struct {
 	Payload any
 }
 
+// MessageChunk is a piece of a chat model's reply, streamed from inside a
+// node with EmitMessageChunk (upstream's "messages" stream mode). Metadata
+// holds upstream's keys (langgraph_step, langgraph_node,
+// langgraph_triggers, langgraph_path, langgraph_checkpoint_ns,
+// checkpoint_ns, thread_id, run_id) and the model's own (ls_provider,
+// ls_model_name, ...).
+type MessageChunk struct {
+	Task     TaskInfo
+	Chunk    any
+	Metadata map[string]any
+}
+
 // TaskInterrupted reports a task that called Interrupt and waits for an
 // answer, with the state its step started from (upstream streams it with
 // the interrupts as "values").
@@ -175,3 +187,4 @@ func (Custom) isEvent()          {}
 func (RunFinished) isEvent()     {}
 func (TaskInterrupted) isEvent() {}
 func (ValuesEmitted) isEvent()   {}
+func (MessageChunk) isEvent()    {}

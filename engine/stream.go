@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -30,6 +31,11 @@ const (
 	StreamDebug StreamMode = "debug"
 	// StreamCustom: payloads nodes emitted with Emit.
 	StreamCustom StreamMode = "custom"
+	// StreamMessages: [message, metadata] pairs: the chunks chat models
+	// stream from inside nodes (EmitMessageChunk), then each message a
+	// node returns that was neither in its input nor streamed as chunks,
+	// as upstream's "messages" mode.
+	StreamMessages StreamMode = "messages"
 )
 
 // StreamPart is one streamed item.
@@ -111,6 +117,10 @@ type projector struct {
 	noCheckpoints bool
 	// subgraphs streams the parts of subgraphs too (RunOptions.Subgraphs).
 	subgraphs bool
+	// For "messages": the run's thread and id, and per task the message
+	// ids it must not stream again (those in its input, those streamed).
+	threadID, runID string
+	seenMsgs        map[string]map[string]bool
 	// outputs, for a low-level graph, are the channels its "updates"
 	// show; raw names its one output channel when values and updates are
 	// that channel's value, not a map.
@@ -187,7 +197,30 @@ func (p *projector) project(ev Event) {
 				p.sendNS(StreamValues, e.Namespace, v)
 			}
 		}
+	case RunStarted:
+		if e.RunID != "" || e.ThreadID != "" {
+			p.threadID, p.runID = e.ThreadID, e.RunID
+		}
+	case MessageChunk:
+		if !p.on(StreamMessages) || !p.shows(e.Task.Namespace) {
+			return
+		}
+		if id := messageID(e.Chunk); id != "" {
+			p.sawMessage(e.Task.ID, id)
+		}
+		p.sendNS(StreamMessages, e.Task.Namespace, []any{e.Chunk, e.Metadata})
 	case StepPlanned:
+		if p.on(StreamMessages) {
+			for _, t := range e.Tasks {
+				if m, ok := t.Input.(map[string]any); ok {
+					for _, v := range m {
+						for _, msg := range messagesIn(v) {
+							p.sawMessage(t.ID, messageID(msg))
+						}
+					}
+				}
+			}
+		}
 		for _, t := range e.Tasks {
 			if t.Name == Start || !p.shows(t.Namespace) {
 				continue
@@ -211,6 +244,9 @@ func (p *projector) project(ev Event) {
 				u["__metadata__"] = map[string]any{"cached": true}
 			}
 			p.sendNS(StreamUpdates, ns, u)
+		}
+		if !e.Cached && p.on(StreamMessages) {
+			p.nodeMessages(e)
 		}
 		if !e.Cached {
 			payload := map[string]any{"id": e.Task.ID, "name": e.Task.Name, "error": nil, "result": resultPayload(e.Writes), "interrupts": []any{}}
@@ -294,6 +330,71 @@ func (p *projector) project(ev Event) {
 			p.send(StreamUpdates, map[string]any{"__interrupt__": []any{}})
 		}
 	}
+}
+
+// nodeMessages streams the messages a finished task wrote that were
+// neither in its input nor streamed as chunks.
+func (p *projector) nodeMessages(e TaskFinished) {
+	seen := p.seenMsgs[e.Task.ID]
+	delete(p.seenMsgs, e.Task.ID)
+	var md map[string]any
+	for _, w := range e.Writes {
+		for _, msg := range messagesIn(w.Value) {
+			id := messageID(msg)
+			if id != "" && seen[id] {
+				continue
+			}
+			if md == nil {
+				md = messageMetadata(e.Task, p.threadID, p.runID, nil)
+			}
+			p.sendNS(StreamMessages, e.Task.Namespace, []any{msg, md})
+		}
+	}
+}
+
+func (p *projector) sawMessage(taskID, msgID string) {
+	if msgID == "" {
+		return
+	}
+	if p.seenMsgs == nil {
+		p.seenMsgs = map[string]map[string]bool{}
+	}
+	if p.seenMsgs[taskID] == nil {
+		p.seenMsgs[taskID] = map[string]bool{}
+	}
+	p.seenMsgs[taskID][msgID] = true
+}
+
+// A message is any value with a MessageID method (models.Message): the
+// engine knows no message type of its own.
+type identifiedMessage interface{ MessageID() string }
+
+func messageID(v any) string {
+	if m, ok := v.(identifiedMessage); ok {
+		return m.MessageID()
+	}
+	return ""
+}
+
+// messagesIn returns v when it is a message, or the messages of a slice.
+func messagesIn(v any) []any {
+	if _, ok := v.(identifiedMessage); ok {
+		return []any{v}
+	}
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Slice || rv.Len() == 0 {
+		return nil
+	}
+	if _, ok := rv.Index(0).Interface().(identifiedMessage); !ok {
+		return nil
+	}
+	out := make([]any, 0, rv.Len())
+	for i := range rv.Len() {
+		if _, ok := rv.Index(i).Interface().(identifiedMessage); ok {
+			out = append(out, rv.Index(i).Interface())
+		}
+	}
+	return out
 }
 
 func debugEnvelope(step int, typ string, payload any) map[string]any {

@@ -142,10 +142,6 @@ func (t *task) chanOf(i int) (int, bool) {
 }
 
 func (t *task) info() TaskInfo {
-	path := pullKind
-	if t.push {
-		path = pushKind
-	}
 	in := t.input
 	if t.builtInput {
 		// The state builder hands nodes a *S; events show what upstream
@@ -153,7 +149,18 @@ func (t *task) info() TaskInfo {
 		// zero value for every key, set or not).
 		in = t.inputChannels()
 	}
-	return TaskInfo{ID: t.ID(), Name: t.name, Step: t.l.step, Triggers: t.triggers, Path: path, Index: t.idx, Namespace: t.l.ns, Input: in}
+	info := t.ref()
+	info.Input = in
+	return info
+}
+
+// ref is the task's info without its input (which costs a map to build).
+func (t *task) ref() TaskInfo {
+	path := pullKind
+	if t.push {
+		path = pushKind
+	}
+	return TaskInfo{ID: t.ID(), Name: t.name, Step: t.l.step, Triggers: t.triggers, Path: path, Index: t.idx, Namespace: t.l.ns}
 }
 
 // inputChannels is the node's input as a map of the channels its plan
@@ -232,6 +239,47 @@ func Emit(ctx context.Context, payload any) {
 		return
 	}
 	t.l.emit.send(Custom{Task: t.info(), Payload: payload})
+}
+
+// EmitMessageChunk streams a chunk of a chat model's reply from the
+// running node (stream mode "messages"), with the model's metadata
+// (ls_provider, ls_model_name, ...) added to upstream's keys. A chunk
+// whose type has a MessageID method is known by that id: the node's
+// output repeating the message is not streamed again. It is a no-op
+// outside a node or when nobody listens.
+func EmitMessageChunk(ctx context.Context, chunk any, model map[string]any) {
+	t := taskFrom(ctx)
+	if t == nil || t.l.emit == nil {
+		return
+	}
+	info := t.ref()
+	t.l.emit.send(MessageChunk{Task: info, Chunk: chunk, Metadata: messageMetadata(info, t.l.opts.ThreadID, t.l.opts.RunID, model)})
+}
+
+// messageMetadata is upstream's metadata of a "messages" part from task
+// info, plus extra keys (a model's).
+func messageMetadata(info TaskInfo, threadID, runID string, extra map[string]any) map[string]any {
+	ns := info.Name + ":" + info.ID
+	if info.Namespace != "" {
+		ns = info.Namespace + "|" + ns
+	}
+	md := make(map[string]any, 8+len(extra))
+	for k, v := range extra {
+		md[k] = v
+	}
+	md["langgraph_step"] = info.Step
+	md["langgraph_node"] = info.Name
+	md["langgraph_triggers"] = info.Triggers
+	md["langgraph_path"] = info.TaskPath()
+	md["langgraph_checkpoint_ns"] = ns
+	md["checkpoint_ns"] = ns
+	if threadID != "" {
+		md["thread_id"] = threadID
+	}
+	if runID != "" {
+		md["run_id"] = runID
+	}
+	return md
 }
 
 // call runs the node function, turning a panic into a *PanicError.
