@@ -176,9 +176,6 @@
 //     checkpoint of every subgraph task's namespace into the namespace the
 //     same task has under the new checkpoint (engine/carry.go), so the
 //     state follows any chain of forks.
-//   - A task still waiting on an interrupt stays in a snapshot's Next;
-//     upstream drops it once an earlier answer of the same task is saved
-//     (its __resume__ write counts as the task's output).
 //   - Several interrupts in one node have distinct ids (upstream's share
 //     one, a hash of the task's namespace), and an unknown state key in
 //     an update is an error that names it, not a silently dropped write.

@@ -230,16 +230,29 @@ func (g *Pregel) snapshot(tup *checkpoints.Tuple, applyPending bool) (*StateSnap
 	next := make([]string, 0, len(tasks))
 	var writesPending bool
 	var nextAfter []string
-	if applyPending && len(applied) > 0 {
-		if _, err := l.apply(applied); err != nil {
-			return nil, err
+	// A task with a saved answer to one of its interrupts has a write
+	// too: as upstream, it is not next, though it may wait on a later
+	// interrupt (its Interrupts say so).
+	answered := map[string]bool{}
+	for _, pw := range tup.PendingWrites {
+		// An interrupted task's commit saves its answers so far, an empty
+		// list when it has none (upstream saves no write then).
+		if pw.Channel == resumeKey && pw.TaskID != nullTaskID && strings.TrimSpace(string(pw.Value)) != "[]" {
+			answered[pw.TaskID] = true
+		}
+	}
+	if applyPending && (len(applied) > 0 || len(answered) > 0) {
+		if len(applied) > 0 {
+			if _, err := l.apply(applied); err != nil {
+				return nil, err
+			}
 		}
 		for _, t := range tasks {
-			if !ran[t.ID()] {
+			if !ran[t.ID()] && !answered[t.ID()] {
 				next = append(next, t.name)
 			}
 		}
-		if len(next) == 0 {
+		if len(next) == 0 && len(applied) == len(tasks) {
 			// Every task of the step ran and only the step's checkpoint is
 			// missing: plan the step the writes lead to, as the resuming
 			// run will.

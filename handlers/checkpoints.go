@@ -665,7 +665,7 @@ func ContinueThread(rt Routes) http.Handler {
 			fail(w, r, rt.Logger, err)
 			return
 		}
-		if err == nil && head.Config.CheckpointID != "" && len(head.Next) == 0 && !head.WritesPending {
+		if err == nil && head.Config.CheckpointID != "" && len(head.Next) == 0 && !head.WritesPending && len(head.Interrupts) == 0 {
 			fail(w, r, rt.Logger, fmt.Errorf("%w (checkpoint %s): edit its state or re-run from an earlier checkpoint to go on", ErrNothingToRun, head.Config.CheckpointID))
 			return
 		}

@@ -27,7 +27,11 @@ export function interruptValues(rec) {
       }
       if (payload.__interrupt__.length === 0) continue;
       if (!(key in last)) throw new Error(`${rec.name}: no values part before the interrupt in ${key}`);
-      parts.push([ns, mode, { ...last[key], __interrupt__: payload.__interrupt__ }]);
+      // A graph streaming one channel's raw value gets the interrupts
+      // alone (_loop.py output_writes, when output_keys is a string).
+      const state = last[key];
+      const isMap = state !== null && typeof state === "object" && !Array.isArray(state);
+      parts.push([ns, mode, isMap ? { ...state, __interrupt__: payload.__interrupt__ } : { __interrupt__: payload.__interrupt__ }]);
     }
     return { ...step, parts };
   });
@@ -150,23 +154,5 @@ export function emptyUpdateIsNull(rec) {
   return withNote(
     out,
     "Python edit: a node that writes no state key streams {node: None} (_io.py map_output_updates); LangGraph.js sends {node: {}} for an empty returned object.",
-  );
-}
-
-// interruptedStaysNext: not upstream's behaviour but ours, on purpose
-// (engine/doc.go): a task still waiting on an interrupt stays in a
-// snapshot's next. Upstream leaves it out once a resume answer for an
-// earlier interrupt of the task is saved (its __resume__ write counts as
-// a write), though the task has not finished.
-export function interruptedStaysNext(rec) {
-  const steps = rec.steps.map((step) => {
-    const s = step.state;
-    if (step.op !== "get_state" || !s || !Array.isArray(s.tasks)) return step;
-    const waiting = s.tasks.filter((t) => Array.isArray(t.interrupts) && t.interrupts.length > 0 && !s.next.includes(t.name)).map((t) => t.name);
-    return waiting.length ? { ...step, state: { ...s, next: [...s.next, ...waiting] } } : step;
-  });
-  return withNote(
-    { ...rec, steps },
-    "Deliberate difference: a task still waiting on an interrupt stays in next; upstream drops it once an earlier answer of the task is saved as a __resume__ write (engine/doc.go).",
   );
 }

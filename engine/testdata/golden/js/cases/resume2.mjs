@@ -4,7 +4,7 @@
 // new input to an interrupted thread, Send dedupe on resume, the debug
 // stream of an interrupt and interrupts inside nested subgraphs.
 import { Annotation, START, Send, StateGraph, interrupt } from "@langchain/langgraph";
-import { ambiguousResume, interruptValues, interruptedStaysNext, noAbortErrors, pushPaths } from "../python.mjs";
+import { ambiguousResume, interruptValues, noAbortErrors, pushPaths } from "../python.mjs";
 
 const count = (calls, name) => {
   calls[name] = (calls[name] ?? 0) + 1;
@@ -133,7 +133,7 @@ export default [
   },
   {
     name: "two_interrupts_one_node",
-    python: (rec) => interruptedStaysNext(keepNullWrites(3, 1, ["foo"])(interruptValues(rec))),
+    python: (rec) => keepNullWrites(3, 1, ["foo"])(interruptValues(rec)),
     description: "ask calls interrupt({value:1}) then interrupt({value:2}); Command(resume, update) answers the first and brings the second; a second resume finishes with both answers.",
     build: ({ calls, checkpointer }) =>
       new StateGraph(LogState)
