@@ -16,10 +16,14 @@ import (
 // resume answer goes to a new interrupt (langchain-ai/langgraph#8458). We
 // carry the state over when the fork is made: each subgraph task the fork
 // would run gets, in its new namespace, a fork of the latest checkpoint the
-// same task had in the source's namespace. Because every fork carries from
-// its own source, the state follows a lineage through any number of forks,
-// and what is carried is the subgraph as it was when the fork was made
-// (progress made later on the source branch stays there).
+// same task had in the source's namespace — if that subgraph had not
+// finished (one that ran to its end runs again, as every task after the
+// checkpoint travelled to does), and, for an edit, if the edit did not
+// write a key the subgraph reads (then it starts over on the new input).
+// Because every fork carries from its own source, the state follows a
+// lineage through any number of forks, and what is carried is the
+// subgraph as it was when the fork was made (progress made later on the
+// source branch stays there).
 
 // taskKey names a task independently of the checkpoint it runs from: the
 // node for a task its triggers start, the Send's index for a pushed one.
@@ -59,6 +63,13 @@ func (l *loop) carrySubgraphs(ctx context.Context, from map[taskKey]string) erro
 	if len(from) == 0 || l.saver == nil {
 		return nil
 	}
+	if l.persist != nil {
+		// The copies name the new checkpoint as their parent: it is saved
+		// first (and the subgraph tasks that read them run after this).
+		if err := l.persist.flush(); err != nil {
+			return err
+		}
+	}
 	to, err := l.subgraphNamespaces()
 	if err != nil {
 		return err
@@ -91,6 +102,18 @@ func carryNamespace(ctx context.Context, saver checkpoints.Saver, sub *Pregel, t
 	if err != nil || src == nil {
 		return err
 	}
+	// Only a subgraph that had not finished is carried: one that ran to
+	// its end is run again from its input, as any task after the
+	// checkpoint travelled to is.
+	oldL := &loop{g: sub, ns: oldNS, needIDs: true, rs: &resumeState{}, opts: RunOptions{ThreadID: thread}}
+	if err := oldL.restore(src); err != nil {
+		return err
+	}
+	pending, err := oldL.prepare()
+	if err != nil || len(pending) == 0 {
+		return err
+	}
+	from := oldL.subgraphTasks(pending)
 	cp := *src.Checkpoint
 	cp.ID = newCheckpointID()
 	md := src.Metadata
@@ -102,13 +125,8 @@ func carryNamespace(ctx context.Context, saver checkpoints.Saver, sub *Pregel, t
 	}
 	// The subgraph's own subgraph tasks: those of the copied checkpoint
 	// against those of the copy.
-	oldL := &loop{g: sub, ns: oldNS, needIDs: true, rs: &resumeState{}, opts: RunOptions{ThreadID: thread}}
-	if err := oldL.restore(src); err != nil {
-		return err
-	}
-	from, err := oldL.subgraphNamespaces()
-	if err != nil || len(from) == 0 {
-		return err
+	if len(from) == 0 {
+		return nil
 	}
 	copied := &checkpoints.Tuple{Config: cfg, Checkpoint: &cp, Metadata: md}
 	newL := &loop{g: sub, ns: newNS, saver: saver, needIDs: true, rs: &resumeState{}, opts: RunOptions{ThreadID: thread}, parents: md.Parents}

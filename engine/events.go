@@ -126,7 +126,8 @@ type CheckpointSaved struct {
 // state edit) before anything runs, with its next tasks and the values
 // the run starts with: upstream's first tick reports the loaded
 // checkpoint again, and a client that builds the branch tree from the
-// stream needs it. Only for the root graph of a run with a checkpointer.
+// stream needs it. For every graph of a run with a checkpointer: a
+// subgraph that resumes reports its own (under its namespace).
 type CheckpointLoaded struct {
 	CheckpointSaved
 }

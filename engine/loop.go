@@ -547,7 +547,7 @@ func (l *loop) first(ctx context.Context, input any) error {
 			if err := l.carrySubgraphs(ctx, forkFrom); err != nil {
 				return err
 			}
-		} else if l.emit != nil && l.saver != nil && l.ns == "" {
+		} else if l.emit != nil && l.saver != nil {
 			l.loaded = &CheckpointLoaded{CheckpointSaved{Config: l.ckptCfg, Parent: l.loadedParent, Metadata: l.loadedMeta}}
 		}
 		if l.emit != nil {
@@ -1681,25 +1681,42 @@ func (e *emitter) send(ev Event) {
 
 // persister runs saves in the background, in submission order.
 type persister struct {
-	jobs chan func(context.Context) error
+	jobs chan persistJob
 	done chan struct{}
 	err  error
 }
 
+// persistJob is a save, or a barrier that receives the first error once
+// every earlier job has run.
+type persistJob struct {
+	fn      func(context.Context) error
+	barrier chan error
+}
+
 func newPersister() *persister {
-	p := &persister{jobs: make(chan func(context.Context) error, 64), done: make(chan struct{})}
+	p := &persister{jobs: make(chan persistJob, 64), done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
 		for job := range p.jobs {
-			if p.err == nil {
-				p.err = job(context.Background())
+			switch {
+			case job.barrier != nil:
+				job.barrier <- p.err
+			case p.err == nil:
+				p.err = job.fn(context.Background())
 			}
 		}
 	}()
 	return p
 }
 
-func (p *persister) submit(job func(context.Context) error) { p.jobs <- job }
+func (p *persister) submit(job func(context.Context) error) { p.jobs <- persistJob{fn: job} }
+
+// flush waits until every save submitted so far has run.
+func (p *persister) flush() error {
+	b := make(chan error, 1)
+	p.jobs <- persistJob{barrier: b}
+	return <-b
+}
 
 func (p *persister) wait() error {
 	close(p.jobs)

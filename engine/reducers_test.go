@@ -34,7 +34,9 @@ func TestNamedReducers(t *testing.T) {
 	t.Parallel()
 	g := engine.NewStateGraph[longestState]()
 	g.AddNode("a", func(context.Context, longestState) (engine.Output, error) { return engine.Update{"word": "kiwi"}, nil })
-	g.AddNode("b", func(context.Context, longestState) (engine.Output, error) { return engine.Update{"word": "banana"}, nil })
+	g.AddNode("b", func(context.Context, longestState) (engine.Output, error) {
+		return engine.Update{"word": "banana"}, nil
+	})
 	g.AddEdge(engine.Start, "a").AddEdge(engine.Start, "b")
 	cg, err := g.Compile(engine.CompileOptions{})
 	if err != nil {

@@ -154,3 +154,31 @@ func containsMode(ms []engine.StreamMode, m engine.StreamMode) bool {
 	}
 	return false
 }
+
+// A subgraph that resumes reports the checkpoint it goes on from, under
+// its namespace, before its tasks run (upstream's tick does so in every
+// graph that has a checkpointer).
+func TestResumedSubgraphReportsItsLoadedCheckpoint(t *testing.T) {
+	t.Parallel()
+	g := reviewGraph(t)
+	opts := &engine.RunOptions{ThreadID: "t", Subgraphs: true}
+	streamAll(t, g, engine.Update{"request": "refund"}, opts)
+	var first map[string]any
+	for part, err := range g.Stream(context.Background(), engine.Command{Resume: "yes"}, opts, engine.StreamCheckpoints, engine.StreamTasks) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(part.Namespace) == 1 && first == nil {
+			if part.Mode != engine.StreamCheckpoints {
+				t.Fatalf("the subgraph's first part is %s %v, want its loaded checkpoint", part.Mode, part.Data)
+			}
+			first = part.Data.(map[string]any)
+		}
+	}
+	if first == nil {
+		t.Fatal("no part from the subgraph")
+	}
+	if next := first["next"].([]string); len(next) != 1 || next[0] != "ask" {
+		t.Fatalf("the subgraph's loaded checkpoint has next %v, want [ask]", first["next"])
+	}
+}

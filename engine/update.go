@@ -226,6 +226,16 @@ func (g *Pregel) updateSuperstep(ctx context.Context, cfg checkpoints.Config, up
 			}
 		}
 	}
+	// A subgraph whose input the edit changed starts over on the new
+	// input (as upstream); one whose input it left alone keeps its state.
+	for key := range from {
+		for _, t := range tasks {
+			if slices.ContainsFunc(t.writes, func(w KV) bool { return slices.Contains(g.nodes[key.name].inputKeys, w.Key) }) {
+				delete(from, key)
+				break
+			}
+		}
+	}
 	if _, err := l.apply(tasks); err != nil {
 		return cfg, err
 	}

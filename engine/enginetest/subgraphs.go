@@ -126,9 +126,35 @@ type approvalState struct {
 	Decision string `json:"decision"`
 }
 
+// notedApproval is approvalState with a key of the parent's own, which
+// the review subgraph does not read.
+type notedApproval struct {
+	Request  string `json:"request"`
+	Decision string `json:"decision"`
+	Note     string `json:"note"`
+}
+
+// notedApprovalGraph is approvalGraph's review under a parent whose state
+// also has note.
+func notedApprovalGraph(t *testing.T, saver checkpoints.Saver, prepCalls *atomic.Int32) *engine.Graph[notedApproval] {
+	outer := engine.NewStateGraph[notedApproval]()
+	outer.AddSubgraph("review", mustCompile(t, reviewSubgraph(prepCalls), engine.CompileOptions{}))
+	outer.AddEdge(engine.Start, "review")
+	return mustCompile(t, outer, engine.CompileOptions{Checkpointer: saver})
+}
+
 // approvalGraph nests prepare → ask (which interrupts) as the subgraph
 // review; prepCalls counts prepare's runs.
 func approvalGraph(t *testing.T, saver checkpoints.Saver, prepCalls *atomic.Int32) *engine.Graph[approvalState] {
+	outer := engine.NewStateGraph[approvalState]()
+	outer.AddSubgraph("review", mustCompile(t, reviewSubgraph(prepCalls), engine.CompileOptions{}))
+	outer.AddEdge(engine.Start, "review")
+	return mustCompile(t, outer, engine.CompileOptions{Checkpointer: saver})
+}
+
+// reviewSubgraph is prepare → ask, which asks to approve the prepared
+// request.
+func reviewSubgraph(prepCalls *atomic.Int32) *engine.StateGraph[approvalState] {
 	inner := engine.NewStateGraph[approvalState]()
 	inner.AddNode("prepare", func(_ context.Context, s approvalState) (engine.Output, error) {
 		prepCalls.Add(1)
@@ -142,10 +168,7 @@ func approvalGraph(t *testing.T, saver checkpoints.Saver, prepCalls *atomic.Int3
 		return engine.Update{"decision": a}, nil
 	})
 	inner.AddEdge(engine.Start, "prepare").AddEdge("prepare", "ask")
-	outer := engine.NewStateGraph[approvalState]()
-	outer.AddSubgraph("review", mustCompile(t, inner, engine.CompileOptions{}))
-	outer.AddEdge(engine.Start, "review")
-	return mustCompile(t, outer, engine.CompileOptions{Checkpointer: saver})
+	return inner
 }
 
 // An interrupt inside a subgraph surfaces at the root with the subgraph's
@@ -266,32 +289,68 @@ func subgraphStateFollowsForks(t *testing.T, saver checkpoints.Saver) {
 		runFrom(t, g, c)
 		finish(t, g, prep, th)
 	})
-	t.Run("update, run from it by id", func(t *testing.T) {
-		g, prep, th, head := start(t)
-		u, err := g.UpdateState(ctx(), head, engine.Update{"request": "refund"}, engine.Start)
+	t.Run("update of a key the subgraph does not read, run from it by id", func(t *testing.T) {
+		var prep atomic.Int32
+		g := notedApprovalGraph(t, saver, &prep)
+		th := thread(t, "1")
+		if _, err := g.Invoke(ctx(), engine.Update{"request": "refund"}, &engine.RunOptions{ThreadID: th}); !errors.Is(err, engine.ErrInterrupted) {
+			t.Fatal(err)
+		}
+		head, err := g.GetState(ctx(), checkpoints.Config{ThreadID: th})
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, err := g.GetState(ctx(), u)
-		if err != nil || !reflect.DeepEqual(st.Next, []string{"review"}) {
-			t.Fatalf("after the update: %+v, %v; want review next", st, err)
+		u, err := g.UpdateState(ctx(), head.Config, engine.Update{"note": "urgent"}, engine.Start)
+		if err != nil {
+			t.Fatal(err)
 		}
-		runFrom(t, g, u)
-		finish(t, g, prep, th)
+		_, err = g.Invoke(ctx(), nil, &engine.RunOptions{ThreadID: th, CheckpointID: u.CheckpointID})
+		if is := interrupted(t, err).Interrupts; len(is) != 1 || is[0].Value != "approve refund (prepared)?" {
+			t.Fatalf("run from the edit: interrupts %+v", is)
+		}
+		out, err := g.Invoke(ctx(), engine.Command{Resume: "no"}, &engine.RunOptions{ThreadID: th})
+		if err != nil || out.Decision != "no" || out.Note != "urgent" || prep.Load() != 1 {
+			t.Fatalf("resume = %+v, %v; prepare ran %d times, want once (the subgraph kept its state)", out, err, prep.Load())
+		}
 	})
-	t.Run("copy of an update, then time travel to the head of a fork", func(t *testing.T) {
+	t.Run("update of the subgraph's input starts it over on the new input", func(t *testing.T) {
 		g, prep, th, head := start(t)
-		u, err := g.UpdateState(ctx(), head, engine.Update{"request": "refund"}, engine.Start)
+		u, err := g.UpdateState(ctx(), head, engine.Update{"request": "exchange"}, engine.Start)
 		if err != nil {
 			t.Fatal(err)
 		}
-		runFrom(t, g, copyOf(t, g, u))
+		_, err = g.Invoke(ctx(), nil, &engine.RunOptions{ThreadID: th, CheckpointID: u.CheckpointID})
+		if is := interrupted(t, err).Interrupts; len(is) != 1 || is[0].Value != "approve exchange (prepared)?" {
+			t.Fatalf("run from the edit: interrupts %+v, want the question on the edited request", is)
+		}
+		if prep.Load() != 2 {
+			t.Fatalf("prepare ran %d times, want twice: the edited input must reach the subgraph", prep.Load())
+		}
+	})
+	t.Run("a subgraph that finished runs again on time travel", func(t *testing.T) {
+		g, prep, th, _ := start(t)
+		if _, err := g.Invoke(ctx(), engine.Command{Resume: "yes"}, &engine.RunOptions{ThreadID: th}); err != nil {
+			t.Fatal(err)
+		}
+		before := snapshotWithNext(t, g, th, "review")
+		_, err := g.Invoke(ctx(), nil, &engine.RunOptions{ThreadID: th, CheckpointID: before.Config.CheckpointID})
+		if is := interrupted(t, err).Interrupts; len(is) != 1 {
+			t.Fatalf("travel to before the finished subgraph: interrupts %+v, want its question again", is)
+		}
+		if prep.Load() != 2 {
+			t.Fatalf("prepare ran %d times, want twice: a finished subgraph re-runs after the checkpoint travelled to", prep.Load())
+		}
+	})
+	t.Run("copy of a copy, then time travel to the head of a fork", func(t *testing.T) {
+		g, prep, th, head := start(t)
+		runFrom(t, g, copyOf(t, g, copyOf(t, g, head)))
 		latest, err := g.GetState(ctx(), checkpoints.Config{ThreadID: th})
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The copy was run from directly; travelling to it again from
-		// the latest head (a copy too) still keeps the state.
+		// The head is still the second copy (the run stopped inside its
+		// step): travelling to it again runs from it directly and still
+		// keeps the state.
 		runFrom(t, g, latest.Config)
 		finish(t, g, prep, th)
 	})
