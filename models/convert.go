@@ -160,6 +160,11 @@ func messageFromFields(raw map[string]json.RawMessage) (Message, error) {
 				return m, err
 			}
 			m.ChunkPosition = deref(pos)
+			if len(m.ToolCallChunks) > 0 && len(m.ToolCalls) == 0 && len(m.InvalidToolCalls) == 0 {
+				// Upstream derives them when a chunk is built; a dict
+				// that carries its own is kept as it is.
+				m.ToolCalls, m.InvalidToolCalls = toolCallsFromChunks(m.ToolCallChunks)
+			}
 		}
 	case TypeTool:
 		handled["tool_call_id"], handled["status"], handled["artifact"] = true, true, true
