@@ -12,11 +12,20 @@ import (
 // "developer", "tool"), as upstream's convert_to_messages does. OpenAI
 // tool calls (`{"id","type":"function","function":{"name","arguments"}}`)
 // become LangChain tool calls. Fields the type does not know are kept in
-// Extra.
+// Extra. A JSON string reads as a human message, as convert_to_messages
+// reads a str, so `["hi", {"role":"assistant",...}]` is a []Message.
 func (m *Message) UnmarshalJSON(data []byte) error {
+	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] == '"' {
+		var s string
+		if err := json.Unmarshal(t, &s); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidMessage, err)
+		}
+		*m = Human(s)
+		return nil
+	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil || raw == nil {
-		return fmt.Errorf("%w: a message must be a JSON object, got %s", ErrInvalidMessage, abbreviate(bytes.TrimSpace(data)))
+		return fmt.Errorf("%w: a message must be a JSON object or a string, got %s", ErrInvalidMessage, abbreviate(bytes.TrimSpace(data)))
 	}
 	out, err := messageFromFields(raw)
 	if err != nil {
@@ -160,7 +169,9 @@ func messageFromFields(raw map[string]json.RawMessage) (Message, error) {
 				return m, err
 			}
 			m.ChunkPosition = deref(pos)
-			if len(m.ToolCallChunks) > 0 && len(m.ToolCalls) == 0 && len(m.InvalidToolCalls) == 0 {
+			_, hasCalls := raw["tool_calls"]
+			_, hasInvalid := raw["invalid_tool_calls"]
+			if len(m.ToolCallChunks) > 0 && !hasCalls && !hasInvalid {
 				// Upstream derives them when a chunk is built; a dict
 				// that carries its own is kept as it is.
 				m.ToolCalls, m.InvalidToolCalls = toolCallsFromChunks(m.ToolCallChunks)
