@@ -43,8 +43,9 @@ bench: ## Run benchmarks (BENCH=regexp PKG=./engine COUNT=6) against the local P
 	db=$$($(DEV_DB)); TEST_DATABASE_URL="$$db" $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) -count $(COUNT) $(PKG)
 
 .PHONY: golden/record
-golden/record: ## Re-record the engine's golden files from LangGraph.js (needs npm; CASES="a b" for some)
+golden/record: ## Re-record the engine's and models' golden files from LangGraph.js (needs npm; CASES="a b" for some engine cases)
 	cd engine/testdata/golden/js && npm ci --no-audit --no-fund && node record.mjs $(CASES)
+	cd models/testdata/golden/js && npm ci --no-audit --no-fund && node record.mjs
 
 .PHONY: generate
 generate: ## Regenerate templ components (*_templ.go)
