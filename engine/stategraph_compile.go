@@ -329,6 +329,13 @@ func (g *StateGraph[S]) convertField(node, key string, i int, v any) (any, error
 func fromJSONShape(v any, f stateField) (any, bool) {
 	switch v.(type) {
 	case []any, map[string]any:
+	case string:
+		// A string written to a reducer's list whose element type decodes
+		// JSON itself (a message: a string is a human message, as
+		// upstream's add_messages takes it).
+		if f.reducer == nil || f.typ.Kind() != reflect.Slice || !reflect.PointerTo(f.typ.Elem()).Implements(jsonUnmarshaler) {
+			return nil, false
+		}
 	default:
 		return nil, false
 	}
@@ -353,6 +360,8 @@ func fromJSONShape(v any, f stateField) (any, bool) {
 	}
 	return nil, false
 }
+
+var jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
 
 func numeric(k reflect.Kind) bool {
 	return (k >= reflect.Int && k <= reflect.Uint64) || k == reflect.Float32 || k == reflect.Float64

@@ -97,3 +97,25 @@ func TestAddMessagesDoesNotModifyItsArguments(t *testing.T) {
 		t.Fatal("want an error for a nil side")
 	}
 }
+
+// As upstream's add_messages, a bare string written to a messages key is a
+// human message, and a single message needs no list.
+func TestMessagesKeyTakesAStringOrOneMessage(t *testing.T) {
+	t.Parallel()
+	g := engine.NewStateGraph[models.MessagesState]()
+	g.AddNode("reply", func(context.Context, models.MessagesState) (engine.Output, error) {
+		return engine.Update{"messages": models.AI("hello")}, nil
+	})
+	g.AddEdge(engine.Start, "reply")
+	graph, err := g.Compile(engine.CompileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := graph.Invoke(context.Background(), engine.Update{"messages": "hi"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Messages) != 2 || out.Messages[0].Type != models.TypeHuman || out.Messages[0].Text() != "hi" || out.Messages[1].Text() != "hello" {
+		t.Fatalf("messages %+v, want human hi then ai hello", out.Messages)
+	}
+}
