@@ -46,6 +46,19 @@
 // tolerant parser for the JSON a model has streamed so far; usage summed.
 // ToMessage turns the finished chunk into an "ai" message.
 //
+// # Chat models
+//
+// ChatModel is the small interface every provider implements: Info,
+// Generate and Stream, with per-call CallOptions (tools, tool choice, max
+// tokens, temperature, stop sequences, structured output, provider
+// extras); WithTools binds tools to a model. Node code calls a model
+// through Call, which streams the reply to the run's "messages" stream
+// (engine.EmitMessageChunk, with upstream's ls_* metadata) under one id
+// that the returned reply keeps, so the reply is not streamed again when
+// the node returns it. Each provider renders its request with one
+// function and runs Hooks before and after each call, with the rendered
+// SDK request in hand: prompt caching and per-call records plug in there.
+//
 // # Where we differ
 //
 //   - An empty Name, ID or tool call id is written as null: Go cannot

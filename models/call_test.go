@@ -1,0 +1,113 @@
+package models_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/superstep-dev/superstep/engine"
+	"github.com/superstep-dev/superstep/models"
+)
+
+// scriptedModel streams its reply in the given pieces.
+type scriptedModel struct {
+	pieces []string
+	id     string
+	err    error
+	seen   *models.CallOptions
+}
+
+func (s *scriptedModel) Info() models.ModelInfo {
+	return models.ModelInfo{Provider: "scripted", Model: "pieces-1"}
+}
+
+func (s *scriptedModel) Generate(ctx context.Context, msgs []models.Message, opts *models.CallOptions) (models.Message, error) {
+	return s.Stream(ctx, msgs, opts, func(models.Message) error { return nil })
+}
+
+func (s *scriptedModel) Stream(_ context.Context, _ []models.Message, opts *models.CallOptions, onChunk func(models.Message) error) (models.Message, error) {
+	s.seen = opts
+	var merged models.Message
+	for i, p := range s.pieces {
+		c := models.AIChunk(p)
+		c.ID = s.id
+		if err := onChunk(c); err != nil {
+			return models.Message{}, err
+		}
+		if i == 0 {
+			merged = c
+			continue
+		}
+		var err error
+		if merged, err = models.MergeChunks(merged, c); err != nil {
+			return models.Message{}, err
+		}
+	}
+	if s.err != nil {
+		return models.Message{}, s.err
+	}
+	return models.ToMessage(merged), nil
+}
+
+// Call streams a model's chunks to the run's "messages" stream with the
+// model's metadata, under one id the reply keeps, so the node returning
+// the reply does not stream it again.
+func TestCallStreamsChunksUnderOneID(t *testing.T) {
+	t.Parallel()
+	for _, providerID := range []string{"", "msg_provider_1"} {
+		model := &scriptedModel{pieces: []string{"Hel", "lo", "!"}, id: providerID}
+		g := engine.NewStateGraph[models.MessagesState]()
+		g.AddNode("agent", func(ctx context.Context, s models.MessagesState) (engine.Output, error) {
+			temp := 0.5
+			reply, err := models.Call(ctx, model, s.Messages, &models.CallOptions{Temperature: &temp, MaxTokens: 64})
+			if err != nil {
+				return nil, err
+			}
+			return engine.Update{"messages": reply}, nil
+		})
+		g.AddEdge(engine.Start, "agent")
+		graph, err := g.Compile(engine.CompileOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var texts, ids []string
+		var md map[string]any
+		for part, err := range graph.Stream(context.Background(), engine.Update{"messages": "hi"}, nil, engine.StreamMessages) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			pair := part.Data.([]any)
+			msg := pair[0].(models.Message)
+			texts, ids, md = append(texts, msg.Text()), append(ids, msg.ID), pair[1].(map[string]any)
+		}
+		if strings.Join(texts, "|") != "Hel|lo|!" {
+			t.Fatalf("provider id %q: messages parts %q, want the three chunks only", providerID, texts)
+		}
+		if ids[0] == "" || ids[0] != ids[1] || ids[1] != ids[2] || (providerID != "" && ids[0] != providerID) {
+			t.Fatalf("provider id %q: chunk ids %q, want one id (the provider's when it gives one)", providerID, ids)
+		}
+		if md["ls_provider"] != "scripted" || md["ls_model_name"] != "pieces-1" || md["ls_model_type"] != "chat" || md["ls_temperature"] != 0.5 || md["ls_max_tokens"] != 64 {
+			t.Fatalf("chunk metadata %v", md)
+		}
+	}
+}
+
+// A model error ends Call with that error, and WithTools binds tools
+// unless a call names its own.
+func TestCallErrorsAndBoundTools(t *testing.T) {
+	t.Parallel()
+	boom := errors.New("provider down")
+	m := &scriptedModel{pieces: []string{"x"}, err: boom}
+	if _, err := models.Call(context.Background(), m, nil, nil); !errors.Is(err, boom) {
+		t.Fatalf("Call error %v, want the model's", err)
+	}
+	ok := &scriptedModel{pieces: []string{"y"}}
+	bound := models.WithTools(ok, models.ToolSpec{Name: "search"})
+	if _, err := bound.Generate(context.Background(), nil, nil); err != nil || len(ok.seen.Tools) != 1 || ok.seen.Tools[0].Name != "search" {
+		t.Fatalf("bound tools %+v, %v", ok.seen, err)
+	}
+	if _, err := bound.Generate(context.Background(), nil, &models.CallOptions{Tools: []models.ToolSpec{{Name: "other"}}}); err != nil || ok.seen.Tools[0].Name != "other" {
+		t.Fatalf("a call's own tools %+v, %v", ok.seen, err)
+	}
+}
