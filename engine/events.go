@@ -57,8 +57,11 @@ type RunStarted struct {
 
 // StepPlanned lists the tasks of a superstep before any of them runs.
 type StepPlanned struct {
-	Step  int
-	Tasks []TaskInfo
+	// Namespace is the checkpoint namespace of the graph whose step it
+	// is ("" at the root).
+	Namespace string
+	Step      int
+	Tasks     []TaskInfo
 }
 
 // TaskStarted reports that a task's node function is about to run.

@@ -896,7 +896,7 @@ func (l *loop) tick(ctx context.Context, tasks []*task) error {
 		for i, t := range tasks {
 			infos[i] = t.info()
 		}
-		l.emit.send(StepPlanned{Step: l.step, Tasks: infos})
+		l.emit.send(StepPlanned{Namespace: l.ns, Step: l.step, Tasks: infos})
 	}
 	if err := l.matchCache(ctx, tasks); err != nil {
 		return err

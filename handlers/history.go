@@ -88,7 +88,9 @@ func Happened(page []*engine.StateSnapshot, pending map[string][]checkpoints.Pen
 		case checkpoints.SourceFork:
 			rerun := md.RunID != ""
 			if parent != nil {
-				rerun = md.Step == parent.Metadata.Step+1
+				// (At the parent's own step: a re-run saved before forks
+				// took the next step.)
+				rerun = md.Step == parent.Metadata.Step+1 || md.Step == parent.Metadata.Step && md.RunID != ""
 			}
 			if rerun {
 				text := "re-run"

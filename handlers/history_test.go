@@ -79,6 +79,7 @@ func TestHappenedLabelsEachCheckpoint(t *testing.T) {
 	edit.Metadata.Extra = map[string]any{"edited": map[string]any{"fetch": []any{"answer", "n"}}}
 	page := []*engine.StateSnapshot{ // newest first
 		snap("g", "a", checkpoints.SourceFork, 1, ""),            // a copy of b: b's step + 1
+		snap("h", "c", checkpoints.SourceFork, 1, "r4"),          // a re-run saved before forks took the next step
 		snap("f", "b", checkpoints.SourceFork, 1, "r3", "draft"), // a re-run of b
 		edit,
 		snap("d", "c", checkpoints.SourceLoop, 2, "r2"),
@@ -101,6 +102,7 @@ func TestHappenedLabelsEachCheckpoint(t *testing.T) {
 		"e": "edit:edit of answer, n as fetch",
 		"f": "rerun:re-run from b",
 		"g": "fork:fork (copy)",
+		"h": "rerun:re-run from c",
 		"x": "step:step 7",
 	} {
 		var parts []string

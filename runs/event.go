@@ -189,15 +189,10 @@ func (e Event) Encoded() []byte { return e.encoded }
 // edges and values are the thread graph's.
 type runEvents struct {
 	thread, runID string
-	// open holds the thread graph's tasks started and not yet ended. A
-	// barrier (and an empty plan) carries no namespace; while a task of
-	// the thread graph is open it comes from a subgraph, since the thread
-	// graph's own barrier waits for every task of its step.
-	open map[string]struct{}
 }
 
 func newRunEvents(thread, runID string) *runEvents {
-	return &runEvents{thread: thread, runID: runID, open: map[string]struct{}{}}
+	return &runEvents{thread: thread, runID: runID}
 }
 
 // convert is fromEngine for the thread graph's events and keeps only the
@@ -219,56 +214,30 @@ func (r *runEvents) convert(ev engine.Event, now time.Time) []Event {
 	return out
 }
 
-// subgraphNS is the namespace r.namespace gives an event known to come
-// from a subgraph that does not say which.
-const subgraphNS = "?"
-
 // namespace says which graph ev comes from: "" for the thread's graph,
-// else the subgraph's checkpoint namespace (or subgraphNS).
+// else the subgraph's checkpoint namespace.
 func (r *runEvents) namespace(ev engine.Event) string {
-	var task engine.TaskInfo
 	switch e := ev.(type) {
-	case engine.RunStarted:
-		clear(r.open)
-		return ""
 	case engine.StepPlanned:
-		if len(e.Tasks) > 0 {
-			return e.Tasks[0].Namespace
-		}
-		return r.unnamed()
-	case engine.BarrierApplied, engine.ValuesEmitted:
-		return r.unnamed()
+		return e.Namespace
+	case engine.BarrierApplied:
+		return e.Namespace
+	case engine.ValuesEmitted:
+		return e.Namespace
 	case engine.CheckpointSaved:
 		return e.Config.Namespace
 	case engine.TaskStarted:
-		if e.Task.Namespace == "" {
-			r.open[e.Task.ID] = struct{}{}
-		}
 		return e.Task.Namespace
 	case engine.TaskRetried:
 		return e.Task.Namespace
 	case engine.Custom:
 		return e.Task.Namespace
 	case engine.TaskFinished:
-		task = e.Task
+		return e.Task.Namespace
 	case engine.TaskFailed:
-		task = e.Task
+		return e.Task.Namespace
 	case engine.TaskInterrupted:
-		task = e.Task
-	default:
-		return ""
-	}
-	// A task's outcome.
-	if task.Namespace == "" {
-		delete(r.open, task.ID)
-	}
-	return task.Namespace
-}
-
-// unnamed places an event that carries no namespace.
-func (r *runEvents) unnamed() string {
-	if len(r.open) > 0 {
-		return subgraphNS
+		return e.Task.Namespace
 	}
 	return ""
 }
@@ -278,9 +247,6 @@ func (r *runEvents) unnamed() string {
 // subgraph node ("research:inner") and the id of the thread graph's task
 // it runs in.
 func subgraphPath(ns string) (path, root string) {
-	if ns == subgraphNS {
-		return "", ""
-	}
 	parts := strings.Split(ns, "|")
 	names := make([]string, len(parts))
 	for i, p := range parts {
