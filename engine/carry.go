@@ -50,7 +50,7 @@ func (l *loop) subgraphTasks(tasks []*task) map[taskKey]string {
 	out := map[taskKey]string{}
 	for _, t := range tasks {
 		if t.node != nil && t.node.subgraph != nil {
-			out[taskKey{t.name, t.push, t.idx}] = l.taskNS(t.name) + ":" + t.ID()
+			out[taskKey{t.name, t.push, t.idx}] = t.checkpointNS()
 		}
 	}
 	return out

@@ -66,7 +66,7 @@ func (t *task) interrupt(value any) (any, error) {
 
 // interruptID is the id of the idx-th interrupt of the task.
 func (t *task) interruptID(idx int) string {
-	ns := t.l.taskNS(t.name) + ":" + t.ID()
+	ns := t.checkpointNS()
 	if idx > 0 {
 		ns += "#" + strconv.Itoa(idx)
 	}

@@ -299,7 +299,7 @@ func (l *loop) taskStates(tasks []*task, pending []checkpoints.PendingWrite) ([]
 			st.Arg = t.input
 		}
 		if t.node.subgraph != nil {
-			st.Subgraph = &checkpoints.Config{ThreadID: l.opts.ThreadID, Namespace: l.taskNS(t.name) + ":" + t.ID()}
+			st.Subgraph = &checkpoints.Config{ThreadID: l.opts.ThreadID, Namespace: t.checkpointNS()}
 		}
 		var ws []KV
 		ran := false

@@ -249,26 +249,14 @@ func (p *projector) project(ev Event) {
 			p.nodeMessages(e)
 		}
 		if !e.Cached {
-			payload := map[string]any{"id": e.Task.ID, "name": e.Task.Name, "error": nil, "result": resultPayload(e.Writes), "interrupts": []any{}}
-			if p.on(StreamTasks) {
-				p.sendNS(StreamTasks, ns, payload)
-			}
-			if p.on(StreamDebug) {
-				p.sendNS(StreamDebug, ns, debugEnvelope(e.Task.Step, "task_result", payload))
-			}
+			p.taskResult(e.Task, map[string]any{"id": e.Task.ID, "name": e.Task.Name, "error": nil, "result": resultPayload(e.Writes), "interrupts": []any{}})
 		}
 	case TaskFailed:
 		ns := e.Task.Namespace
 		if !p.shows(ns) {
 			return
 		}
-		payload := map[string]any{"id": e.Task.ID, "name": e.Task.Name, "error": e.Err.Error(), "result": nil, "interrupts": []any{}}
-		if p.on(StreamTasks) {
-			p.sendNS(StreamTasks, ns, payload)
-		}
-		if p.on(StreamDebug) {
-			p.sendNS(StreamDebug, ns, debugEnvelope(e.Task.Step, "task_result", payload))
-		}
+		p.taskResult(e.Task, map[string]any{"id": e.Task.ID, "name": e.Task.Name, "error": e.Err.Error(), "result": nil, "interrupts": []any{}})
 	case CheckpointLoaded:
 		p.project(e.CheckpointSaved)
 	case CheckpointSaved:
@@ -316,19 +304,23 @@ func (p *projector) project(ev Event) {
 		}
 		// As upstream, an interrupted task has a result: no writes, its
 		// interrupts.
-		payload := map[string]any{"id": e.Task.ID, "name": e.Task.Name, "error": nil, "result": map[string]any{}, "interrupts": e.Interrupts}
-		if p.on(StreamTasks) {
-			p.sendNS(StreamTasks, ns, payload)
-		}
-		if p.on(StreamDebug) {
-			p.sendNS(StreamDebug, ns, debugEnvelope(e.Task.Step, "task_result", payload))
-		}
+		p.taskResult(e.Task, map[string]any{"id": e.Task.ID, "name": e.Task.Name, "error": nil, "result": map[string]any{}, "interrupts": e.Interrupts})
 	case RunFinished:
 		var interrupted *Interrupted
 		if errors.As(e.Err, &interrupted) && p.on(StreamUpdates) && len(interrupted.Interrupts) == 0 {
 			// A breakpoint: upstream streams an empty interrupt.
 			p.send(StreamUpdates, map[string]any{"__interrupt__": []any{}})
 		}
+	}
+}
+
+// taskResult sends a task's result payload as "tasks" and "debug" parts.
+func (p *projector) taskResult(t TaskInfo, payload map[string]any) {
+	if p.on(StreamTasks) {
+		p.sendNS(StreamTasks, t.Namespace, payload)
+	}
+	if p.on(StreamDebug) {
+		p.sendNS(StreamDebug, t.Namespace, debugEnvelope(t.Step, "task_result", payload))
 	}
 }
 

@@ -82,7 +82,7 @@ func (g *StateGraph[S]) AddSubgraph(name string, sub Compiled, opts ...NodeOptio
 // runSubgraph runs sub inside the task, in the task's namespace.
 func (t *task) runSubgraph(ctx context.Context, sub *Pregel, input Update) (any, error) {
 	l := t.l
-	ns := l.taskNS(t.name) + ":" + t.ID()
+	ns := t.checkpointNS()
 	saver := sub.cfg.Checkpointer
 	if saver == nil {
 		saver = l.saver

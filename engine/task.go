@@ -43,6 +43,11 @@ type task struct {
 	// builtInput: input was built from the state by the node's plan (a
 	// pointer to a fresh struct), not given by a Send.
 	builtInput bool
+	// shown is the input as events show it (inputChannels), built once
+	// per task: by the loop when it plans the step, before the task's
+	// goroutine reads it.
+	shown    any
+	hasShown bool
 	// asUpdate marks a task made by UpdateState: it bumps the step but
 	// records no trigger versions and consumes nothing.
 	asUpdate bool
@@ -147,12 +152,20 @@ func (t *task) info() TaskInfo {
 		// The state builder hands nodes a *S; events show what upstream
 		// does: the node's input keys that hold a value (a struct has a
 		// zero value for every key, set or not).
-		in = t.inputChannels()
+		if !t.hasShown {
+			t.shown, t.hasShown = t.inputChannels(), true
+		}
+		in = t.shown
 	}
 	info := t.ref()
 	info.Input = in
 	return info
 }
+
+// checkpointNS is the task's checkpoint namespace, "<node>:<task id>"
+// under its graph's: where a subgraph it runs keeps its checkpoints, and
+// what its interrupts' ids hash.
+func (t *task) checkpointNS() string { return t.l.taskNS(t.name) + ":" + t.ID() }
 
 // ref is the task's info without its input (which costs a map to build).
 func (t *task) ref() TaskInfo {
