@@ -1,0 +1,118 @@
+// Package localprovider is a local double of the model providers' HTTP APIs:
+// Anthropic Messages and OpenAI Chat Completions, spoken byte for byte as
+// the official Go SDKs expect, so model code is tested through the real
+// clients with no network. With no script it is also an "offline model":
+// deterministic, labelled replies for running graphs when no API key is
+// configured.
+//
+// # What it emulates
+//
+// Anthropic Messages (point the SDK's base URL at the server):
+//
+//   - POST /v1/messages as JSON, and as SSE when "stream": true, with the
+//     API's event sequence: message_start (usage with final input and cache
+//     counts), ping, content_block_start / content_block_delta /
+//     content_block_stop for text (text_delta) and tool_use
+//     (input_json_delta fragments, input starting as {}), message_delta
+//     (stop_reason, cumulative usage) and message_stop.
+//   - POST /v1/messages/count_tokens.
+//   - Errors as {"type":"error","error":{"type","message"},"request_id"},
+//     a request-id header on every answer, and the anthropic-version header
+//     checked (AnthropicVersions: anthropic-sdk-go/v2 sends 2026-10-21).
+//
+// OpenAI Chat Completions (base URL: the server's URL + "/v1/"):
+//
+//   - POST /v1/chat/completions as JSON, and as SSE (data: {chunk} lines,
+//     data: [DONE]) with tool_calls deltas by index, id, type and name on
+//     the first fragment of each call, and, with
+//     stream_options.include_usage, the usage chunk with "choices": [] just
+//     before [DONE] (every other chunk then has "usage": null).
+//   - Errors as {"error":{"message","type","param","code"}}, an
+//     x-request-id header, usage with prompt_tokens_details.cached_tokens.
+//
+// API keys are never logged, stored or echoed: a Request keeps a
+// Fingerprint of the key and its credentials headers read "[redacted]".
+//
+// # What it checks
+//
+// Requests are validated as the real APIs do for what our providers send,
+// and a bad one is answered 400 invalid_request_error with the API's
+// message (so the SDK returns an error with the status):
+//
+//   - Anthropic: model, max_tokens (required; ≥ 0; 0 not with stream), a
+//     non-empty messages list, roles user/assistant, non-empty content,
+//     unique tool names with an input_schema; every tool_result answering a
+//     tool_use of the turn just before it and every tool_use answered in the
+//     next turn (consecutive same-role messages are one turn, as the API
+//     merges them); at most 4 cache_control markers counting the top-level
+//     automatic one, no 1h marker after a 5m one, none on thinking blocks.
+//     No key is 401 authentication_error.
+//   - OpenAI: model, non-empty messages, known roles, stream_options only
+//     with stream, named functions, every tool message answering a pending
+//     tool_call_id of the assistant message before it and every tool call
+//     answered. No key is 401.
+//
+// # Scripting
+//
+// A test queues Turns, either for the whole server (Script) or for one API
+// key (ScriptKey, so parallel callers get their own answers); each request
+// takes the next turn of its key, else of the server:
+//
+//	s, ts := localprovider.NewTestServer(localprovider.Config{})
+//	defer ts.Close()
+//	s.Script(
+//		localprovider.Turn{Fault: &localprovider.Fault{Status: 429, RetryAfterMs: "1"}},
+//		localprovider.Turn{Chunks: []string{"Let me ", "check."}, ToolCalls: []localprovider.ToolCall{
+//			{Name: "get_weather", Args: `{"city":"Paris"}`},
+//			{Name: "get_weather", Args: `{"city": "Ro`}, // malformed, sent as it is
+//		}},
+//	)
+//
+// A Turn gives the text (whole, or Chunks for the stream deltas), tool
+// calls (raw argument JSON, optionally ArgChunks for the fragments), the
+// stop reason, and usage numbers; unset, usage is computed from the request
+// with the Config's deterministic token estimate (EstimateTokens:
+// ⌈bytes/4⌉). Requests returns every request received, decoded
+// (AnthropicRequest or OpenAIRequest) beside its raw body and headers, so a
+// test asserts what the client sent, including X-Stainless-Retry-Count
+// (Request.RetryCount) after a retry.
+//
+// # Faults
+//
+// Turn.Fault injects, per request: an HTTP error status with the provider's
+// body (429 rate_limit_error, 529 overloaded_error, 500 api_error, …) and
+// retry-after / retry-after-ms headers; a slow first byte (FirstByteDelay,
+// waited on the injected Clock and abandoned when the client's context is
+// cancelled); a mid-stream error event after some deltas (ErrorEvent, which
+// the SDKs surface as the stream's Err()); or a connection dropped
+// mid-stream (DropConnection). Config.OnRequest lets a test act at the
+// moment a request arrives (cancel its context, fire the clock) instead of
+// sleeping.
+//
+// # The offline model
+//
+// With nothing scripted the double still answers, deterministically, every
+// text starting with OfflineLabel: after tool results it reports what they
+// returned; when the last user message names an offered tool it calls it
+// with arguments derived from the message and the tool's schema (a quoted
+// string, the first number, empty arrays and objects); otherwise it echoes
+// the message. The Studio uses it when no API key is configured.
+//
+// # Not emulated yet
+//
+//   - Prompt caching: cache_control markers are validated but nothing is
+//     cached, so cache_creation_input_tokens and cache_read_input_tokens
+//     (cached_tokens) are 0 unless a Turn scripts them. The seam for the
+//     caching emulation of the next issue is in prompt.go: a request is
+//     canonicalised into prefix blocks (tools, system, messages), usage is
+//     computed from them by one function (promptUsage), and
+//     responseStarted marks when an entry would become visible.
+//   - Thinking blocks, images, documents, server tools, citations, the
+//     Batches, Models and Files APIs, OpenAI's Responses API, n > 1 choices,
+//     logprobs, and rate-limit headers (anthropic-ratelimit-*, x-ratelimit-*).
+//   - In an Anthropic JSON body, malformed tool arguments are sent as a
+//     JSON string (a body must stay JSON); streams send them as given. Note
+//     that anthropic-sdk-go's Message.Accumulate replaces tool input that is
+//     not valid JSON with {} at content_block_stop: code that must see the
+//     malformed arguments reads the input_json_delta fragments.
+package localprovider
