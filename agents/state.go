@@ -62,8 +62,8 @@ func messagesOf(state any) ([]models.Message, error) {
 // run has taken). The engine asks every channel kind it does not know
 // about on every superstep that runs tasks (channels.Channel's contract),
 // so counting those calls counts the run's supersteps; it is never
-// checkpointed, so each run starts again from the full budget. Nobody
-// writes it, so its version never moves and it triggers nothing.
+// checkpointed, so each run starts again from the full budget. Its version moves
+// every superstep, but no node subscribes to it, so it triggers nothing.
 type stepBudget struct {
 	limit int
 	steps int
@@ -74,11 +74,15 @@ func (c *stepBudget) Update(values []any) (bool, error) {
 		return false, fmt.Errorf("%w: remaining_steps is managed by the agent and cannot be written", channels.ErrInvalidUpdate)
 	}
 	c.steps++
-	return false, nil
+	return true, nil // a new value: node inputs read it again
 }
 
-func (c *stepBudget) Get() (any, bool)                           { return c.limit - c.steps, true }
-func (c *stepBudget) IsAvailable() bool                          { return true }
+// Get is the supersteps left after this one before the run's limit: the
+// engine counts the input's superstep, and fails at step start+limit+1.
+func (c *stepBudget) Get() (any, bool) { return c.limit - 1 - c.steps, c.steps > 0 }
+
+// IsAvailable is false outside a run (GetState), where no budget applies.
+func (c *stepBudget) IsAvailable() bool                          { return c.steps > 0 }
 func (c *stepBudget) Consume() bool                              { return false }
 func (c *stepBudget) Finish() bool                               { return false }
 func (c *stepBudget) Checkpoint() (json.RawMessage, bool, error) { return nil, false, nil }
