@@ -53,11 +53,9 @@
 //
 // # Where we differ
 //
-//   - remaining_steps is computed from ReactOptions.RecursionLimit, which
-//     must match the RunOptions.RecursionLimit of the runs (both default
-//     to engine.DefaultRecursionLimit): the engine does not tell a node
-//     its run's limit. It is a channel that counts the run's supersteps
-//     and is never saved, like upstream's managed value.
+//   - remaining_steps is not a state key: the agent node reads
+//     engine.RemainingSteps, the engine's form of upstream's managed
+//     value (never saved, computed from the run's recursion limit).
 //   - An AI message's invalid tool calls (arguments that were not a JSON
 //     object) that have an id are answered with error ToolMessages, so
 //     the model can correct them and providers that need an answer to

@@ -33,10 +33,6 @@ var ErrInvalidChatHistory = errors.New("agents: INVALID_CHAT_HISTORY")
 // AgentState is the state of the ReAct agent: upstream's AgentState.
 type AgentState struct {
 	Messages []models.Message `json:"messages" reduce:"add_messages"`
-	// RemainingSteps is upstream's managed value: the supersteps this run
-	// may still take (ReactOptions.RecursionLimit minus those taken). It
-	// is never saved and cannot be written.
-	RemainingSteps int `json:"remaining_steps"`
 	// StructuredResponse is the reply of the structured-output call, set
 	// when ReactOptions.ResponseFormat is.
 	StructuredResponse map[string]any `json:"structured_response,omitempty"`
@@ -89,10 +85,6 @@ type ReactOptions struct {
 	// CallOptions are passed on every model call (tools are bound by the
 	// agent).
 	CallOptions *models.CallOptions
-	// RecursionLimit is the RunOptions.RecursionLimit runs of the agent
-	// use (0: engine.DefaultRecursionLimit); remaining_steps counts down
-	// from it. The engine does not tell a node its run's limit.
-	RecursionLimit int
 	// Compile holds the graph's checkpointer, store and breakpoints; its
 	// Name defaults to Name.
 	Compile engine.CompileOptions
@@ -116,9 +108,6 @@ func NewReactAgent(model models.ChatModel, tools []Tool, opts *ReactOptions) (*e
 	default:
 		return nil, fmt.Errorf("agents: unknown version %q (want v1 or v2)", o.Version)
 	}
-	if o.RecursionLimit == 0 {
-		o.RecursionLimit = engine.DefaultRecursionLimit
-	}
 	if o.Compile.Name == "" {
 		o.Compile.Name = o.Name
 	}
@@ -138,7 +127,6 @@ func NewReactAgent(model models.ChatModel, tools []Tool, opts *ReactOptions) (*e
 	}
 
 	g := engine.NewStateGraph[AgentState]()
-	g.Channel("remaining_steps", &stepBudget{limit: o.RecursionLimit})
 	g.Channel("llm_input_messages", channels.EphemeralValueOf[[]models.Message](false))
 	g.AddNode(NodeAgent, a.callModel)
 	entry := NodeAgent
@@ -216,7 +204,7 @@ func (a *reactAgent) callModel(ctx context.Context, s AgentState) (engine.Output
 		return nil, err
 	}
 	reply.Name = a.opts.Name
-	if a.moreStepsNeeded(s, reply) {
+	if a.moreStepsNeeded(ctx, reply) {
 		return engine.Update{"messages": []models.Message{{Type: models.TypeAI, ID: reply.ID, Name: a.opts.Name, Content: models.Text(NeedMoreSteps)}}}, nil
 	}
 	return engine.Update{"messages": []models.Message{reply}}, nil
@@ -234,12 +222,16 @@ func (a *reactAgent) prompt(ctx context.Context, s AgentState, msgs []models.Mes
 
 // moreStepsNeeded is upstream's _are_more_steps_needed, all() of no calls
 // included.
-func (a *reactAgent) moreStepsNeeded(s AgentState, reply models.Message) bool {
+// Upstream reads its RemainingSteps managed value; the engine gives it to
+// the running node (engine.RemainingSteps), so the state holds no key for
+// it.
+func (a *reactAgent) moreStepsNeeded(ctx context.Context, reply models.Message) bool {
+	left := engine.RemainingSteps(ctx)
 	allDirect := true
 	for _, c := range reply.ToolCalls {
 		allDirect = allDirect && a.returnDirect[c.Name]
 	}
-	return (s.RemainingSteps < 1 && allDirect) || (s.RemainingSteps < 2 && len(reply.ToolCalls) > 0)
+	return (left < 1 && allDirect) || (left < 2 && len(reply.ToolCalls) > 0)
 }
 
 // validateHistory is upstream's _validate_chat_history.

@@ -201,7 +201,7 @@ func TestReactAgentNeedsMoreSteps(t *testing.T) {
 	)
 	// With a limit of 4 the first model call has two supersteps after
 	// it (tools, agent); the second has none left for its tool call.
-	g := compileAgent(t, model, []agents.Tool{weatherTool(t)}, &agents.ReactOptions{RecursionLimit: 4})
+	g := compileAgent(t, model, []agents.Tool{weatherTool(t)}, nil)
 	out, err := g.Invoke(context.Background(), engine.Update{"messages": "?"}, &engine.RunOptions{ThreadID: "steps", RecursionLimit: 4})
 	if err != nil {
 		t.Fatal(err)

@@ -1,12 +1,10 @@
 package agents
 
 import (
-	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
 
-	"github.com/superstep-dev/superstep/engine/channels"
 	"github.com/superstep-dev/superstep/models"
 )
 
@@ -57,36 +55,3 @@ func messagesOf(state any) ([]models.Message, error) {
 	return nil, fmt.Errorf("agents: a state of type %T has no \"messages\" field", state)
 }
 
-// stepBudget is the channel behind the agent's remaining_steps: upstream's
-// RemainingSteps managed value (recursion limit minus the supersteps this
-// run has taken). The engine asks every channel kind it does not know
-// about on every superstep that runs tasks (channels.Channel's contract),
-// so counting those calls counts the run's supersteps; it is never
-// checkpointed, so each run starts again from the full budget. Its version moves
-// every superstep, but no node subscribes to it, so it triggers nothing.
-type stepBudget struct {
-	limit int
-	steps int
-}
-
-func (c *stepBudget) Update(values []any) (bool, error) {
-	if len(values) > 0 {
-		return false, fmt.Errorf("%w: remaining_steps is managed by the agent and cannot be written", channels.ErrInvalidUpdate)
-	}
-	c.steps++
-	return true, nil // a new value: node inputs read it again
-}
-
-// Get is the supersteps left after this one before the run's limit: the
-// engine counts the input's superstep, and fails at step start+limit+1.
-func (c *stepBudget) Get() (any, bool) { return c.limit - 1 - c.steps, c.steps > 0 }
-
-// IsAvailable is false outside a run (GetState), where no budget applies.
-func (c *stepBudget) IsAvailable() bool                          { return c.steps > 0 }
-func (c *stepBudget) Consume() bool                              { return false }
-func (c *stepBudget) Finish() bool                               { return false }
-func (c *stepBudget) Checkpoint() (json.RawMessage, bool, error) { return nil, false, nil }
-func (c *stepBudget) FromCheckpoint(json.RawMessage) (channels.Channel, error) {
-	return &stepBudget{limit: c.limit}, nil
-}
-func (c *stepBudget) Copy() channels.Channel { cp := *c; return &cp }

@@ -387,40 +387,11 @@ func lastAI(msgs []models.Message) (models.Message, bool) {
 	return models.Message{}, false
 }
 
-// interruptText is the message of the error engine.Interrupt returns. The
-// engine does not export that error or a predicate for it, so this is
-// how a ToolNode tells an interrupt from a tool's failure (an interrupt
-// must never be answered as a tool error). It is checked by
-// TestToolNodeInterruptResume.
-const interruptText = "engine: node interrupted (return this error from the node)"
-
+// isInterrupt tells an interrupt (a tool called engine.Interrupt, or ran
+// a graph that stopped) from a tool's failure: an interrupt is never
+// answered as a tool error.
 func isInterrupt(err error) bool {
-	for _, e := range unwrapAll(err) {
-		if e.Error() == interruptText || errors.Is(e, engine.ErrInterrupted) {
-			return true
-		}
-	}
-	return false
-}
-
-func unwrapAll(err error) []error {
-	var out []error
-	stack := []error{err}
-	for len(stack) > 0 {
-		e := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if e == nil {
-			continue
-		}
-		out = append(out, e)
-		switch u := e.(type) {
-		case interface{ Unwrap() error }:
-			stack = append(stack, u.Unwrap())
-		case interface{ Unwrap() []error }:
-			stack = append(stack, u.Unwrap()...)
-		}
-	}
-	return out
+	return engine.IsInterrupt(err) || errors.Is(err, engine.ErrInterrupted)
 }
 
 // ToolsCondition is upstream's tools_condition: "tools" when the last

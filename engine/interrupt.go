@@ -28,6 +28,11 @@ type Interruption struct {
 // interrupted even if the node swallows it.
 var errInterruptSignal = errors.New("engine: node interrupted (return this error from the node)")
 
+// IsInterrupt reports whether err is (or wraps) the error Interrupt
+// returns: code that calls nodes or tools on a node's behalf (a tool
+// runner catching tool failures) must let it through, not handle it.
+func IsInterrupt(err error) bool { return errors.Is(err, errInterruptSignal) }
+
 // Interrupt pauses the running node until a person answers. The first time
 // it is reached it returns a non-nil error that the node must return; the
 // run stops with an *Interrupted error listing the interrupt, and the

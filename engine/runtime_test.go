@@ -3,6 +3,8 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/superstep-dev/superstep/engine"
@@ -49,5 +51,38 @@ func TestNodesReachTheStore(t *testing.T) {
 	}
 	if engine.StoreFrom(context.Background()) != nil {
 		t.Fatal("StoreFrom outside a node must be nil")
+	}
+}
+
+// RemainingSteps and IsLastStep follow upstream's managed values
+// (stop - step, and step == stop - 1), on the recursion limit's
+// arithmetic: a chain START→a→b→c with limit 4 just fits.
+func TestRemainingStepsAndIsLastStep(t *testing.T) {
+	t.Parallel()
+	type st struct {
+		Log []string `json:"log" reduce:"append"`
+	}
+	g := engine.NewStateGraph[st]()
+	for _, n := range []string{"a", "b", "c"} {
+		g.AddNode(n, func(ctx context.Context, _ st) (engine.Output, error) {
+			return engine.Update{"log": fmt.Sprintf("%s:%d:%v", n, engine.RemainingSteps(ctx), engine.IsLastStep(ctx))}, nil
+		})
+	}
+	g.AddEdge(engine.Start, "a").AddSequence("a", "b", "c")
+	cg, err := g.Compile(engine.CompileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cg.Invoke(context.Background(), engine.Update{"log": []string{}}, &engine.RunOptions{RecursionLimit: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// stop = -1 + 4 + 1 = 4 on a new thread (input at step -1); a runs at
+	// step 1 (3 left), b at 2, c at 3 (1 left: the last step allowed).
+	if want := []string{"a:3:false", "b:2:false", "c:1:true"}; !reflect.DeepEqual(out.Log, want) {
+		t.Fatalf("log %v, want %v", out.Log, want)
+	}
+	if engine.RemainingSteps(context.Background()) != 0 || engine.IsLastStep(context.Background()) {
+		t.Fatal("outside a node: want 0 and false")
 	}
 }

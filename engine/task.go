@@ -254,6 +254,24 @@ func Emit(ctx context.Context, payload any) {
 	t.l.emit.send(Custom{Task: t.info(), Payload: payload})
 }
 
+// RemainingSteps is how many supersteps the running node's run may still
+// take before it hits its recursion limit, counting the current one
+// (upstream's RemainingSteps managed value: 1 on the last step allowed).
+// Outside a node it is 0.
+func RemainingSteps(ctx context.Context) int {
+	if t := taskFrom(ctx); t != nil {
+		return t.l.stop - t.l.step
+	}
+	return 0
+}
+
+// IsLastStep reports whether the running node runs in the last superstep
+// its run's recursion limit allows (upstream's IsLastStep).
+func IsLastStep(ctx context.Context) bool {
+	t := taskFrom(ctx)
+	return t != nil && t.l.step == t.l.stop-1
+}
+
 // EmitMessageChunk streams a chunk of a chat model's reply from the
 // running node (stream mode "messages"), with the model's metadata
 // (ls_provider, ls_model_name, ...) added to upstream's keys. A chunk
