@@ -54,4 +54,3 @@ func messagesOf(state any) ([]models.Message, error) {
 	}
 	return nil, fmt.Errorf("agents: a state of type %T has no \"messages\" field", state)
 }
-
