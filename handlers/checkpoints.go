@@ -57,6 +57,9 @@ func (rt Routes) mountTimeTravel(r chi.Router) {
 	r.Method(http.MethodPost, "/threads/{thread}/checkpoints/{checkpoint}/rerun", RerunCheckpoint(rt))
 	r.Method(http.MethodPost, "/threads/{thread}/continue", ContinueThread(rt))
 	r.Method(http.MethodGet, "/threads/{thread}/diff", DiffCheckpoints(rt))
+	r.Method(http.MethodGet, "/threads/{thread}/chat", ChatFragment(rt))
+	r.Method(http.MethodGet, "/threads/{thread}/checkpoints/{checkpoint}/messages/{key}/{message}", MessageText(rt))
+	r.Method(http.MethodGet, "/threads/{thread}/messages/{key}/{message}/origin", MessageOrigin(rt))
 }
 
 func checkpointParam(r *http.Request, name, value string) (string, error) {
@@ -168,6 +171,12 @@ func treeView(r *http.Request, rt Routes) (web.CheckpointsView, error) {
 		}
 		d.Head, d.HeadID = sel == v.HeadID, v.HeadID
 		d.Happened = happened[sel]
+		// A chat's "edit": the form opens with that message alone.
+		if key, msg := q.Get("edit"), q.Get("message"); key != "" && msg != "" && r.Method == http.MethodGet {
+			if err := prefillMessageEdit(ctx, rt, p, id, &d, key, msg); err != nil {
+				return web.CheckpointsView{}, err
+			}
+		}
 		v.Selected = &d
 	}
 	return v, nil

@@ -145,6 +145,11 @@ func threadPage(rt Routes, amend func(*web.ThreadView) int) http.Handler {
 		v.Overlay.Edges = edges
 		v.Values = f.valueRows(t.ID)
 		v.Pending = pendingViews(t.Pending)
+		if v.Chats, err = headChats(r.Context(), rt, t.ID, g.Pregel()); err != nil {
+			fail(w, r, rt.Logger, err)
+			return
+		}
+		v.Streams = ChatStreams(evs)
 		if t.Status == runs.StatusInterrupted {
 			v.Edit = stateEditor(v.Values, len(t.Pending) > 0)
 		}

@@ -75,6 +75,9 @@ func (m *Manager) SubscribeFrom(ctx context.Context, threadID, cursor string) (c
 		sub.Close()
 		return nil, nil, err
 	}
+	// Chunks are not in the log: the text of the replies still
+	// streaming stands for those the subscriber missed.
+	evs = append(evs, t.hub.streamingNow()...)
 	return append(evs, caught), sub, nil
 }
 
@@ -122,6 +125,9 @@ func (m *Manager) history(ctx context.Context, threadID string, h *hub) ([]Event
 	evs = withSubgraphTasks(withRunLog(mergeDetails(evs, live), recs), live)
 	if info.Status == StatusRunning {
 		evs = append(evs, running(evs)...)
+		// The text of the replies still streaming, whole (see
+		// KindMessageChunk).
+		evs = append(evs, h.streamingNow()...)
 	}
 	return evs, nil
 }

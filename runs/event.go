@@ -128,6 +128,12 @@ type Event struct {
 	RunKind RunKind `json:"run_kind,omitempty"`
 	Origin  string  `json:"origin,omitempty"`
 	Answer  string  `json:"answer,omitempty"`
+	// Message is a message_chunk event's reply id, Text its text (see
+	// KindMessageChunk); Truncated says a catch-up's text was cut at
+	// StreamTextBytes.
+	Message   string `json:"message,omitempty"`
+	Text      string `json:"text,omitempty"`
+	Truncated bool   `json:"truncated,omitempty"`
 	// Status is the thread's status after a run_finished event.
 	Status Status    `json:"status,omitempty"`
 	Time   time.Time `json:"time"`

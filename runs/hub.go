@@ -68,6 +68,8 @@ type hub struct {
 	// log holds the retained events, oldest first; logBytes their size.
 	log      []Event
 	logBytes int
+	// chunks are the replies still streaming (see KindMessageChunk).
+	chunks streams
 }
 
 func newHub() *hub {
@@ -181,6 +183,12 @@ func (h *hub) publish(evs ...Event) {
 		if ev.Kind == kindTrack {
 			continue
 		}
+		switch {
+		case ev.Kind == KindCheckpoint && ev.Path == "":
+			h.chunks.settle(ev.Step)
+		case ev.Kind == KindRunFinished:
+			h.chunks.settle(-1)
+		}
 		h.track.annotate(&ev)
 		h.seq++
 		ev.Seq = h.seq
@@ -227,7 +235,7 @@ func (e *Event) size() int {
 	if e.encoded != nil {
 		return len(e.encoded) + 256
 	}
-	n := 256 + len(e.Node) + len(e.Path) + len(e.TaskID) + len(e.Error) + len(e.Checkpoint) + len(e.RunID) + len(e.Parent) + len(e.Origin) + len(e.Answer)
+	n := 256 + len(e.Node) + len(e.Path) + len(e.TaskID) + len(e.Error) + len(e.Checkpoint) + len(e.RunID) + len(e.Parent) + len(e.Origin) + len(e.Answer) + len(e.Message) + len(e.Text)
 	for _, list := range [...][]string{e.Triggers, e.Writes, e.Next} {
 		for _, s := range list {
 			n += 16 + len(s)

@@ -644,6 +644,13 @@ func (m *Manager) launch(ctx context.Context, req launchRequest) (Thread, error)
 				}
 				progressed = true
 			}
+			if mc, ok := ev.(engine.MessageChunk); ok {
+				// Live only: never in the run log, nor the hub's log.
+				if x, ok := chunkEvent(threadID, mc, m.now()); ok {
+					t.hub.stream(x)
+				}
+				return
+			}
 			if evs := conv.convert(ev, m.now()); len(evs) > 0 {
 				for i := range evs {
 					if evs[i].Kind == KindRunStarted {

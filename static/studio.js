@@ -376,6 +376,8 @@
       for (const ev of JSON.parse(m.data)) {
         // One event the page cannot show must not lose the rest.
         try { apply(ev); } catch (err) { console.error("studio: cannot apply event", ev, err); }
+        // Other scripts of the page (chat.js) follow the same events.
+        document.dispatchEvent(new CustomEvent("studio:event", { detail: ev }));
       }
     };
     ws.onclose = (e) => {

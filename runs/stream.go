@@ -1,0 +1,144 @@
+package runs
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/superstep-dev/superstep/engine"
+	"github.com/superstep-dev/superstep/internal/textcut"
+)
+
+// KindMessageChunk carries a piece of a chat model's reply streamed from
+// inside a node (engine.MessageChunk): Message is the reply's id (every
+// chunk of one reply has it, and so does the reply the node returns),
+// Text the chunk's text. A live one carries the new text only; a catch-up
+// one (Catchup set) the whole text streamed so far.
+//
+// Chunks are not events of the thread's log: they take no seq, are not
+// retained for cursors, are never written to the run log, and a
+// catch-up rebuilds nothing from them but the text of the replies still
+// streaming (see streams). Once the step's checkpoint is saved, the reply
+// is in the state and pages show it from there.
+const KindMessageChunk Kind = "message_chunk"
+
+// Bounds of the text of replies still streaming a thread keeps for a
+// catch-up: StreamTextBytes per reply (the rest is left out, and the
+// catch-up event says it was cut), StreamReplies replies at once.
+const (
+	StreamTextBytes = 64 << 10
+	StreamReplies   = 16
+)
+
+// textChunk is what a chunk must offer to be shown: models.Message does.
+type textChunk interface {
+	Text() string
+	MessageID() string
+}
+
+// chunkEvent converts a chunk of the thread graph's own nodes; a
+// subgraph's (its reply goes to the subgraph's state, which the thread
+// page does not show as a chat) and a chunk without text or id are not
+// forwarded.
+func chunkEvent(thread string, mc engine.MessageChunk, now time.Time) (Event, bool) {
+	c, ok := mc.Chunk.(textChunk)
+	if !ok || mc.Task.Namespace != "" {
+		return Event{}, false
+	}
+	text, id := c.Text(), c.MessageID()
+	if text == "" || id == "" {
+		return Event{}, false
+	}
+	return Event{Kind: KindMessageChunk, Thread: thread, Step: mc.Task.Step, Node: mc.Task.Name, TaskID: mc.Task.ID, Message: id, Text: text, Time: now}, true
+}
+
+// streaming is the text of one reply still streaming.
+type streaming struct {
+	ev  Event // the first chunk's details; Text is the text so far
+	cut bool
+}
+
+// streams holds a thread's replies still streaming, in the order they
+// began.
+type streams struct {
+	order []string
+	by    map[string]*streaming
+}
+
+func (s *streams) add(ev Event) {
+	if s.by == nil {
+		s.by = map[string]*streaming{}
+	}
+	st := s.by[ev.Message]
+	if st == nil {
+		if len(s.order) >= StreamReplies {
+			return
+		}
+		st = &streaming{ev: ev}
+		st.ev.Text = ""
+		s.by[ev.Message] = st
+		s.order = append(s.order, ev.Message)
+	}
+	if st.cut {
+		return
+	}
+	if len(st.ev.Text)+len(ev.Text) > StreamTextBytes {
+		st.ev.Text = string(textcut.Cut([]byte(st.ev.Text+ev.Text), StreamTextBytes))
+		st.cut = true
+		return
+	}
+	st.ev.Text += ev.Text
+}
+
+// settle forgets the replies of steps up to step (their checkpoint holds
+// them now), or all with step < 0.
+func (s *streams) settle(step int) {
+	kept := s.order[:0]
+	for _, id := range s.order {
+		if step >= 0 && s.by[id].ev.Step > step {
+			kept = append(kept, id)
+			continue
+		}
+		delete(s.by, id)
+	}
+	clear(s.order[len(kept):])
+	s.order = kept
+}
+
+// snapshot is the replies still streaming as catch-up events.
+func (s *streams) snapshot() []Event {
+	out := make([]Event, 0, len(s.order))
+	for _, id := range s.order {
+		st := s.by[id]
+		ev := st.ev
+		ev.Catchup, ev.Truncated = true, st.cut
+		out = append(out, ev)
+	}
+	return out
+}
+
+// stream sends a chunk to the thread's subscribers and keeps its text
+// for a catch-up. Like publish it never blocks: a subscriber whose buffer
+// is full is dropped (it reconnects and gets the text so far).
+func (h *hub) stream(ev Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.chunks.add(ev)
+	if len(h.subs) == 0 {
+		return
+	}
+	ev.encoded, _ = json.Marshal(ev)
+	for s := range h.subs {
+		select {
+		case s.c <- ev:
+		default:
+			h.removeLocked(s, true)
+		}
+	}
+}
+
+// streamingNow is the replies still streaming, as catch-up events.
+func (h *hub) streamingNow() []Event {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.chunks.snapshot()
+}
