@@ -371,19 +371,28 @@ func (r *goldenRunner) command(cfg checkpoints.Config, c *goldenCommand) engine.
 		if err != nil {
 			r.t.Fatalf("resume map: GetState: %v", err)
 		}
+		// Labels are interrupt values: two pending interrupts with equal
+		// values cannot be told apart by label, so that fails the case.
 		ids := map[string]string{}
+		add := func(i engine.Interruption) {
+			label := interruptLabel(jsonRoundTrip(i.Value))
+			if prev, ok := ids[label]; ok && prev != i.ID {
+				r.t.Fatalf("resume map: two pending interrupts share the label %s (ids %s and %s); give them distinct values", label, prev, i.ID)
+			}
+			ids[label] = i.ID
+		}
 		var walk func(s *engine.StateSnapshot)
 		walk = func(s *engine.StateSnapshot) {
 			for _, ts := range s.Tasks {
 				for _, i := range ts.Interrupts {
-					ids[interruptLabel(jsonRoundTrip(i.Value))] = i.ID
+					add(i)
 				}
 				if ts.State != nil {
 					walk(ts.State)
 				}
 			}
 			for _, i := range s.Interrupts {
-				ids[interruptLabel(jsonRoundTrip(i.Value))] = i.ID
+				add(i)
 			}
 		}
 		walk(st)

@@ -253,7 +253,15 @@ async function command(graph, cfg, c, labeller, thread) {
     const ids = {};
     const walk = (s) => {
       for (const t of s.tasks) {
-        for (const i of t.interrupts ?? []) ids[`interrupt:${canonical(plain(i.value))}`] = i.id;
+        for (const i of t.interrupts ?? []) {
+          // Labels are interrupt values: two pending interrupts with equal
+          // values cannot be told apart by label.
+          const label = `interrupt:${canonical(plain(i.value))}`;
+          if (ids[label] !== undefined && ids[label] !== i.id) {
+            throw new Error(`resume map: two pending interrupts share the label ${label} (ids ${ids[label]} and ${i.id}); give them distinct values`);
+          }
+          ids[label] = i.id;
+        }
         if (t.state?.tasks) walk(t.state);
       }
     };
