@@ -185,7 +185,8 @@ func goldenNoCheckpointer(t *testing.T, calls *goldenCalls) goldenGraph {
 
 // goldenPregelDoubled is the low-level graph of the pregel_* cases: one
 // reads input and writes its double to doubled and side; the output is
-// doubled; stream gives StreamChannels (nil: unset).
+// doubled; stream gives StreamChannels (nil: unset; one name: the graph
+// streams that channel's raw value, goldenGraph.streamChannel).
 func goldenPregelDoubled(stream []string) func(*testing.T, *goldenCalls) goldenGraph {
 	return func(t *testing.T, calls *goldenCalls) goldenGraph {
 		one := mustNode(t, "one", engine.NewNode().
@@ -208,12 +209,16 @@ func goldenPregelDoubled(stream []string) func(*testing.T, *goldenCalls) goldenG
 			StreamChannels: stream,
 			Checkpointer:   saver,
 		})
-		return goldenGraph{graph: p, saver: saver, input: func(v any) any {
+		gg := goldenGraph{graph: p, saver: saver, input: func(v any) any {
 			if f, ok := v.(float64); ok {
 				return int(f)
 			}
 			return v
 		}}
+		if len(stream) == 1 {
+			gg.streamChannel = stream[0]
+		}
+		return gg
 	}
 }
 

@@ -7,12 +7,27 @@ package engine_test
 // (golden_graphs_test.go), replays the recorded operations, normalises
 // what it observes exactly as record.mjs does, and compares.
 //
+// Steps: every recorded part is [ns, mode, payload, step], step being the
+// part's superstep in its stream, counted per namespace from a boundary
+// both sides emit (record.mjs's file comment; stepLabels here): with a
+// checkpointer the checkpoints (the "checkpoints" mode is added to the
+// stream for counting when the case does not ask for it, and its parts
+// are then dropped), without one the debug task events (the "debug" mode
+// likewise, a "tasks" start taking the step of its debug twin). So a part
+// in another superstep than upstream's differs even when the stream asks
+// for updates only.
+//
 // Order: within one superstep upstream emits "updates" and "tasks" parts
 // in the order tasks finish, so a run of consecutive updates/tasks parts
-// (debug task events included) of one namespace is compared as a
-// multiset; any other part (values, checkpoints, a debug checkpoint)
-// closes the run. Next lists and snapshot task lists are sets.
-// Everything else is compared in order.
+// (debug task events included) of one namespace and one step is compared
+// as a multiset; any other part (values, checkpoints, a debug checkpoint,
+// custom) closes the run and is compared in place, so a step's values
+// part comes after its updates. Within the multiset a task result is
+// marked by whether a start of a task of the same name (same mode) came
+// before it in its namespace and step, so a result ahead of its start
+// differs (a task resumed from its saved writes has a result and no start
+// upstream). Next lists and snapshot task lists are sets. Everything else
+// is compared in order.
 
 import (
 	"bytes"
@@ -39,6 +54,7 @@ type goldenCalls struct {
 	n  map[string]int
 }
 
+// add counts a call of name and returns its count so far.
 func (c *goldenCalls) add(name string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -49,6 +65,7 @@ func (c *goldenCalls) add(name string) int {
 	return c.n[name]
 }
 
+// snapshot is the counts as JSON decoding gives them (float64s).
 func (c *goldenCalls) snapshot() map[string]any {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -60,12 +77,14 @@ func (c *goldenCalls) snapshot() map[string]any {
 }
 
 // goldenGraph is what a case's Go builder returns: the compiled graph,
-// its saver (nil without a checkpointer), and, for graphs whose input is
-// not a state map, a conversion of the JSON input.
+// its saver (nil without a checkpointer), for graphs whose input is not a
+// state map a conversion of the JSON input, and for a graph streaming one
+// channel's raw value (stream_channels given as one name) that channel.
 type goldenGraph struct {
-	graph engine.Compiled
-	saver *checkpoints.Memory
-	input func(any) any
+	graph         engine.Compiled
+	saver         *checkpoints.Memory
+	input         func(any) any
+	streamChannel string
 }
 
 // goldenStep is one recorded operation with its recorded result.
@@ -97,6 +116,8 @@ type goldenCommand struct {
 	Goto      any            `json:"goto"`
 }
 
+// UnmarshalJSON decodes a command and records whether it has a resume
+// key (a null resume is a resume).
 func (c *goldenCommand) UnmarshalJSON(b []byte) error {
 	type plain goldenCommand
 	if err := json.Unmarshal(b, (*plain)(c)); err != nil {
@@ -117,6 +138,8 @@ type goldenFile struct {
 	Steps       []goldenStep `json:"steps"`
 }
 
+// TestGolden replays every golden file on its Go builder, and checks that
+// every builder has a golden file.
 func TestGolden(t *testing.T) {
 	t.Parallel()
 	files, err := filepath.Glob(filepath.Join("testdata", "golden", "*.json"))
@@ -154,6 +177,7 @@ func TestGolden(t *testing.T) {
 	}
 }
 
+// runGolden builds a case's graph and replays its steps in order.
 func runGolden(t *testing.T, gf goldenFile, build func(*testing.T, *goldenCalls) goldenGraph) {
 	t.Helper()
 	if gf.Note != "" {
@@ -161,13 +185,14 @@ func runGolden(t *testing.T, gf goldenFile, build func(*testing.T, *goldenCalls)
 	}
 	calls := &goldenCalls{}
 	gg := build(t, calls)
-	r := &goldenRunner{t: t, g: gg.graph.Pregel(), saver: gg.saver, input: gg.input, calls: calls}
+	r := &goldenRunner{t: t, g: gg.graph.Pregel(), saver: gg.saver, input: gg.input, streamChannel: gg.streamChannel, calls: calls}
 	for i, st := range gf.Steps {
 		where := fmt.Sprintf("step %d (%s)", i, describeStep(st))
 		r.step(where, st)
 	}
 }
 
+// describeStep names a step in failure messages.
 func describeStep(st goldenStep) string {
 	var b strings.Builder
 	b.WriteString(st.Op)
@@ -187,13 +212,15 @@ func describeStep(st goldenStep) string {
 }
 
 type goldenRunner struct {
-	t     *testing.T
-	g     *engine.Pregel
-	saver *checkpoints.Memory
-	input func(any) any
-	calls *goldenCalls
+	t             *testing.T
+	g             *engine.Pregel
+	saver         *checkpoints.Memory
+	input         func(any) any
+	streamChannel string
+	calls         *goldenCalls
 }
 
+// thread is a step's thread id ("1" unless given).
 func (r *goldenRunner) thread(st goldenStep) string {
 	if st.Thread == "" {
 		return "1"
@@ -201,6 +228,8 @@ func (r *goldenRunner) thread(st goldenStep) string {
 	return st.Thread
 }
 
+// config is a step's thread and, when it names a checkpoint label, that
+// checkpoint's namespace and id.
 func (r *goldenRunner) config(st goldenStep) checkpoints.Config {
 	cfg := checkpoints.Config{ThreadID: r.thread(st)}
 	if st.Checkpoint != "" {
@@ -213,6 +242,8 @@ func (r *goldenRunner) config(st goldenStep) checkpoints.Config {
 	return cfg
 }
 
+// labeller reads a thread's checkpoint ids from the saver, as
+// record.mjs's Labeller does from the MemorySaver.
 func (r *goldenRunner) labeller(thread string) *goldenLabeller {
 	l := &goldenLabeller{thread: thread, byPath: map[string][]string{}, nsOf: map[string]string{}}
 	if r.saver == nil {
@@ -233,6 +264,7 @@ func (r *goldenRunner) labeller(thread string) *goldenLabeller {
 	return l
 }
 
+// step replays one recorded operation and compares what it observes.
 func (r *goldenRunner) step(where string, st goldenStep) {
 	t := r.t
 	ctx := context.Background()
@@ -250,6 +282,14 @@ func (r *goldenRunner) step(where string, st goldenStep) {
 		for i, m := range st.Modes {
 			modes[i] = engine.StreamMode(m)
 		}
+		boundary := engine.StreamDebug
+		if r.saver != nil {
+			boundary = engine.StreamCheckpoints
+		}
+		injected := !slices.Contains(modes, boundary)
+		if injected {
+			modes = append(modes, boundary)
+		}
 		opts := &engine.RunOptions{ThreadID: thread, CheckpointID: cfg.CheckpointID, RecursionLimit: st.RecursionLimit, Subgraphs: st.Subgraphs}
 		if r.saver == nil {
 			opts.ThreadID = ""
@@ -265,8 +305,8 @@ func (r *goldenRunner) step(where string, st goldenStep) {
 		}
 		n := r.normaliser(thread)
 		got := make([]any, 0, len(parts))
-		for _, p := range parts {
-			got = append(got, n.part(p))
+		for _, lp := range stepLabels(parts, boundary, injected) {
+			got = append(got, append(n.part(lp.part), lp.step))
 		}
 		compareParts(t, where, st.Parts, got)
 		compareError(t, where, st.Error, goldenErrorKind(runErr))
@@ -278,7 +318,7 @@ func (r *goldenRunner) step(where string, st goldenStep) {
 			return
 		}
 		want, got := normaliseSnapshotsForCompare(st.State), normaliseSnapshotsForCompare(r.normaliser(thread).snapshot(s))
-		compareJSON(t, where+" state", want, rawSnapshotValues(want, got))
+		compareJSON(t, where+" state", want, r.rawSnapshotValues(want, got))
 	case "history":
 		cfg := r.config(st)
 		hs, err := r.g.GetStateHistory(ctx, cfg, engine.HistoryOptions{})
@@ -322,6 +362,7 @@ func (r *goldenRunner) step(where string, st goldenStep) {
 	}
 }
 
+// derefString is *s, or nil.
 func derefString(s *string) any {
 	if s == nil {
 		return nil
@@ -329,6 +370,7 @@ func derefString(s *string) any {
 	return *s
 }
 
+// historyLine summarises a history in one line for failure messages.
 func historyLine(hs []any) string {
 	var b strings.Builder
 	for _, h := range hs {
@@ -339,6 +381,8 @@ func historyLine(hs []any) string {
 	return b.String()
 }
 
+// decodeInput turns a recorded input into the engine's: the builder's
+// conversion, else a map as an engine.Update.
 func (r *goldenRunner) decodeInput(raw json.RawMessage) any {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
@@ -368,19 +412,28 @@ func (r *goldenRunner) command(cfg checkpoints.Config, c *goldenCommand) engine.
 		if err != nil {
 			r.t.Fatalf("resume map: GetState: %v", err)
 		}
+		// Labels are interrupt values: two pending interrupts with equal
+		// values cannot be told apart by label, so that fails the case.
 		ids := map[string]string{}
+		add := func(i engine.Interruption) {
+			label := interruptLabel(jsonRoundTrip(i.Value))
+			if prev, ok := ids[label]; ok && prev != i.ID {
+				r.t.Fatalf("resume map: two pending interrupts share the label %s (ids %s and %s); give them distinct values", label, prev, i.ID)
+			}
+			ids[label] = i.ID
+		}
 		var walk func(s *engine.StateSnapshot)
 		walk = func(s *engine.StateSnapshot) {
 			for _, ts := range s.Tasks {
 				for _, i := range ts.Interrupts {
-					ids[interruptLabel(jsonRoundTrip(i.Value))] = i.ID
+					add(i)
 				}
 				if ts.State != nil {
 					walk(ts.State)
 				}
 			}
 			for _, i := range s.Interrupts {
-				ids[interruptLabel(jsonRoundTrip(i.Value))] = i.ID
+				add(i)
 			}
 		}
 		walk(st)
@@ -447,6 +500,7 @@ func goldenErrorKind(err error) *string {
 	return &kind
 }
 
+// compareError compares error kinds (nil: no error).
 func compareError(t *testing.T, where string, want, got *string) {
 	t.Helper()
 	if derefString(want) != derefString(got) {
@@ -456,6 +510,7 @@ func compareError(t *testing.T, where string, want, got *string) {
 
 // ---- normalisation (mirrors record.mjs) ----
 
+// nsPath is a checkpoint namespace without its task ids ("root" for "").
 func nsPath(ns string) string {
 	if ns == "" {
 		return "root"
@@ -473,6 +528,7 @@ type goldenLabeller struct {
 	nsOf   map[string]string
 }
 
+// label is a checkpoint's "<ns path>#<n>".
 func (l *goldenLabeller) label(ns, id string) string {
 	p := nsPath(ns)
 	i := slices.Index(l.byPath[p], id)
@@ -482,6 +538,7 @@ func (l *goldenLabeller) label(ns, id string) string {
 	return fmt.Sprintf("%s#%d", p, i)
 }
 
+// resolve turns a label back into the checkpoint's namespace and id.
 func (l *goldenLabeller) resolve(label string) (ns, id string, err error) {
 	p, n, _ := strings.Cut(label, "#")
 	var idx int
@@ -499,6 +556,7 @@ type goldenNormaliser struct {
 	l *goldenLabeller
 }
 
+// normaliser labels a thread's checkpoints as they are now.
 func (r *goldenRunner) normaliser(thread string) *goldenNormaliser {
 	return &goldenNormaliser{l: r.labeller(thread)}
 }
@@ -529,8 +587,11 @@ func canonicalJSON(v any) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
+// interruptLabel is an interrupt's normalised id: its value as
+// canonical JSON.
 func interruptLabel(value any) string { return "interrupt:" + canonicalJSON(value) }
 
+// config is a config's "ckpt:<label>", nil without a checkpoint id.
 func (n *goldenNormaliser) config(cfg any) any {
 	m, _ := cfg.(map[string]any)
 	c, _ := m["configurable"].(map[string]any)
@@ -542,6 +603,7 @@ func (n *goldenNormaliser) config(cfg any) any {
 	return "ckpt:" + n.l.label(ns, id)
 }
 
+// interrupts normalises interrupt ids to their labels.
 func (n *goldenNormaliser) interrupts(v any) []any {
 	list, _ := v.([]any)
 	out := make([]any, 0, len(list))
@@ -552,6 +614,7 @@ func (n *goldenNormaliser) interrupts(v any) []any {
 	return out
 }
 
+// err is a task error as "message:<text>", nil for none.
 func (n *goldenNormaliser) err(e any) any {
 	switch e := e.(type) {
 	case nil:
@@ -565,6 +628,7 @@ func (n *goldenNormaliser) err(e any) any {
 	return fmt.Sprintf("message:%v", e)
 }
 
+// metadata keeps source, step and the parents' labels.
 func (n *goldenNormaliser) metadata(md any) any {
 	m, _ := md.(map[string]any)
 	parents := map[string]any{}
@@ -576,6 +640,7 @@ func (n *goldenNormaliser) metadata(md any) any {
 	return map[string]any{"source": m["source"], "step": m["step"], "parents": parents}
 }
 
+// values normalises the interrupts of a values payload.
 func (n *goldenNormaliser) values(v any) any {
 	if m, ok := v.(map[string]any); ok {
 		if i, ok := m["__interrupt__"]; ok {
@@ -587,6 +652,7 @@ func (n *goldenNormaliser) values(v any) any {
 	return v
 }
 
+// maps2 is a shallow copy of m.
 func maps2(m map[string]any) map[string]any {
 	out := make(map[string]any, len(m))
 	for k, v := range m {
@@ -595,6 +661,7 @@ func maps2(m map[string]any) map[string]any {
 	return out
 }
 
+// update normalises the interrupts of an updates payload.
 func (n *goldenNormaliser) update(u any) any {
 	m, ok := u.(map[string]any)
 	if !ok {
@@ -607,6 +674,7 @@ func (n *goldenNormaliser) update(u any) any {
 	return out
 }
 
+// taskID is "task:<name>", nil for a task without an id.
 func taskID(t map[string]any) any {
 	if id, _ := t["id"].(string); id == "" {
 		return nil
@@ -614,14 +682,18 @@ func taskID(t map[string]any) any {
 	return fmt.Sprintf("task:%v", t["name"])
 }
 
+// taskStart keeps id, name, input and triggers, as Python sends.
 func (n *goldenNormaliser) taskStart(t map[string]any) any {
 	return map[string]any{"id": taskID(t), "name": t["name"], "input": t["input"], "triggers": t["triggers"]}
 }
 
+// taskResult keeps id, name, error, result and interrupts.
 func (n *goldenNormaliser) taskResult(t map[string]any) any {
 	return map[string]any{"id": taskID(t), "name": t["name"], "error": n.err(t["error"]), "result": t["result"], "interrupts": n.interrupts(t["interrupts"])}
 }
 
+// taskState is a task's subgraph state: a snapshot, or its namespace
+// path when only the config is given.
 func (n *goldenNormaliser) taskState(s any) any {
 	m, ok := s.(map[string]any)
 	if !ok || m == nil {
@@ -635,6 +707,8 @@ func (n *goldenNormaliser) taskState(s any) any {
 	return map[string]any{"ns": nsPath(ns)}
 }
 
+// ckptTask is a "checkpoints" task entry in Python's three shapes (see
+// record.mjs ckptTask).
 func (n *goldenNormaliser) ckptTask(t map[string]any) any {
 	state := n.taskState(t["state"])
 	if e := n.err(t["error"]); e != nil {
@@ -646,6 +720,7 @@ func (n *goldenNormaliser) ckptTask(t map[string]any) any {
 	return map[string]any{"id": taskID(t), "name": t["name"], "interrupts": n.interrupts(t["interrupts"]), "state": state}
 }
 
+// sortedStrings is a list sorted (next lists are sets).
 func sortedStrings(v any) []any {
 	list, _ := v.([]any)
 	out := slices.Clone(list)
@@ -656,6 +731,7 @@ func sortedStrings(v any) []any {
 	return out
 }
 
+// checkpoint normalises a "checkpoints" payload.
 func (n *goldenNormaliser) checkpoint(c map[string]any) any {
 	tasks, _ := c["tasks"].([]any)
 	nt := make([]any, 0, len(tasks))
@@ -673,7 +749,9 @@ func (n *goldenNormaliser) checkpoint(c map[string]any) any {
 	}
 }
 
-func (n *goldenNormaliser) part(p engine.StreamPart) any {
+// part normalises a stream part into [ns, mode, payload]; the caller
+// appends its step.
+func (n *goldenNormaliser) part(p engine.StreamPart) []any {
 	ns := make([]any, len(p.Namespace))
 	for i, s := range p.Namespace {
 		ns[i], _, _ = strings.Cut(s, ":")
@@ -720,10 +798,13 @@ func (n *goldenNormaliser) snapshot(s *engine.StateSnapshot) any {
 	return n.snapshotJSON(snapshotJSON(s))
 }
 
+// cfgJSON is a config as LangGraph.js shapes it.
 func cfgJSON(c checkpoints.Config) map[string]any {
 	return map[string]any{"configurable": map[string]any{"thread_id": c.ThreadID, "checkpoint_ns": c.Namespace, "checkpoint_id": c.CheckpointID}}
 }
 
+// snapshotJSON is an engine snapshot as LangGraph.js shapes a
+// StateSnapshot, before normalisation.
 func snapshotJSON(s *engine.StateSnapshot) map[string]any {
 	out := map[string]any{
 		"values":   jsonRoundTrip(s.Values),
@@ -755,6 +836,7 @@ func snapshotJSON(s *engine.StateSnapshot) map[string]any {
 	return out
 }
 
+// snapshotJSON normalises a snapshot shaped as LangGraph.js's.
 func (n *goldenNormaliser) snapshotJSON(s map[string]any) any {
 	tasks, _ := s["tasks"].([]any)
 	nt := make([]any, 0, len(tasks))
@@ -782,31 +864,32 @@ func (n *goldenNormaliser) snapshotJSON(s map[string]any) any {
 
 // ---- comparison ----
 
-// normaliseSnapshotsForCompare sorts a snapshot's task list (a set), in
-// nested snapshots too.
 // rawSnapshotValues unwraps a snapshot's values where upstream's are one
 // channel's raw value (stream_channels given as one name): a documented
-// difference (engine/doc.go), StateSnapshot.Values is always a map.
-func rawSnapshotValues(want, got any) any {
+// difference (engine/doc.go), StateSnapshot.Values is always a map. It
+// unwraps only the graph's own stream channel (goldenGraph.streamChannel)
+// and only when it is the one key; anything else is compared as it is.
+func (r *goldenRunner) rawSnapshotValues(want, got any) any {
 	w, _ := want.(map[string]any)
 	g, _ := got.(map[string]any)
-	if w == nil || g == nil {
+	if r.streamChannel == "" || w == nil || g == nil {
 		return got
 	}
 	if _, isMap := w["values"].(map[string]any); isMap || w["values"] == nil {
 		return got
 	}
 	vs, _ := g["values"].(map[string]any)
-	if len(vs) != 1 {
+	v, ok := vs[r.streamChannel]
+	if !ok || len(vs) != 1 {
 		return got
 	}
 	out := maps2(g)
-	for _, v := range vs {
-		out["values"] = v
-	}
+	out["values"] = v
 	return out
 }
 
+// normaliseSnapshotsForCompare sorts a snapshot's task list (a set), in
+// nested snapshots too.
 func normaliseSnapshotsForCompare(v any) any {
 	m, ok := v.(map[string]any)
 	if !ok {
@@ -829,15 +912,90 @@ func normaliseSnapshotsForCompare(v any) any {
 	return out
 }
 
+// sortByJSON sorts a list by its items' canonical JSON.
 func sortByJSON(list []any) {
 	sort.SliceStable(list, func(i, j int) bool { return canonicalJSON(list[i]) < canonicalJSON(list[j]) })
+}
+
+// labelledPart is a stream part with its step (see the file comment).
+type labelledPart struct {
+	part engine.StreamPart
+	step int
+}
+
+// stepLabels gives each part its step, counted per raw namespace from the
+// boundary (checkpoints, or debug task events with their "tasks" twins),
+// and drops the boundary mode's parts when the mode was added only for
+// counting: record.mjs's stepLabels, on the Go side.
+func stepLabels(parts []engine.StreamPart, boundary engine.StreamMode, injected bool) []labelledPart {
+	count := map[string]int{}
+	ckptStep := map[string]map[string]int{}
+	lastDebugStep := map[string]any{}
+	data := make([]map[string]any, len(parts))
+	debugStepOf := map[string]any{}
+	for i, p := range parts {
+		data[i], _ = jsonRoundTrip(p.Data).(map[string]any)
+		if p.Mode == engine.StreamDebug && data[i]["type"] == "task" {
+			inner, _ := data[i]["payload"].(map[string]any)
+			debugStepOf[fmt.Sprintf("%s#%v", strings.Join(p.Namespace, "|"), inner["id"])] = data[i]["step"]
+		}
+	}
+	out := make([]labelledPart, 0, len(parts))
+	for i, p := range parts {
+		key := strings.Join(p.Namespace, "|")
+		if ckptStep[key] == nil {
+			ckptStep[key] = map[string]int{}
+		}
+		step := count[key]
+		data := data[i]
+		if boundary == engine.StreamCheckpoints {
+			var c map[string]any
+			switch {
+			case p.Mode == engine.StreamCheckpoints:
+				c = data
+			case p.Mode == engine.StreamDebug && data["type"] == "checkpoint":
+				c, _ = data["payload"].(map[string]any)
+			}
+			cfg, _ := c["config"].(map[string]any)
+			conf, _ := cfg["configurable"].(map[string]any)
+			if id, ok := conf["checkpoint_id"].(string); ok {
+				if _, seen := ckptStep[key][id]; !seen {
+					ckptStep[key][id] = count[key]
+					count[key]++
+				}
+				step = ckptStep[key][id]
+			}
+		} else {
+			var id any
+			switch {
+			case p.Mode == engine.StreamDebug && data["type"] == "task":
+				inner, _ := data["payload"].(map[string]any)
+				id = inner["id"]
+			case p.Mode == engine.StreamTasks && hasKey(data, "input"):
+				id = data["id"]
+			}
+			if id != nil {
+				debugStep, ok := debugStepOf[fmt.Sprintf("%s#%v", key, id)]
+				if last, seen := lastDebugStep[key]; ok && (!seen || last != debugStep) {
+					lastDebugStep[key] = debugStep
+					count[key]++
+				}
+			}
+			step = count[key]
+		}
+		if injected && p.Mode == boundary {
+			continue
+		}
+		out = append(out, labelledPart{part: p, step: step})
+	}
+	return out
 }
 
 // unorderedPart says whether a part may come in any order within its
 // superstep: updates, task events.
 func unorderedPart(p any) bool {
 	l, _ := p.([]any)
-	if len(l) != 3 {
+	if len(l) < 4 {
 		return false
 	}
 	switch l[1] {
@@ -850,22 +1008,89 @@ func unorderedPart(p any) bool {
 	return false
 }
 
+// hasKey says whether m has the key k.
+func hasKey(m map[string]any, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
+// partGroup is a part's namespace and step, as JSON.
+func partGroup(p any) string {
+	l := p.([]any)
+	return canonicalJSON([]any{l[0], l[3]})
+}
+
+// taskEvent says whether a part is a task's start or result ("" when
+// neither) and gives the task's name.
+func taskEvent(p any) (kind string, name any) {
+	l, _ := p.([]any)
+	if len(l) < 4 {
+		return "", nil
+	}
+	m, _ := l[2].(map[string]any)
+	switch l[1] {
+	case "tasks":
+		if _, ok := m["input"]; ok {
+			return "start", m["name"]
+		}
+		return "result", m["name"]
+	case "debug":
+		inner, _ := m["payload"].(map[string]any)
+		switch m["type"] {
+		case "task":
+			return "start", inner["name"]
+		case "task_result":
+			return "result", inner["name"]
+		}
+	}
+	return "", nil
+}
+
+// markTaskResults appends to each task result part whether a start of a
+// task of the same name, mode, namespace and step came before it (each
+// start answers one result), so the multiset comparison keeps a task's
+// start ahead of its result.
+func markTaskResults(parts []any) {
+	open := map[string]int{}
+	for i, p := range parts {
+		kind, name := taskEvent(p)
+		if kind == "" {
+			continue
+		}
+		l := p.([]any)
+		key := canonicalJSON([]any{l[0], l[1], l[3], name})
+		switch kind {
+		case "start":
+			open[key]++
+		case "result":
+			mark := "no start before it"
+			if open[key] > 0 {
+				open[key]--
+				mark = "after its start"
+			}
+			parts[i] = append(slices.Clone(l), mark)
+		}
+	}
+}
+
 // canonicalParts sorts each run of unordered parts of one namespace and
-// tasks lists inside checkpoint payloads, so that the comparison is a
-// multiset per step.
+// one step, and tasks lists inside checkpoint payloads, so that the
+// comparison is a multiset per step; task results are marked first
+// (markTaskResults).
 func canonicalParts(parts []any) []any {
 	out := make([]any, len(parts))
 	for i, p := range parts {
 		out[i] = canonicalPartPayload(p)
 	}
+	markTaskResults(out)
 	for i := 0; i < len(out); {
 		if !unorderedPart(out[i]) {
 			i++
 			continue
 		}
-		ns := canonicalJSON(out[i].([]any)[0])
+		group := partGroup(out[i])
 		j := i
-		for j < len(out) && unorderedPart(out[j]) && canonicalJSON(out[j].([]any)[0]) == ns {
+		for j < len(out) && unorderedPart(out[j]) && partGroup(out[j]) == group {
 			j++
 		}
 		sortByJSON(out[i:j])
@@ -874,9 +1099,10 @@ func canonicalParts(parts []any) []any {
 	return out
 }
 
+// canonicalPartPayload sorts the sets inside a part's payload.
 func canonicalPartPayload(p any) any {
 	l, _ := p.([]any)
-	if len(l) != 3 {
+	if len(l) < 3 {
 		return p
 	}
 	payload := l[2]
@@ -902,11 +1128,18 @@ func canonicalPartPayload(p any) any {
 			}
 		}
 	}
-	return []any{l[0], l[1], payload}
+	return append([]any{l[0], l[1], payload}, l[3:]...)
 }
 
+// compareParts compares a stream's parts [ns, mode, payload, step] as
+// the file comment says.
 func compareParts(t *testing.T, where string, want, got []any) {
 	t.Helper()
+	for i, p := range want {
+		if l, _ := p.([]any); len(l) != 4 {
+			t.Fatalf("%s: golden part %d is not [ns, mode, payload, step]: re-record (make golden/record)", where, i)
+		}
+	}
 	w := canonicalParts(jsonRoundTrip(want).([]any))
 	gotRT, _ := jsonRoundTrip(got).([]any)
 	g := canonicalParts(gotRT)
@@ -914,7 +1147,7 @@ func compareParts(t *testing.T, where string, want, got []any) {
 		return
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: stream parts differ (golden %d parts, Go %d); unordered runs sorted\n", where, len(w), len(g))
+	fmt.Fprintf(&b, "%s: stream parts [ns, mode, payload, step] differ (golden %d parts, Go %d); unordered runs of one namespace and step sorted, task results marked\n", where, len(w), len(g))
 	for i := range max(len(w), len(g)) {
 		var ws, gs string
 		if i < len(w) {
@@ -932,6 +1165,7 @@ func compareParts(t *testing.T, where string, want, got []any) {
 	t.Error(b.String())
 }
 
+// compareJSON compares two values as JSON decoding gives them.
 func compareJSON(t *testing.T, where string, want, got any) {
 	t.Helper()
 	w, g := jsonRoundTrip(want), jsonRoundTrip(got)
@@ -939,4 +1173,27 @@ func compareJSON(t *testing.T, where string, want, got any) {
 		return
 	}
 	t.Errorf("%s differs\n golden: %s\n     go: %s", where, canonicalJSON(w), canonicalJSON(g))
+}
+
+// TestGoldenPartsComparison checks what compareParts tells apart: a part
+// in another step, and a task result ahead of its start; and what it
+// does not: the order of one step's updates.
+func TestGoldenPartsComparison(t *testing.T) {
+	t.Parallel()
+	part := func(mode string, payload any, step int) any {
+		return []any{[]any{}, mode, payload, float64(step)}
+	}
+	upd := func(node string, step int) any { return part("updates", map[string]any{node: nil}, step) }
+	start := part("tasks", map[string]any{"id": "task:a", "name": "a", "input": nil, "triggers": nil}, 1)
+	result := part("tasks", map[string]any{"id": "task:a", "name": "a", "result": nil, "error": nil, "interrupts": []any{}}, 1)
+	same := func(a, b []any) bool { return reflect.DeepEqual(canonicalParts(a), canonicalParts(b)) }
+	if !same([]any{upd("a", 1), upd("b", 1)}, []any{upd("b", 1), upd("a", 1)}) {
+		t.Error("one step's updates in another order differ")
+	}
+	if same([]any{upd("a", 1), upd("b", 2)}, []any{upd("b", 1), upd("a", 2)}) {
+		t.Error("updates of two steps swapped compare equal")
+	}
+	if same([]any{start, result}, []any{result, start}) {
+		t.Error("a task result ahead of its start compares equal")
+	}
 }

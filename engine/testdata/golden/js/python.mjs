@@ -18,11 +18,12 @@ export function interruptValues(rec) {
     if (step.op !== "stream") return step;
     const last = {};
     const parts = [];
-    for (const [ns, mode, payload] of step.parts) {
+    for (const part of step.parts) {
+      const [ns, mode, payload, stepNo] = part;
       const key = JSON.stringify(ns);
       if (mode !== "values" || payload === null || typeof payload !== "object" || !("__interrupt__" in payload)) {
         if (mode === "values") last[key] = payload;
-        parts.push([ns, mode, payload]);
+        parts.push(part);
         continue;
       }
       if (payload.__interrupt__.length === 0) continue;
@@ -31,7 +32,7 @@ export function interruptValues(rec) {
       // alone (_loop.py output_writes, when output_keys is a string).
       const state = last[key];
       const isMap = state !== null && typeof state === "object" && !Array.isArray(state);
-      parts.push([ns, mode, isMap ? { ...state, __interrupt__: payload.__interrupt__ } : { __interrupt__: payload.__interrupt__ }]);
+      parts.push([ns, mode, isMap ? { ...state, __interrupt__: payload.__interrupt__ } : { __interrupt__: payload.__interrupt__ }, stepNo]);
     }
     return { ...step, parts };
   });
@@ -111,9 +112,11 @@ export function noAbortErrors(rec) {
   );
 }
 
-// walkParts applies fn to every stream part of every step.
+// walkParts applies fn to every stream part [ns, mode, payload] of every
+// step; the part keeps its step label (record.mjs stepLabels).
 function walkParts(rec, fn) {
-  const steps = rec.steps.map((step) => (step.op === "stream" ? { ...step, parts: step.parts.map(fn) } : step));
+  const edit = (part) => [...fn(part.slice(0, 3)), ...part.slice(3)];
+  const steps = rec.steps.map((step) => (step.op === "stream" ? { ...step, parts: step.parts.map(edit) } : step));
   return { ...rec, steps };
 }
 

@@ -21,6 +21,22 @@
 //   - the task "start" payload keeps id, name, input and triggers (what
 //     Python sends; LangGraph.js adds interrupts and metadata);
 //   - "checkpoints" task entries drop path (Python sends none).
+//
+// Every stream part is recorded as [ns, mode, payload, step]: step is the
+// part's superstep within its stream, counted per namespace (the raw one,
+// task ids included) from a boundary both sides emit:
+//   - with a checkpointer, the checkpoints: a checkpoint closes its step,
+//     so a "checkpoints" part (and its "debug" twin, matched by checkpoint
+//     id) carries the number of earlier checkpoints of its namespace in
+//     the stream, and any other part the number of checkpoints before it;
+//   - without one (no checkpoints then), the debug task events, which
+//     carry their step: the counter of a namespace goes up at each task
+//     start whose step differs from the last start's (a start opens its
+//     step); a "tasks" start takes its step from its "debug" twin, matched
+//     by task id (it comes first).
+// The boundary mode ("checkpoints", or "debug") is added to the stream
+// when the case does not ask for it, and its parts are then dropped from
+// what is recorded (stepLabels).
 // Order-robustness lives in the Go comparison (see golden_test.go).
 
 import { readdir, writeFile } from "node:fs/promises";
@@ -242,6 +258,50 @@ export class Normaliser {
   }
 }
 
+// boundaryMode is the stream mode whose parts mark the supersteps: see
+// the file comment.
+export const boundaryMode = (hasCheckpointer) => (hasCheckpointer ? "checkpoints" : "debug");
+
+// stepLabels gives each raw part [ns (task ids included), mode, payload]
+// its step (see the file comment) and drops the boundary mode's parts when
+// that mode was added only for counting: it returns [ns, mode, payload,
+// step].
+export function stepLabels(raw, boundary, injected) {
+  const count = {};
+  const ckptStep = {};
+  const lastDebugStep = {};
+  const debugStepOf = {};
+  for (const [ns, mode, payload] of raw) {
+    if (mode === "debug" && payload.type === "task") debugStepOf[`${ns.join("|")}#${payload.payload.id}`] = payload.step;
+  }
+  const out = [];
+  for (const [ns, mode, payload] of raw) {
+    const key = ns.join("|");
+    count[key] ??= 0;
+    ckptStep[key] ??= {};
+    let step = count[key];
+    if (boundary === "checkpoints") {
+      const c = mode === "checkpoints" ? payload : mode === "debug" && payload.type === "checkpoint" ? payload.payload : null;
+      const id = c?.config?.configurable?.checkpoint_id;
+      if (id !== undefined) {
+        if (!(id in ckptStep[key])) ckptStep[key][id] = count[key]++;
+        step = ckptStep[key][id];
+      }
+    } else {
+      const id = mode === "debug" && payload.type === "task" ? payload.payload.id : mode === "tasks" && "input" in payload ? payload.id : undefined;
+      const debugStep = debugStepOf[`${key}#${id}`];
+      if (id !== undefined && debugStep !== undefined && debugStep !== lastDebugStep[key]) {
+        lastDebugStep[key] = debugStep;
+        count[key]++;
+      }
+      step = count[key];
+    }
+    if (injected && mode === boundary) continue;
+    out.push([ns, mode, payload, step]);
+  }
+  return out;
+}
+
 // command builds a LangGraph.js Command from a golden command: resume,
 // resume_map (interrupt labels → answers), update, goto (a node, a list,
 // or {"send": [node, arg]} items).
@@ -253,7 +313,15 @@ async function command(graph, cfg, c, labeller, thread) {
     const ids = {};
     const walk = (s) => {
       for (const t of s.tasks) {
-        for (const i of t.interrupts ?? []) ids[`interrupt:${canonical(plain(i.value))}`] = i.id;
+        for (const i of t.interrupts ?? []) {
+          // Labels are interrupt values: two pending interrupts with equal
+          // values cannot be told apart by label.
+          const label = `interrupt:${canonical(plain(i.value))}`;
+          if (ids[label] !== undefined && ids[label] !== i.id) {
+            throw new Error(`resume map: two pending interrupts share the label ${label} (ids ${ids[label]} and ${i.id}); give them distinct values`);
+          }
+          ids[label] = i.id;
+        }
         if (t.state?.tasks) walk(t.state);
       }
     };
@@ -306,17 +374,19 @@ async function runCase(c) {
         const input = s.command ? await command(graph, cfg, s.command, labeller, thread) : (s.input ?? null);
         const raw = [];
         let error = null;
+        const boundary = boundaryMode(!!saver);
+        const injected = !s.modes.includes(boundary);
         try {
           const stream = await graph.stream(input, {
             ...cfg,
-            streamMode: s.modes,
+            streamMode: injected ? [...s.modes, boundary] : s.modes,
             subgraphs: !!s.subgraphs,
           });
           for await (const p of stream) raw.push(s.subgraphs ? p : [[], ...p]);
         } catch (e) {
           error = norm.error(e);
         }
-        out.parts = raw.map(([ns, mode, payload]) => norm.part(ns, mode, payload));
+        out.parts = stepLabels(raw, boundary, injected).map(([ns, mode, payload, step]) => [...norm.part(ns, mode, payload), step]);
         out.error = error;
         break;
       }

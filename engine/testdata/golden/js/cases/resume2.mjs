@@ -48,9 +48,9 @@ function keepNullWrites(at, inputLen, added) {
   return (rec) => {
     const steps = rec.steps.map((step, i) => {
       if (i !== at) return step;
-      const parts = step.parts.map(([ns, mode, p]) => {
-        if (mode !== "values" || ns.length !== 0) return [ns, mode, p];
-        return [ns, mode, { ...p, log: [...p.log.slice(0, inputLen), ...added, ...p.log.slice(inputLen)] }];
+      const parts = step.parts.map(([ns, mode, p, stepNo]) => {
+        if (mode !== "values" || ns.length !== 0) return [ns, mode, p, stepNo];
+        return [ns, mode, { ...p, log: [...p.log.slice(0, inputLen), ...added, ...p.log.slice(inputLen)] }, stepNo];
       });
       return { ...step, parts };
     });
