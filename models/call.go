@@ -13,8 +13,9 @@ import (
 // with the model's ls_* metadata) as it arrives, and returns the reply as
 // an "ai" message. Every chunk and the reply carry one id — the
 // provider's, or "run--<uuid>" when it gives none — so the reply, once
-// the node returns it, is not streamed a second time. Outside a run the
-// chunks go nowhere and Call is Stream.
+// the node returns it, is not streamed a second time. A reply of an
+// offline model (ModelInfo.Offline) has response_metadata "offline":
+// true. Outside a run the chunks go nowhere and Call is Stream.
 func Call(ctx context.Context, m ChatModel, messages []Message, opts *CallOptions) (Message, error) {
 	md := modelMetadata(m.Info(), opts)
 	var id string
@@ -39,6 +40,14 @@ func Call(ctx context.Context, m ChatModel, messages []Message, opts *CallOption
 		id = "run--" + uuid.NewString()
 	}
 	reply.ID = id
+	if m.Info().Offline {
+		// Every page that shows this reply can say it is not a real
+		// model's (the Studio's chat view shows a badge).
+		if reply.ResponseMetadata == nil {
+			reply.ResponseMetadata = map[string]any{}
+		}
+		reply.ResponseMetadata["offline"] = true
+	}
 	return reply, nil
 }
 

@@ -12,14 +12,15 @@ import (
 
 // scriptedModel streams its reply in the given pieces.
 type scriptedModel struct {
-	pieces []string
-	id     string
-	err    error
-	seen   *models.CallOptions
+	pieces  []string
+	id      string
+	err     error
+	seen    *models.CallOptions
+	offline bool
 }
 
 func (s *scriptedModel) Info() models.ModelInfo {
-	return models.ModelInfo{Provider: "scripted", Model: "pieces-1"}
+	return models.ModelInfo{Provider: "scripted", Model: "pieces-1", Offline: s.offline}
 }
 
 func (s *scriptedModel) Generate(ctx context.Context, msgs []models.Message, opts *models.CallOptions) (models.Message, error) {
@@ -109,5 +110,20 @@ func TestCallErrorsAndBoundTools(t *testing.T) {
 	}
 	if _, err := bound.Generate(context.Background(), nil, &models.CallOptions{Tools: []models.ToolSpec{{Name: "other"}}}); err != nil || ok.seen.Tools[0].Name != "other" {
 		t.Fatalf("a call's own tools %+v, %v", ok.seen, err)
+	}
+}
+
+// An offline model's reply says so in its response metadata; a real
+// model's does not.
+func TestCallMarksOfflineReplies(t *testing.T) {
+	t.Parallel()
+	for _, offline := range []bool{false, true} {
+		reply, err := models.Call(context.Background(), &scriptedModel{pieces: []string{"a"}, offline: offline}, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := reply.ResponseMetadata["offline"] == true; got != offline {
+			t.Fatalf("offline model %v: response metadata %v", offline, reply.ResponseMetadata)
+		}
 	}
 }
