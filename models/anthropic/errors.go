@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
-	
+
 	"github.com/superstep-dev/superstep/models"
 )
 
@@ -50,4 +50,3 @@ func (m *Model) providerError(ctx context.Context, err error, midstream bool) er
 	}
 	return pe
 }
-
