@@ -99,7 +99,9 @@ func TestStreamMatchesGenerate(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(comparable(whole), comparable(streamed)) {
-		ws, _ := json.Marshal(whole.Usage); ss, _ := json.Marshal(streamed.Usage); t.Fatalf("streamed reply\n%+v %s\nwant Generate's\n%+v %s", streamed, ss, whole, ws)
+		ws, _ := json.Marshal(whole.Usage)
+		ss, _ := json.Marshal(streamed.Usage)
+		t.Fatalf("streamed reply\n%+v %s\nwant Generate's\n%+v %s", streamed, ss, whole, ws)
 	}
 	if len(whole.ToolCalls) != 2 || whole.ToolCalls[0].Args["city"] != "Paris" {
 		t.Fatalf("tool calls %+v", whole.ToolCalls)

@@ -14,8 +14,7 @@ import (
 // cache_write_tokens cache_creation, reasoning_tokens reasoning; counts
 // the server did not send stay unset), and response_metadata with id,
 // model_name, finish_reason (upstream's key), stop_reason (the same, so
-// readers need one key across providers), system_fingerprint,
-// model_provider and request_id. The message's id is the completion's.
+// readers need one key across providers), model_provider and request_id. The message's id is the completion's.
 func Parse(c *openai.ChatCompletion, provider, requestID string) models.Message {
 	out := models.Message{Type: models.TypeAI, ID: c.ID, Content: models.Text("")}
 	md := map[string]any{"id": c.ID, "model_name": c.Model, "model_provider": provider}
@@ -31,9 +30,6 @@ func Parse(c *openai.ChatCompletion, provider, requestID string) models.Message 
 			}
 		}
 		md["finish_reason"], md["stop_reason"] = ch.FinishReason, ch.FinishReason
-	}
-	if c.SystemFingerprint != "" {
-		md["system_fingerprint"] = c.SystemFingerprint
 	}
 	if requestID != "" {
 		md["request_id"] = requestID
