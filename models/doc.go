@@ -59,6 +59,35 @@
 // function and runs Hooks before and after each call, with the rendered
 // SDK request in hand: prompt caching and per-call records plug in there.
 //
+// # Providers, errors and hooks
+//
+// The providers live in sub-packages on the official SDKs:
+// models/anthropic (Messages) and models/openai (Chat Completions, and
+// the servers compatible with it). Each renders its request with one
+// exported function (Render) and reads replies with one (Parse), for
+// whole and streamed replies alike, so Stream returns what Generate
+// would.
+//
+// Hooks (on each provider's Config) run around every call through
+// Hooks.Around: BeforeCall gets the Request with the rendered SDK params
+// (a pointer it may change, or an error to refuse the call), AfterCall
+// the Response with the reply, usage, request id, time to first token and
+// duration, or the error.
+//
+// A provider's failure is a *ProviderError: provider, HTTP status, error
+// type, message, request id, the retry-after wait, and whether it ended
+// a stream that had begun. Its HTTPStatus and RetryAfter methods are what
+// engine.DefaultRetryOn reads, so a node's RetryPolicy retries 408, 429
+// and 5xx (529 included) after the wait the provider asked for; the
+// SDKs' own retries are off, so every retry is the engine's TaskRetried
+// event. A cancelled context cancels the HTTP request and is returned as
+// the context's error, which is not retried. A ProviderError holds only
+// strings, never an SDK error (those hold the request and its key), and
+// the key is redacted from the provider's words: API keys appear in no
+// error, event or stream part. Tool call arguments are read by
+// ParseToolCall: a JSON object makes a tool call, anything else an
+// invalid tool call with the arguments as written.
+//
 // # Where we differ
 //
 //   - An empty Name, ID or tool call id is written as null: Go cannot

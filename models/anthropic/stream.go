@@ -1,0 +1,99 @@
+package anthropic
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/superstep-dev/superstep/models"
+)
+
+// stream makes one streamed request: each text delta and tool-input
+// fragment goes to onChunk as it arrives, the SDK's accumulator builds
+// the reply, and Parse reads it as it reads a whole one. The tool inputs
+// are taken from the fragments as sent, since the accumulator replaces
+// malformed input with {}.
+func (m *Model) stream(ctx context.Context, p anthropic.MessageNewParams, resp *models.Response, onChunk func(models.Message) error) (models.Message, error) {
+	start := time.Now()
+	var httpResp *http.Response
+	st := m.client.Messages.NewStreaming(ctx, p, option.WithResponseInto(&httpResp))
+	defer st.Close()
+	var acc anthropic.Message
+	fragments := map[int64]*strings.Builder{}
+	began := false
+	for st.Next() {
+		ev := st.Current()
+		began = true
+		if resp.RequestID == "" && httpResp != nil {
+			resp.RequestID = httpResp.Header.Get("Request-Id")
+		}
+		if err := acc.Accumulate(ev); err != nil {
+			return models.Message{}, fmt.Errorf("anthropic: reading the stream: %w", err)
+		}
+		var chunk models.Message
+		switch e := ev.AsAny().(type) {
+		case anthropic.ContentBlockStartEvent:
+			if e.ContentBlock.Type != "tool_use" {
+				continue
+			}
+			fragments[e.Index] = &strings.Builder{}
+			chunk = toolChunk(e.ContentBlock.ID, e.ContentBlock.Name, "", e.Index)
+		case anthropic.ContentBlockDeltaEvent:
+			switch d := e.Delta.AsAny().(type) {
+			case anthropic.TextDelta:
+				chunk = models.AIChunk(d.Text)
+			case anthropic.InputJSONDelta:
+				if f := fragments[e.Index]; f != nil {
+					f.WriteString(d.PartialJSON)
+				}
+				chunk = toolChunk("", "", d.PartialJSON, e.Index)
+			default:
+				continue
+			}
+		default:
+			continue
+		}
+		if resp.FirstToken == 0 {
+			resp.FirstToken = time.Since(start)
+		}
+		chunk.ID = acc.ID
+		if err := onChunk(chunk); err != nil {
+			return models.Message{}, err
+		}
+	}
+	if resp.RequestID == "" && httpResp != nil {
+		resp.RequestID = httpResp.Header.Get("Request-Id")
+	}
+	if err := st.Err(); err != nil {
+		return models.Message{}, m.providerError(ctx, err, began)
+	}
+	if acc.StopReason == "" {
+		// The connection ended without message_delta: the reply is cut.
+		return models.Message{}, &models.ProviderError{Provider: Provider, Type: "connection_error", Message: "the stream ended before the reply was complete", RequestID: resp.RequestID, Midstream: began}
+	}
+	for i := range acc.Content {
+		if f := fragments[int64(i)]; f != nil && f.Len() > 0 {
+			acc.Content[i].Input = json.RawMessage(f.String())
+		}
+	}
+	reply := Parse(&acc, resp.RequestID)
+	last := models.AIChunk("")
+	last.ID, last.Usage, last.ResponseMetadata, last.ChunkPosition = reply.ID, reply.Usage, reply.ResponseMetadata, "last"
+	if err := onChunk(last); err != nil {
+		return models.Message{}, err
+	}
+	return reply, nil
+}
+
+func toolChunk(id, name, args string, index int64) models.Message {
+	c := models.AIChunk("")
+	i := int(index)
+	c.ToolCallChunks = []models.ToolCallChunk{{ID: id, Name: name, Args: args, Index: &i}}
+	return c
+}

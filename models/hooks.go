@@ -1,0 +1,41 @@
+package models
+
+import (
+	"context"
+	"time"
+)
+
+// Around runs one provider call between the hooks: BeforeCall sees (and
+// may change or refuse) req, send makes the call, filling in what it
+// learns (request id, time to first token) in resp, and AfterCall sees
+// the outcome. Providers call it with their rendered request in
+// req.Params and read req.Params back after BeforeCall, so what a hook
+// changed is what is sent.
+func (h Hooks) Around(ctx context.Context, req *Request, send func(ctx context.Context, resp *Response) (Message, error)) (Message, error) {
+	if h.BeforeCall != nil {
+		if err := h.BeforeCall(ctx, req); err != nil {
+			return Message{}, err
+		}
+	}
+	resp := &Response{}
+	start := time.Now()
+	msg, err := send(ctx, resp)
+	resp.Duration = time.Since(start)
+	if err != nil {
+		msg = Message{}
+	}
+	resp.Message, resp.Err = msg, err
+	if err == nil {
+		resp.Usage = msg.Usage
+	}
+	if h.AfterCall != nil {
+		h.AfterCall(ctx, req, resp)
+	}
+	return msg, err
+}
+
+// NewRequest is the Request a provider hands to its hooks: opts copied
+// (nil is the zero options) and params the provider's rendered request.
+func NewRequest(info ModelInfo, messages []Message, opts *CallOptions, params any, stream bool) *Request {
+	return &Request{Provider: info.Provider, Model: info.Model, Messages: messages, Options: opts.clone(), Params: params, Stream: stream}
+}
