@@ -54,13 +54,17 @@ func Call(ctx context.Context, m ChatModel, messages []Message, opts *CallOption
 // modelMetadata is upstream's ls_* metadata of a model's streamed chunks.
 func modelMetadata(info ModelInfo, opts *CallOptions) map[string]any {
 	md := map[string]any{"ls_provider": info.Provider, "ls_model_name": info.Model, "ls_model_type": "chat"}
+	maxTokens := info.MaxTokens
 	if opts != nil {
 		if opts.Temperature != nil {
 			md["ls_temperature"] = *opts.Temperature
 		}
 		if opts.MaxTokens > 0 {
-			md["ls_max_tokens"] = opts.MaxTokens
+			maxTokens = opts.MaxTokens
 		}
+	}
+	if maxTokens > 0 {
+		md["ls_max_tokens"] = maxTokens
 	}
 	return md
 }

@@ -20,7 +20,7 @@ type scriptedModel struct {
 }
 
 func (s *scriptedModel) Info() models.ModelInfo {
-	return models.ModelInfo{Provider: "scripted", Model: "pieces-1", Offline: s.offline}
+	return models.ModelInfo{Provider: "scripted", Model: "pieces-1", Offline: s.offline, MaxTokens: 1000}
 }
 
 func (s *scriptedModel) Generate(ctx context.Context, msgs []models.Message, opts *models.CallOptions) (models.Message, error) {
@@ -110,6 +110,30 @@ func TestCallErrorsAndBoundTools(t *testing.T) {
 	}
 	if _, err := bound.Generate(context.Background(), nil, &models.CallOptions{Tools: []models.ToolSpec{{Name: "other"}}}); err != nil || ok.seen.Tools[0].Name != "other" {
 		t.Fatalf("a call's own tools %+v, %v", ok.seen, err)
+	}
+}
+
+// A call without its own cap streams the model's configured one as
+// ls_max_tokens.
+func TestCallReportsTheModelsDefaultMaxTokens(t *testing.T) {
+	t.Parallel()
+	g := engine.NewStateGraph[models.MessagesState]()
+	g.AddNode("agent", func(ctx context.Context, s models.MessagesState) (engine.Output, error) {
+		reply, err := models.Call(ctx, &scriptedModel{pieces: []string{"a"}}, s.Messages, nil)
+		return engine.Update{"messages": reply}, err
+	})
+	g.AddEdge(engine.Start, "agent")
+	graph, err := g.Compile(engine.CompileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for part, err := range graph.Stream(context.Background(), engine.Update{"messages": "hi"}, nil, engine.StreamMessages) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if md := part.Data.([]any)[1].(map[string]any); md["ls_max_tokens"] != 1000 {
+			t.Fatalf("ls_max_tokens %v, want the model's 1000", md["ls_max_tokens"])
+		}
 	}
 }
 

@@ -33,6 +33,9 @@ type ModelInfo struct {
 	// Offline is true for the local model that answers without any
 	// provider: pages showing its output say so.
 	Offline bool
+	// MaxTokens is the reply cap a call without CallOptions.MaxTokens
+	// gets (0: none sent).
+	MaxTokens int
 }
 
 // ToolSpec describes a tool a model may call.

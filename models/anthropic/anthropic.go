@@ -87,7 +87,7 @@ func New(cfg Config) (*Model, error) {
 
 // Info names the provider and model.
 func (m *Model) Info() models.ModelInfo {
-	return models.ModelInfo{Provider: Provider, Model: m.model}
+	return models.ModelInfo{Provider: Provider, Model: m.model, MaxTokens: m.maxTokens}
 }
 
 // Generate sends the conversation and returns the reply.

@@ -86,7 +86,7 @@ func New(cfg Config) (*Model, error) {
 
 // Info names the provider and model.
 func (m *Model) Info() models.ModelInfo {
-	return models.ModelInfo{Provider: m.provider, Model: m.cfg.Model}
+	return models.ModelInfo{Provider: m.provider, Model: m.cfg.Model, MaxTokens: m.cfg.MaxTokens}
 }
 
 // Generate sends the conversation and returns the reply.
