@@ -29,7 +29,10 @@
 // argument errors are error ToolMessages; execution errors fail the task
 // unless ToolNodeOptions.HandleErrors answers them (HandleAllErrors,
 // HandleErrorsWith, or a function); interrupts always propagate. Results
-// above MaxResultBytes are cut with a marker. Commands are merged into one
+// above MaxResultBytes are cut with a marker: a string on a character
+// boundary, a block list by its text blocks (other blocks are kept); a
+// tool's Command is not cut — the tool built its message itself.
+// Commands are merged into one
 // Command: updates in call order, gotos concatenated. Tools read their
 // call (and a Send's state) with RuntimeFrom.
 //

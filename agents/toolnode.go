@@ -275,27 +275,76 @@ func (n *ToolNode) toResult(tc models.ToolCall, out any) (any, error) {
 	case models.Content:
 		content = v
 	default:
-		b, err := json.Marshal(v)
-		if err != nil {
+		// As upstream's json.dumps(ensure_ascii=False): <, > and & as
+		// they are, not \u003c.
+		var b strings.Builder
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(v); err != nil {
 			content = models.Text(fmt.Sprint(v))
 		} else {
-			content = models.Text(string(b))
+			content = models.Text(strings.TrimSuffix(b.String(), "\n"))
 		}
 	}
 	return models.Message{Type: models.TypeTool, Name: tc.Name, ToolCallID: tc.ID, Status: models.StatusSuccess, Content: n.truncate(content)}, nil
 }
 
-// truncate cuts text content above the limit, on a rune boundary, with a
-// marker the model can read.
+// truncate cuts content above the limit with a marker the model can
+// read: a string on a rune boundary; a block list by its text blocks, in
+// order — the block that crosses the limit is cut, later text blocks are
+// dropped, other blocks (images, documents) are kept, and a text block
+// with the marker is added.
 func (n *ToolNode) truncate(c models.Content) models.Content {
-	if n.limit < 0 || c.IsList() || len(c.Text) <= n.limit {
+	if n.limit < 0 {
 		return c
 	}
-	cut := n.limit
-	for cut > 0 && !utf8.RuneStart(c.Text[cut]) {
+	if !c.IsList() {
+		if len(c.Text) <= n.limit {
+			return c
+		}
+		cut := runeCut(c.Text, n.limit)
+		return models.Text(c.Text[:cut] + truncatedMarker(len(c.Text), cut))
+	}
+	total := 0
+	for _, b := range c.Blocks {
+		if t, ok := b["text"].(string); ok && b.Type() == "text" {
+			total += len(t)
+		}
+	}
+	if total <= n.limit {
+		return c
+	}
+	out := make([]models.Block, 0, len(c.Blocks)+1)
+	kept := 0
+	for _, b := range c.Blocks {
+		t, ok := b["text"].(string)
+		if !ok || b.Type() != "text" {
+			out = append(out, b)
+			continue
+		}
+		if kept >= n.limit {
+			continue
+		}
+		if kept+len(t) > n.limit {
+			t = t[:runeCut(t, n.limit-kept)]
+		}
+		kept += len(t)
+		out = append(out, models.TextBlock(t))
+	}
+	return models.Blocks(append(out, models.TextBlock(truncatedMarker(total, kept)))...)
+}
+
+// runeCut is the largest cut at or below limit on a rune boundary of s.
+func runeCut(s string, limit int) int {
+	cut := limit
+	for cut > 0 && cut < len(s) && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
-	return models.Text(fmt.Sprintf("%s\n[truncated: the result was %d bytes; only the first %d are shown]", c.Text[:cut], len(c.Text), cut))
+	return cut
+}
+
+func truncatedMarker(total, shown int) string {
+	return fmt.Sprintf("\n[truncated: the result was %d bytes; only the first %d are shown]", total, shown)
 }
 
 // checkCommand makes sure a tool's Command answers its call (§4.5): its
