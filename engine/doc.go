@@ -136,7 +136,12 @@
 // does), Custom (Emit from a node) and RunFinished. Nothing is
 // built when no listener is set. Stream yields upstream's stream modes —
 // values, updates, tasks, checkpoints, debug, custom — as projections of
-// those events, with upstream's payload shapes. A subgraph's parts come
+// those events, with upstream's payload shapes; "messages" carries the
+// chunks a node streams with EmitMessageChunk, then the messages nodes
+// write that were neither in a task's input nor streamed (a message is a
+// value with a MessageID method; one with a WithMissingID method, as
+// models.Message, gets its id when it is written, before it is streamed
+// or saved, as upstream's ensure_message_ids). A subgraph's parts come
 // only with RunOptions.Subgraphs, each under its namespace. A low-level
 // graph streams its stream channels (every channel by default, as
 // upstream; its output channels only shape Invoke's result). Upstream

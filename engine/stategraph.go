@@ -45,6 +45,9 @@ type stateField struct {
 	typ     reflect.Type
 	reducer channels.Reducer
 	channel channels.Channel
+	// fillsIDs: writes to the key may hold values that need ids
+	// (fillMissingIDs).
+	fillsIDs bool
 }
 
 type sgNode struct {
@@ -141,7 +144,7 @@ func NewStateGraph[S any]() *StateGraph[S] {
 		if !ok {
 			continue
 		}
-		sf := stateField{name: name, index: i, typ: f.Type}
+		sf := stateField{name: name, index: i, typ: f.Type, fillsIDs: fillsIDs(f.Type)}
 		if tag := f.Tag.Get("reduce"); tag != "" {
 			r, ok := namedReducer(tag)
 			if !ok {

@@ -232,6 +232,9 @@ func (g *StateGraph[S]) validate(node string, out Output, emit func(field int, k
 		if err != nil {
 			return err
 		}
+		if g.fields[i].fillsIDs {
+			cv = fillMissingIDs(cv)
+		}
 		emit(i, k, cv)
 		return nil
 	}
@@ -362,6 +365,55 @@ func fromJSONShape(v any, f stateField) (any, bool) {
 }
 
 var jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
+
+// idFiller is a value that must carry an id before it is streamed and
+// saved (models.Message): WithMissingID returns it with a new id and true
+// when it has none, itself and false otherwise. Upstream gives messages their ids as they
+// are written (ensure_message_ids), so the "messages" stream, the saved
+// writes and the state agree on them; a reducer that gave them later
+// would give the same write a new id each time it was applied again.
+type idFiller interface{ WithMissingID() (any, bool) }
+
+var idFillerType = reflect.TypeFor[idFiller]()
+
+// fillsIDs says whether a state field's writes may hold idFillers: the
+// field's type, or its elements'.
+func fillsIDs(t reflect.Type) bool {
+	return t.Implements(idFillerType) || t.Kind() == reflect.Slice && t.Elem().Implements(idFillerType)
+}
+
+// fillMissingIDs gives every idFiller in v (a value, a slice of them, or
+// an Overwrite of either) its id; a slice with a value to fill is copied,
+// never changed in place (the node may still hold it).
+func fillMissingIDs(v any) any {
+	switch x := v.(type) {
+	case idFiller:
+		filled, _ := x.WithMissingID()
+		return filled
+	case Overwrite:
+		return Overwrite{Value: fillMissingIDs(x.Value)}
+	}
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Slice || !rv.Type().Elem().Implements(idFillerType) {
+		return v
+	}
+	var out reflect.Value
+	for i := range rv.Len() {
+		filled, changed := rv.Index(i).Interface().(idFiller).WithMissingID()
+		if !changed {
+			continue
+		}
+		if !out.IsValid() {
+			out = reflect.MakeSlice(rv.Type(), rv.Len(), rv.Len())
+			reflect.Copy(out, rv)
+		}
+		out.Index(i).Set(reflect.ValueOf(filled))
+	}
+	if !out.IsValid() {
+		return v
+	}
+	return out.Interface()
+}
 
 func numeric(k reflect.Kind) bool {
 	return (k >= reflect.Int && k <= reflect.Uint64) || k == reflect.Float32 || k == reflect.Float64

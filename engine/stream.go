@@ -117,10 +117,11 @@ type projector struct {
 	noCheckpoints bool
 	// subgraphs streams the parts of subgraphs too (RunOptions.Subgraphs).
 	subgraphs bool
-	// For "messages": the run's thread and id, and per task the message
-	// ids it must not stream again (those in its input, those streamed).
+	// For "messages": the run's thread and id, and the message ids not to
+	// stream again (those in a task's input, those streamed), for the
+	// whole run as upstream's handler keeps them.
 	threadID, runID string
-	seenMsgs        map[string]map[string]bool
+	seenMsgs        map[string]bool
 	// outputs, for a low-level graph, are the channels its "updates"
 	// show; raw names its one output channel when values and updates are
 	// that channel's value, not a map.
@@ -206,7 +207,7 @@ func (p *projector) project(ev Event) {
 			return
 		}
 		if id := messageID(e.Chunk); id != "" {
-			p.sawMessage(e.Task.ID, id)
+			p.sawMessage(id)
 		}
 		p.sendNS(StreamMessages, e.Task.Namespace, []any{e.Chunk, e.Metadata})
 	case StepPlanned:
@@ -215,7 +216,7 @@ func (p *projector) project(ev Event) {
 				if m, ok := t.Input.(map[string]any); ok {
 					for _, v := range m {
 						for _, msg := range messagesIn(v) {
-							p.sawMessage(t.ID, messageID(msg))
+							p.sawMessage(messageID(msg))
 						}
 					}
 				}
@@ -325,17 +326,16 @@ func (p *projector) taskResult(t TaskInfo, payload map[string]any) {
 }
 
 // nodeMessages streams the messages a finished task wrote that were
-// neither in its input nor streamed as chunks.
+// neither in a task's input nor streamed before.
 func (p *projector) nodeMessages(e TaskFinished) {
-	seen := p.seenMsgs[e.Task.ID]
-	delete(p.seenMsgs, e.Task.ID)
 	var md map[string]any
 	for _, w := range e.Writes {
 		for _, msg := range messagesIn(w.Value) {
 			id := messageID(msg)
-			if id != "" && seen[id] {
+			if id != "" && p.seenMsgs[id] {
 				continue
 			}
+			p.sawMessage(id)
 			if md == nil {
 				md = messageMetadata(e.Task, p.threadID, p.runID, nil)
 			}
@@ -344,17 +344,14 @@ func (p *projector) nodeMessages(e TaskFinished) {
 	}
 }
 
-func (p *projector) sawMessage(taskID, msgID string) {
+func (p *projector) sawMessage(msgID string) {
 	if msgID == "" {
 		return
 	}
 	if p.seenMsgs == nil {
-		p.seenMsgs = map[string]map[string]bool{}
+		p.seenMsgs = map[string]bool{}
 	}
-	if p.seenMsgs[taskID] == nil {
-		p.seenMsgs[taskID] = map[string]bool{}
-	}
-	p.seenMsgs[taskID][msgID] = true
+	p.seenMsgs[msgID] = true
 }
 
 // A message is any value with a MessageID method (models.Message): the

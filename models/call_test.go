@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/superstep-dev/superstep/checkpoints"
+
 	"github.com/superstep-dev/superstep/engine"
 	"github.com/superstep-dev/superstep/models"
 )
@@ -149,5 +151,42 @@ func TestCallMarksOfflineReplies(t *testing.T) {
 		if got := reply.ResponseMetadata["offline"] == true; got != offline {
 			t.Fatalf("offline model %v: response metadata %v", offline, reply.ResponseMetadata)
 		}
+	}
+}
+
+// A message a node writes without an id gets one as it is written, as
+// upstream's ensure_message_ids: the "messages" stream and the state show
+// the same id, and the node's own value is not changed.
+func TestWrittenMessagesGetTheirIDOnce(t *testing.T) {
+	t.Parallel()
+	var returned []models.Message
+	g := engine.NewStateGraph[models.MessagesState]()
+	g.AddNode("tools", func(context.Context, models.MessagesState) (engine.Output, error) {
+		returned = []models.Message{models.ToolResult("call_1", models.Text("18°C"))}
+		return engine.Update{"messages": returned}, nil
+	})
+	g.AddEdge(engine.Start, "tools")
+	graph, err := g.Compile(engine.CompileOptions{Checkpointer: checkpoints.NewMemory()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var streamed string
+	opts := &engine.RunOptions{ThreadID: "ids"}
+	for part, err := range graph.Stream(context.Background(), engine.Update{"messages": "hi"}, opts, engine.StreamMessages) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		streamed = part.Data.([]any)[0].(models.Message).ID
+	}
+	st, err := graph.GetState(context.Background(), checkpoints.Config{ThreadID: "ids"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := st.Values["messages"].([]models.Message)
+	if streamed == "" || msgs[1].ID != streamed {
+		t.Fatalf("streamed id %q, state id %q: want one non-empty id", streamed, msgs[1].ID)
+	}
+	if returned[0].ID != "" {
+		t.Fatalf("the node's own slice was changed: %+v", returned[0])
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/google/uuid"
 	"sort"
 )
 
@@ -86,6 +87,19 @@ type Message struct {
 // MessageID returns the message's id; the engine finds messages in node
 // outputs through this method.
 func (m Message) MessageID() string { return m.ID }
+
+// WithMissingID returns m with a new uuid when it has no id (and true),
+// m itself otherwise. The engine calls it on every message a node writes
+// to a state key, before the write is streamed or saved, as upstream's
+// ensure_message_ids does: the "messages" stream, the saved writes and
+// the state then show one id for the message.
+func (m Message) WithMissingID() (any, bool) {
+	if m.ID != "" {
+		return m, false
+	}
+	m.ID = uuid.NewString()
+	return m, true
+}
 
 // Text returns the text of the content (see Content.String).
 func (m Message) Text() string { return m.Content.String() }
