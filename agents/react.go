@@ -85,6 +85,15 @@ type ReactOptions struct {
 	// CallOptions are passed on every model call (tools are bound by the
 	// agent).
 	CallOptions *models.CallOptions
+	// ModelRetry is the retry policy of the model calls (the agent and
+	// structured-output nodes): providers leave retries to the engine, so
+	// rate limits (429, honouring Retry-After), overloads (529) and 5xx are
+	// retried here and show as TaskRetried events. Nil means the graph's
+	// Compile.Retry when set, else engine.DefaultRetryPolicy(); a policy
+	// with MaxAttempts 1 turns retries off. ModelRetry is not given to the
+	// tools node: a tool with side effects must not run again because
+	// another failed (Compile.Retry, when set, applies to it).
+	ModelRetry *engine.RetryPolicy
 	// Compile holds the graph's checkpointer, store and breakpoints; its
 	// Name defaults to Name.
 	Compile engine.CompileOptions
@@ -128,7 +137,14 @@ func NewReactAgent(model models.ChatModel, tools []Tool, opts *ReactOptions) (*e
 
 	g := engine.NewStateGraph[AgentState]()
 	g.Channel("llm_input_messages", channels.EphemeralValueOf[[]models.Message](false))
-	g.AddNode(NodeAgent, a.callModel)
+	var modelOpts []engine.NodeOption
+	switch {
+	case o.ModelRetry != nil:
+		modelOpts = append(modelOpts, engine.WithRetry(*o.ModelRetry))
+	case len(o.Compile.Retry) == 0:
+		modelOpts = append(modelOpts, engine.WithRetry(engine.DefaultRetryPolicy()))
+	}
+	g.AddNode(NodeAgent, a.callModel, modelOpts...)
 	entry := NodeAgent
 	if o.PreModelHook != nil {
 		g.AddNode(NodePreModelHook, o.PreModelHook)
@@ -144,7 +160,7 @@ func NewReactAgent(model models.ChatModel, tools []Tool, opts *ReactOptions) (*e
 		after = NodePostModelHook
 	}
 	if o.ResponseFormat != nil {
-		g.AddNode(NodeStructuredResponse, a.structuredResponse)
+		g.AddNode(NodeStructuredResponse, a.structuredResponse, modelOpts...)
 		g.AddEdge(NodeStructuredResponse, engine.End)
 	}
 	if len(tools) == 0 {
@@ -193,7 +209,7 @@ func (a *reactAgent) callModel(ctx context.Context, s AgentState) (engine.Output
 		msgs = s.LLMInputMessages
 	}
 	if err := validateHistory(msgs); err != nil {
-		return nil, err
+		return nil, engine.Permanent(err) // no retry mends a history
 	}
 	input, err := a.prompt(ctx, s, msgs)
 	if err != nil {
@@ -364,7 +380,8 @@ func (a *reactAgent) structuredResponse(ctx context.Context, s AgentState) (engi
 	}
 	var out map[string]any
 	if err := json.Unmarshal([]byte(strings.TrimSpace(reply.Text())), &out); err != nil || out == nil {
-		return nil, fmt.Errorf("agents: the structured response of %q is not a JSON object (%q): %v", a.opts.ResponseFormat.Name, abbreviate(reply.Text()), err)
+		// As upstream's output parser error, not retried.
+		return nil, engine.Permanent(fmt.Errorf("agents: the structured response of %q is not a JSON object (%q): %v", a.opts.ResponseFormat.Name, abbreviate(reply.Text()), err))
 	}
 	return engine.Update{"structured_response": out}, nil
 }
