@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/superstep-dev/superstep/agents"
 	"github.com/superstep-dev/superstep/checkpoints"
@@ -316,5 +317,42 @@ func TestReactAgentInvalidHistory(t *testing.T) {
 	_, err := g.Invoke(context.Background(), engine.Update{"messages": []models.Message{models.AIWithToolCalls("", toolCall("c1", "weather", nil)), models.Human("hi")}}, &engine.RunOptions{ThreadID: "h"})
 	if !errors.Is(err, agents.ErrInvalidChatHistory) {
 		t.Fatalf("want ErrInvalidChatHistory, got %v", err)
+	}
+}
+
+// failOnce answers its first call with an overloaded provider's error.
+type failOnce struct {
+	*scripted
+	failed bool
+}
+
+func (f *failOnce) Stream(ctx context.Context, msgs []models.Message, opts *models.CallOptions, onChunk func(models.Message) error) (models.Message, error) {
+	if !f.failed {
+		f.failed = true
+		return models.Message{}, &models.ProviderError{Provider: "fake", Status: 529, Type: "overloaded_error", Message: "Overloaded"}
+	}
+	return f.scripted.Stream(ctx, msgs, opts, onChunk)
+}
+
+// The agent's model node retries a provider's retryable error with
+// ReactOptions.ModelRetry (providers leave retries to the engine), and the
+// retry shows as a TaskRetried event; the tools node is not retried.
+func TestReactAgentRetriesModelCalls(t *testing.T) {
+	t.Parallel()
+	model := &failOnce{scripted: newScripted(ai("a1", "Fine."))}
+	policy := engine.RetryPolicy{InitialInterval: time.Millisecond, MaxAttempts: 2}
+	g := compileAgent(t, model, []agents.Tool{weatherTool(t)}, &agents.ReactOptions{ModelRetry: &policy})
+	var retried []string
+	opts := &engine.RunOptions{ThreadID: "retry", Listener: func(ev engine.Event) {
+		if r, ok := ev.(engine.TaskRetried); ok {
+			retried = append(retried, r.Task.Name)
+		}
+	}}
+	out, err := g.Invoke(context.Background(), engine.Update{"messages": "hi"}, opts)
+	if err != nil || out.Messages[len(out.Messages)-1].Text() != "Fine." {
+		t.Fatalf("run = %v, %v", out.Messages, err)
+	}
+	if len(retried) != 1 || retried[0] != agents.NodeAgent {
+		t.Fatalf("retried %v, want the agent node once", retried)
 	}
 }
