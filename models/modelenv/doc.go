@@ -31,7 +31,11 @@
 // error, a slow first byte that a cancelled call abandons) behave as
 // they would over HTTP. Its Info is Provider "local", Model "offline",
 // Offline true, so models.Call marks each reply (response_metadata
-// "offline": true) and the Studio's chat view badges it.
+// "offline": true) and the Studio's chat view badges it. The double
+// numbers its message and tool call ids from 1 in every process, so the
+// offline model puts a random nonce of its own into them
+// (msg_local_<nonce>_000001): a thread continued after a restart keeps
+// distinct ids.
 //
 // The double's own offline answers call one tool named in the last user
 // message and then report its result. A graph whose tool loop needs more

@@ -1,10 +1,15 @@
 package modelenv
 
 import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/superstep-dev/superstep/models"
 	"github.com/superstep-dev/superstep/models/anthropic"
@@ -105,14 +110,65 @@ func Offline(respond func(localprovider.Request) (localprovider.Turn, bool)) (mo
 	if err != nil {
 		return nil, fmt.Errorf("modelenv: the offline model: %w", err)
 	}
-	return offlineModel{m}, nil
+	var nonce [4]byte
+	_, _ = rand.Read(nonce[:])
+	return &offlineModel{Model: m, prefix: hex.EncodeToString(nonce[:]) + "_"}, nil
 }
 
 // offlineModel is the Anthropic adapter on the double, labelled offline.
-type offlineModel struct{ *anthropic.Model }
+//
+// The double numbers its message and tool call ids from 1
+// (msg_local_000001, toolu_local_000001_0), and a new double — the next
+// process — starts again, so a thread continued after a restart would
+// get ids it already holds: add_messages would replace the old message,
+// and the agent would take a new tool call for one already answered.
+// Each offline model therefore prefixes the ids with a random nonce of
+// its own.
+type offlineModel struct {
+	*anthropic.Model
+	prefix string
+}
 
-func (offlineModel) Info() models.ModelInfo {
+func (*offlineModel) Info() models.ModelInfo {
 	return models.ModelInfo{Provider: OfflineProvider, Model: OfflineModel, Offline: true}
+}
+
+func (m *offlineModel) Generate(ctx context.Context, messages []models.Message, opts *models.CallOptions) (models.Message, error) {
+	reply, err := m.Model.Generate(ctx, messages, opts)
+	return m.unique(reply), err
+}
+
+func (m *offlineModel) Stream(ctx context.Context, messages []models.Message, opts *models.CallOptions, onChunk func(models.Message) error) (models.Message, error) {
+	if onChunk != nil {
+		inner := onChunk
+		onChunk = func(c models.Message) error { return inner(m.unique(c)) }
+	}
+	reply, err := m.Model.Stream(ctx, messages, opts, onChunk)
+	return m.unique(reply), err
+}
+
+// unique prefixes the double's ids in a reply or chunk with the nonce.
+func (m *offlineModel) unique(msg models.Message) models.Message {
+	fix := func(id string) string {
+		if strings.Contains(id, "_local_") {
+			return strings.Replace(id, "_local_", "_local_"+m.prefix, 1)
+		}
+		return id
+	}
+	msg.ID = fix(msg.ID)
+	msg.ToolCalls = slices.Clone(msg.ToolCalls)
+	for i := range msg.ToolCalls {
+		msg.ToolCalls[i].ID = fix(msg.ToolCalls[i].ID)
+	}
+	msg.InvalidToolCalls = slices.Clone(msg.InvalidToolCalls)
+	for i := range msg.InvalidToolCalls {
+		msg.InvalidToolCalls[i].ID = fix(msg.InvalidToolCalls[i].ID)
+	}
+	msg.ToolCallChunks = slices.Clone(msg.ToolCallChunks)
+	for i := range msg.ToolCallChunks {
+		msg.ToolCallChunks[i].ID = fix(msg.ToolCallChunks[i].ID)
+	}
+	return msg
 }
 
 // Describe says which model m is, for a start-up line: provider and

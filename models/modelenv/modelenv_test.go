@@ -258,3 +258,38 @@ func TestOfflineCancelStopsASlowFirstByte(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// Two offline models (a Studio before and after a restart) never give
+// the same message or tool call id, though each double counts from 1.
+func TestOfflineIDsDifferBetweenModels(t *testing.T) {
+	t.Parallel()
+	turn := localprovider.Turn{Text: "calling", ToolCalls: []localprovider.ToolCall{{Name: "lookup", Args: `{}`}}}
+	tool := models.ToolSpec{Name: "lookup", Parameters: map[string]any{"type": "object", "properties": map[string]any{}}}
+	var ids []string
+	for range 2 {
+		m, err := modelenv.Offline(respondWith(turn))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var chunkIDs []string
+		reply, err := m.Stream(t.Context(), []models.Message{models.Human("go")}, &models.CallOptions{Tools: []models.ToolSpec{tool}}, func(c models.Message) error {
+			chunkIDs = append(chunkIDs, c.ID)
+			for _, tc := range c.ToolCallChunks {
+				if tc.ID != "" && !strings.HasPrefix(tc.ID, "toolu_local_") {
+					t.Errorf("tool call chunk id %q", tc.ID)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(reply.ToolCalls) != 1 || chunkIDs[0] != reply.ID {
+			t.Fatalf("reply %+v, chunk ids %v", reply, chunkIDs)
+		}
+		ids = append(ids, reply.ID, reply.ToolCalls[0].ID)
+	}
+	if ids[0] == ids[2] || ids[1] == ids[3] {
+		t.Fatalf("ids repeat across models: %v", ids)
+	}
+}
