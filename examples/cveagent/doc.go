@@ -6,28 +6,30 @@
 //
 // # The graph
 //
-//		START ─ ask ─ analyst ─ assess ─┬─(score > 9.0)─ review ─┬─(approve, edit)─ publish ─ END
-//		                                │                         └─(reject)──────────────────── END
-//		                                └─(score ≤ 9.0)─────────────────────────── publish ─ END
+//	START ─ ask ─ analyst ─ assess ─┬─(score > 9.0)─ review ─┬─(approve, edit)─ publish ─ END
+//	                                │                         └─(reject)──────────────────── END
+//	                                └─(score ≤ 9.0)─────────────────────────── publish ─ END
 //
-//	  - ask turns the input ({"cve_id": "CVE-2021-44228"}) into the user's
-//	    message.
-//	  - analyst is agents.NewReactAgent as a subgraph (its own checkpoint
-//	    namespace; "messages" is the key it shares): the model node "agent"
-//	    and the ToolNode "tools" in a loop until the model stops calling
-//	    tools. Its system prompt is Prompt.
-//	  - assess reads the assessment from the agent's last successful
-//	    score_cvss result and scores the vector again with the calculator,
-//	    so the published score is the specification's, whatever the model
-//	    wrote; no such result is ErrNotScored, with the agent's last reply.
-//	  - review (only above ApprovalAbove, 9.0) is engine.Interrupt with a
-//	    Question carrying a JSON schema (AnswerSchema): approve, reject, or
-//	    edit the severity, with a reason. The Studio's approval panel
-//	    renders it as a form; its Approve and Reject buttons (true, false)
-//	    and the strings "approve" and "reject" work too. A refused answer
-//	    is asked again with the reason next to its field.
-//	  - publish writes Published (and the decision); a rejection ends the
-//	    run without it.
+// The nodes:
+//
+//   - ask turns the input ({"cve_id": "CVE-2021-44228"}) into the user's
+//     message.
+//   - analyst is agents.NewReactAgent as a subgraph (its own checkpoint
+//     namespace; "messages" is the key it shares): the model node "agent"
+//     and the ToolNode "tools" in a loop until the model stops calling
+//     tools. Its system prompt is Prompt.
+//   - assess reads the assessment from the agent's last successful
+//     score_cvss result and scores the vector again with the calculator,
+//     so the published score is the specification's, whatever the model
+//     wrote; no such result is ErrNotScored, with the agent's last reply.
+//   - review (only above ApprovalAbove, 9.0) is engine.Interrupt with a
+//     Question carrying a JSON schema (AnswerSchema): approve, reject, or
+//     edit the severity, with a reason. The Studio's approval panel
+//     renders it as a form; its Approve and Reject buttons (true, false)
+//     and the strings "approve" and "reject" work too. A refused answer
+//     is asked again with the reason next to its field.
+//   - publish writes Published (and the decision); a rejection ends the
+//     run without it.
 //
 // # The tools
 //
