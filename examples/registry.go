@@ -7,6 +7,7 @@ import (
 	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/engine"
 	"github.com/superstep-dev/superstep/examples/cachedlookup"
+	"github.com/superstep-dev/superstep/examples/cveagent"
 	"github.com/superstep-dev/superstep/examples/cveassessment"
 	"github.com/superstep-dev/superstep/examples/flakyservice"
 	"github.com/superstep-dev/superstep/examples/mapreduce"
@@ -14,6 +15,8 @@ import (
 	"github.com/superstep-dev/superstep/examples/pregellowlevel"
 	"github.com/superstep-dev/superstep/examples/researchsubgraph"
 	"github.com/superstep-dev/superstep/examples/transferapproval"
+	"github.com/superstep-dev/superstep/models"
+	"github.com/superstep-dev/superstep/models/localprovider"
 	"github.com/superstep-dev/superstep/store"
 )
 
@@ -22,6 +25,7 @@ import (
 const (
 	CVEAssessment           = "cve-assessment"
 	CVEAssessmentPlainFanIn = "cve-assessment-plain-fanin"
+	CVEAgent                = "cve-agent"
 	TransferApproval        = "transfer-approval"
 	MapReduce               = "map-reduce"
 	CachedLookup            = "cached-lookup"
@@ -45,6 +49,23 @@ type Options struct {
 	// the "text" field for memory-agent's recall (memoryagent.NewStore
 	// builds such a memory store).
 	Store store.Store
+	// Model is the chat model of the examples built on one (cve-agent);
+	// nil gives each the offline model with its own responder. Build it
+	// with modelenv.Load(modelenv.Config{Respond: examples.Respond}), so
+	// the offline model (when no key is set) can drive their tool loops.
+	Model models.ChatModel
+}
+
+// Respond answers the offline model's requests for every example built
+// on a chat model (modelenv.Config.Respond): each example's responder
+// in turn, until one recognises the request.
+func Respond(r localprovider.Request) (localprovider.Turn, bool) {
+	for _, respond := range []func(localprovider.Request) (localprovider.Turn, bool){cveagent.Respond} {
+		if t, ok := respond(r); ok {
+			return t, true
+		}
+	}
+	return localprovider.Turn{}, false
 }
 
 // Example is one entry of the registry: a graph's name, how to build it,
@@ -73,6 +94,10 @@ func Examples() []Example {
 		{Name: CachedLookup, Input: map[string]any{"pair": "EUR/USD", "amount": 120.0},
 			build: func(o Options) (engine.Compiled, error) {
 				return cachedlookup.New(cachedlookup.Options{Checkpointer: o.Checkpointer, Cache: o.Cache, Store: o.Store})
+			}},
+		{Name: CVEAgent, Input: map[string]any{"cve_id": "CVE-2021-44228"},
+			build: func(o Options) (engine.Compiled, error) {
+				return cveagent.New(cveagent.Options{Model: o.Model, Checkpointer: o.Checkpointer, Cache: o.Cache, Store: o.Store})
 			}},
 		{Name: CVEAssessment, Input: map[string]any{"cve_id": "CVE-2021-44228"},
 			build: func(o Options) (engine.Compiled, error) {
@@ -123,7 +148,7 @@ func Inputs() map[string]map[string]any {
 
 // All compiles every example with opts and returns them by registry name,
 // with their scripted models and fixtures, so they run without network
-// access.
+// access (cve-agent too, unless opts.Model is a real provider's).
 //
 // pregel-lowlevel is built with the low-level API; its input is the raw
 // value of its "input" channel, given in the Studio as {"input": 123}.

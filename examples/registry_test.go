@@ -20,7 +20,7 @@ import (
 // The registry names are part of the Studio's URLs; changing one breaks
 // links, so the list is spelled out here.
 var wantNames = []string{
-	"cached-lookup", "cve-assessment", "cve-assessment-plain-fanin", "flaky-service",
+	"cached-lookup", "cve-agent", "cve-assessment", "cve-assessment-plain-fanin", "flaky-service",
 	"map-reduce", "memory-agent", "pregel-lowlevel", "research-subgraph", "transfer-approval",
 }
 
@@ -204,5 +204,26 @@ func TestEveryExampleRunsFromItsInput(t *testing.T) {
 				t.Fatal("an interrupt error without interrupts")
 			}
 		})
+	}
+}
+
+// cve-agent's input runs on the offline model (no Model given) to the
+// review: its score is above 9.0.
+func TestCVEAgentInputStopsAtTheReview(t *testing.T) {
+	t.Parallel()
+	var ex examples.Example
+	for _, e := range examples.Examples() {
+		if e.Name == examples.CVEAgent {
+			ex = e
+		}
+	}
+	g, err := ex.Build(examples.Options{Checkpointer: checkpoints.NewMemory()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = g.Pregel().Invoke(context.Background(), ex.Input, &engine.RunOptions{ThreadID: "cve-agent"})
+	var intr *engine.Interrupted
+	if !errors.As(err, &intr) || len(intr.Interrupts) != 1 || intr.Interrupts[0].Node != "review" {
+		t.Fatalf("want the review's interrupt, got %v", err)
 	}
 }

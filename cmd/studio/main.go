@@ -8,6 +8,10 @@
 //	-auth-token    STUDIO_AUTH_TOKEN  bearer token guarding every page, API and
 //	                              websocket; empty = no authentication. Prefer the
 //	                              environment variable: flags show up in ps.
+//
+// The examples built on a chat model (cve-agent) use the model
+// modelenv.Load picks: ANTHROPIC_API_KEY, else OPENAI_API_KEY or
+// OPENAI_BASE_URL, else the offline model; SUPERSTEP_MODEL names it.
 package main
 
 import (
@@ -27,6 +31,8 @@ import (
 	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/engine"
 	"github.com/superstep-dev/superstep/examples"
+	"github.com/superstep-dev/superstep/models"
+	"github.com/superstep-dev/superstep/models/modelenv"
 	"github.com/superstep-dev/superstep/studio"
 )
 
@@ -40,7 +46,13 @@ func main() {
 	if cfg.DatabaseURL == "" {
 		fmt.Fprint(os.Stderr, memoryBanner)
 	}
-	cfg.Build = graphs
+	model, err := modelenv.Load(modelenv.Config{Respond: examples.Respond})
+	if err != nil {
+		slog.Error("no chat model", slog.Any("error", err))
+		os.Exit(2)
+	}
+	slog.Info("chat model for the examples", slog.String("model", modelenv.Describe(model)))
+	cfg.Build = graphs(model)
 	cfg.Inputs = inputs()
 	err = studio.Serve(ctx, cfg, func(addr net.Addr) {
 		slog.Info("Superstep Studio is listening", slog.String("url", "http://"+addr.String()))
@@ -112,18 +124,20 @@ type reviewState struct {
 var errFlaky = errors.New("search service busy (demo: fails on the first attempt)")
 
 // graphs registers every example graph, and the demo, on the Studio's
-// backends.
-func graphs(b studio.Backends) (map[string]engine.Compiled, error) {
-	all, err := examples.All(examples.Options{Checkpointer: b.Checkpointer, Cache: b.Cache, Store: b.Store})
-	if err != nil {
-		return nil, err
+// backends, the examples built on a chat model with model.
+func graphs(model models.ChatModel) func(studio.Backends) (map[string]engine.Compiled, error) {
+	return func(b studio.Backends) (map[string]engine.Compiled, error) {
+		all, err := examples.All(examples.Options{Checkpointer: b.Checkpointer, Cache: b.Cache, Store: b.Store, Model: model})
+		if err != nil {
+			return nil, err
+		}
+		demo, err := demoGraph(b.Checkpointer)
+		if err != nil {
+			return nil, err
+		}
+		all["demo-review"] = demo
+		return all, nil
 	}
-	demo, err := demoGraph(b.Checkpointer)
-	if err != nil {
-		return nil, err
-	}
-	all["demo-review"] = demo
-	return all, nil
 }
 
 // inputs are the example inputs of every graph graphs registers.

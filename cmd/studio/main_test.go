@@ -10,6 +10,8 @@ import (
 
 	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/engine"
+	"github.com/superstep-dev/superstep/examples"
+	"github.com/superstep-dev/superstep/models/modelenv"
 	"github.com/superstep-dev/superstep/studio"
 )
 
@@ -83,7 +85,13 @@ func TestParseConfigDBRetryWindow(t *testing.T) {
 // input for the start form and its "Try it" button.
 func TestEveryRegisteredGraphHasAnInput(t *testing.T) {
 	t.Parallel()
-	gs, err := graphs(studio.Backends{Checkpointer: checkpoints.NewMemory()})
+	// The model main picks with no key in the environment: the offline
+	// model with the examples' responders.
+	model, err := modelenv.Load(modelenv.Config{Getenv: func(string) string { return "" }, Respond: examples.Respond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs, err := graphs(model)(studio.Backends{Checkpointer: checkpoints.NewMemory()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,5 +111,10 @@ func TestEveryRegisteredGraphHasAnInput(t *testing.T) {
 	var intr *engine.Interrupted
 	if !errors.As(err, &intr) {
 		t.Fatalf("demo-review from its input: %v, want the review interrupt", err)
+	}
+	// cve-agent's tool loop runs on that model to its review.
+	_, err = gs[examples.CVEAgent].Pregel().Invoke(context.Background(), in[examples.CVEAgent], &engine.RunOptions{ThreadID: "cve"})
+	if !errors.As(err, &intr) || intr.Interrupts[0].Node != "review" {
+		t.Fatalf("cve-agent from its input: %v, want the review interrupt", err)
 	}
 }

@@ -182,7 +182,7 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request, count bo
 		writeJSON(w, http.StatusOK, map[string]int{"input_tokens": u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens})
 		return
 	}
-	rep := s.prepare(s.turnFor(req.Key, anthropicExchange(&ar)), p, req.Seq, "toolu_local_")
+	rep := s.prepare(s.turnFor(req, anthropicExchange(&ar)), p, req.Seq, "toolu_local_")
 	if !s.hold(r, rep.fault) {
 		return
 	}

@@ -77,6 +77,22 @@
 // test asserts what the client sent, including X-Stainless-Retry-Count
 // (Request.RetryCount) after a retry.
 //
+// A graph whose tool loop takes more than the offline model's one call
+// and one report (see below) needs answers for as many runs as people
+// start, which a script cannot queue in advance. Config.Respond answers
+// those: it sees each decoded request that nothing scripted answers and
+// returns a Turn, or declines (false) and leaves the request to the
+// offline model:
+//
+//	localprovider.New(localprovider.Config{Respond: func(r localprovider.Request) (localprovider.Turn, bool) {
+//		if r.Anthropic == nil || !offersMyTools(r.Anthropic) {
+//			return localprovider.Turn{}, false
+//		}
+//		return nextStep(r.Anthropic), true // from the conversation so far
+//	}})
+//
+// examples/cveagent drives its ReAct loop offline this way.
+//
 // # Faults
 //
 // Turn.Fault injects, per request: an HTTP error status with the provider's

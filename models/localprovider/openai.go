@@ -126,7 +126,7 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := openAIPrompt(&or, req.Key)
-	rep := s.prepare(s.turnFor(req.Key, openAIExchange(&or)), p, req.Seq, "call_local_")
+	rep := s.prepare(s.turnFor(req, openAIExchange(&or)), p, req.Seq, "call_local_")
 	if !s.hold(r, rep.fault) {
 		return
 	}

@@ -57,10 +57,16 @@ func (s *Server) prepare(t Turn, p prompt, seq int, idPrefix string) reply {
 	return r
 }
 
-// turnFor is the scripted turn for a key, or the offline model's answer.
-func (s *Server) turnFor(fp string, x exchange) Turn {
-	if t, ok := s.next(fp); ok {
+// turnFor is the scripted turn for the request's key, else the
+// responder's answer (Config.Respond), else the offline model's.
+func (s *Server) turnFor(req Request, x exchange) Turn {
+	if t, ok := s.next(req.Key); ok {
 		return t
+	}
+	if s.respond != nil {
+		if t, ok := s.respond(req); ok {
+			return t
+		}
 	}
 	return offlineTurn(x)
 }

@@ -48,6 +48,16 @@ type Config struct {
 	// known point (cancel a client's context during a slow first byte)
 	// without sleeping. It must not block for long: the answer waits.
 	OnRequest func(Request)
+	// Respond, when set, answers the requests nothing scripted answers,
+	// before the offline model does: it gets the decoded request
+	// (Request.Anthropic or Request.OpenAI, the conversation and the tools
+	// offered) and returns the turn to answer with and true, or false to
+	// leave the request to the offline model. It lets a graph that needs
+	// more than the offline model's one-tool, one-report answers (a
+	// multi-step tool loop) run on the double with no script, for any
+	// number of runs. It must be deterministic and safe for concurrent
+	// use; it is not called for /v1/messages/count_tokens.
+	Respond func(Request) (Turn, bool)
 }
 
 // EstimateTokens is the default token estimate: ⌈len(b)/4⌉.
@@ -59,6 +69,7 @@ type Server struct {
 	clock     Clock
 	tokens    func([]byte) int
 	onRequest func(Request)
+	respond   func(Request) (Turn, bool)
 
 	mu       sync.Mutex
 	scripts  map[string][]Turn // by key fingerprint; "" is the server-wide queue
@@ -68,7 +79,7 @@ type Server struct {
 
 // New returns a Server configured by cfg.
 func New(cfg Config) *Server {
-	s := &Server{clock: cfg.Clock, tokens: cfg.Tokens, onRequest: cfg.OnRequest, scripts: map[string][]Turn{}}
+	s := &Server{clock: cfg.Clock, tokens: cfg.Tokens, onRequest: cfg.OnRequest, respond: cfg.Respond, scripts: map[string][]Turn{}}
 	if s.clock == nil {
 		s.clock = wallClock{}
 	}
