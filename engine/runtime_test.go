@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/engine"
 	"github.com/superstep-dev/superstep/store"
 )
@@ -84,5 +85,45 @@ func TestRemainingStepsAndIsLastStep(t *testing.T) {
 	}
 	if engine.RemainingSteps(context.Background()) != 0 || engine.IsLastStep(context.Background()) {
 		t.Fatal("outside a node: want 0 and false")
+	}
+}
+
+// CurrentTask tells a node where it runs: thread, run, the checkpoint its
+// step runs from (the previous step's, as the history lists it), its
+// namespace and path.
+func TestCurrentTask(t *testing.T) {
+	t.Parallel()
+	type st struct {
+		Log []string `json:"log" reduce:"append"`
+	}
+	var got engine.TaskContext
+	g := engine.NewStateGraph[st]()
+	g.AddNode("a", func(ctx context.Context, _ st) (engine.Output, error) {
+		var ok bool
+		got, ok = engine.CurrentTask(ctx)
+		if !ok {
+			return nil, errors.New("no task context in a node")
+		}
+		return nil, nil
+	})
+	g.AddEdge(engine.Start, "a")
+	cg, err := g.Compile(engine.CompileOptions{Checkpointer: checkpoints.NewMemory()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cg.Invoke(context.Background(), engine.Update{"log": []string{}}, &engine.RunOptions{ThreadID: "th", RunID: "r1"}); err != nil {
+		t.Fatal(err)
+	}
+	hist, err := cg.GetStateHistory(context.Background(), checkpoints.Config{ThreadID: "th"}, engine.HistoryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Newest first: the final checkpoint, the one a ran from, the input.
+	if got.ThreadID != "th" || got.RunID != "r1" || got.Node != "a" || got.Step != 1 || got.Attempt != 1 ||
+		got.CheckpointID != hist[1].Config.CheckpointID || got.CheckpointNS != "a:"+got.TaskID || !reflect.DeepEqual(got.Path, []any{"__pregel_pull", "a"}) {
+		t.Fatalf("task context %+v (history %s)", got, hist[1].Config.CheckpointID)
+	}
+	if _, ok := engine.CurrentTask(context.Background()); ok {
+		t.Fatal("a task context outside a node")
 	}
 }

@@ -234,6 +234,43 @@ func Step(ctx context.Context) int {
 	return -1
 }
 
+// TaskContext is what a running node may know about where it runs: the
+// thread, the run, the checkpoint its step runs from, and the task. Model
+// code keys per-thread choices (prompt-cache latches) and finds the
+// previous call of its lineage with it.
+type TaskContext struct {
+	ThreadID string
+	RunID    string
+	// CheckpointID is the checkpoint the task's step runs from ("" when
+	// the graph keeps no checkpoints and nothing asked for ids).
+	CheckpointID string
+	// Namespace is the checkpoint namespace of the graph running the task
+	// ("" at the root); CheckpointNS the task's own ("<node>:<task id>"
+	// under it).
+	Namespace    string
+	CheckpointNS string
+	Node         string
+	TaskID       string
+	// Path is the task's path as upstream writes it.
+	Path    []any
+	Step    int
+	Attempt int
+}
+
+// CurrentTask returns the running node's TaskContext; false outside a
+// node.
+func CurrentTask(ctx context.Context) (TaskContext, bool) {
+	t := taskFrom(ctx)
+	if t == nil {
+		return TaskContext{}, false
+	}
+	return TaskContext{
+		ThreadID: t.l.opts.ThreadID, RunID: t.l.opts.RunID, CheckpointID: t.l.ckptID,
+		Namespace: t.l.ns, CheckpointNS: t.checkpointNS(), Node: t.name, TaskID: t.ID(),
+		Path: taskPath(t.push, t.name, t.idx), Step: t.l.step, Attempt: t.attempts,
+	}, true
+}
+
 // StoreFrom returns the long-term store of the graph running the node, or
 // nil when the graph was compiled without one (or ctx is not a node's).
 func StoreFrom(ctx context.Context) store.Store {
