@@ -1,0 +1,98 @@
+package handlers_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/go-chi/chi/v5"
+
+	"github.com/superstep-dev/superstep/checkpoints"
+	"github.com/superstep-dev/superstep/engine"
+	"github.com/superstep-dev/superstep/handlers"
+	"github.com/superstep-dev/superstep/internal/e2e"
+	"github.com/superstep-dev/superstep/models"
+	"github.com/superstep-dev/superstep/runs"
+)
+
+// midListSaver streams one gated piece of the model's reply during each
+// of the first pieces List calls (a catch-up reading the thread's
+// checkpoints): the moment between a socket's subscription and the end
+// of its catch-up.
+type midListSaver struct {
+	checkpoints.Saver
+	pieces atomic.Int32
+	model  *scriptedChat
+}
+
+func (s *midListSaver) List(ctx context.Context, q checkpoints.ListQuery, opts checkpoints.ListOptions) ([]*checkpoints.Tuple, error) {
+	if s.pieces.Add(-1) >= 0 {
+		s.model.gate <- struct{}{}
+		<-s.model.streamed
+	}
+	return s.Saver.List(ctx, q, opts)
+}
+
+// checkpointsRunner is a Runner without the live log's History and
+// SubscribeFrom: its pages render from the checkpoints and its sockets
+// get Subscribe's full catch-up, as a tab reconnecting with a cursor no
+// longer resumable does.
+type checkpointsRunner struct{ handlers.Runner }
+
+// A piece of the reply that streams while the socket's catch-up is read
+// shows once: in the catch-up's text or live, not both.
+func TestE2EChatCatchUpDoesNotDoubleText(t *testing.T) {
+	t.Parallel()
+	model := &scriptedChat{gate: make(chan struct{}), streamed: make(chan struct{}), turns: []turn{{pieces: []string{"Hello", " there", ", friend", "!", " Bye."}}}}
+	saver := &midListSaver{Saver: checkpoints.NewMemory(), model: model}
+	g := engine.NewStateGraph[models.MessagesState]()
+	g.AddNode("agent", func(ctx context.Context, s models.MessagesState) (engine.Output, error) {
+		reply, err := models.Call(ctx, model, s.Messages, nil)
+		if err != nil {
+			return nil, err
+		}
+		return engine.Update{"messages": reply}, nil
+	})
+	g.AddEdge(engine.Start, "agent")
+	compiled, err := g.Compile(engine.CompileOptions{Checkpointer: saver})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := runs.NewManager(map[string]engine.Compiled{"chat": compiled})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := chi.NewRouter()
+	handlers.Routes{Runs: checkpointsRunner{m}}.Mount(r)
+	srv := httptest.NewServer(handlers.Secure(r))
+	t.Cleanup(func() {
+		srv.Close()
+		m.Close()
+	})
+	if _, err := m.Start(context.Background(), "chat", "e2e-chat-overlap", map[string]any{"messages": "hi"}, runs.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The page's read streams " there", the socket's ", friend".
+	saver.pieces.Store(2)
+	ctx := e2e.Browser(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/threads/e2e-chat-overlap")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the page, live", `body[data-live="1"]`)
+	if n := saver.pieces.Load(); n > 0 {
+		t.Fatalf("%d catch-up reads fewer than expected", n)
+	}
+	model.gate <- struct{}{} // "!"
+	<-model.streamed
+	const bubble = `((document.querySelector("#chat-streaming li.streaming pre") || {}).textContent || "")`
+	pollFor(t, ctx, "the live piece", bubble+`.endsWith("!")`)
+	if got := evalIn[string](t, ctx, bubble); got != "Hello there, friend!" {
+		t.Fatalf("the streaming reply shows %q; want %q", got, "Hello there, friend!")
+	}
+	model.gate <- struct{}{} // " Bye."
+	<-model.streamed
+	waitFor(t, ctx, "the run finished", `body[data-status="idle"]`)
+	pollFor(t, ctx, "the saved reply", `(() => { const m = document.querySelector("#chats li.msg.ai pre.msg-text"); return !!m && m.textContent === "Hello there, friend! Bye." && document.querySelectorAll("#chat-streaming li").length === 0; })()`)
+}
