@@ -2,6 +2,7 @@ package runs
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/superstep-dev/superstep/engine"
@@ -51,10 +52,13 @@ func chunkEvent(thread string, mc engine.MessageChunk, now time.Time) (Event, bo
 	return Event{Kind: KindMessageChunk, Thread: thread, Step: mc.Task.Step, Node: mc.Task.Name, TaskID: mc.Task.ID, Message: id, Text: text, Time: now}, true
 }
 
-// streaming is the text of one reply still streaming.
+// streaming is the text of one reply still streaming. The text grows
+// in a builder: a reply arrives in thousands of small chunks, and
+// concatenating strings would copy the text so far for each of them.
 type streaming struct {
-	ev  Event // the first chunk's details; Text is the text so far
-	cut bool
+	ev   Event // the first chunk's details; Text is unused
+	text strings.Builder
+	cut  bool
 }
 
 // streams holds a thread's replies still streaming, in the order they
@@ -81,12 +85,12 @@ func (s *streams) add(ev Event) {
 	if st.cut {
 		return
 	}
-	if len(st.ev.Text)+len(ev.Text) > StreamTextBytes {
-		st.ev.Text = string(textcut.Cut([]byte(st.ev.Text+ev.Text), StreamTextBytes))
+	if room := StreamTextBytes - st.text.Len(); len(ev.Text) > room {
+		st.text.WriteString(textcut.Cut(ev.Text, room))
 		st.cut = true
 		return
 	}
-	st.ev.Text += ev.Text
+	st.text.WriteString(ev.Text)
 }
 
 // settle forgets the replies of steps up to step (their checkpoint holds
@@ -110,7 +114,7 @@ func (s *streams) snapshot() []Event {
 	for _, id := range s.order {
 		st := s.by[id]
 		ev := st.ev
-		ev.Catchup, ev.Truncated = true, st.cut
+		ev.Text, ev.Catchup, ev.Truncated = st.text.String(), true, st.cut
 		out = append(out, ev)
 	}
 	return out
