@@ -3,6 +3,7 @@ package handlers_test
 import (
 	"context"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/superstep-dev/superstep/internal/e2e"
 	"github.com/superstep-dev/superstep/models"
 	"github.com/superstep-dev/superstep/runs"
+	"github.com/superstep-dev/superstep/web"
 )
 
 // midListSaver streams one gated piece of the model's reply during each
@@ -95,4 +97,56 @@ func TestE2EChatCatchUpDoesNotDoubleText(t *testing.T) {
 	<-model.streamed
 	waitFor(t, ctx, "the run finished", `body[data-status="idle"]`)
 	pollFor(t, ctx, "the saved reply", `(() => { const m = document.querySelector("#chats li.msg.ai pre.msg-text"); return !!m && m.textContent === "Hello there, friend! Bye." && document.querySelectorAll("#chat-streaming li").length === 0; })()`)
+}
+
+// A reply longer than runs.StreamTextBytes shows cut at that bound with
+// the same mark live as after a reload, which shows what the server
+// keeps.
+func TestE2EChatStreamingReplyCutLiveAsOnReload(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("A", 40_000)
+	accents := strings.Repeat("é", 15_000) // 30,000 bytes: the bound falls inside it
+	model := &scriptedChat{gate: make(chan struct{}), streamed: make(chan struct{}), turns: []turn{{pieces: []string{"Start ", long, accents, " end"}}}}
+	f := serve(t, map[string]engine.Compiled{"chat": chatGraph(t, model)})
+	if _, err := f.runs.Start(context.Background(), "chat", "e2e-chat-cut", map[string]any{"messages": "hi"}, runs.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := e2e.Browser(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.srv.URL+"/threads/e2e-chat-cut")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the page, live", `body[data-live="1"]`)
+	pollFor(t, ctx, "the first piece", `((document.querySelector("#chat-streaming li.streaming pre") || {}).textContent || "") === "Start "`)
+	for range 2 {
+		model.gate <- struct{}{}
+		<-model.streamed
+	}
+	// What the server keeps: the bound, on a character.
+	kept := "Start " + long
+	kept += accents[:(runs.StreamTextBytes-len(kept))/2*2]
+	const shown = `(() => { const li = document.querySelector("#chat-streaming li.streaming"); return li ? li.querySelector("pre").textContent + "|" + ((li.querySelector(".stream-cut") || {}).textContent || "") : ""; })()`
+	want := kept + "|" + web.StreamCutNote
+	pollFor(t, ctx, "the cut reply, live", shown+`.includes("é")`)
+	if got := evalIn[string](t, ctx, shown); got != want {
+		t.Fatalf("live: the bubble shows %d bytes %q…; want %d bytes and the cut mark %q", len(got), tail(got), len(want), web.StreamCutNote)
+	}
+	if err := chromedp.Do(ctx, chromedp.Reload()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the reloaded page, live", `body[data-live="1"]`)
+	if got := evalIn[string](t, ctx, shown); got != want {
+		t.Fatalf("reload: the bubble shows %d bytes %q…; want %d bytes and the cut mark", len(got), tail(got), len(want))
+	}
+	model.gate <- struct{}{} // " end"
+	<-model.streamed
+	waitFor(t, ctx, "the run finished", `body[data-status="idle"]`)
+	pollFor(t, ctx, "the saved reply in place of the bubble", `document.querySelectorAll("#chat-streaming li").length === 0 && !!document.querySelector("#chats li.msg.ai")`)
+}
+
+// tail is the end of a long text, for a failure message.
+func tail(s string) string {
+	if r := []rune(s); len(r) > 80 {
+		return "…" + string(r[len(r)-80:])
+	}
+	return s
 }
