@@ -193,7 +193,7 @@ func ChatStreams(evs []runs.Event) []web.ChatStream {
 	var out []web.ChatStream
 	for _, ev := range evs {
 		if ev.Kind == runs.KindMessageChunk {
-			out = append(out, web.ChatStream{ID: ev.Message, Node: ev.Node, Text: ev.Text, Truncated: ev.Truncated})
+			out = append(out, web.ChatStream{ID: ev.Message, Node: ev.Node, Text: ev.Text, Truncated: ev.Truncated, Dropped: ev.TextDropped})
 		}
 	}
 	return out

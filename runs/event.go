@@ -134,6 +134,10 @@ type Event struct {
 	Message   string `json:"message,omitempty"`
 	Text      string `json:"text,omitempty"`
 	Truncated bool   `json:"truncated,omitempty"`
+	// TextDropped says a catch-up message_chunk's reply is still
+	// streaming but its text was dropped: more than StreamReplies replies
+	// streamed at once, and it was the oldest.
+	TextDropped bool `json:"text_dropped,omitempty"`
 	// Status is the thread's status after a run_finished event.
 	Status Status    `json:"status,omitempty"`
 	Time   time.Time `json:"time"`

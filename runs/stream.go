@@ -24,7 +24,9 @@ const KindMessageChunk Kind = "message_chunk"
 
 // Bounds of the text of replies still streaming a thread keeps for a
 // catch-up: StreamTextBytes per reply (the rest is left out, and the
-// catch-up event says it was cut), StreamReplies replies at once.
+// catch-up event says it was cut), and the text of StreamReplies replies
+// at once: when one more begins, the oldest's text is dropped, and its
+// catch-up event says so (TextDropped) rather than leaving it out.
 const (
 	StreamTextBytes = 64 << 10
 	StreamReplies   = 16
@@ -59,13 +61,17 @@ type streaming struct {
 	ev   Event // the first chunk's details; Text is unused
 	text strings.Builder
 	cut  bool
+	// dropped: its text was dropped for a newer reply's (see
+	// StreamReplies); it keeps only its details.
+	dropped bool
 }
 
 // streams holds a thread's replies still streaming, in the order they
-// began.
+// began; kept counts those whose text is kept.
 type streams struct {
 	order []string
 	by    map[string]*streaming
+	kept  int
 }
 
 func (s *streams) add(ev Event) {
@@ -74,15 +80,16 @@ func (s *streams) add(ev Event) {
 	}
 	st := s.by[ev.Message]
 	if st == nil {
-		if len(s.order) >= StreamReplies {
-			return
+		if s.kept >= StreamReplies {
+			s.dropOldest()
 		}
 		st = &streaming{ev: ev}
 		st.ev.Text = ""
 		s.by[ev.Message] = st
 		s.order = append(s.order, ev.Message)
+		s.kept++
 	}
-	if st.cut {
+	if st.cut || st.dropped {
 		return
 	}
 	if room := StreamTextBytes - st.text.Len(); len(ev.Text) > room {
@@ -93,6 +100,18 @@ func (s *streams) add(ev Event) {
 	st.text.WriteString(ev.Text)
 }
 
+// dropOldest drops the text of the oldest reply whose text is kept.
+func (s *streams) dropOldest() {
+	for _, id := range s.order {
+		if st := s.by[id]; !st.dropped {
+			st.text = strings.Builder{}
+			st.dropped = true
+			s.kept--
+			return
+		}
+	}
+}
+
 // settle forgets the replies of steps up to step (their checkpoint holds
 // them now), or all with step < 0.
 func (s *streams) settle(step int) {
@@ -101,6 +120,9 @@ func (s *streams) settle(step int) {
 		if step >= 0 && s.by[id].ev.Step > step {
 			kept = append(kept, id)
 			continue
+		}
+		if !s.by[id].dropped {
+			s.kept--
 		}
 		delete(s.by, id)
 	}
@@ -114,7 +136,7 @@ func (s *streams) snapshot() []Event {
 	for _, id := range s.order {
 		st := s.by[id]
 		ev := st.ev
-		ev.Text, ev.Catchup, ev.Truncated = st.text.String(), true, st.cut
+		ev.Text, ev.Catchup, ev.Truncated, ev.TextDropped = st.text.String(), true, st.cut, st.dropped
 		out = append(out, ev)
 	}
 	return out

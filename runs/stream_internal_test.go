@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -48,4 +49,32 @@ func BenchmarkStreamsAdd(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(StreamTextBytes/len(chunk)), "ns/chunk")
+}
+
+// A reply beginning while StreamReplies others stream drops the text of
+// the oldest, whose catch-up event says so: no reply is left out.
+func TestStreamsDropTheOldestTextBeyondTheBound(t *testing.T) {
+	t.Parallel()
+	var s streams
+	for i := range StreamReplies + 1 {
+		s.add(Event{Message: "m" + strconv.Itoa(i), Step: 1, Text: "text " + strconv.Itoa(i)})
+	}
+	s.add(Event{Message: "m0", Step: 1, Text: " more"})
+	snap := s.snapshot()
+	if len(snap) != StreamReplies+1 {
+		t.Fatalf("%d replies in the catch-up; want all %d", len(snap), StreamReplies+1)
+	}
+	if first := snap[0]; first.Message != "m0" || !first.TextDropped || first.Text != "" {
+		t.Fatalf("the oldest reply: %+v; want m0 with its text dropped", first)
+	}
+	for i, ev := range snap[1:] {
+		if want := "text " + strconv.Itoa(i+1); ev.TextDropped || ev.Text != want {
+			t.Fatalf("reply %d: %+v; want its text %q", i+1, ev, want)
+		}
+	}
+	s.settle(1)
+	s.add(Event{Message: "n", Step: 2, Text: "new"})
+	if snap := s.snapshot(); len(snap) != 1 || snap[0].Text != "new" || s.kept != 1 {
+		t.Fatalf("after the step: %+v (kept %d); want the new reply alone", snap, s.kept)
+	}
 }

@@ -9,7 +9,9 @@
 // A bubble shows at most #chat-streaming's data-cap bytes of UTF-8, cut
 // on a character as the server cuts what it keeps (internal/textcut), with
 // the same mark as a reload shows (web.StreamCutNote): a live tab and a
-// reload show the same text.
+// reload show the same text. A catch-up reply whose text the server
+// dropped (more than runs.StreamReplies streaming at once) shows no text
+// and its mark (web.StreamDroppedNote) until its step is saved.
 (() => {
   "use strict";
   const thread = document.body.dataset.thread;
@@ -20,6 +22,7 @@
   const cap = Number(streaming.dataset.cap) || Infinity;
   const utf8 = new TextEncoder();
   const CUT_NOTE = "(cut; the whole reply shows once its step is saved)";
+  const DROPPED_NOTE = "(text not kept: too many replies stream at once; the whole reply shows once its step is saved)";
   // A fetch answered after a later one started is dropped.
   let asked = 0;
   let shown = 0;
@@ -77,7 +80,8 @@
     if (ev.catchup) {
       pre.textContent = ev.text || "";
       li.dataset.bytes = String(utf8.encode(pre.textContent).length);
-      if (ev.truncated) mark(li, CUT_NOTE);
+      if (ev.text_dropped) mark(li, DROPPED_NOTE);
+      else if (ev.truncated) mark(li, CUT_NOTE);
     } else if (!li.querySelector(".stream-cut")) {
       const have = li.dataset.bytes ? Number(li.dataset.bytes) : utf8.encode(pre.textContent).length;
       const text = ev.text || "";
