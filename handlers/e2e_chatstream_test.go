@@ -150,3 +150,60 @@ func tail(s string) string {
 	}
 	return s
 }
+
+// A ReAct agent used as a subgraph streams its reply into a bubble named
+// for its node in the subgraph, live and after a reload, until the
+// thread graph's step saves the reply.
+func TestE2EChatStreamsASubgraphsReply(t *testing.T) {
+	t.Parallel()
+	model := &scriptedChat{gate: make(chan struct{}), streamed: make(chan struct{}), turns: []turn{{pieces: []string{"Sub", "graph", " reply"}}}}
+	inner := engine.NewStateGraph[models.MessagesState]()
+	inner.AddNode("agent", func(ctx context.Context, s models.MessagesState) (engine.Output, error) {
+		reply, err := models.Call(ctx, model, s.Messages, nil)
+		if err != nil {
+			return nil, err
+		}
+		return engine.Update{"messages": reply}, nil
+	})
+	inner.AddEdge(engine.Start, "agent")
+	sub, err := inner.Compile(engine.CompileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outer := engine.NewStateGraph[models.MessagesState]()
+	outer.AddSubgraph("react", sub)
+	outer.AddEdge(engine.Start, "react")
+	g, err := outer.Compile(engine.CompileOptions{Checkpointer: checkpoints.NewMemory()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := serve(t, map[string]engine.Compiled{"outer": g})
+	if _, err := f.runs.Start(context.Background(), "outer", "e2e-chat-subgraph", map[string]any{"messages": "hi"}, runs.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := e2e.Browser(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.srv.URL+"/threads/e2e-chat-subgraph")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the page, live", `body[data-live="1"]`)
+	const bubble = `((document.querySelector("#chat-streaming li.streaming pre") || {}).textContent || "")`
+	pollFor(t, ctx, "the subgraph's first piece", bubble+` === "Sub"`)
+	model.gate <- struct{}{}
+	<-model.streamed
+	pollFor(t, ctx, "the second piece, live", bubble+` === "Subgraph"`)
+	const label = `document.querySelector("#chat-streaming li.streaming .msg-head .muted").textContent`
+	if got := evalIn[string](t, ctx, label); got != "react:agent · streaming…" {
+		t.Fatalf("the bubble is labelled %q; want react:agent", got)
+	}
+	if err := chromedp.Do(ctx, chromedp.Reload()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the reloaded page, live", `body[data-live="1"]`)
+	if got, lab := evalIn[string](t, ctx, bubble), evalIn[string](t, ctx, label); got != "Subgraph" || lab != "react:agent · streaming…" {
+		t.Fatalf("after a reload the bubble shows %q labelled %q; want Subgraph from react:agent", got, lab)
+	}
+	model.gate <- struct{}{}
+	<-model.streamed
+	waitFor(t, ctx, "the run finished", `body[data-status="idle"]`)
+	pollFor(t, ctx, "the saved reply in place of the bubble", `(() => { const m = document.querySelector("#chats li.msg.ai pre.msg-text"); return !!m && m.textContent === "Subgraph reply" && document.querySelectorAll("#chat-streaming li").length === 0; })()`)
+}

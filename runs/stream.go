@@ -10,7 +10,8 @@ import (
 )
 
 // KindMessageChunk carries a piece of a chat model's reply streamed from
-// inside a node (engine.MessageChunk): Message is the reply's id (every
+// inside a node (engine.MessageChunk), of the thread's graph or of a
+// subgraph (then with its Path): Message is the reply's id (every
 // chunk of one reply has it, and so does the reply the node returns),
 // Text the chunk's text. A live one carries the new text only; a catch-up
 // one (Catchup set) the whole text streamed so far.
@@ -38,27 +39,36 @@ type textChunk interface {
 	MessageID() string
 }
 
-// chunkEvent converts a chunk of the thread graph's own nodes; a
-// subgraph's (its reply goes to the subgraph's state, which the thread
-// page does not show as a chat) and a chunk without text or id are not
-// forwarded.
-func chunkEvent(thread string, mc engine.MessageChunk, now time.Time) (Event, bool) {
+// chunk converts a chunk of the run's graph or of a subgraph (a ReAct
+// agent used as a node streams from there); a chunk without text or id
+// is not forwarded. A subgraph's carries its Path and, like its task
+// events, its own step; it is settled with the thread graph's step it
+// runs in.
+func (r *runEvents) chunk(mc engine.MessageChunk, now time.Time) (Event, bool) {
 	c, ok := mc.Chunk.(textChunk)
-	if !ok || mc.Task.Namespace != "" {
+	if !ok {
 		return Event{}, false
 	}
 	text, id := c.Text(), c.MessageID()
 	if text == "" || id == "" {
 		return Event{}, false
 	}
-	return Event{Kind: KindMessageChunk, Thread: thread, Step: mc.Task.Step, Node: mc.Task.Name, TaskID: mc.Task.ID, Message: id, Text: text, Time: now}, true
+	ev := Event{Kind: KindMessageChunk, Thread: r.thread, Step: mc.Task.Step, Node: mc.Task.Name, TaskID: mc.Task.ID, Message: id, Text: text, Time: now, rootStep: mc.Task.Step}
+	if ns := mc.Task.Namespace; ns != "" {
+		ev.Path, ev.root = subgraphPath(ns)
+		ev.rootStep = r.step
+	}
+	return ev, true
 }
 
 // streaming is the text of one reply still streaming. The text grows
 // in a builder: a reply arrives in thousands of small chunks, and
 // concatenating strings would copy the text so far for each of them.
 type streaming struct {
-	ev   Event // the first chunk's details; Text is unused
+	ev Event // the first chunk's details; Text is unused
+	// step is the thread graph's step the reply streams in: its
+	// checkpoint holds what the reply became.
+	step int
 	text strings.Builder
 	cut  bool
 	// dropped: its text was dropped for a newer reply's (see
@@ -83,7 +93,7 @@ func (s *streams) add(ev Event) {
 		if s.kept >= StreamReplies {
 			s.dropOldest()
 		}
-		st = &streaming{ev: ev}
+		st = &streaming{ev: ev, step: ev.rootStep}
 		st.ev.Text = ""
 		s.by[ev.Message] = st
 		s.order = append(s.order, ev.Message)
@@ -117,7 +127,7 @@ func (s *streams) dropOldest() {
 func (s *streams) settle(step int) {
 	kept := s.order[:0]
 	for _, id := range s.order {
-		if step >= 0 && s.by[id].ev.Step > step {
+		if step >= 0 && s.by[id].step > step {
 			kept = append(kept, id)
 			continue
 		}

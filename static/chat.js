@@ -47,7 +47,9 @@
     role.textContent = "ai";
     const note = document.createElement("span");
     note.className = "muted";
-    note.textContent = (ev.node || "") + " · streaming…";
+    // A subgraph's reply (a ReAct agent used as a node) names its node
+    // as the drawing does, research:agent.
+    note.textContent = (ev.path ? ev.path + ":" : "") + (ev.node || "") + " · streaming…";
     head.append(role, " ", note);
     const pre = document.createElement("pre");
     pre.className = "msg-text";
