@@ -66,24 +66,6 @@ func (s *midListSaver) List(ctx context.Context, q checkpoints.ListQuery, opts c
 	return s.Saver.List(ctx, q, opts)
 }
 
-func nextOf(t *testing.T, sub *runs.Subscription, kind runs.Kind) runs.Event {
-	t.Helper()
-	timeout := time.After(10 * time.Second)
-	for {
-		select {
-		case ev, ok := <-sub.C:
-			if !ok {
-				t.Fatalf("subscription closed waiting for %s", kind)
-			}
-			if ev.Kind == kind {
-				return ev
-			}
-		case <-timeout:
-			t.Fatalf("no %s event", kind)
-		}
-	}
-}
-
 // shownText is what a page shows of reply-1 from a catch-up and then
 // live events up to the run's end: a catch-up chunk's text replaces the
 // text, a live one is appended.
