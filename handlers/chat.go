@@ -193,7 +193,11 @@ func ChatStreams(evs []runs.Event) []web.ChatStream {
 	var out []web.ChatStream
 	for _, ev := range evs {
 		if ev.Kind == runs.KindMessageChunk {
-			out = append(out, web.ChatStream{ID: ev.Message, Node: ev.Node, Text: ev.Text, Truncated: ev.Truncated})
+			node := ev.Node
+			if ev.Path != "" {
+				node = ev.Path + ":" + node
+			}
+			out = append(out, web.ChatStream{ID: ev.Message, Node: node, Text: ev.Text, Truncated: ev.Truncated, Dropped: ev.TextDropped})
 		}
 	}
 	return out

@@ -28,12 +28,14 @@ type turn struct {
 // scriptedChat is a models.ChatModel that replies with its turns in
 // order (the last one again when they run out). With gate set, every
 // piece after a reply's first waits for a receive on it, so a test sees
-// a reply half streamed for as long as it likes.
+// a reply half streamed for as long as it likes; with streamed set too,
+// each of those pieces is followed by a send on it once it is out.
 type scriptedChat struct {
-	gate  chan struct{}
-	mu    sync.Mutex
-	turns []turn
-	n     int
+	gate     chan struct{}
+	streamed chan struct{}
+	mu       sync.Mutex
+	turns    []turn
+	n        int
 }
 
 func (s *scriptedChat) Info() models.ModelInfo {
@@ -59,6 +61,9 @@ func (s *scriptedChat) Stream(ctx context.Context, _ []models.Message, _ *models
 		}
 		if err := onChunk(models.AIChunk(p)); err != nil {
 			return models.Message{}, err
+		}
+		if i > 0 && s.gate != nil && s.streamed != nil {
+			s.streamed <- struct{}{}
 		}
 	}
 	reply := models.AIWithToolCalls(strings.Join(tr.pieces, ""), tr.calls...)

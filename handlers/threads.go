@@ -149,7 +149,7 @@ func threadPage(rt Routes, amend func(*web.ThreadView) int) http.Handler {
 			fail(w, r, rt.Logger, err)
 			return
 		}
-		v.Streams = ChatStreams(evs)
+		v.Streams, v.StreamCap = ChatStreams(evs), runs.StreamTextBytes
 		if t.Status == runs.StatusInterrupted {
 			v.Edit = stateEditor(v.Values, len(t.Pending) > 0)
 		}

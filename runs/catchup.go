@@ -27,16 +27,18 @@ const CatchupLimit = 200
 // on sub.C. The subscriber is registered before the checkpoints are read,
 // so nothing is missed: an event of a step that is both in the catch-up
 // and live is sent twice, and consumers apply events idempotently (keyed
-// by task id and step).
+// by task id and step). Chunks, which are appended, are the exception:
+// the text of the replies still streaming is taken with the registration,
+// so each chunk is in the catch-up's text or live, once.
 func (m *Manager) Subscribe(ctx context.Context, threadID string) (catchup []Event, sub *Subscription, err error) {
 	t, err := m.lockThread(ctx, threadID)
 	if err != nil {
 		return nil, nil, err
 	}
 	h := t.hub
-	sub, cursor := h.subscribeAt()
+	sub, cursor, streaming := h.subscribeAt()
 	m.mu.Unlock()
-	catchup, err = m.history(ctx, threadID, h)
+	catchup, err = m.history(ctx, threadID, h, streaming)
 	if err != nil {
 		sub.Close()
 		return nil, nil, err
@@ -75,9 +77,6 @@ func (m *Manager) SubscribeFrom(ctx context.Context, threadID, cursor string) (c
 		sub.Close()
 		return nil, nil, err
 	}
-	// Chunks are not in the log: the text of the replies still
-	// streaming stands for those the subscriber missed.
-	evs = append(evs, t.hub.streamingNow()...)
 	return append(evs, caught), sub, nil
 }
 
@@ -98,13 +97,15 @@ func (m *Manager) History(ctx context.Context, threadID string) ([]Event, string
 	h := t.hub
 	m.mu.Unlock()
 	cursor := h.cursor()
-	evs, err := m.history(ctx, threadID, h)
+	evs, err := m.history(ctx, threadID, h, h.streamingNow())
 	return evs, cursor, err
 }
 
 // history is the thread's catch-up: its checkpoints as events, the
-// retained live details merged in, and the tasks at work while it runs.
-func (m *Manager) history(ctx context.Context, threadID string, h *hub) ([]Event, error) {
+// retained live details merged in, and while it runs the tasks at work
+// and streaming, the replies still streaming (taken by the caller, with
+// its subscription if it has one).
+func (m *Manager) history(ctx context.Context, threadID string, h *hub, streaming []Event) ([]Event, error) {
 	info, err := m.Thread(ctx, threadID)
 	if err != nil {
 		return nil, err
@@ -127,7 +128,7 @@ func (m *Manager) history(ctx context.Context, threadID string, h *hub) ([]Event
 		evs = append(evs, running(evs)...)
 		// The text of the replies still streaming, whole (see
 		// KindMessageChunk).
-		evs = append(evs, h.streamingNow()...)
+		evs = append(evs, streaming...)
 	}
 	return evs, nil
 }

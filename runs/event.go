@@ -134,6 +134,10 @@ type Event struct {
 	Message   string `json:"message,omitempty"`
 	Text      string `json:"text,omitempty"`
 	Truncated bool   `json:"truncated,omitempty"`
+	// TextDropped says a catch-up message_chunk's reply is still
+	// streaming but its text was dropped: more than StreamReplies replies
+	// streamed at once, and it was the oldest.
+	TextDropped bool `json:"text_dropped,omitempty"`
 	// Status is the thread's status after a run_finished event.
 	Status Status    `json:"status,omitempty"`
 	Time   time.Time `json:"time"`
@@ -144,6 +148,10 @@ type Event struct {
 	// root is, on a subgraph's task event, the id of the thread graph's
 	// task the subgraph runs in (where a catch-up places the event).
 	root string
+	// rootStep is, on a message_chunk event, the thread graph's step it
+	// streams in (its Step, or for a subgraph's the step of the task it
+	// runs in).
+	rootStep int
 	// src is the engine event this one was converted from: the hub's
 	// tracker reads writes, sends and values from it, then drops it (it
 	// may hold the whole state, which events never carry).
@@ -195,6 +203,9 @@ func (e Event) Encoded() []byte { return e.encoded }
 // edges and values are the thread graph's.
 type runEvents struct {
 	thread, runID string
+	// step is the thread graph's latest planned step: a subgraph's
+	// chunks stream in it.
+	step int
 }
 
 func newRunEvents(thread, runID string) *runEvents {
@@ -205,6 +216,9 @@ func newRunEvents(thread, runID string) *runEvents {
 // task events, with their Path, of a subgraph's.
 func (r *runEvents) convert(ev engine.Event, now time.Time) []Event {
 	ns := r.namespace(ev)
+	if sp, ok := ev.(engine.StepPlanned); ok && ns == "" {
+		r.step = sp.Step
+	}
 	if ns == "" {
 		return fromEngine(r.thread, r.runID, ev, now)
 	}

@@ -77,14 +77,18 @@ func newHub() *hub {
 }
 
 // subscribeAt registers a subscriber and returns the cursor it starts
-// after: every event it receives has a higher seq.
-func (h *hub) subscribeAt() (*Subscription, string) {
+// after (every event it receives has a higher seq) and the replies still
+// streaming, as catch-up events. Both are taken with the registration,
+// under one lock: a chunk is either in a reply's text here or live on
+// the subscription, never in both, so text shown from the one and then
+// the other is never doubled.
+func (h *hub) subscribeAt() (*Subscription, string, []Event) {
 	c := make(chan Event, SubscriberBuffer)
 	s := &Subscription{C: c, c: c, hub: h}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.subs[s] = struct{}{}
-	return s, h.cursorLocked()
+	return s, h.cursorLocked(), h.chunks.snapshot()
 }
 
 func (h *hub) cursorLocked() string { return h.epoch + ":" + strconv.FormatUint(h.seq, 10) }
@@ -143,7 +147,9 @@ func CheckCursor(s string) error {
 }
 
 // resume registers a subscriber and returns the retained events after
-// cur, atomically: nothing is missed or sent twice between the two.
+// cur, then the replies still streaming as catch-up events, atomically:
+// nothing is missed or sent twice between them and the subscription (a
+// chunk is in a reply's text or live, never both).
 func (h *hub) resume(cur logCursor) ([]Event, *Subscription, string, error) {
 	epoch, after := cur.epoch, cur.after
 	c := make(chan Event, SubscriberBuffer)
@@ -161,6 +167,9 @@ func (h *hub) resume(cur logCursor) ([]Event, *Subscription, string, error) {
 		i := int(after + 1 - h.log[0].Seq)
 		out = append(out, h.log[i:]...)
 	}
+	// Chunks are not in the log: the text of the replies still
+	// streaming stands for those the subscriber missed.
+	out = append(out, h.chunks.snapshot()...)
 	h.subs[s] = struct{}{}
 	return out, s, h.cursorLocked(), nil
 }

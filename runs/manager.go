@@ -646,7 +646,7 @@ func (m *Manager) launch(ctx context.Context, req launchRequest) (Thread, error)
 			}
 			if mc, ok := ev.(engine.MessageChunk); ok {
 				// Live only: never in the run log, nor the hub's log.
-				if x, ok := chunkEvent(threadID, mc, m.now()); ok {
+				if x, ok := conv.chunk(mc, m.now()); ok {
 					t.hub.stream(x)
 				}
 				return
