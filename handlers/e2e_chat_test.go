@@ -292,10 +292,13 @@ func TestE2EChatEditAMessage(t *testing.T) {
 	if n := evalIn[int](t, ctx, js); n != 1 {
 		t.Fatalf("the form holds %d messages; want the one", n)
 	}
+	head := f.history(t, "chat", "e2e-chat-edit")[0].Config.CheckpointID
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("fork"))); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, ctx, "the fork, head", `#tree tr.ckpt.head.selected`)
+	// The page the form was on selects the old head already: wait for the
+	// new page, whose selected head is the edit.
+	waitFor(t, ctx, "the fork, head", `#tree tr.ckpt.head.selected:not([id="ck-`+head+`"])`)
 	v := f.values(t, "chat", "e2e-chat-edit")
 	msgs, ok := v["messages"].([]models.Message)
 	if !ok || len(msgs) != 2 || msgs[0].Text() != "hello" || msgs[1].Text() != "fixed reply" || msgs[1].Type != models.TypeAI {
