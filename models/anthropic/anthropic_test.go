@@ -501,3 +501,35 @@ func TestNewNeedsAKey(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// An error answer is retried as the SDK's own policy decides: 409 is,
+// and the provider's x-should-retry header overrides the status.
+func TestRetryClassification(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		fault localprovider.Fault
+		retry bool
+	}{
+		{"429", localprovider.Fault{Status: 429}, true},
+		{"409 conflict", localprovider.Fault{Status: 409}, true},
+		{"400", localprovider.Fault{Status: 400}, false},
+		{"400 with x-should-retry true", localprovider.Fault{Status: 400, ShouldRetry: "true"}, true},
+		{"529 with x-should-retry false", localprovider.Fault{Status: 529, ShouldRetry: "false"}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s, m := setup(t, localprovider.Config{}, models.Hooks{})
+			s.Script(localprovider.Turn{Fault: &tc.fault})
+			_, err := m.Generate(t.Context(), []models.Message{models.Human("hi")}, nil)
+			var pe *models.ProviderError
+			if !errors.As(err, &pe) || pe.Status != tc.fault.Status {
+				t.Fatalf("err %v", err)
+			}
+			if pe.Retryable() != tc.retry || engine.DefaultRetryOn(err) != tc.retry {
+				t.Fatalf("%v: Retryable %v, DefaultRetryOn %v, want %v", err, pe.Retryable(), engine.DefaultRetryOn(err), tc.retry)
+			}
+		})
+	}
+}

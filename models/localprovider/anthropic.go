@@ -574,13 +574,16 @@ func defaultMessage(status int) string {
 	return fmt.Sprintf("%s (injected fault).", http.StatusText(status))
 }
 
-// setRetryHeaders sends a fault's retry-after headers.
+// setRetryHeaders sends a fault's retry-after and x-should-retry headers.
 func setRetryHeaders(w http.ResponseWriter, f Fault) {
 	if f.RetryAfter != "" {
 		w.Header().Set("Retry-After", f.RetryAfter)
 	}
 	if f.RetryAfterMs != "" {
 		w.Header().Set("Retry-After-Ms", f.RetryAfterMs)
+	}
+	if f.ShouldRetry != "" {
+		w.Header().Set("X-Should-Retry", f.ShouldRetry)
 	}
 }
 

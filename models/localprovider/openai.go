@@ -133,7 +133,7 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request) {
 	if f := rep.fault; f.Status != 0 {
 		setRetryHeaders(w, f)
 		typ, code := openAIErrorType(f.Status)
-		writeOpenAIErrorParam(w, id, f.Status, orDefault(f.ErrorType, typ), orDefault(f.Message, defaultMessage(f.Status)), "", code)
+		writeOpenAIErrorParam(w, id, f.Status, orDefault(f.ErrorType, typ), orDefault(f.Message, defaultMessage(f.Status)), "", orDefault(f.Code, code))
 		return
 	}
 	chatID := fmt.Sprintf("chatcmpl-local-%06d", req.Seq)

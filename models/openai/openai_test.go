@@ -353,3 +353,36 @@ func TestNoSecretLeaks(t *testing.T) {
 		t.Fatalf("the API key leaked:\n%s", seen.String())
 	}
 }
+
+// An error answer is retried as the SDK's own policy decides, except
+// insufficient_quota: a 429 that waiting cannot fix. x-should-retry
+// overrides the status.
+func TestRetryClassification(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		fault localprovider.Fault
+		retry bool
+	}{
+		{"429 rate limit", localprovider.Fault{Status: 429}, true},
+		{"429 insufficient_quota", localprovider.Fault{Status: 429, ErrorType: "insufficient_quota", Code: "insufficient_quota", Message: "You exceeded your current quota."}, false},
+		{"409 conflict", localprovider.Fault{Status: 409}, true},
+		{"400 with x-should-retry true", localprovider.Fault{Status: 400, ShouldRetry: "true"}, true},
+		{"500 with x-should-retry false", localprovider.Fault{Status: 500, ShouldRetry: "false"}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s, m := setup(t, localprovider.Config{}, models.Hooks{})
+			s.Script(localprovider.Turn{Fault: &tc.fault})
+			_, err := m.Generate(t.Context(), []models.Message{models.Human("hi")}, nil)
+			var pe *models.ProviderError
+			if !errors.As(err, &pe) || pe.Status != tc.fault.Status {
+				t.Fatalf("err %v", err)
+			}
+			if pe.Retryable() != tc.retry || engine.DefaultRetryOn(err) != tc.retry {
+				t.Fatalf("%v: Retryable %v, DefaultRetryOn %v, want %v", err, pe.Retryable(), engine.DefaultRetryOn(err), tc.retry)
+			}
+		})
+	}
+}
