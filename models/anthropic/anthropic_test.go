@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -531,5 +532,18 @@ func TestRetryClassification(t *testing.T) {
 				t.Fatalf("%v: Retryable %v, DefaultRetryOn %v, want %v", err, pe.Retryable(), engine.DefaultRetryOn(err), tc.retry)
 			}
 		})
+	}
+}
+
+// The API key is printed by no verb and logged by no slog handler.
+func TestModelPrintsNoKey(t *testing.T) {
+	t.Parallel()
+	_, m := setup(t, localprovider.Config{}, models.Hooks{})
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v %+v %#v %s %v %#v\n", m, m, m, m, *m, *m)
+	slog.New(slog.NewJSONHandler(&b, nil)).Info("model", "m", m, "v", *m)
+	slog.New(slog.NewTextHandler(&b, nil)).Info("model", "m", m)
+	if strings.Contains(b.String(), testKey) || strings.Contains(b.String(), "SECRET") || !strings.Contains(b.String(), "claude-test") {
+		t.Fatalf("printed:\n%s", b.String())
 	}
 }
