@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -384,5 +385,60 @@ func TestRetryClassification(t *testing.T) {
 				t.Fatalf("%v: Retryable %v, DefaultRetryOn %v, want %v", err, pe.Retryable(), engine.DefaultRetryOn(err), tc.retry)
 			}
 		})
+	}
+}
+
+// roundTripFunc records what would go to api.openai.com.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// OPENAI_ORG_ID, OPENAI_PROJECT_ID and OPENAI_CUSTOM_HEADERS go to
+// OpenAI's own API only: a compatible server (Ollama, vLLM) gets the
+// organization and project only when Config sets them. (Not parallel:
+// it sets the environment.)
+func TestEnvironmentHeadersStayWithOpenAI(t *testing.T) {
+	t.Setenv("OPENAI_ORG_ID", "org-env")
+	t.Setenv("OPENAI_PROJECT_ID", "proj-env")
+	t.Setenv("OPENAI_CUSTOM_HEADERS", "X-Team: secret-team")
+	s, ts := localprovider.NewTestServer(localprovider.Config{})
+	t.Cleanup(ts.Close)
+	for i, cfg := range []openai.Config{{}, {Organization: "org-cfg", Project: "proj-cfg"}} {
+		cfg.APIKey, cfg.BaseURL, cfg.Model, cfg.HTTPClient = testKey, ts.URL+"/v1/", "llama3", ts.Client()
+		m, err := openai.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.Generate(t.Context(), []models.Message{models.Human("hi")}, nil); err != nil {
+			t.Fatal(err)
+		}
+		h := s.Requests()[i].Header
+		if h.Get("X-Team") != "" || h.Get("OpenAI-Organization") != cfg.Organization || h.Get("OpenAI-Project") != cfg.Project {
+			t.Fatalf("config %d sent organization %q, project %q, x-team %q", i, h.Get("OpenAI-Organization"), h.Get("OpenAI-Project"), h.Get("X-Team"))
+		}
+	}
+	var sent http.Header
+	m, err := openai.New(openai.Config{APIKey: testKey, BaseURL: "https://api.openai.com/v1/", Model: "gpt-test", HTTPClient: &http.Client{
+		Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) { sent = r.Header.Clone(); return nil, errors.New("offline") }),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = m.Generate(t.Context(), []models.Message{models.Human("hi")}, nil)
+	if sent.Get("OpenAI-Organization") != "org-env" || sent.Get("OpenAI-Project") != "proj-env" {
+		t.Fatalf("api.openai.com got headers %v", sent)
+	}
+}
+
+// The API key is printed by no verb and logged by no slog handler.
+func TestModelPrintsNoKey(t *testing.T) {
+	t.Parallel()
+	_, m := setup(t, localprovider.Config{}, models.Hooks{})
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v %+v %#v %s %v %#v\n", m, m, m, m, *m, *m)
+	slog.New(slog.NewJSONHandler(&b, nil)).Info("model", "m", m, "v", *m)
+	slog.New(slog.NewTextHandler(&b, nil)).Info("model", "m", m)
+	if strings.Contains(b.String(), testKey) || strings.Contains(b.String(), "SECRET") || !strings.Contains(b.String(), "gpt-test") {
+		t.Fatalf("printed:\n%s", b.String())
 	}
 }
