@@ -547,3 +547,41 @@ func TestModelPrintsNoKey(t *testing.T) {
 		t.Fatalf("printed:\n%s", b.String())
 	}
 }
+
+// Histories where a human message comes between an AI message's tool
+// calls and their results are sent as one valid user turn, tool results
+// first (the double refuses them otherwise, as the API does).
+func TestToolResultsComeFirst(t *testing.T) {
+	t.Parallel()
+	call := func(id string) models.ToolCall {
+		return models.ToolCall{ID: id, Name: "get_weather", Args: map[string]any{"city": "Paris"}}
+	}
+	result := func(id string) models.Message { return models.ToolResult(id, models.Text("18°C")) }
+	cases := []struct {
+		name    string
+		history []models.Message
+		turn    []string // the block types of the last user turn sent
+	}{
+		{"ai, human, tool", []models.Message{models.Human("weather?"), models.AIWithToolCalls("", call("toolu_1")), models.Human("quick please"), result("toolu_1")}, []string{"tool_result", "text"}},
+		{"ai, tool, human, tool", []models.Message{models.Human("weather?"), models.AIWithToolCalls("", call("toolu_1"), call("toolu_2")), result("toolu_1"), models.Human("and?"), result("toolu_2")}, []string{"tool_result", "tool_result", "text"}},
+		{"ai, tool, human", []models.Message{models.Human("weather?"), models.AIWithToolCalls("", call("toolu_1")), result("toolu_1"), models.Human("thanks")}, []string{"tool_result"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s, m := setup(t, localprovider.Config{}, models.Hooks{})
+			s.Script(localprovider.Turn{Text: "Done."})
+			if _, err := m.Generate(t.Context(), tc.history, &models.CallOptions{Tools: []models.ToolSpec{weather}}); err != nil {
+				t.Fatal(err)
+			}
+			sent := s.Requests()[0].Anthropic.Messages
+			var types []string
+			for _, b := range sent[2].Content {
+				types = append(types, b.Type)
+			}
+			if !reflect.DeepEqual(types, tc.turn) {
+				t.Fatalf("user turn after the tool calls holds %v, want %v: %s", types, tc.turn, s.Requests()[0].Body)
+			}
+		})
+	}
+}

@@ -23,7 +23,10 @@ import (
 //     with input {}, only when a tool message answers it: the API wants
 //     every tool_use answered and every tool_result to answer one.
 //   - Consecutive tool messages are one user turn of tool_result blocks,
-//     is_error set for status "error".
+//     is_error set for status "error". The API merges consecutive user
+//     messages into one turn and wants its tool_result blocks first, so a
+//     human message between an AI message's tool calls and their results
+//     (AI → Human → Tool) is sent after the results, in one user message.
 //   - Content blocks are passed through as they are (cache_control
 //     included), without the "index" and "partial_json" keys streaming
 //     adds; empty text is left out, as the API refuses it.
@@ -80,6 +83,7 @@ func (m *Model) Render(messages []models.Message, opts *models.CallOptions) (ant
 			return p, fmt.Errorf("anthropic: message %d: a %q message cannot be sent to a model", i, msg.Type)
 		}
 	}
+	p.Messages = toolResultsFirst(p.Messages)
 	for _, t := range o.Tools {
 		p.Tools = append(p.Tools, anthropic.ToolUnionParam{OfTool: toolParam(t)})
 	}
@@ -110,6 +114,42 @@ func (m *Model) Render(messages []models.Message, opts *models.CallOptions) (ant
 		p.SetExtraFields(extra)
 	}
 	return p, nil
+}
+
+// toolResultsFirst merges each run of consecutive user messages that
+// holds a tool_result block after some other block into one message with
+// the tool_result blocks first, the other blocks after them, each group
+// in its order. Runs already in order are left as they are.
+func toolResultsFirst(msgs []anthropic.MessageParam) []anthropic.MessageParam {
+	out := make([]anthropic.MessageParam, 0, len(msgs))
+	for i := 0; i < len(msgs); {
+		j := i + 1
+		for msgs[i].OfUser != nil && j < len(msgs) && msgs[j].OfUser != nil {
+			j++
+		}
+		var results, others []anthropic.ContentBlockParamUnion
+		late := false
+		for _, m := range msgs[i:j] {
+			if m.OfUser == nil {
+				continue
+			}
+			for _, b := range m.OfUser.Content {
+				if b.OfToolResult == nil {
+					others = append(others, b)
+					continue
+				}
+				late = late || len(others) > 0
+				results = append(results, b)
+			}
+		}
+		if late {
+			out = append(out, anthropic.NewUserMessage(append(results, others...)...))
+		} else {
+			out = append(out, msgs[i:j]...)
+		}
+		i = j
+	}
+	return out
 }
 
 // toolParam is a tool as the API declares it: the schema's properties

@@ -379,8 +379,9 @@ func validateAnthropic(ar *AnthropicRequest, count bool) string {
 }
 
 // validateToolPairs checks that every tool_result answers a tool_use of the
-// turn just before it, and that every tool_use is answered in the next turn.
-// Consecutive messages of one role are one turn, as the API merges them.
+// turn just before it, that the tool_result blocks come first in their
+// turn, and that every tool_use is answered in the next turn. Consecutive
+// messages of one role are one turn, as the API merges them.
 func validateToolPairs(msgs []AnthropicMessage) string {
 	type turn struct {
 		role  string
@@ -402,11 +403,21 @@ func validateToolPairs(msgs []AnthropicMessage) string {
 			}
 		}
 	}
+	// other is where a turn first holds a block that is not a
+	// tool_result: the API wants a turn's tool_result blocks first.
+	type at struct{ msg, block int }
+	other := map[int]at{}
 	for i, m := range msgs {
 		ti := turnOf[i]
 		for j, b := range m.Content {
 			if b.Type != "tool_result" {
+				if _, ok := other[ti]; !ok {
+					other[ti] = at{i, j}
+				}
 				continue
+			}
+			if o, ok := other[ti]; ok && ti > 0 && len(turns[ti-1].uses) > 0 {
+				return fmt.Sprintf("messages.%d.content.%d: `tool_result` blocks must come first in the user turn after a `tool_use` turn, but messages.%d.content.%d (%s) comes before it. Put the `tool_result` blocks before any other content.", i, j, o.msg, o.block, msgs[o.msg].Content[o.block].Type)
 			}
 			if ti == 0 || !slices.Contains(turns[ti-1].uses, b.ToolUseID) {
 				return fmt.Sprintf("messages.%d.content.%d: unexpected `tool_use_id` found in `tool_result` blocks: %s. Each `tool_result` block must have a corresponding `tool_use` block in the previous message.", i, j, b.ToolUseID)

@@ -42,7 +42,8 @@
 //   - Anthropic: model, max_tokens (required; ≥ 0; 0 not with stream), a
 //     non-empty messages list, roles user/assistant, non-empty content,
 //     unique tool names with an input_schema; every tool_result answering a
-//     tool_use of the turn just before it and every tool_use answered in the
+//     tool_use of the turn just before it, the tool_result blocks first in
+//     their turn (before any text), and every tool_use answered in the
 //     next turn (consecutive same-role messages are one turn, as the API
 //     merges them); at most 4 cache_control markers counting the top-level
 //     automatic one, no 1h marker after a 5m one, none on thinking blocks.
