@@ -152,7 +152,9 @@ func TestStreamMatchesGenerate(t *testing.T) {
 			}
 		}
 	}
-	if got := strings.Join(texts, "|"); got != "Let |me |check.||||||||" {
+	// The text deltas, then for each tool call its start, two fragments
+	// and its whole tool_use block, then the last chunk.
+	if got := strings.Join(texts, "|"); got != "Let |me |check.||||||||||" {
 		t.Fatalf("chunk texts %q", got)
 	}
 	if chunks[len(chunks)-1].ChunkPosition != "last" || chunks[len(chunks)-1].Usage == nil {
@@ -583,5 +585,119 @@ func TestToolResultsComeFirst(t *testing.T) {
 				t.Fatalf("user turn after the tool calls holds %v, want %v: %s", types, tc.turn, s.Requests()[0].Body)
 			}
 		})
+	}
+}
+
+// A reply is a string only when it is a single text block; otherwise its
+// blocks in the API's order, tool_use and thinking included, as
+// langchain-anthropic keeps them. Streamed, the merged chunks are the
+// same reply, and sent back it is a valid history with each tool_use once.
+func TestReplyContent(t *testing.T) {
+	t.Parallel()
+	call := localprovider.ToolCall{ID: "toolu_1", Name: "get_weather", ArgChunks: []string{`{"city":`, ` "Paris"}`}}
+	text := func(s string) models.Block { return models.TextBlock(s) }
+	thinking := models.Block{"type": "thinking", "thinking": "The user wants weather.", "signature": localprovider.ThinkingSignature}
+	use := models.Block{"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": map[string]any{"city": "Paris"}}
+	cases := []struct {
+		name string
+		turn localprovider.Turn
+		want models.Content
+	}{
+		{"text", localprovider.Turn{Chunks: []string{"Hel", "lo."}}, models.Text("Hello.")},
+		{"text and tool_use", localprovider.Turn{Text: "Checking.", ToolCalls: []localprovider.ToolCall{call}}, models.Blocks(text("Checking."), use)},
+		{"tool_use alone", localprovider.Turn{ToolCalls: []localprovider.ToolCall{call}}, models.Blocks(use)},
+		{"thinking and text", localprovider.Turn{Thinking: thinking["thinking"].(string), Chunks: []string{"It is ", "sunny."}}, models.Blocks(thinking, text("It is sunny."))},
+		{"thinking, text, tool_use, text", localprovider.Turn{Thinking: thinking["thinking"].(string), Text: "Checking.", ToolCalls: []localprovider.ToolCall{call}, TextAfterTools: "One moment."},
+			models.Blocks(thinking, text("Checking."), use, text("One moment."))},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s, m := setup(t, localprovider.Config{}, models.Hooks{})
+			s.Script(tc.turn, tc.turn)
+			history := []models.Message{models.Human("weather in Paris?")}
+			opts := &models.CallOptions{Tools: []models.ToolSpec{weather}}
+			whole, err := m.Generate(t.Context(), history, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantJSON, _ := json.Marshal(tc.want)
+			if got, _ := json.Marshal(whole.Content); string(got) != string(wantJSON) {
+				t.Fatalf("content %s\nwant %s", got, wantJSON)
+			}
+			var merged models.Message
+			streamed, err := m.Stream(t.Context(), history, opts, func(c models.Message) error {
+				if merged.Type == "" {
+					merged = c
+					return nil
+				}
+				merged, err = models.MergeChunks(merged, c)
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(comparable(whole), comparable(streamed)) {
+				t.Fatalf("streamed reply\n%+v\nwant Generate's\n%+v", streamed, whole)
+			}
+			if got := models.ToMessage(merged); !reflect.DeepEqual(comparable(got), comparable(streamed)) {
+				t.Fatalf("merged chunks\n%+v\nwant the reply\n%+v", got, streamed)
+			}
+			history = append(history, streamed)
+			for _, c := range streamed.ToolCalls {
+				history = append(history, models.ToolResult(c.ID, models.Text("18°C")))
+			}
+			history = append(history, models.Human("thanks"))
+			s.Script(localprovider.Turn{Text: "Bye."})
+			if _, err := m.Generate(t.Context(), history, opts); err != nil {
+				t.Fatalf("sending the reply back: %v", err)
+			}
+			var types []string
+			for _, b := range s.Requests()[2].Anthropic.Messages[1].Content {
+				types = append(types, b.Type)
+			}
+			var want []string
+			if tc.want.IsList() {
+				for _, b := range tc.want.Blocks {
+					want = append(want, b.Type())
+				}
+			} else {
+				want = []string{"text"}
+			}
+			if !reflect.DeepEqual(types, want) {
+				t.Fatalf("assistant turn sent as %v, want %v: %s", types, want, s.Requests()[2].Body)
+			}
+		})
+	}
+}
+
+// Content that holds tool_use blocks and tool_calls of the same ids is
+// sent with each tool_use once, the tool call's arguments winning; a
+// tool_use no tool message answers is left out.
+func TestRenderToolUseOnce(t *testing.T) {
+	t.Parallel()
+	_, m := setup(t, localprovider.Config{}, models.Hooks{})
+	ai := models.Message{
+		Type: models.TypeAI,
+		Content: models.Blocks(
+			models.TextBlock("Checking."),
+			models.Block{"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": map[string]any{"city": "Paris"}},
+			models.Block{"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": map[string]any{"city": "Paris"}},
+			models.Block{"type": "tool_use", "id": "toolu_bad", "name": "get_weather", "input": `{"city": "Par`},
+			models.Block{"type": "tool_use", "id": "toolu_gone", "name": "get_weather", "input": map[string]any{}},
+		),
+		ToolCalls:        []models.ToolCall{{ID: "toolu_1", Name: "get_weather", Args: map[string]any{"city": "Rome"}}},
+		InvalidToolCalls: []models.InvalidToolCall{{ID: "toolu_bad", Name: "get_weather", Args: `{"city": "Par`}},
+	}
+	bad := models.ToolResult("toolu_bad", models.Text("Error: bad arguments"))
+	bad.Status = models.StatusError
+	p, err := m.Render([]models.Message{models.Human("weather?"), ai, models.ToolResult("toolu_1", models.Text("18°C")), bad}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(p.Messages[1])
+	want := `{"content":[{"text":"Checking.","type":"text"},{"id":"toolu_1","input":{"city":"Rome"},"name":"get_weather","type":"tool_use"},{"id":"toolu_bad","input":{},"name":"get_weather","type":"tool_use"}],"role":"assistant"}`
+	if string(got) != want {
+		t.Fatalf("assistant turn\n%s\nwant\n%s", got, want)
 	}
 }

@@ -17,11 +17,15 @@ import (
 //     stand in the history (the Messages API takes a system prompt only
 //     at the top).
 //   - Human messages are user turns; AI messages assistant turns, their
-//     tool calls tool_use blocks (a tool_use block already in the
-//     content is sent with the tool call's arguments, so an edit of
-//     tool_calls is what the model sees). An invalid tool call is sent,
-//     with input {}, only when a tool message answers it: the API wants
-//     every tool_use answered and every tool_result to answer one.
+//     content blocks in order (thinking blocks, with their signatures,
+//     where they stood) and their tool calls tool_use blocks, each id
+//     once: a tool_use block already in the content (Parse keeps them
+//     there) is sent in its place with the tool call's arguments, so an
+//     edit of tool_calls is what the model sees; tool calls not in the
+//     content follow it. An invalid tool call, or a tool_use block with
+//     no tool call, is sent (input {}) only when a tool message answers
+//     it: the API wants every tool_use answered and every tool_result to
+//     answer one.
 //   - Consecutive tool messages are one user turn of tool_result blocks,
 //     is_error set for status "error". The API merges consecutive user
 //     messages into one turn and wants its tool_result blocks first, so a
@@ -249,12 +253,27 @@ func assistantBlocks(msg models.Message, answered map[string]bool) ([]anthropic.
 	if msg.Content.IsList() {
 		for _, b := range msg.Content.Blocks {
 			if b.Type() == "tool_use" {
+				// The tool call of the same id is authoritative for the
+				// arguments; each id is sent once; a tool_use with no
+				// call is sent (input {} unless an object) only when a
+				// tool message answers it, as the API wants every
+				// tool_use answered.
 				id, _ := b["id"].(string)
-				if c, ok := calls[id]; ok {
-					out = append(out, anthropic.NewToolUseBlock(c.ID, args(c.Args), c.Name))
-					sent[id] = true
+				if sent[id] {
 					continue
 				}
+				c, ok := calls[id]
+				if !ok {
+					if !answered[id] {
+						continue
+					}
+					name, _ := b["name"].(string)
+					input, _ := b["input"].(map[string]any)
+					c = models.ToolCall{ID: id, Name: name, Args: input}
+				}
+				out = append(out, anthropic.NewToolUseBlock(c.ID, args(c.Args), c.Name))
+				sent[id] = true
+				continue
 			}
 			if b.Type() == "text" && b["text"] == "" {
 				continue

@@ -17,6 +17,10 @@ var AnthropicVersions = []string{"2023-06-01", "2026-10-21"}
 // maxCacheMarkers is how many cache_control markers one request may carry.
 const maxCacheMarkers = 4
 
+// ThinkingSignature is the signature the double puts on a scripted
+// thinking block.
+const ThinkingSignature = "sig_local_thinking"
+
 // statusOverloaded is Anthropic's 529, which net/http has no name for.
 const statusOverloaded = 529
 
@@ -227,6 +231,9 @@ func anthropicMessage(id, model string, rep reply, final bool) map[string]any {
 	var stop any
 	usage := anthropicUsage(rep.usage)
 	if final {
+		if rep.thinking != "" {
+			content = append(content, map[string]any{"type": "thinking", "thinking": rep.thinking, "signature": ThinkingSignature})
+		}
 		if t := rep.text(); t != "" {
 			content = append(content, map[string]any{"type": "text", "text": t})
 		}
@@ -236,6 +243,9 @@ func anthropicMessage(id, model string, rep reply, final bool) map[string]any {
 				input, _ = json.Marshal(c.Args)
 			}
 			content = append(content, map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": input})
+		}
+		if rep.after != "" {
+			content = append(content, map[string]any{"type": "text", "text": rep.after})
 		}
 		stop = anthropicStop(rep)
 	} else {
@@ -304,6 +314,18 @@ func (s *Server) streamAnthropic(w http.ResponseWriter, reqID, msgID string, ar 
 	}
 
 	index := 0
+	if rep.thinking != "" {
+		half := len(rep.thinking) / 2
+		send("content_block_start", map[string]any{"type": "content_block_start", "index": index, "content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""}})
+		for _, part := range []string{rep.thinking[:half], rep.thinking[half:]} {
+			if !delta(index, map[string]any{"type": "thinking_delta", "thinking": part}) {
+				return
+			}
+		}
+		send("content_block_delta", map[string]any{"type": "content_block_delta", "index": index, "delta": map[string]any{"type": "signature_delta", "signature": ThinkingSignature}})
+		send("content_block_stop", map[string]any{"type": "content_block_stop", "index": index})
+		index++
+	}
 	if len(rep.chunks) > 0 {
 		send("content_block_start", map[string]any{"type": "content_block_start", "index": index, "content_block": map[string]any{"type": "text", "text": ""}})
 		for _, c := range rep.chunks {
@@ -325,6 +347,13 @@ func (s *Server) streamAnthropic(w http.ResponseWriter, reqID, msgID string, ar 
 		}
 		send("content_block_stop", map[string]any{"type": "content_block_stop", "index": index})
 		index++
+	}
+	if rep.after != "" {
+		send("content_block_start", map[string]any{"type": "content_block_start", "index": index, "content_block": map[string]any{"type": "text", "text": ""}})
+		if !delta(index, map[string]any{"type": "text_delta", "text": rep.after}) {
+			return
+		}
+		send("content_block_stop", map[string]any{"type": "content_block_stop", "index": index})
 	}
 	if fault() {
 		return

@@ -69,8 +69,9 @@
 //		}},
 //	)
 //
-// A Turn gives the text (whole, or Chunks for the stream deltas), tool
-// calls (raw argument JSON, optionally ArgChunks for the fragments), the
+// A Turn gives the text (whole, or Chunks for the stream deltas), for
+// Anthropic a thinking block before it and a text block after the tool
+// calls (Thinking, TextAfterTools), tool calls (raw argument JSON, optionally ArgChunks for the fragments), the
 // stop reason, and usage numbers; unset, usage is computed from the request
 // with the Config's deterministic token estimate (EstimateTokens:
 // ⌈bytes/4⌉). Requests returns every request received, decoded
@@ -108,7 +109,9 @@
 //     canonicalised into prefix blocks (tools, system, messages), usage is
 //     computed from them by one function (promptUsage), and
 //     responseStarted marks when an entry would become visible.
-//   - Thinking blocks, images, documents, server tools, citations, the
+//   - Thinking beyond a scripted block (Turn.Thinking: a thinking block
+//     before the text, streamed as thinking_delta and signature_delta;
+//     the thinking request parameter is not read), images, documents, server tools, citations, the
 //     Batches, Models and Files APIs, OpenAI's Responses API, n > 1 choices,
 //     logprobs, and rate-limit headers (anthropic-ratelimit-*, x-ratelimit-*).
 //   - In an Anthropic JSON body, malformed tool arguments are sent as a

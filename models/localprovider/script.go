@@ -11,6 +11,15 @@ type Turn struct {
 	// Chunks, when set, is the reply's text split into stream deltas
 	// (their concatenation replaces Text).
 	Chunks []string
+	// Thinking, when set, is an Anthropic reply's thinking block, before
+	// the text, signed with ThinkingSignature. Streamed, it is sent as two
+	// thinking_delta halves and a signature_delta. OpenAI replies leave it
+	// out.
+	Thinking string
+	// TextAfterTools, when set, is a second text block after the tool
+	// calls (Anthropic only): the content list is then text, tool_use…,
+	// text.
+	TextAfterTools string
 	// ToolCalls are the tool calls of the reply, in order, after the text.
 	ToolCalls []ToolCall
 	// StopReason is the provider's own word ("end_turn", "max_tokens",
