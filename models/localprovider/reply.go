@@ -14,9 +14,9 @@ type reply struct {
 	thinking string
 	after    string // text block after the tool calls
 	calls    []ToolCall
-	stop   string // provider's word; empty derives it
-	usage  Usage
-	fault  Fault
+	stop     string // provider's word; empty derives it
+	usage    Usage
+	fault    Fault
 }
 
 // text is the reply's whole text.

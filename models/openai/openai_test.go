@@ -419,7 +419,10 @@ func TestEnvironmentHeadersStayWithOpenAI(t *testing.T) {
 	}
 	var sent http.Header
 	m, err := openai.New(openai.Config{APIKey: testKey, BaseURL: "https://api.openai.com/v1/", Model: "gpt-test", HTTPClient: &http.Client{
-		Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) { sent = r.Header.Clone(); return nil, errors.New("offline") }),
+		Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			sent = r.Header.Clone()
+			return nil, errors.New("offline")
+		}),
 	}})
 	if err != nil {
 		t.Fatal(err)
