@@ -701,3 +701,55 @@ func TestRenderToolUseOnce(t *testing.T) {
 		t.Fatalf("assistant turn\n%s\nwant\n%s", got, want)
 	}
 }
+
+// A response schema is sent as output_config.format, its objects closed
+// (additionalProperties: false), which the API requires; the caller's
+// schema is not changed. An object that says otherwise is refused.
+func TestStructuredOutput(t *testing.T) {
+	t.Parallel()
+	schema := map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"city":  map[string]any{"type": "string"},
+			"days":  map[string]any{"type": "array", "items": map[string]any{"type": "object", "properties": map[string]any{"t": map[string]any{"type": "number"}}}},
+			"where": map[string]any{"anyOf": []any{map[string]any{"type": "object", "properties": map[string]any{}}, map[string]any{"type": "null"}}},
+		},
+		"required": []any{"city"},
+	}
+	s, m := setup(t, localprovider.Config{}, models.Hooks{})
+	s.Script(localprovider.Turn{Text: `{"city":"Paris"}`})
+	reply, err := m.Generate(t.Context(), []models.Message{models.Human("weather?")}, &models.CallOptions{Response: &models.ResponseSchema{Name: "forecast", Schema: schema}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reply.Text() != `{"city":"Paris"}` {
+		t.Fatalf("reply %+v", reply)
+	}
+	var body struct {
+		OutputConfig struct {
+			Format struct {
+				Type   string         `json:"type"`
+				Schema map[string]any `json:"schema"`
+			} `json:"format"`
+		} `json:"output_config"`
+	}
+	if err := json.Unmarshal(s.Requests()[0].Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	f := body.OutputConfig.Format
+	days := f.Schema["properties"].(map[string]any)["days"].(map[string]any)["items"].(map[string]any)
+	where := f.Schema["properties"].(map[string]any)["where"].(map[string]any)["anyOf"].([]any)[0].(map[string]any)
+	if f.Type != "json_schema" || f.Schema["additionalProperties"] != false || days["additionalProperties"] != false || where["additionalProperties"] != false {
+		t.Fatalf("output_config %s", s.Requests()[0].Body)
+	}
+	if _, changed := schema["additionalProperties"]; changed {
+		t.Fatal("the caller's schema was changed")
+	}
+
+	open := map[string]any{"type": "object", "properties": map[string]any{}, "additionalProperties": true}
+	_, err = m.Generate(t.Context(), []models.Message{models.Human("weather?")}, &models.CallOptions{Response: &models.ResponseSchema{Schema: open}})
+	var pe *models.ProviderError
+	if !errors.As(err, &pe) || pe.Status != 400 || !strings.Contains(pe.Message, "additionalProperties") {
+		t.Fatalf("an open object schema: %v", err)
+	}
+}

@@ -11,8 +11,9 @@
 // (the API requires one; DefaultMaxTokens), an *http.Client and Hooks.
 // The SDK reads no other environment variable. Its retries are off: a
 // failed call is a *models.ProviderError that the node's RetryPolicy
-// retries (429, 529 and 5xx, waiting the provider's retry-after), so each
-// retry is the engine's TaskRetried event.
+// retries (408, 409, 429, 529 and 5xx, waiting the provider's
+// retry-after; an x-should-retry header overrides the status, as in the
+// SDK's policy), so each retry is the engine's TaskRetried event.
 //
 // # Requests and replies
 //
@@ -35,7 +36,10 @@
 // reply, usage, request id and timings. Prompt caching plugs in there.
 //
 // Temperature and CallOptions.Extra are sent as extra body fields (the v2
-// SDK has no temperature field); a ResponseSchema is output_config.format.
+// SDK has no temperature field); a ResponseSchema is output_config.format
+// (json_schema), with additionalProperties: false added to every object
+// schema that does not set it, since the API refuses object schemas
+// without it (the caller's schema is copied, not changed).
 //
 // # Streaming
 //
@@ -68,5 +72,6 @@
 //
 // The key is sent as x-api-key and kept nowhere else: errors carry the
 // provider's words only (never the SDK's error, which holds the request),
-// with the key redacted should a server echo it.
+// with the key redacted should a server echo it, and a Model prints (%v,
+// %+v, %#v) and logs (slog) as its provider and model name.
 package anthropic

@@ -104,7 +104,7 @@ func (m *Model) Render(messages []models.Message, opts *models.CallOptions) (ant
 	}
 	p.StopSequences = o.Stop
 	if o.Response != nil {
-		p.OutputConfig.Format = anthropic.JSONOutputFormatParam{Schema: o.Response.Schema}
+		p.OutputConfig.Format = anthropic.JSONOutputFormatParam{Schema: closedSchema(o.Response.Schema)}
 	}
 	// The v2 SDK has no temperature field; the API still takes one.
 	if o.Temperature != nil || len(o.Extra) > 0 {

@@ -37,6 +37,20 @@ type AnthropicRequest struct {
 	ToolChoice   json.RawMessage    `json:"tool_choice"`
 	Thinking     json.RawMessage    `json:"thinking"`
 	CacheControl *CacheControl      `json:"cache_control"`
+	// OutputConfig holds structured output's format.
+	OutputConfig *AnthropicOutputConfig `json:"output_config"`
+}
+
+// AnthropicOutputConfig is a request's output_config.
+type AnthropicOutputConfig struct {
+	Format *AnthropicOutputFormat `json:"format"`
+}
+
+// AnthropicOutputFormat is output_config.format: {"type": "json_schema",
+// "schema": {...}}.
+type AnthropicOutputFormat struct {
+	Type   string         `json:"type"`
+	Schema map[string]any `json:"schema"`
 }
 
 // AnthropicMessage is one message of a Messages request.
@@ -402,6 +416,9 @@ func validateAnthropic(ar *AnthropicRequest, count bool) string {
 		}
 	}
 	if msg := validateToolPairs(ar.Messages); msg != "" {
+		return msg
+	}
+	if msg := validateAnthropicOutput(ar.OutputConfig); msg != "" {
 		return msg
 	}
 	return validateMarkers(ar)

@@ -46,12 +46,16 @@
 //     their turn (before any text), and every tool_use answered in the
 //     next turn (consecutive same-role messages are one turn, as the API
 //     merges them); at most 4 cache_control markers counting the top-level
-//     automatic one, no 1h marker after a 5m one, none on thinking blocks.
-//     No key is 401 authentication_error.
+//     automatic one, no 1h marker after a 5m one, none on thinking blocks;
+//     output_config.format a json_schema whose object schemas all set
+//     additionalProperties: false. No key is 401 authentication_error.
 //   - OpenAI: model, non-empty messages, known roles, stream_options only
 //     with stream, named functions, every tool message answering a pending
 //     tool_call_id of the assistant message before it and every tool call
-//     answered. No key is 401.
+//     answered; response_format text, json_object or json_schema with a
+//     valid name, and with strict: true every object closed
+//     (additionalProperties: false) and every property required. No key
+//     is 401.
 //
 // # Scripting
 //
@@ -83,7 +87,8 @@
 //
 // Turn.Fault injects, per request: an HTTP error status with the provider's
 // body (429 rate_limit_error, 529 overloaded_error, 500 api_error, …) and
-// retry-after / retry-after-ms headers; a slow first byte (FirstByteDelay,
+// retry-after / retry-after-ms and x-should-retry headers (and an OpenAI
+// error code, such as insufficient_quota); a slow first byte (FirstByteDelay,
 // waited on the injected Clock and abandoned when the client's context is
 // cancelled); a mid-stream error event after some deltas (ErrorEvent, which
 // the SDKs surface as the stream's Err()); or a connection dropped

@@ -22,6 +22,19 @@ type OpenAIRequest struct {
 	MaxTokens           *int   `json:"max_tokens"`
 	MaxCompletionTokens *int   `json:"max_completion_tokens"`
 	PromptCacheKey      string `json:"prompt_cache_key"`
+	// ResponseFormat asks for structured output.
+	ResponseFormat *OpenAIResponseFormat `json:"response_format"`
+}
+
+// OpenAIResponseFormat is a request's response_format.
+type OpenAIResponseFormat struct {
+	Type       string `json:"type"`
+	JSONSchema *struct {
+		Name        string         `json:"name"`
+		Description string         `json:"description,omitempty"`
+		Schema      map[string]any `json:"schema"`
+		Strict      *bool          `json:"strict"`
+	} `json:"json_schema"`
 }
 
 // OpenAIMessage is one message of a Chat Completions request.
@@ -293,6 +306,9 @@ func validateOpenAI(or *OpenAIRequest) (msg, param string) {
 		if t.Function.Name == "" {
 			return fmt.Sprintf("Missing required parameter: 'tools[%d].function.name'.", i), fmt.Sprintf("tools[%d].function.name", i)
 		}
+	}
+	if msg, param := validateOpenAIResponseFormat(or.ResponseFormat); msg != "" {
+		return msg, param
 	}
 	roles := map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true, "function": true}
 	var open []string // tool_call ids of the last assistant message not yet answered

@@ -445,3 +445,47 @@ func TestModelPrintsNoKey(t *testing.T) {
 		t.Fatalf("printed:\n%s", b.String())
 	}
 }
+
+// A response schema is response_format json_schema with strict false, or
+// the schema's own "strict" (as langchain-openai); a strict schema must
+// close its objects and require every property, as the API checks.
+func TestStructuredOutput(t *testing.T) {
+	t.Parallel()
+	props := map[string]any{"city": map[string]any{"type": "string"}, "unit": map[string]any{"type": "string"}}
+	cases := []struct {
+		name   string
+		schema map[string]any
+		strict bool
+		err    string
+	}{
+		{"not strict", map[string]any{"type": "object", "properties": props, "required": []any{"city"}}, false, ""},
+		{"strict", map[string]any{"type": "object", "properties": props, "required": []any{"city", "unit"}, "additionalProperties": false, "strict": true}, true, ""},
+		{"strict, open object", map[string]any{"type": "object", "properties": props, "required": []any{"city", "unit"}, "strict": true}, true, "'additionalProperties' is required to be supplied and to be false"},
+		{"strict, optional property", map[string]any{"type": "object", "properties": props, "required": []any{"city"}, "additionalProperties": false, "strict": true}, true, "Missing 'unit'"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s, m := setup(t, localprovider.Config{}, models.Hooks{})
+			s.Script(localprovider.Turn{Text: `{"city":"Paris","unit":"C"}`})
+			_, err := m.Generate(t.Context(), []models.Message{models.Human("weather?")}, &models.CallOptions{Response: &models.ResponseSchema{Name: "forecast", Schema: tc.schema}})
+			if tc.err != "" {
+				var pe *models.ProviderError
+				if !errors.As(err, &pe) || pe.Status != 400 || !strings.Contains(pe.Message, tc.err) {
+					t.Fatalf("err %v, want a 400 with %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			rf := s.Requests()[0].OpenAI.ResponseFormat
+			if rf == nil || rf.Type != "json_schema" || rf.JSONSchema.Name != "forecast" || rf.JSONSchema.Strict == nil || *rf.JSONSchema.Strict != tc.strict {
+				t.Fatalf("response_format %s", s.Requests()[0].Body)
+			}
+			if _, ok := rf.JSONSchema.Schema["strict"]; ok {
+				t.Fatalf("strict left in the schema: %s", s.Requests()[0].Body)
+			}
+		})
+	}
+}
