@@ -19,9 +19,11 @@ var ErrNoAPIKey = errors.New("models: no API key configured")
 // provider's own words.
 //
 // Its HTTPStatus and RetryAfter methods are what the engine's
-// DefaultRetryOn reads: 429, 408 and 5xx (529 "overloaded" included) are
-// retried by a node's RetryPolicy, after RetryAfter when the provider
-// said how long to wait. Providers send their requests with the SDK's own
+// DefaultRetryOn reads. Retryable is the SDKs' own policy, which we keep:
+// the provider's x-should-retry header when it sent one, else a lost
+// connection, 408, 409, 429 and 5xx (529 "overloaded" included) are
+// retried by a node's RetryPolicy, after RetryAfter when the provider said
+// how long to wait. Providers send their requests with the SDK's own
 // retries off, so every retry is the engine's and shows as a TaskRetried
 // event.
 type ProviderError struct {
@@ -47,6 +49,12 @@ type ProviderError struct {
 	// Midstream is true when the error ended a streamed reply that had
 	// begun: what was streamed so far is not part of any reply.
 	Midstream bool
+	// ShouldRetry is the provider's own word on retrying, when it gave
+	// one: the x-should-retry: true|false header, or an error no retry
+	// can fix although its status says otherwise (OpenAI's 429
+	// insufficient_quota: the account is out of credit). nil: the status
+	// decides.
+	ShouldRetry *bool
 }
 
 // Error says who answered what, with the request id.
@@ -77,9 +85,49 @@ func (e *ProviderError) Error() string {
 	return b.String()
 }
 
-// HTTPStatus is the error's status, which the engine's DefaultRetryOn
-// classifies: 5xx, 408 and 429 are retried, other 4xx are not.
-func (e *ProviderError) HTTPStatus() int { return e.Status }
+// Retryable reports whether sending the same request again may succeed,
+// as the SDKs' own retry policy decides: ShouldRetry when set, else true
+// for a connection lost before any status (0), 408, 409, 429 and 5xx.
+func (e *ProviderError) Retryable() bool {
+	if e.ShouldRetry != nil {
+		return *e.ShouldRetry
+	}
+	switch s := e.Status; {
+	case s == 0, s == http.StatusRequestTimeout, s == http.StatusConflict, s == http.StatusTooManyRequests, s >= 500:
+		return true
+	}
+	return false
+}
+
+// HTTPStatus is the status the engine's DefaultRetryOn classifies the
+// error by (it retries 5xx, 408 and 429, no other 4xx, and reads nothing
+// else of an error). It is Status when that class agrees with Retryable;
+// when it does not (a 409, an x-should-retry header, insufficient_quota)
+// it is a stand-in of Retryable's class: 503 for retry, 400 for not.
+// Status keeps what the provider answered.
+func (e *ProviderError) HTTPStatus() int {
+	s := e.Status
+	retried := s == 0 || s == http.StatusRequestTimeout || s == http.StatusTooManyRequests || s >= 500
+	switch r := e.Retryable(); {
+	case r == retried:
+		return s
+	case r:
+		return http.StatusServiceUnavailable
+	default:
+		return http.StatusBadRequest
+	}
+}
+
+// ShouldRetryHeader reads the x-should-retry header of an error answer:
+// the provider's override of the status's retry class, nil when absent.
+func ShouldRetryHeader(h http.Header) *bool {
+	v := h.Get("X-Should-Retry")
+	if v != "true" && v != "false" {
+		return nil
+	}
+	retry := v == "true"
+	return &retry
+}
 
 // RetryAfter is the wait the provider asked for before the next attempt;
 // the engine's retry policy waits that long (capped by its MaxInterval)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -151,7 +152,9 @@ func TestStreamMatchesGenerate(t *testing.T) {
 			}
 		}
 	}
-	if got := strings.Join(texts, "|"); got != "Let |me |check.||||||||" {
+	// The text deltas, then for each tool call its start, two fragments
+	// and its whole tool_use block, then the last chunk.
+	if got := strings.Join(texts, "|"); got != "Let |me |check.||||||||||" {
 		t.Fatalf("chunk texts %q", got)
 	}
 	if chunks[len(chunks)-1].ChunkPosition != "last" || chunks[len(chunks)-1].Usage == nil {
@@ -499,5 +502,254 @@ func TestNewNeedsAKey(t *testing.T) {
 	t.Setenv("ANTHROPIC_API_KEY", "")
 	if _, err := anthropic.New(anthropic.Config{Model: "m"}); !errors.Is(err, models.ErrNoAPIKey) {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// An error answer is retried as the SDK's own policy decides: 409 is,
+// and the provider's x-should-retry header overrides the status.
+func TestRetryClassification(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		fault localprovider.Fault
+		retry bool
+	}{
+		{"429", localprovider.Fault{Status: 429}, true},
+		{"409 conflict", localprovider.Fault{Status: 409}, true},
+		{"400", localprovider.Fault{Status: 400}, false},
+		{"400 with x-should-retry true", localprovider.Fault{Status: 400, ShouldRetry: "true"}, true},
+		{"529 with x-should-retry false", localprovider.Fault{Status: 529, ShouldRetry: "false"}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s, m := setup(t, localprovider.Config{}, models.Hooks{})
+			s.Script(localprovider.Turn{Fault: &tc.fault})
+			_, err := m.Generate(t.Context(), []models.Message{models.Human("hi")}, nil)
+			var pe *models.ProviderError
+			if !errors.As(err, &pe) || pe.Status != tc.fault.Status {
+				t.Fatalf("err %v", err)
+			}
+			if pe.Retryable() != tc.retry || engine.DefaultRetryOn(err) != tc.retry {
+				t.Fatalf("%v: Retryable %v, DefaultRetryOn %v, want %v", err, pe.Retryable(), engine.DefaultRetryOn(err), tc.retry)
+			}
+		})
+	}
+}
+
+// The API key is printed by no verb and logged by no slog handler.
+func TestModelPrintsNoKey(t *testing.T) {
+	t.Parallel()
+	_, m := setup(t, localprovider.Config{}, models.Hooks{})
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v %+v %#v %s %v %#v\n", m, m, m, m, *m, *m)
+	slog.New(slog.NewJSONHandler(&b, nil)).Info("model", "m", m, "v", *m)
+	slog.New(slog.NewTextHandler(&b, nil)).Info("model", "m", m)
+	if strings.Contains(b.String(), testKey) || strings.Contains(b.String(), "SECRET") || !strings.Contains(b.String(), "claude-test") {
+		t.Fatalf("printed:\n%s", b.String())
+	}
+}
+
+// Histories where a human message comes between an AI message's tool
+// calls and their results are sent as one valid user turn, tool results
+// first (the double refuses them otherwise, as the API does).
+func TestToolResultsComeFirst(t *testing.T) {
+	t.Parallel()
+	call := func(id string) models.ToolCall {
+		return models.ToolCall{ID: id, Name: "get_weather", Args: map[string]any{"city": "Paris"}}
+	}
+	result := func(id string) models.Message { return models.ToolResult(id, models.Text("18°C")) }
+	cases := []struct {
+		name    string
+		history []models.Message
+		turn    []string // the block types of the last user turn sent
+	}{
+		{"ai, human, tool", []models.Message{models.Human("weather?"), models.AIWithToolCalls("", call("toolu_1")), models.Human("quick please"), result("toolu_1")}, []string{"tool_result", "text"}},
+		{"ai, tool, human, tool", []models.Message{models.Human("weather?"), models.AIWithToolCalls("", call("toolu_1"), call("toolu_2")), result("toolu_1"), models.Human("and?"), result("toolu_2")}, []string{"tool_result", "tool_result", "text"}},
+		{"ai, tool, human", []models.Message{models.Human("weather?"), models.AIWithToolCalls("", call("toolu_1")), result("toolu_1"), models.Human("thanks")}, []string{"tool_result"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s, m := setup(t, localprovider.Config{}, models.Hooks{})
+			s.Script(localprovider.Turn{Text: "Done."})
+			if _, err := m.Generate(t.Context(), tc.history, &models.CallOptions{Tools: []models.ToolSpec{weather}}); err != nil {
+				t.Fatal(err)
+			}
+			sent := s.Requests()[0].Anthropic.Messages
+			var types []string
+			for _, b := range sent[2].Content {
+				types = append(types, b.Type)
+			}
+			if !reflect.DeepEqual(types, tc.turn) {
+				t.Fatalf("user turn after the tool calls holds %v, want %v: %s", types, tc.turn, s.Requests()[0].Body)
+			}
+		})
+	}
+}
+
+// A reply is a string only when it is a single text block; otherwise its
+// blocks in the API's order, tool_use and thinking included, as
+// langchain-anthropic keeps them. Streamed, the merged chunks are the
+// same reply, and sent back it is a valid history with each tool_use once.
+func TestReplyContent(t *testing.T) {
+	t.Parallel()
+	call := localprovider.ToolCall{ID: "toolu_1", Name: "get_weather", ArgChunks: []string{`{"city":`, ` "Paris"}`}}
+	text := func(s string) models.Block { return models.TextBlock(s) }
+	thinking := models.Block{"type": "thinking", "thinking": "The user wants weather.", "signature": localprovider.ThinkingSignature}
+	use := models.Block{"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": map[string]any{"city": "Paris"}}
+	cases := []struct {
+		name string
+		turn localprovider.Turn
+		want models.Content
+	}{
+		{"text", localprovider.Turn{Chunks: []string{"Hel", "lo."}}, models.Text("Hello.")},
+		{"text and tool_use", localprovider.Turn{Text: "Checking.", ToolCalls: []localprovider.ToolCall{call}}, models.Blocks(text("Checking."), use)},
+		{"tool_use alone", localprovider.Turn{ToolCalls: []localprovider.ToolCall{call}}, models.Blocks(use)},
+		{"thinking and text", localprovider.Turn{Thinking: thinking["thinking"].(string), Chunks: []string{"It is ", "sunny."}}, models.Blocks(thinking, text("It is sunny."))},
+		{"thinking, text, tool_use, text", localprovider.Turn{Thinking: thinking["thinking"].(string), Text: "Checking.", ToolCalls: []localprovider.ToolCall{call}, TextAfterTools: "One moment."},
+			models.Blocks(thinking, text("Checking."), use, text("One moment."))},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s, m := setup(t, localprovider.Config{}, models.Hooks{})
+			s.Script(tc.turn, tc.turn)
+			history := []models.Message{models.Human("weather in Paris?")}
+			opts := &models.CallOptions{Tools: []models.ToolSpec{weather}}
+			whole, err := m.Generate(t.Context(), history, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantJSON, _ := json.Marshal(tc.want)
+			if got, _ := json.Marshal(whole.Content); string(got) != string(wantJSON) {
+				t.Fatalf("content %s\nwant %s", got, wantJSON)
+			}
+			var merged models.Message
+			streamed, err := m.Stream(t.Context(), history, opts, func(c models.Message) error {
+				if merged.Type == "" {
+					merged = c
+					return nil
+				}
+				merged, err = models.MergeChunks(merged, c)
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(comparable(whole), comparable(streamed)) {
+				t.Fatalf("streamed reply\n%+v\nwant Generate's\n%+v", streamed, whole)
+			}
+			if got := models.ToMessage(merged); !reflect.DeepEqual(comparable(got), comparable(streamed)) {
+				t.Fatalf("merged chunks\n%+v\nwant the reply\n%+v", got, streamed)
+			}
+			history = append(history, streamed)
+			for _, c := range streamed.ToolCalls {
+				history = append(history, models.ToolResult(c.ID, models.Text("18°C")))
+			}
+			history = append(history, models.Human("thanks"))
+			s.Script(localprovider.Turn{Text: "Bye."})
+			if _, err := m.Generate(t.Context(), history, opts); err != nil {
+				t.Fatalf("sending the reply back: %v", err)
+			}
+			var types []string
+			for _, b := range s.Requests()[2].Anthropic.Messages[1].Content {
+				types = append(types, b.Type)
+			}
+			var want []string
+			if tc.want.IsList() {
+				for _, b := range tc.want.Blocks {
+					want = append(want, b.Type())
+				}
+			} else {
+				want = []string{"text"}
+			}
+			if !reflect.DeepEqual(types, want) {
+				t.Fatalf("assistant turn sent as %v, want %v: %s", types, want, s.Requests()[2].Body)
+			}
+		})
+	}
+}
+
+// Content that holds tool_use blocks and tool_calls of the same ids is
+// sent with each tool_use once, the tool call's arguments winning; a
+// tool_use no tool message answers is left out.
+func TestRenderToolUseOnce(t *testing.T) {
+	t.Parallel()
+	_, m := setup(t, localprovider.Config{}, models.Hooks{})
+	ai := models.Message{
+		Type: models.TypeAI,
+		Content: models.Blocks(
+			models.TextBlock("Checking."),
+			models.Block{"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": map[string]any{"city": "Paris"}},
+			models.Block{"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": map[string]any{"city": "Paris"}},
+			models.Block{"type": "tool_use", "id": "toolu_bad", "name": "get_weather", "input": `{"city": "Par`},
+			models.Block{"type": "tool_use", "id": "toolu_gone", "name": "get_weather", "input": map[string]any{}},
+		),
+		ToolCalls:        []models.ToolCall{{ID: "toolu_1", Name: "get_weather", Args: map[string]any{"city": "Rome"}}},
+		InvalidToolCalls: []models.InvalidToolCall{{ID: "toolu_bad", Name: "get_weather", Args: `{"city": "Par`}},
+	}
+	bad := models.ToolResult("toolu_bad", models.Text("Error: bad arguments"))
+	bad.Status = models.StatusError
+	p, err := m.Render([]models.Message{models.Human("weather?"), ai, models.ToolResult("toolu_1", models.Text("18°C")), bad}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(p.Messages[1])
+	want := `{"content":[{"text":"Checking.","type":"text"},{"id":"toolu_1","input":{"city":"Rome"},"name":"get_weather","type":"tool_use"},{"id":"toolu_bad","input":{},"name":"get_weather","type":"tool_use"}],"role":"assistant"}`
+	if string(got) != want {
+		t.Fatalf("assistant turn\n%s\nwant\n%s", got, want)
+	}
+}
+
+// A response schema is sent as output_config.format, its objects closed
+// (additionalProperties: false), which the API requires; the caller's
+// schema is not changed. An object that says otherwise is refused.
+func TestStructuredOutput(t *testing.T) {
+	t.Parallel()
+	schema := map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"city":  map[string]any{"type": "string"},
+			"days":  map[string]any{"type": "array", "items": map[string]any{"type": "object", "properties": map[string]any{"t": map[string]any{"type": "number"}}}},
+			"where": map[string]any{"anyOf": []any{map[string]any{"type": "object", "properties": map[string]any{}}, map[string]any{"type": "null"}}},
+		},
+		"required": []any{"city"},
+	}
+	s, m := setup(t, localprovider.Config{}, models.Hooks{})
+	s.Script(localprovider.Turn{Text: `{"city":"Paris"}`})
+	reply, err := m.Generate(t.Context(), []models.Message{models.Human("weather?")}, &models.CallOptions{Response: &models.ResponseSchema{Name: "forecast", Schema: schema}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reply.Text() != `{"city":"Paris"}` {
+		t.Fatalf("reply %+v", reply)
+	}
+	var body struct {
+		OutputConfig struct {
+			Format struct {
+				Type   string         `json:"type"`
+				Schema map[string]any `json:"schema"`
+			} `json:"format"`
+		} `json:"output_config"`
+	}
+	if err := json.Unmarshal(s.Requests()[0].Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	f := body.OutputConfig.Format
+	days := f.Schema["properties"].(map[string]any)["days"].(map[string]any)["items"].(map[string]any)
+	where := f.Schema["properties"].(map[string]any)["where"].(map[string]any)["anyOf"].([]any)[0].(map[string]any)
+	if f.Type != "json_schema" || f.Schema["additionalProperties"] != false || days["additionalProperties"] != false || where["additionalProperties"] != false {
+		t.Fatalf("output_config %s", s.Requests()[0].Body)
+	}
+	if _, changed := schema["additionalProperties"]; changed {
+		t.Fatal("the caller's schema was changed")
+	}
+
+	open := map[string]any{"type": "object", "properties": map[string]any{}, "additionalProperties": true}
+	_, err = m.Generate(t.Context(), []models.Message{models.Human("weather?")}, &models.CallOptions{Response: &models.ResponseSchema{Schema: open}})
+	var pe *models.ProviderError
+	if !errors.As(err, &pe) || pe.Status != 400 || !strings.Contains(pe.Message, "additionalProperties") {
+		t.Fatalf("an open object schema: %v", err)
 	}
 }

@@ -28,6 +28,7 @@ func (m *Model) providerError(ctx context.Context, err error, midstream bool) er
 		pe.Message = models.Redact(apiErr.Message, m.key)
 		if apiErr.Response != nil {
 			pe.RetryDelay = models.ParseRetryAfter(apiErr.Response.Header, time.Now())
+			pe.ShouldRetry = models.ShouldRetryHeader(apiErr.Response.Header)
 		}
 		if pe.Status < 400 {
 			// An error event after the 200 that started the stream.

@@ -2,7 +2,6 @@ package anthropic
 
 import (
 	"encoding/json"
-	"strings"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 
@@ -10,13 +9,15 @@ import (
 )
 
 // Parse is the one function that turns a reply (whole, or accumulated
-// from a stream) into an "ai" message:
+// from a stream) into an "ai" message, as langchain-anthropic does:
 //
-//   - text blocks are the content, a string when the reply holds nothing
-//     but text and tool calls, else the list of its blocks (thinking,
-//     server tools...) as the API wrote them;
-//   - tool_use blocks are tool_calls, or invalid_tool_calls when their
-//     input is not a JSON object (in a stream, the input_json_delta
+//   - the content is a string when the reply is a single text block
+//     (without citations), else the list of its blocks in the API's
+//     order: text, thinking (with its signature), tool_use (with its
+//     input), server tools... Empty text blocks are left out (a request
+//     may not hold them), and a reply with no blocks is "";
+//   - tool_use blocks are also tool_calls, or invalid_tool_calls when
+//     their input is not a JSON object (in a stream, the input_json_delta
 //     fragments as sent; in a whole reply, the string the API put there);
 //   - usage is usage_metadata: input_tokens is the whole prompt (input +
 //     cache reads + cache writes), with cache_read and cache_creation,
@@ -28,29 +29,28 @@ import (
 // The message's id is the API's (msg_…).
 func Parse(msg *anthropic.Message, requestID string) models.Message {
 	out := models.Message{Type: models.TypeAI, ID: msg.ID}
-	var text strings.Builder
 	var blocks []models.Block
-	onlyText := true
 	for _, b := range msg.Content {
-		switch b.Type {
-		case "text":
-			text.WriteString(b.Text)
-			blocks = append(blocks, rawBlock(b.RawJSON(), models.TextBlock(b.Text)))
-		case "tool_use":
-			call, invalid := models.ParseToolCall(b.ID, b.Name, toolInput(b.Input))
+		input := ""
+		if b.Type == "tool_use" {
+			input = toolInput(b.Input)
+			call, invalid := models.ParseToolCall(b.ID, b.Name, input)
 			if call != nil {
 				out.ToolCalls = append(out.ToolCalls, *call)
 			} else {
 				out.InvalidToolCalls = append(out.InvalidToolCalls, *invalid)
 			}
-		default:
-			onlyText = false
-			blocks = append(blocks, rawBlock(b.RawJSON(), models.Block{"type": b.Type}))
+		}
+		if cb := contentBlock(b, input); cb != nil {
+			blocks = append(blocks, cb)
 		}
 	}
-	if onlyText {
-		out.Content = models.Text(text.String())
-	} else {
+	switch {
+	case len(blocks) == 0:
+		out.Content = models.Text("")
+	case len(blocks) == 1 && blocks[0].Type() == "text" && blocks[0]["citations"] == nil:
+		out.Content = models.Text(blocks[0]["text"].(string))
+	default:
 		out.Content = models.Blocks(blocks...)
 	}
 	if msg.JSON.Usage.Valid() {
@@ -79,6 +79,39 @@ func toolInput(raw json.RawMessage) string {
 		return s
 	}
 	return string(raw)
+}
+
+// contentBlock is one block of a reply as the content list holds it: the
+// same for a whole reply and for a block accumulated from a stream, whose
+// raw JSON the SDK rebuilds. A tool_use block's input is the arguments as
+// written (input), a JSON string when they are not JSON. nil for an empty
+// text block.
+func contentBlock(b anthropic.ContentBlockUnion, input string) models.Block {
+	switch b.Type {
+	case "text":
+		if b.Text == "" {
+			return nil
+		}
+		out := models.TextBlock(b.Text)
+		if len(b.Citations) > 0 {
+			if c := rawBlock(b.RawJSON(), nil); c != nil && c["citations"] != nil {
+				out["citations"] = c["citations"]
+			}
+		}
+		return out
+	case "thinking":
+		return models.Block{"type": "thinking", "thinking": b.Thinking, "signature": b.Signature}
+	case "redacted_thinking":
+		return models.Block{"type": "redacted_thinking", "data": b.Data}
+	case "tool_use":
+		in := json.RawMessage(input)
+		if !json.Valid(in) {
+			in, _ = json.Marshal(input)
+		}
+		raw, _ := json.Marshal(map[string]any{"type": "tool_use", "id": b.ID, "name": b.Name, "input": in})
+		return rawBlock(string(raw), models.Block{"type": "tool_use", "id": b.ID, "name": b.Name, "input": input})
+	}
+	return rawBlock(b.RawJSON(), models.Block{"type": b.Type})
 }
 
 func rawBlock(raw string, fallback models.Block) models.Block {

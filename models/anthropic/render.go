@@ -17,13 +17,20 @@ import (
 //     stand in the history (the Messages API takes a system prompt only
 //     at the top).
 //   - Human messages are user turns; AI messages assistant turns, their
-//     tool calls tool_use blocks (a tool_use block already in the
-//     content is sent with the tool call's arguments, so an edit of
-//     tool_calls is what the model sees). An invalid tool call is sent,
-//     with input {}, only when a tool message answers it: the API wants
-//     every tool_use answered and every tool_result to answer one.
+//     content blocks in order (thinking blocks, with their signatures,
+//     where they stood) and their tool calls tool_use blocks, each id
+//     once: a tool_use block already in the content (Parse keeps them
+//     there) is sent in its place with the tool call's arguments, so an
+//     edit of tool_calls is what the model sees; tool calls not in the
+//     content follow it. An invalid tool call, or a tool_use block with
+//     no tool call, is sent (input {}) only when a tool message answers
+//     it: the API wants every tool_use answered and every tool_result to
+//     answer one.
 //   - Consecutive tool messages are one user turn of tool_result blocks,
-//     is_error set for status "error".
+//     is_error set for status "error". The API merges consecutive user
+//     messages into one turn and wants its tool_result blocks first, so a
+//     human message between an AI message's tool calls and their results
+//     (AI → Human → Tool) is sent after the results, in one user message.
 //   - Content blocks are passed through as they are (cache_control
 //     included), without the "index" and "partial_json" keys streaming
 //     adds; empty text is left out, as the API refuses it.
@@ -80,6 +87,7 @@ func (m *Model) Render(messages []models.Message, opts *models.CallOptions) (ant
 			return p, fmt.Errorf("anthropic: message %d: a %q message cannot be sent to a model", i, msg.Type)
 		}
 	}
+	p.Messages = toolResultsFirst(p.Messages)
 	for _, t := range o.Tools {
 		p.Tools = append(p.Tools, anthropic.ToolUnionParam{OfTool: toolParam(t)})
 	}
@@ -96,7 +104,7 @@ func (m *Model) Render(messages []models.Message, opts *models.CallOptions) (ant
 	}
 	p.StopSequences = o.Stop
 	if o.Response != nil {
-		p.OutputConfig.Format = anthropic.JSONOutputFormatParam{Schema: o.Response.Schema}
+		p.OutputConfig.Format = anthropic.JSONOutputFormatParam{Schema: closedSchema(o.Response.Schema)}
 	}
 	// The v2 SDK has no temperature field; the API still takes one.
 	if o.Temperature != nil || len(o.Extra) > 0 {
@@ -110,6 +118,42 @@ func (m *Model) Render(messages []models.Message, opts *models.CallOptions) (ant
 		p.SetExtraFields(extra)
 	}
 	return p, nil
+}
+
+// toolResultsFirst merges each run of consecutive user messages that
+// holds a tool_result block after some other block into one message with
+// the tool_result blocks first, the other blocks after them, each group
+// in its order. Runs already in order are left as they are.
+func toolResultsFirst(msgs []anthropic.MessageParam) []anthropic.MessageParam {
+	out := make([]anthropic.MessageParam, 0, len(msgs))
+	for i := 0; i < len(msgs); {
+		j := i + 1
+		for msgs[i].OfUser != nil && j < len(msgs) && msgs[j].OfUser != nil {
+			j++
+		}
+		var results, others []anthropic.ContentBlockParamUnion
+		late := false
+		for _, m := range msgs[i:j] {
+			if m.OfUser == nil {
+				continue
+			}
+			for _, b := range m.OfUser.Content {
+				if b.OfToolResult == nil {
+					others = append(others, b)
+					continue
+				}
+				late = late || len(others) > 0
+				results = append(results, b)
+			}
+		}
+		if late {
+			out = append(out, anthropic.NewUserMessage(append(results, others...)...))
+		} else {
+			out = append(out, msgs[i:j]...)
+		}
+		i = j
+	}
+	return out
 }
 
 // toolParam is a tool as the API declares it: the schema's properties
@@ -209,12 +253,27 @@ func assistantBlocks(msg models.Message, answered map[string]bool) ([]anthropic.
 	if msg.Content.IsList() {
 		for _, b := range msg.Content.Blocks {
 			if b.Type() == "tool_use" {
+				// The tool call of the same id is authoritative for the
+				// arguments; each id is sent once; a tool_use with no
+				// call is sent (input {} unless an object) only when a
+				// tool message answers it, as the API wants every
+				// tool_use answered.
 				id, _ := b["id"].(string)
-				if c, ok := calls[id]; ok {
-					out = append(out, anthropic.NewToolUseBlock(c.ID, args(c.Args), c.Name))
-					sent[id] = true
+				if sent[id] {
 					continue
 				}
+				c, ok := calls[id]
+				if !ok {
+					if !answered[id] {
+						continue
+					}
+					name, _ := b["name"].(string)
+					input, _ := b["input"].(map[string]any)
+					c = models.ToolCall{ID: id, Name: name, Args: input}
+				}
+				out = append(out, anthropic.NewToolUseBlock(c.ID, args(c.Args), c.Name))
+				sent[id] = true
+				continue
 			}
 			if b.Type() == "text" && b["text"] == "" {
 				continue

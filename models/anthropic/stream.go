@@ -14,11 +14,12 @@ import (
 	"github.com/superstep-dev/superstep/models"
 )
 
-// stream makes one streamed request: each text delta and tool-input
-// fragment goes to onChunk as it arrives, the SDK's accumulator builds
-// the reply, and Parse reads it as it reads a whole one. The tool inputs
-// are taken from the fragments as sent, since the accumulator replaces
-// malformed input with {}.
+// stream makes one streamed request: the first text block's deltas and
+// every tool-input fragment go to onChunk as they arrive, every other
+// block (thinking, tool_use, later text) whole when it stops; the SDK's
+// accumulator builds the reply, and Parse reads it as it reads a whole
+// one. The tool inputs are taken from the fragments as sent, since the
+// accumulator replaces malformed input with {}.
 func (m *Model) stream(ctx context.Context, p anthropic.MessageNewParams, resp *models.Response, onChunk func(models.Message) error) (models.Message, error) {
 	start := time.Now()
 	var httpResp *http.Response
@@ -47,6 +48,9 @@ func (m *Model) stream(ctx context.Context, p anthropic.MessageNewParams, resp *
 		case anthropic.ContentBlockDeltaEvent:
 			switch d := e.Delta.AsAny().(type) {
 			case anthropic.TextDelta:
+				if e.Index != 0 {
+					continue // sent whole at its content_block_stop
+				}
 				chunk = models.AIChunk(d.Text)
 			case anthropic.InputJSONDelta:
 				if f := fragments[e.Index]; f != nil {
@@ -54,8 +58,36 @@ func (m *Model) stream(ctx context.Context, p anthropic.MessageNewParams, resp *
 				}
 				chunk = toolChunk("", "", d.PartialJSON, e.Index)
 			default:
+				// thinking_delta, signature_delta, citations_delta: the
+				// accumulator gathers them; the block is sent whole at
+				// its content_block_stop.
 				continue
 			}
+		case anthropic.ContentBlockStopEvent:
+			// Every block but a leading text block (whose deltas were
+			// sent as text) is sent whole, as Parse writes it, so that
+			// the merged chunks are the reply: with no "index" keys, a
+			// content list merges by appending.
+			if e.Index < 0 || int(e.Index) >= len(acc.Content) {
+				continue
+			}
+			b := acc.Content[e.Index]
+			if e.Index == 0 && b.Type == "text" {
+				continue
+			}
+			input := ""
+			if f := fragments[e.Index]; f != nil {
+				input = f.String()
+				if input == "" {
+					input = "{}"
+				}
+			}
+			cb := contentBlock(b, input)
+			if cb == nil {
+				continue
+			}
+			chunk = models.AIChunk("")
+			chunk.Content = models.Blocks(cb)
 		default:
 			continue
 		}

@@ -17,6 +17,10 @@ var AnthropicVersions = []string{"2023-06-01", "2026-10-21"}
 // maxCacheMarkers is how many cache_control markers one request may carry.
 const maxCacheMarkers = 4
 
+// ThinkingSignature is the signature the double puts on a scripted
+// thinking block.
+const ThinkingSignature = "sig_local_thinking"
+
 // statusOverloaded is Anthropic's 529, which net/http has no name for.
 const statusOverloaded = 529
 
@@ -33,6 +37,20 @@ type AnthropicRequest struct {
 	ToolChoice   json.RawMessage    `json:"tool_choice"`
 	Thinking     json.RawMessage    `json:"thinking"`
 	CacheControl *CacheControl      `json:"cache_control"`
+	// OutputConfig holds structured output's format.
+	OutputConfig *AnthropicOutputConfig `json:"output_config"`
+}
+
+// AnthropicOutputConfig is a request's output_config.
+type AnthropicOutputConfig struct {
+	Format *AnthropicOutputFormat `json:"format"`
+}
+
+// AnthropicOutputFormat is output_config.format: {"type": "json_schema",
+// "schema": {...}}.
+type AnthropicOutputFormat struct {
+	Type   string         `json:"type"`
+	Schema map[string]any `json:"schema"`
 }
 
 // AnthropicMessage is one message of a Messages request.
@@ -227,6 +245,9 @@ func anthropicMessage(id, model string, rep reply, final bool) map[string]any {
 	var stop any
 	usage := anthropicUsage(rep.usage)
 	if final {
+		if rep.thinking != "" {
+			content = append(content, map[string]any{"type": "thinking", "thinking": rep.thinking, "signature": ThinkingSignature})
+		}
 		if t := rep.text(); t != "" {
 			content = append(content, map[string]any{"type": "text", "text": t})
 		}
@@ -236,6 +257,9 @@ func anthropicMessage(id, model string, rep reply, final bool) map[string]any {
 				input, _ = json.Marshal(c.Args)
 			}
 			content = append(content, map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": input})
+		}
+		if rep.after != "" {
+			content = append(content, map[string]any{"type": "text", "text": rep.after})
 		}
 		stop = anthropicStop(rep)
 	} else {
@@ -304,6 +328,18 @@ func (s *Server) streamAnthropic(w http.ResponseWriter, reqID, msgID string, ar 
 	}
 
 	index := 0
+	if rep.thinking != "" {
+		half := len(rep.thinking) / 2
+		send("content_block_start", map[string]any{"type": "content_block_start", "index": index, "content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""}})
+		for _, part := range []string{rep.thinking[:half], rep.thinking[half:]} {
+			if !delta(index, map[string]any{"type": "thinking_delta", "thinking": part}) {
+				return
+			}
+		}
+		send("content_block_delta", map[string]any{"type": "content_block_delta", "index": index, "delta": map[string]any{"type": "signature_delta", "signature": ThinkingSignature}})
+		send("content_block_stop", map[string]any{"type": "content_block_stop", "index": index})
+		index++
+	}
 	if len(rep.chunks) > 0 {
 		send("content_block_start", map[string]any{"type": "content_block_start", "index": index, "content_block": map[string]any{"type": "text", "text": ""}})
 		for _, c := range rep.chunks {
@@ -325,6 +361,13 @@ func (s *Server) streamAnthropic(w http.ResponseWriter, reqID, msgID string, ar 
 		}
 		send("content_block_stop", map[string]any{"type": "content_block_stop", "index": index})
 		index++
+	}
+	if rep.after != "" {
+		send("content_block_start", map[string]any{"type": "content_block_start", "index": index, "content_block": map[string]any{"type": "text", "text": ""}})
+		if !delta(index, map[string]any{"type": "text_delta", "text": rep.after}) {
+			return
+		}
+		send("content_block_stop", map[string]any{"type": "content_block_stop", "index": index})
 	}
 	if fault() {
 		return
@@ -375,12 +418,16 @@ func validateAnthropic(ar *AnthropicRequest, count bool) string {
 	if msg := validateToolPairs(ar.Messages); msg != "" {
 		return msg
 	}
+	if msg := validateAnthropicOutput(ar.OutputConfig); msg != "" {
+		return msg
+	}
 	return validateMarkers(ar)
 }
 
 // validateToolPairs checks that every tool_result answers a tool_use of the
-// turn just before it, and that every tool_use is answered in the next turn.
-// Consecutive messages of one role are one turn, as the API merges them.
+// turn just before it, that the tool_result blocks come first in their
+// turn, and that every tool_use is answered in the next turn. Consecutive
+// messages of one role are one turn, as the API merges them.
 func validateToolPairs(msgs []AnthropicMessage) string {
 	type turn struct {
 		role  string
@@ -402,11 +449,21 @@ func validateToolPairs(msgs []AnthropicMessage) string {
 			}
 		}
 	}
+	// other is where a turn first holds a block that is not a
+	// tool_result: the API wants a turn's tool_result blocks first.
+	type at struct{ msg, block int }
+	other := map[int]at{}
 	for i, m := range msgs {
 		ti := turnOf[i]
 		for j, b := range m.Content {
 			if b.Type != "tool_result" {
+				if _, ok := other[ti]; !ok {
+					other[ti] = at{i, j}
+				}
 				continue
+			}
+			if o, ok := other[ti]; ok && ti > 0 && len(turns[ti-1].uses) > 0 {
+				return fmt.Sprintf("messages.%d.content.%d: `tool_result` blocks must come first in the user turn after a `tool_use` turn, but messages.%d.content.%d (%s) comes before it. Put the `tool_result` blocks before any other content.", i, j, o.msg, o.block, msgs[o.msg].Content[o.block].Type)
 			}
 			if ti == 0 || !slices.Contains(turns[ti-1].uses, b.ToolUseID) {
 				return fmt.Sprintf("messages.%d.content.%d: unexpected `tool_use_id` found in `tool_result` blocks: %s. Each `tool_result` block must have a corresponding `tool_use` block in the previous message.", i, j, b.ToolUseID)
@@ -574,13 +631,16 @@ func defaultMessage(status int) string {
 	return fmt.Sprintf("%s (injected fault).", http.StatusText(status))
 }
 
-// setRetryHeaders sends a fault's retry-after headers.
+// setRetryHeaders sends a fault's retry-after and x-should-retry headers.
 func setRetryHeaders(w http.ResponseWriter, f Fault) {
 	if f.RetryAfter != "" {
 		w.Header().Set("Retry-After", f.RetryAfter)
 	}
 	if f.RetryAfterMs != "" {
 		w.Header().Set("Retry-After-Ms", f.RetryAfterMs)
+	}
+	if f.ShouldRetry != "" {
+		w.Header().Set("X-Should-Retry", f.ShouldRetry)
 	}
 }
 

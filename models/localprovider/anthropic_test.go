@@ -289,6 +289,12 @@ func TestAnthropicValidation(t *testing.T) {
 		{"unanswered tool_use", func(p *anthropic.MessageNewParams) {
 			p.Messages = append(p.Messages, anthropic.NewAssistantMessage(use), anthropic.NewUserMessage(anthropic.NewTextBlock("and?")))
 		}, nil, 400, "without `tool_result`"},
+		{"text before tool_result", func(p *anthropic.MessageNewParams) {
+			p.Messages = append(p.Messages, anthropic.NewAssistantMessage(use), anthropic.NewUserMessage(anthropic.NewTextBlock("also:"), anthropic.NewToolResultBlock("toolu_1", "18C", false)))
+		}, nil, 400, "`tool_result` blocks must come first"},
+		{"text before tool_result in a merged turn", func(p *anthropic.MessageNewParams) {
+			p.Messages = append(p.Messages, anthropic.NewAssistantMessage(use), anthropic.NewUserMessage(anthropic.NewTextBlock("also:")), anthropic.NewUserMessage(anthropic.NewToolResultBlock("toolu_1", "18C", false)))
+		}, nil, 400, "messages.3.content.0: `tool_result` blocks must come first"},
 		{"five markers", func(p *anthropic.MessageNewParams) {
 			p.Messages = []anthropic.MessageParam{anthropic.NewUserMessage(marked("a"), marked("b"), marked("c"), marked("d"), marked("e"))}
 		}, nil, 400, "A maximum of 4 blocks with cache_control"},
@@ -316,7 +322,7 @@ func TestAnthropicValidation(t *testing.T) {
 		t.Parallel()
 		_, c := setupAnthropic(t, localprovider.Config{})
 		p := userParams("weather?")
-		p.Messages = append(p.Messages, anthropic.NewAssistantMessage(use), anthropic.NewUserMessage(anthropic.NewToolResultBlock("toolu_1", "18C", false)))
+		p.Messages = append(p.Messages, anthropic.NewAssistantMessage(use), anthropic.NewUserMessage(anthropic.NewToolResultBlock("toolu_1", "18C", false)), anthropic.NewUserMessage(anthropic.NewTextBlock("thanks")))
 		if _, err := c.Messages.New(t.Context(), p); err != nil {
 			t.Fatal(err)
 		}

@@ -42,15 +42,20 @@
 //   - Anthropic: model, max_tokens (required; ≥ 0; 0 not with stream), a
 //     non-empty messages list, roles user/assistant, non-empty content,
 //     unique tool names with an input_schema; every tool_result answering a
-//     tool_use of the turn just before it and every tool_use answered in the
+//     tool_use of the turn just before it, the tool_result blocks first in
+//     their turn (before any text), and every tool_use answered in the
 //     next turn (consecutive same-role messages are one turn, as the API
 //     merges them); at most 4 cache_control markers counting the top-level
-//     automatic one, no 1h marker after a 5m one, none on thinking blocks.
-//     No key is 401 authentication_error.
+//     automatic one, no 1h marker after a 5m one, none on thinking blocks;
+//     output_config.format a json_schema whose object schemas all set
+//     additionalProperties: false. No key is 401 authentication_error.
 //   - OpenAI: model, non-empty messages, known roles, stream_options only
 //     with stream, named functions, every tool message answering a pending
 //     tool_call_id of the assistant message before it and every tool call
-//     answered. No key is 401.
+//     answered; response_format text, json_object or json_schema with a
+//     valid name, and with strict: true every object closed
+//     (additionalProperties: false) and every property required. No key
+//     is 401.
 //
 // # Scripting
 //
@@ -68,8 +73,9 @@
 //		}},
 //	)
 //
-// A Turn gives the text (whole, or Chunks for the stream deltas), tool
-// calls (raw argument JSON, optionally ArgChunks for the fragments), the
+// A Turn gives the text (whole, or Chunks for the stream deltas), for
+// Anthropic a thinking block before it and a text block after the tool
+// calls (Thinking, TextAfterTools), tool calls (raw argument JSON, optionally ArgChunks for the fragments), the
 // stop reason, and usage numbers; unset, usage is computed from the request
 // with the Config's deterministic token estimate (EstimateTokens:
 // ⌈bytes/4⌉). Requests returns every request received, decoded
@@ -97,7 +103,8 @@
 //
 // Turn.Fault injects, per request: an HTTP error status with the provider's
 // body (429 rate_limit_error, 529 overloaded_error, 500 api_error, …) and
-// retry-after / retry-after-ms headers; a slow first byte (FirstByteDelay,
+// retry-after / retry-after-ms and x-should-retry headers (and an OpenAI
+// error code, such as insufficient_quota); a slow first byte (FirstByteDelay,
 // waited on the injected Clock and abandoned when the client's context is
 // cancelled); a mid-stream error event after some deltas (ErrorEvent, which
 // the SDKs surface as the stream's Err()); or a connection dropped
@@ -123,7 +130,9 @@
 //     canonicalised into prefix blocks (tools, system, messages), usage is
 //     computed from them by one function (promptUsage), and
 //     responseStarted marks when an entry would become visible.
-//   - Thinking blocks, images, documents, server tools, citations, the
+//   - Thinking beyond a scripted block (Turn.Thinking: a thinking block
+//     before the text, streamed as thinking_delta and signature_delta;
+//     the thinking request parameter is not read), images, documents, server tools, citations, the
 //     Batches, Models and Files APIs, OpenAI's Responses API, n > 1 choices,
 //     logprobs, and rate-limit headers (anthropic-ratelimit-*, x-ratelimit-*).
 //   - In an Anthropic JSON body, malformed tool arguments are sent as a

@@ -22,6 +22,19 @@ type OpenAIRequest struct {
 	MaxTokens           *int   `json:"max_tokens"`
 	MaxCompletionTokens *int   `json:"max_completion_tokens"`
 	PromptCacheKey      string `json:"prompt_cache_key"`
+	// ResponseFormat asks for structured output.
+	ResponseFormat *OpenAIResponseFormat `json:"response_format"`
+}
+
+// OpenAIResponseFormat is a request's response_format.
+type OpenAIResponseFormat struct {
+	Type       string `json:"type"`
+	JSONSchema *struct {
+		Name        string         `json:"name"`
+		Description string         `json:"description,omitempty"`
+		Schema      map[string]any `json:"schema"`
+		Strict      *bool          `json:"strict"`
+	} `json:"json_schema"`
 }
 
 // OpenAIMessage is one message of a Chat Completions request.
@@ -133,7 +146,7 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request) {
 	if f := rep.fault; f.Status != 0 {
 		setRetryHeaders(w, f)
 		typ, code := openAIErrorType(f.Status)
-		writeOpenAIErrorParam(w, id, f.Status, orDefault(f.ErrorType, typ), orDefault(f.Message, defaultMessage(f.Status)), "", code)
+		writeOpenAIErrorParam(w, id, f.Status, orDefault(f.ErrorType, typ), orDefault(f.Message, defaultMessage(f.Status)), "", orDefault(f.Code, code))
 		return
 	}
 	chatID := fmt.Sprintf("chatcmpl-local-%06d", req.Seq)
@@ -293,6 +306,9 @@ func validateOpenAI(or *OpenAIRequest) (msg, param string) {
 		if t.Function.Name == "" {
 			return fmt.Sprintf("Missing required parameter: 'tools[%d].function.name'.", i), fmt.Sprintf("tools[%d].function.name", i)
 		}
+	}
+	if msg, param := validateOpenAIResponseFormat(or.ResponseFormat); msg != "" {
+		return msg, param
 	}
 	roles := map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true, "function": true}
 	var open []string // tool_call ids of the last assistant message not yet answered

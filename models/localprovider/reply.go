@@ -10,11 +10,13 @@ import (
 // reply is a Turn made ready to send: ids given, text and arguments split
 // into the fragments a stream sends, usage computed.
 type reply struct {
-	chunks []string
-	calls  []ToolCall
-	stop   string // provider's word; empty derives it
-	usage  Usage
-	fault  Fault
+	chunks   []string
+	thinking string
+	after    string // text block after the tool calls
+	calls    []ToolCall
+	stop     string // provider's word; empty derives it
+	usage    Usage
+	fault    Fault
 }
 
 // text is the reply's whole text.
@@ -22,7 +24,7 @@ func (r reply) text() string { return strings.Join(r.chunks, "") }
 
 // prepare turns a scripted (or offline) turn into a reply for request seq.
 func (s *Server) prepare(t Turn, p prompt, seq int, idPrefix string) reply {
-	r := reply{chunks: t.Chunks, stop: t.StopReason}
+	r := reply{chunks: t.Chunks, stop: t.StopReason, thinking: t.Thinking, after: t.TextAfterTools}
 	if len(r.chunks) == 0 && t.Text != "" {
 		r.chunks = []string{t.Text}
 	}

@@ -11,6 +11,15 @@ type Turn struct {
 	// Chunks, when set, is the reply's text split into stream deltas
 	// (their concatenation replaces Text).
 	Chunks []string
+	// Thinking, when set, is an Anthropic reply's thinking block, before
+	// the text, signed with ThinkingSignature. Streamed, it is sent as two
+	// thinking_delta halves and a signature_delta. OpenAI replies leave it
+	// out.
+	Thinking string
+	// TextAfterTools, when set, is a second text block after the tool
+	// calls (Anthropic only): the content list is then text, tool_use…,
+	// text.
+	TextAfterTools string
 	// ToolCalls are the tool calls of the reply, in order, after the text.
 	ToolCalls []ToolCall
 	// StopReason is the provider's own word ("end_turn", "max_tokens",
@@ -79,10 +88,17 @@ type Fault struct {
 	ErrorType string
 	// Message is the error's message; empty gives a default one.
 	Message string
+	// Code is OpenAI's error code (insufficient_quota, …); empty derives
+	// it from the status (429 rate_limit_exceeded). Anthropic has none.
+	Code string
 	// RetryAfter and RetryAfterMs are sent as the retry-after and
 	// retry-after-ms headers of an error answer when set.
 	RetryAfter   string
 	RetryAfterMs string
+	// ShouldRetry, when set ("true" or "false"), is sent as the
+	// x-should-retry header of an error answer: the providers' override
+	// of the status's retry class, which both SDKs honour.
+	ShouldRetry string
 	// FirstByteDelay holds the answer (error or reply) this long on the
 	// double's clock before the first byte. It ends early when the client
 	// goes away (its context is cancelled), and nothing is then sent.

@@ -13,20 +13,35 @@
 // ls_provider name (default "openai"), a default reply cap (sent as
 // max_completion_tokens, or max_tokens with LegacyMaxTokens), an
 // *http.Client and Hooks. SDK retries are off: a failed call is a
-// *models.ProviderError that the node's RetryPolicy retries (429 and
-// 5xx, waiting the provider's retry-after), each retry a TaskRetried
+// *models.ProviderError that the node's RetryPolicy retries (408, 409,
+// 429 and 5xx, waiting the provider's retry-after), each retry a TaskRetried
 // event.
 //
 // # Requests and replies
 //
 // Render builds the request (system, user, assistant with function tool
 // calls, tool messages; function tools; ToolChoiceAny is "required"; a
-// ResponseSchema is response_format json_schema; Extra as extra body
+// ResponseSchema is response_format json_schema, strict false unless the
+// schema has a top-level "strict": true, as langchain-openai does; Extra as extra body
 // fields); Parse reads a completion, whole or accumulated from a stream
 // (content; tool_calls, or invalid_tool_calls for arguments that are not
 // a JSON object; usage with cached_tokens as cache_read; finish_reason,
 // model, request id). Hooks see the rendered
 // *openai.ChatCompletionNewParams before the call and the outcome after.
+//
+// # Environment and secrets
+//
+// New reads OPENAI_API_KEY and OPENAI_BASE_URL, and OPENAI_ORG_ID and
+// OPENAI_PROJECT_ID only when the base URL is api.openai.com (or unset):
+// the headers openai.NewClient would add from the environment
+// (OpenAI-Organization, OpenAI-Project, OPENAI_CUSTOM_HEADERS) are
+// deleted, so an Ollama or vLLM base URL gets the organization and project
+// only from Config. A Model prints (%v, %+v, %#v) and logs (slog) as its
+// provider and model, never its key.
+//
+// A 429 insufficient_quota (the account is out of credit) is not retried,
+// and x-should-retry: true|false overrides a status's retry class, as in
+// the SDK's own policy (models.ProviderError.Retryable).
 //
 // # Streaming
 //

@@ -30,9 +30,16 @@ func (m *Model) providerError(ctx context.Context, err error, midstream bool, re
 		if apiErr.Response != nil {
 			pe.RequestID = apiErr.Response.Header.Get("X-Request-Id")
 			pe.RetryDelay = models.ParseRetryAfter(apiErr.Response.Header, time.Now())
+			pe.ShouldRetry = models.ShouldRetryHeader(apiErr.Response.Header)
 		}
 		if pe.Type == "" {
 			pe.Type = apiErr.Code
+		}
+		if apiErr.Code == "insufficient_quota" || apiErr.Type == "insufficient_quota" {
+			// A 429 that waiting cannot fix: the account is out of
+			// credit. The SDK retries it; we do not.
+			no := false
+			pe.ShouldRetry = &no
 		}
 	case errors.As(err, &streamErr):
 		// {"error": {...}} in the stream, after the 200.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
+	"strings"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -22,6 +24,13 @@ type Config struct {
 	// OPENAI_BASE_URL, else https://api.openai.com/v1/. Point it at
 	// Ollama (http://localhost:11434/v1/), vLLM or DeepSeek to use them.
 	BaseURL string
+	// Organization and Project are sent as the OpenAI-Organization and
+	// OpenAI-Project headers. Empty reads OPENAI_ORG_ID and
+	// OPENAI_PROJECT_ID, but only when the base URL is OpenAI's own: a
+	// compatible server (Ollama, vLLM, a proxy) gets them only when set
+	// here.
+	Organization string
+	Project      string
 	// Model is the model's name, e.g. "gpt-5-mini". Required.
 	Model string
 	// Provider is the ls_provider name; empty is "openai".
@@ -66,12 +75,29 @@ func New(cfg Config) (*Model, error) {
 	if cfg.BaseURL == "" {
 		cfg.BaseURL = os.Getenv("OPENAI_BASE_URL")
 	}
-	opts := []option.RequestOption{
+	if isOpenAI(cfg.BaseURL) {
+		if cfg.Organization == "" {
+			cfg.Organization = os.Getenv("OPENAI_ORG_ID")
+		}
+		if cfg.Project == "" {
+			cfg.Project = os.Getenv("OPENAI_PROJECT_ID")
+		}
+	}
+	// The environment is read above, once: the SDK's own defaults are
+	// undone so that it adds no header of its own to requests that go to
+	// other servers.
+	opts := append(withoutEnvironmentHeaders(),
 		option.WithAPIKey(cfg.APIKey),
 		option.WithMaxRetries(0),
-	}
+	)
 	if cfg.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
+	}
+	if cfg.Organization != "" {
+		opts = append(opts, option.WithOrganization(cfg.Organization))
+	}
+	if cfg.Project != "" {
+		opts = append(opts, option.WithProject(cfg.Project))
 	}
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
@@ -82,6 +108,32 @@ func New(cfg Config) (*Model, error) {
 	}
 	m.client = openai.NewClient(opts...)
 	return m, nil
+}
+
+// withoutEnvironmentHeaders undoes the headers openai.NewClient adds from
+// the environment (OPENAI_ORG_ID, OPENAI_PROJECT_ID and the names in
+// OPENAI_CUSTOM_HEADERS). openai-go v3 has no public
+// option.WithoutEnvironmentDefaults (anthropic-sdk-go has; openai-go's is
+// internal, for its Azure and Bedrock clients), so the headers are
+// deleted instead; options apply after the defaults.
+func withoutEnvironmentHeaders() []option.RequestOption {
+	opts := []option.RequestOption{option.WithHeaderDel("OpenAI-Organization"), option.WithHeaderDel("OpenAI-Project")}
+	for _, line := range strings.Split(os.Getenv("OPENAI_CUSTOM_HEADERS"), "\n") {
+		if name, _, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(name) != "" {
+			opts = append(opts, option.WithHeaderDel(strings.TrimSpace(name)))
+		}
+	}
+	return opts
+}
+
+// isOpenAI reports whether a base URL is OpenAI's own API (empty is the
+// SDK's default, which is).
+func isOpenAI(baseURL string) bool {
+	if baseURL == "" {
+		return true
+	}
+	u, err := url.Parse(baseURL)
+	return err == nil && u.Hostname() == "api.openai.com"
 }
 
 // Info names the provider and model.

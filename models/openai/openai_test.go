@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -351,5 +352,140 @@ func TestNoSecretLeaks(t *testing.T) {
 	}
 	if strings.Contains(seen.String(), testKey) || strings.Contains(seen.String(), "SECRET") {
 		t.Fatalf("the API key leaked:\n%s", seen.String())
+	}
+}
+
+// An error answer is retried as the SDK's own policy decides, except
+// insufficient_quota: a 429 that waiting cannot fix. x-should-retry
+// overrides the status.
+func TestRetryClassification(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		fault localprovider.Fault
+		retry bool
+	}{
+		{"429 rate limit", localprovider.Fault{Status: 429}, true},
+		{"429 insufficient_quota", localprovider.Fault{Status: 429, ErrorType: "insufficient_quota", Code: "insufficient_quota", Message: "You exceeded your current quota."}, false},
+		{"409 conflict", localprovider.Fault{Status: 409}, true},
+		{"400 with x-should-retry true", localprovider.Fault{Status: 400, ShouldRetry: "true"}, true},
+		{"500 with x-should-retry false", localprovider.Fault{Status: 500, ShouldRetry: "false"}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s, m := setup(t, localprovider.Config{}, models.Hooks{})
+			s.Script(localprovider.Turn{Fault: &tc.fault})
+			_, err := m.Generate(t.Context(), []models.Message{models.Human("hi")}, nil)
+			var pe *models.ProviderError
+			if !errors.As(err, &pe) || pe.Status != tc.fault.Status {
+				t.Fatalf("err %v", err)
+			}
+			if pe.Retryable() != tc.retry || engine.DefaultRetryOn(err) != tc.retry {
+				t.Fatalf("%v: Retryable %v, DefaultRetryOn %v, want %v", err, pe.Retryable(), engine.DefaultRetryOn(err), tc.retry)
+			}
+		})
+	}
+}
+
+// roundTripFunc records what would go to api.openai.com.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// OPENAI_ORG_ID, OPENAI_PROJECT_ID and OPENAI_CUSTOM_HEADERS go to
+// OpenAI's own API only: a compatible server (Ollama, vLLM) gets the
+// organization and project only when Config sets them. (Not parallel:
+// it sets the environment.)
+func TestEnvironmentHeadersStayWithOpenAI(t *testing.T) {
+	t.Setenv("OPENAI_ORG_ID", "org-env")
+	t.Setenv("OPENAI_PROJECT_ID", "proj-env")
+	t.Setenv("OPENAI_CUSTOM_HEADERS", "X-Team: secret-team")
+	s, ts := localprovider.NewTestServer(localprovider.Config{})
+	t.Cleanup(ts.Close)
+	for i, cfg := range []openai.Config{{}, {Organization: "org-cfg", Project: "proj-cfg"}} {
+		cfg.APIKey, cfg.BaseURL, cfg.Model, cfg.HTTPClient = testKey, ts.URL+"/v1/", "llama3", ts.Client()
+		m, err := openai.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.Generate(t.Context(), []models.Message{models.Human("hi")}, nil); err != nil {
+			t.Fatal(err)
+		}
+		h := s.Requests()[i].Header
+		if h.Get("X-Team") != "" || h.Get("OpenAI-Organization") != cfg.Organization || h.Get("OpenAI-Project") != cfg.Project {
+			t.Fatalf("config %d sent organization %q, project %q, x-team %q", i, h.Get("OpenAI-Organization"), h.Get("OpenAI-Project"), h.Get("X-Team"))
+		}
+	}
+	var sent http.Header
+	m, err := openai.New(openai.Config{APIKey: testKey, BaseURL: "https://api.openai.com/v1/", Model: "gpt-test", HTTPClient: &http.Client{
+		Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			sent = r.Header.Clone()
+			return nil, errors.New("offline")
+		}),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = m.Generate(t.Context(), []models.Message{models.Human("hi")}, nil)
+	if sent.Get("OpenAI-Organization") != "org-env" || sent.Get("OpenAI-Project") != "proj-env" {
+		t.Fatalf("api.openai.com got headers %v", sent)
+	}
+}
+
+// The API key is printed by no verb and logged by no slog handler.
+func TestModelPrintsNoKey(t *testing.T) {
+	t.Parallel()
+	_, m := setup(t, localprovider.Config{}, models.Hooks{})
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v %+v %#v %s %v %#v\n", m, m, m, m, *m, *m)
+	slog.New(slog.NewJSONHandler(&b, nil)).Info("model", "m", m, "v", *m)
+	slog.New(slog.NewTextHandler(&b, nil)).Info("model", "m", m)
+	if strings.Contains(b.String(), testKey) || strings.Contains(b.String(), "SECRET") || !strings.Contains(b.String(), "gpt-test") {
+		t.Fatalf("printed:\n%s", b.String())
+	}
+}
+
+// A response schema is response_format json_schema with strict false, or
+// the schema's own "strict" (as langchain-openai); a strict schema must
+// close its objects and require every property, as the API checks.
+func TestStructuredOutput(t *testing.T) {
+	t.Parallel()
+	props := map[string]any{"city": map[string]any{"type": "string"}, "unit": map[string]any{"type": "string"}}
+	cases := []struct {
+		name   string
+		schema map[string]any
+		strict bool
+		err    string
+	}{
+		{"not strict", map[string]any{"type": "object", "properties": props, "required": []any{"city"}}, false, ""},
+		{"strict", map[string]any{"type": "object", "properties": props, "required": []any{"city", "unit"}, "additionalProperties": false, "strict": true}, true, ""},
+		{"strict, open object", map[string]any{"type": "object", "properties": props, "required": []any{"city", "unit"}, "strict": true}, true, "'additionalProperties' is required to be supplied and to be false"},
+		{"strict, optional property", map[string]any{"type": "object", "properties": props, "required": []any{"city"}, "additionalProperties": false, "strict": true}, true, "Missing 'unit'"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s, m := setup(t, localprovider.Config{}, models.Hooks{})
+			s.Script(localprovider.Turn{Text: `{"city":"Paris","unit":"C"}`})
+			_, err := m.Generate(t.Context(), []models.Message{models.Human("weather?")}, &models.CallOptions{Response: &models.ResponseSchema{Name: "forecast", Schema: tc.schema}})
+			if tc.err != "" {
+				var pe *models.ProviderError
+				if !errors.As(err, &pe) || pe.Status != 400 || !strings.Contains(pe.Message, tc.err) {
+					t.Fatalf("err %v, want a 400 with %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			rf := s.Requests()[0].OpenAI.ResponseFormat
+			if rf == nil || rf.Type != "json_schema" || rf.JSONSchema.Name != "forecast" || rf.JSONSchema.Strict == nil || *rf.JSONSchema.Strict != tc.strict {
+				t.Fatalf("response_format %s", s.Requests()[0].Body)
+			}
+			if _, ok := rf.JSONSchema.Schema["strict"]; ok {
+				t.Fatalf("strict left in the schema: %s", s.Requests()[0].Body)
+			}
+		})
 	}
 }

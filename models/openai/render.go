@@ -22,7 +22,11 @@ import (
 //     call is sent with its arguments as written only when a tool
 //     message answers it, as the API wants every call answered.
 //   - Tools are function tools; ToolChoiceAny is "required"; a response
-//     schema is response_format json_schema.
+//     schema is response_format json_schema, with strict taken from the
+//     schema's own top-level "strict" (else false), as langchain-openai
+//     does. A strict schema must close its objects
+//     (additionalProperties: false) and require every property; the API
+//     refuses it otherwise, and so does the double.
 func (m *Model) Render(messages []models.Message, opts *models.CallOptions) (openai.ChatCompletionNewParams, error) {
 	var o models.CallOptions
 	if opts != nil {
@@ -90,7 +94,20 @@ func (m *Model) Render(messages []models.Message, opts *models.CallOptions) (ope
 		p.Temperature = openai.Float(*o.Temperature)
 	}
 	if r := o.Response; r != nil {
-		js := shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: r.Name, Schema: r.Schema}
+		// As langchain-openai: strict is the schema's own top-level
+		// "strict" when it has one (taken out of the schema), else false,
+		// sent either way.
+		schema, strict := r.Schema, false
+		if st, ok := schema["strict"].(bool); ok {
+			strict = st
+			schema = make(map[string]any, len(r.Schema))
+			for k, v := range r.Schema {
+				if k != "strict" {
+					schema[k] = v
+				}
+			}
+		}
+		js := shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: r.Name, Schema: schema, Strict: openai.Bool(strict)}
 		if js.Name == "" {
 			js.Name = "response"
 		}

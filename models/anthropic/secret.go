@@ -1,0 +1,25 @@
+package anthropic
+
+import (
+	"fmt"
+	"log/slog"
+)
+
+// GoString prints the model for %#v without its API key (fmt would
+// otherwise print every field, the key and the SDK client's options
+// included).
+func (m Model) GoString() string {
+	return fmt.Sprintf("&anthropic.Model{model: %q, maxTokens: %d, key: [redacted]}", m.model, m.maxTokens)
+}
+
+// String prints the model for %v and %+v without its API key.
+func (m Model) String() string {
+	return fmt.Sprintf("anthropic.Model(%s)", m.model)
+}
+
+// LogValue logs the model as its provider and name, never its key.
+func (m Model) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("provider", Provider), slog.String("model", m.model))
+}
+
+var _ slog.LogValuer = Model{}
