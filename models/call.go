@@ -47,6 +47,7 @@ func Call(ctx context.Context, m ChatModel, messages []Message, opts *CallOption
 			reply.ResponseMetadata = map[string]any{}
 		}
 		reply.ResponseMetadata["offline"] = true
+		reply.ResponseMetadata["model_provider"] = m.Info().Provider
 	}
 	return reply, nil
 }

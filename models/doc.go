@@ -77,8 +77,10 @@
 // A provider's failure is a *ProviderError: provider, HTTP status, error
 // type, message, request id, the retry-after wait, and whether it ended
 // a stream that had begun. Its HTTPStatus and RetryAfter methods are what
-// engine.DefaultRetryOn reads, so a node's RetryPolicy retries 408, 429
-// and 5xx (529 included) after the wait the provider asked for; the
+// engine.DefaultRetryOn reads, so a node's RetryPolicy retries what the
+// SDKs' own policy would — a dropped connection, 408, 409, 429 and 5xx
+// (529 included), unless the response said x-should-retry: false, and not
+// OpenAI's 429 insufficient_quota — after the wait the provider asked for; the
 // SDKs' own retries are off, so every retry is the engine's TaskRetried
 // event. A cancelled context cancels the HTTP request and is returned as
 // the context's error, which is not retried. A ProviderError holds only
