@@ -131,6 +131,9 @@ type Request struct {
 	Params   any
 	// Stream is true when the reply is streamed.
 	Stream bool
+	// Headers are extra HTTP headers sent with the request (a hook's beta
+	// flags, say); the provider sends them as given.
+	Headers map[string]string
 }
 
 // Response is the outcome of a provider call, as a Hooks function sees
@@ -145,12 +148,28 @@ type Response struct {
 	FirstToken time.Duration
 	Duration   time.Duration
 	Err        error
+	// firstByte runs Hooks.FirstByte once (see MarkFirstByte).
+	firstByte func()
+}
+
+// MarkFirstByte is called by a provider when the first byte of the reply
+// arrives (the stream's first event, or a whole reply): the first time,
+// it runs Hooks.FirstByte.
+func (r *Response) MarkFirstByte() {
+	if f := r.firstByte; f != nil {
+		r.firstByte = nil
+		f()
+	}
 }
 
 // Hooks run around every provider call: BeforeCall may change the
-// rendered request (or refuse it with an error); AfterCall sees what came
-// back. Prompt caching and per-call records are built on them.
+// rendered request and its headers (or refuse it with an error);
+// FirstByte runs as the reply begins; AfterCall sees what came back. Prompt caching and per-call records are built on them.
 type Hooks struct {
 	BeforeCall func(ctx context.Context, req *Request) error
-	AfterCall  func(ctx context.Context, req *Request, resp *Response)
+	// FirstByte runs when the reply's first byte arrives, before the rest
+	// of it: a provider's cache entry for the request is readable from
+	// then on, so requests waiting to share it may go.
+	FirstByte func(ctx context.Context, req *Request)
+	AfterCall func(ctx context.Context, req *Request, resp *Response)
 }

@@ -2,6 +2,8 @@ package models
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"time"
 )
 
@@ -18,9 +20,15 @@ func (h Hooks) Around(ctx context.Context, req *Request, send func(ctx context.C
 		}
 	}
 	resp := &Response{}
+	if h.FirstByte != nil {
+		resp.firstByte = func() { h.FirstByte(ctx, req) }
+	}
 	start := time.Now()
 	msg, err := send(ctx, resp)
 	resp.Duration = time.Since(start)
+	if err == nil {
+		resp.MarkFirstByte() // a provider that did not say when
+	}
 	if err != nil {
 		msg = Message{}
 	}
@@ -32,6 +40,20 @@ func (h Hooks) Around(ctx context.Context, req *Request, send func(ctx context.C
 		h.AfterCall(ctx, req, resp)
 	}
 	return msg, err
+}
+
+// HeaderOptions turns a Request's Headers into a provider SDK's request
+// options (with is the SDK's option.WithHeader), in name order so the
+// request is the same bytes every time.
+func HeaderOptions[O any](headers map[string]string, with func(key, value string) O) []O {
+	if len(headers) == 0 {
+		return nil
+	}
+	out := make([]O, 0, len(headers))
+	for _, k := range slices.Sorted(maps.Keys(headers)) {
+		out = append(out, with(k, headers[k]))
+	}
+	return out
 }
 
 // NewRequest is the Request a provider hands to its hooks: opts copied

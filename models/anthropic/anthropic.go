@@ -117,17 +117,18 @@ func (m *Model) call(ctx context.Context, messages []models.Message, opts *model
 		if !ok {
 			return models.Message{}, fmt.Errorf("anthropic: a BeforeCall hook replaced Request.Params with %T; change the *anthropic.MessageNewParams in place", req.Params)
 		}
+		extra := models.HeaderOptions(req.Headers, option.WithHeader)
 		if onChunk == nil {
-			return m.generate(ctx, *p, resp)
+			return m.generate(ctx, *p, resp, extra...)
 		}
-		return m.stream(ctx, *p, resp, onChunk)
+		return m.stream(ctx, *p, resp, onChunk, extra...)
 	})
 }
 
 // generate makes one non-streamed request.
-func (m *Model) generate(ctx context.Context, p anthropic.MessageNewParams, resp *models.Response) (models.Message, error) {
+func (m *Model) generate(ctx context.Context, p anthropic.MessageNewParams, resp *models.Response, extra ...option.RequestOption) (models.Message, error) {
 	var httpResp *http.Response
-	msg, err := m.client.Messages.New(ctx, p, option.WithResponseInto(&httpResp))
+	msg, err := m.client.Messages.New(ctx, p, append(extra, option.WithResponseInto(&httpResp))...)
 	if httpResp != nil {
 		resp.RequestID = httpResp.Header.Get("Request-Id")
 	}

@@ -20,16 +20,19 @@ import (
 // accumulator builds the reply, and Parse reads it as it reads a whole
 // one. The tool inputs are taken from the fragments as sent, since the
 // accumulator replaces malformed input with {}.
-func (m *Model) stream(ctx context.Context, p anthropic.MessageNewParams, resp *models.Response, onChunk func(models.Message) error) (models.Message, error) {
+func (m *Model) stream(ctx context.Context, p anthropic.MessageNewParams, resp *models.Response, onChunk func(models.Message) error, extra ...option.RequestOption) (models.Message, error) {
 	start := time.Now()
 	var httpResp *http.Response
-	st := m.client.Messages.NewStreaming(ctx, p, option.WithResponseInto(&httpResp))
+	st := m.client.Messages.NewStreaming(ctx, p, append(extra, option.WithResponseInto(&httpResp))...)
 	defer st.Close()
 	var acc anthropic.Message
 	fragments := map[int64]*strings.Builder{}
 	began := false
 	for st.Next() {
 		ev := st.Current()
+		if !began {
+			resp.MarkFirstByte()
+		}
 		began = true
 		if resp.RequestID == "" && httpResp != nil {
 			resp.RequestID = httpResp.Header.Get("Request-Id")

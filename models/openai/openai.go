@@ -171,16 +171,17 @@ func (m *Model) call(ctx context.Context, messages []models.Message, opts *model
 		if !ok {
 			return models.Message{}, fmt.Errorf("openai: a BeforeCall hook replaced Request.Params with %T; change the *openai.ChatCompletionNewParams in place", req.Params)
 		}
+		extra := models.HeaderOptions(req.Headers, option.WithHeader)
 		if onChunk == nil {
-			return m.generate(ctx, *p, resp)
+			return m.generate(ctx, *p, resp, extra...)
 		}
-		return m.stream(ctx, *p, resp, onChunk)
+		return m.stream(ctx, *p, resp, onChunk, extra...)
 	})
 }
 
-func (m *Model) generate(ctx context.Context, p openai.ChatCompletionNewParams, resp *models.Response) (models.Message, error) {
+func (m *Model) generate(ctx context.Context, p openai.ChatCompletionNewParams, resp *models.Response, extra ...option.RequestOption) (models.Message, error) {
 	var httpResp *http.Response
-	c, err := m.client.Chat.Completions.New(ctx, p, option.WithResponseInto(&httpResp))
+	c, err := m.client.Chat.Completions.New(ctx, p, append(extra, option.WithResponseInto(&httpResp))...)
 	if httpResp != nil {
 		resp.RequestID = httpResp.Header.Get("X-Request-Id")
 	}

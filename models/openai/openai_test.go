@@ -489,3 +489,36 @@ func TestStructuredOutput(t *testing.T) {
 		})
 	}
 }
+
+// A hook's headers are sent with the request, and FirstByte runs once, as
+// the reply begins: before the first streamed chunk, before AfterCall.
+func TestHooksSendHeadersAndSeeTheFirstByte(t *testing.T) {
+	t.Parallel()
+	var order []string
+	var mu sync.Mutex
+	note := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
+	s, m := setup(t, localprovider.Config{}, models.Hooks{
+		BeforeCall: func(_ context.Context, r *models.Request) error {
+			r.Headers = map[string]string{"X-Test-Beta": "cache-v1"}
+			return nil
+		},
+		FirstByte: func(context.Context, *models.Request) { note("first byte") },
+		AfterCall: func(context.Context, *models.Request, *models.Response) { note("after") },
+	})
+	s.Script(localprovider.Turn{Chunks: []string{"a", "b"}}, localprovider.Turn{Text: "c"})
+	if _, err := m.Stream(t.Context(), []models.Message{models.Human("hi")}, nil, func(models.Message) error { note("chunk"); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Generate(t.Context(), []models.Message{models.Human("hi")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(order, ",")
+	if !strings.HasPrefix(got, "first byte,chunk,") || !strings.HasSuffix(got, ",after,first byte,after") || strings.Count(got, "first byte") != 2 {
+		t.Fatalf("hook order %s: want first byte once per call, before any chunk and before after", got)
+	}
+	for _, r := range s.Requests() {
+		if r.Header.Get("X-Test-Beta") != "cache-v1" {
+			t.Fatalf("request %d headers %v: the hook's header was not sent", r.Seq, r.Header)
+		}
+	}
+}

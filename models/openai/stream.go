@@ -16,16 +16,19 @@ import (
 // fragments go to onChunk as they arrive, the SDK's accumulator builds
 // the completion (usage from the include_usage chunk), and Parse reads
 // it as it reads a whole one.
-func (m *Model) stream(ctx context.Context, p openai.ChatCompletionNewParams, resp *models.Response, onChunk func(models.Message) error) (models.Message, error) {
+func (m *Model) stream(ctx context.Context, p openai.ChatCompletionNewParams, resp *models.Response, onChunk func(models.Message) error, extra ...option.RequestOption) (models.Message, error) {
 	start := time.Now()
 	var httpResp *http.Response
-	st := m.client.Chat.Completions.NewStreaming(ctx, p, option.WithResponseInto(&httpResp))
+	st := m.client.Chat.Completions.NewStreaming(ctx, p, append(extra, option.WithResponseInto(&httpResp))...)
 	defer st.Close()
 	var acc openai.ChatCompletionAccumulator
 	var usage *openai.CompletionUsage
 	began, finished := false, false
 	for st.Next() {
 		ev := st.Current()
+		if !began {
+			resp.MarkFirstByte()
+		}
 		began = true
 		if resp.RequestID == "" && httpResp != nil {
 			resp.RequestID = httpResp.Header.Get("X-Request-Id")
