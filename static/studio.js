@@ -358,8 +358,11 @@
       case "run_finished":
         setStatus(ev.status, ev.error);
         body.dataset.runs = String(Number(body.dataset.runs || 0) + 1);
-        // The approval panel is rendered on the server.
-        if (ev.status === "interrupted") location.reload();
+        // The approval panel is rendered on the server. A catch-up's
+        // run_finished is history (an earlier run that stopped at an
+        // interrupt since answered): caught_up says whether the thread
+        // waits now.
+        if (ev.status === "interrupted" && !ev.catchup) location.reload();
         break;
     }
   }
