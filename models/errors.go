@@ -198,3 +198,12 @@ func Redact(s, secret string) string {
 	}
 	return strings.ReplaceAll(s, secret, "[redacted]")
 }
+
+// KeyLabel is how an API key is printed: "[redacted]", or `""` when there
+// is none (so a missing key is still visible in a configuration dump).
+func KeyLabel(key string) string {
+	if key == "" {
+		return `""`
+	}
+	return "[redacted]"
+}

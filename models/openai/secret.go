@@ -2,6 +2,7 @@ package openai
 
 import (
 	"fmt"
+	"github.com/superstep-dev/superstep/models"
 	"log/slog"
 )
 
@@ -27,7 +28,7 @@ var _ slog.LogValuer = Model{}
 
 // GoString prints the configuration for %#v with its API key redacted.
 func (c Config) GoString() string {
-	return fmt.Sprintf("openai.Config{Model: %q, BaseURL: %q, MaxTokens: %d, APIKey: %s}", c.Model, c.BaseURL, c.MaxTokens, redactedKey(c.APIKey))
+	return fmt.Sprintf("openai.Config{Model: %q, BaseURL: %q, MaxTokens: %d, APIKey: %s}", c.Model, c.BaseURL, c.MaxTokens, models.KeyLabel(c.APIKey))
 }
 
 // String prints the configuration for %v and %+v with its API key
@@ -36,12 +37,5 @@ func (c Config) String() string { return c.GoString() }
 
 // LogValue logs the configuration without its API key.
 func (c Config) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("model", c.Model), slog.String("base_url", c.BaseURL), slog.String("api_key", redactedKey(c.APIKey)))
-}
-
-func redactedKey(k string) string {
-	if k == "" {
-		return `""`
-	}
-	return "[redacted]"
+	return slog.GroupValue(slog.String("model", c.Model), slog.String("base_url", c.BaseURL), slog.String("api_key", models.KeyLabel(c.APIKey)))
 }
