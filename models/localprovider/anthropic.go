@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 )
 
 // AnthropicVersions are the anthropic-version header values the double
@@ -37,13 +38,16 @@ type AnthropicRequest struct {
 	ToolChoice   json.RawMessage    `json:"tool_choice"`
 	Thinking     json.RawMessage    `json:"thinking"`
 	CacheControl *CacheControl      `json:"cache_control"`
-	// OutputConfig holds structured output's format.
+	// Speed is the inference speed mode ("fast"), as sent.
+	Speed json.RawMessage `json:"speed"`
+	// OutputConfig holds structured output's format and the effort.
 	OutputConfig *AnthropicOutputConfig `json:"output_config"`
 }
 
 // AnthropicOutputConfig is a request's output_config.
 type AnthropicOutputConfig struct {
 	Format *AnthropicOutputFormat `json:"format"`
+	Effort string                 `json:"effort"`
 }
 
 // AnthropicOutputFormat is output_config.format: {"type": "json_schema",
@@ -194,10 +198,9 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request, count bo
 		writeAnthropicError(w, id, http.StatusBadRequest, "invalid_request_error", msg)
 		return
 	}
-	p := anthropicPrompt(&ar, req.Key)
+	p := anthropicPrompt(&ar, req.Key, req.Time)
 	if count {
-		u := s.promptUsage(p)
-		writeJSON(w, http.StatusOK, map[string]int{"input_tokens": u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens})
+		writeJSON(w, http.StatusOK, map[string]int{"input_tokens": s.promptTokens(p)})
 		return
 	}
 	rep := s.prepare(s.turnFor(req, anthropicExchange(&ar)), p, req.Seq, "toolu_local_")
@@ -277,7 +280,7 @@ func anthropicUsage(u Usage) map[string]any {
 		"input_tokens":                u.InputTokens,
 		"cache_creation_input_tokens": u.CacheCreationInputTokens,
 		"cache_read_input_tokens":     u.CacheReadInputTokens,
-		"cache_creation":              map[string]int{"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0},
+		"cache_creation":              map[string]int{"ephemeral_5m_input_tokens": u.Ephemeral5mInputTokens, "ephemeral_1h_input_tokens": u.Ephemeral1hInputTokens},
 		"output_tokens":               u.OutputTokens,
 		"service_tier":                "standard",
 	}
@@ -489,7 +492,9 @@ func validateToolPairs(msgs []AnthropicMessage) string {
 }
 
 // validateMarkers checks the cache_control markers: at most four (the
-// automatic one included), and no 1h marker after a 5m one in prefix order.
+// automatic one included), no 1h marker after a 5m one in prefix order
+// (the automatic one comes last), none on a thinking block, and no
+// explicit marker of another TTL on the block the automatic one lands on.
 func validateMarkers(ar *AnthropicRequest) string {
 	var markers []*CacheControl
 	for _, t := range ar.Tools {
@@ -505,7 +510,7 @@ func validateMarkers(ar *AnthropicRequest) string {
 	for _, m := range ar.Messages {
 		for _, b := range m.Content {
 			if b.CacheControl != nil {
-				if b.Type == "thinking" || b.Type == "redacted_thinking" {
+				if isThinking(b.Type) {
 					return "cache_control cannot be set on thinking blocks"
 				}
 				markers = append(markers, b.CacheControl)
@@ -518,6 +523,12 @@ func validateMarkers(ar *AnthropicRequest) string {
 	}
 	if n > maxCacheMarkers {
 		return fmt.Sprintf("A maximum of %d blocks with cache_control may be provided. Found %d.", maxCacheMarkers, n)
+	}
+	if auto := ar.CacheControl; auto != nil {
+		if last := lastEligible(ar); last != nil && last.CacheControl != nil && ttlName(last.CacheControl) != ttlName(auto) {
+			return fmt.Sprintf("cache_control: the automatic cache_control (ttl=%q) lands on a block that already has a cache_control with ttl=%q", ttlName(auto), ttlName(last.CacheControl))
+		}
+		markers = append(markers, auto)
 	}
 	seen5m := false
 	for _, m := range markers {
@@ -535,21 +546,84 @@ func validateMarkers(ar *AnthropicRequest) string {
 	return ""
 }
 
-// anthropicPrompt canonicalises a Messages request into prefix blocks.
-func anthropicPrompt(ar *AnthropicRequest, key string) prompt {
-	p := prompt{api: Anthropic, key: key, model: ar.Model, marker: ar.CacheControl}
+// ttlName is a marker's TTL with the default spelled out.
+func ttlName(c *CacheControl) string { return orDefault(c.TTL, "5m") }
+
+// lastEligible is the message block the automatic marker lands on: the
+// last one that is not a thinking block, or nil.
+func lastEligible(ar *AnthropicRequest) *AnthropicBlock {
+	for i := len(ar.Messages) - 1; i >= 0; i-- {
+		c := ar.Messages[i].Content
+		for j := len(c) - 1; j >= 0; j-- {
+			if !isThinking(c[j].Type) {
+				return &c[j]
+			}
+		}
+	}
+	return nil
+}
+
+// isThinking reports whether a block type is a thinking block, which is
+// cached as part of the prefix but takes no marker.
+func isThinking(typ string) bool { return typ == "thinking" || typ == "redacted_thinking" }
+
+// anthropicPrompt canonicalises a Messages request into prefix blocks, in
+// the order the tiers of reference §1.3 invalidate: tools (a change busts
+// everything), the ⟨speed, web search, citations⟩ tier and the system
+// blocks (a change keeps the tools), the ⟨tool_choice, thinking/effort,
+// images⟩ tier (a change keeps tools and system), then the message
+// blocks. Web-search server tools are the toggle, not tool blocks.
+func anthropicPrompt(ar *AnthropicRequest, key string, start time.Time) prompt {
+	p := prompt{api: Anthropic, key: key, model: ar.Model, start: start, marker: ar.CacheControl, plan: &cachePlan{}}
+	var webSearch []json.RawMessage
+	var webMarker *CacheControl
 	for _, t := range ar.Tools {
-		p.blocks = append(p.blocks, promptBlock{kind: "tool", raw: t.Raw, marker: t.CacheControl})
+		if strings.HasPrefix(t.Type, "web_search") {
+			webSearch = append(webSearch, canonicalBlock(t.Raw))
+			if t.CacheControl != nil {
+				webMarker = t.CacheControl
+			}
+			continue
+		}
+		p.blocks = append(p.blocks, promptBlock{kind: "tool", bytes: canonicalBlock(t.Raw), marker: t.CacheControl, eligible: true})
 	}
-	for _, b := range ar.System {
-		p.blocks = append(p.blocks, promptBlock{kind: "system", raw: b.Raw, marker: b.CacheControl})
-	}
+	citations, images := false, false
 	for _, m := range ar.Messages {
 		for _, b := range m.Content {
-			p.blocks = append(p.blocks, promptBlock{kind: "message", role: m.Role, raw: b.Raw, marker: b.CacheControl})
+			images = images || b.Type == "image"
+			citations = citations || citationsOn(b.Raw)
+		}
+	}
+	tier := tierBlock(map[string]any{"speed": ar.Speed, "web_search": webSearch, "citations": citations})
+	tier.marker = webMarker
+	p.blocks = append(p.blocks, tier)
+	for _, b := range ar.System {
+		p.blocks = append(p.blocks, promptBlock{kind: "system", bytes: canonicalBlock(b.Raw), marker: b.CacheControl, eligible: true})
+	}
+	effort := ""
+	if ar.OutputConfig != nil {
+		effort = ar.OutputConfig.Effort
+	}
+	p.blocks = append(p.blocks, tierBlock(map[string]any{"tool_choice": ar.ToolChoice, "thinking": ar.Thinking, "effort": effort, "images": images}))
+	for _, m := range ar.Messages {
+		for _, b := range m.Content {
+			p.blocks = append(p.blocks, promptBlock{kind: "message", role: m.Role, bytes: canonicalBlock(b.Raw), marker: b.CacheControl, eligible: !isThinking(b.Type)})
 		}
 	}
 	return p
+}
+
+// citationsOn reports whether a content block turns citations on.
+func citationsOn(raw json.RawMessage) bool {
+	if !bytes.Contains(raw, []byte(`"citations"`)) {
+		return false
+	}
+	var b struct {
+		Citations *struct {
+			Enabled bool `json:"enabled"`
+		} `json:"citations"`
+	}
+	return json.Unmarshal(raw, &b) == nil && b.Citations != nil && b.Citations.Enabled
 }
 
 // anthropicExchange is what the offline model reads of a Messages request.

@@ -28,7 +28,10 @@
 //     stream_options.include_usage, the usage chunk with "choices": [] just
 //     before [DONE] (every other chunk then has "usage": null).
 //   - Errors as {"error":{"message","type","param","code"}}, an
-//     x-request-id header, usage with prompt_tokens_details.cached_tokens.
+//     x-request-id header, usage with prompt_tokens_details.cached_tokens
+//     (left out with Config.OmitCachedTokens, as vLLM and Ollama do).
+//
+// Both caches prompts as the providers do; see Prompt caching below.
 //
 // API keys are never logged, stored or echoed: a Request keeps a
 // Fingerprint of the key and its credentials headers read "[redacted]".
@@ -56,6 +59,72 @@
 //     valid name, and with strict: true every object closed
 //     (additionalProperties: false) and every property required. No key
 //     is 401.
+//
+// # Prompt caching
+//
+// The double caches prompts honestly (reference §6.4), so cache hits,
+// writes and breaks can be tested through the real SDKs. It is on by
+// default; Config.DisablePromptCache turns it off (every prompt token is
+// then uncached input). A Turn's scripted Usage is still reported as it
+// is, but the request reads and writes the cache all the same.
+//
+// Anthropic: a request is canonicalised into blocks in the order the
+// API's invalidation tiers fall (reference §1.3):
+//
+//	tools… ⟨speed, web search, citations⟩ system… ⟨tool_choice, thinking, effort, images⟩ message blocks…
+//
+// A block's bytes are its JSON as sent, compacted, keys in the order sent,
+// without its cache_control (a string system or content is the text block
+// it stands for); message blocks fold in their role. The two
+// ⟨pseudo-blocks⟩ stand for request parameters and count no tokens: a
+// change of speed, of the web-search server tools or of citations keeps
+// the tools tier; a change of tool_choice, thinking, effort or of whether
+// images are present keeps tools and system; a reordered tool or another
+// model keeps nothing. The key k(i) of the prefix blocks[0..i] is a
+// SHA-256 over the API, the model and the blocks' bytes, chained block by
+// block. Tokens are Config.Tokens of the bytes (count_tokens answers their
+// sum, cache or not).
+//
+//   - Markers: each cache_control, and the top-level (automatic) one on
+//     the last block that may carry a marker (walking back past thinking
+//     blocks). More than 4 in all, a 1h marker after a 5m one (the
+//     automatic one counts as last), a marker on a thinking block, or an
+//     automatic marker landing on a block marked with another TTL is a
+//     400 invalid_request_error.
+//   - Lookup, at the request's arrival on the Clock: for each marker b,
+//     k(b), k(b−1) … k(b−20) are tried; the hit is the largest index
+//     found live over all markers. So reads land only where an earlier
+//     request wrote, and more than 20 new blocks before a marker miss
+//     silently.
+//   - Writes: each marker whose prefix reaches the model's minimum
+//     (DefaultCacheMinTokens by model id prefix, overridden by
+//     Config.CacheMinTokens) writes or refreshes its entry to expire its
+//     TTL (5m, or 1h) after the request's arrival; the hit's entry is
+//     refreshed too. Below the minimum nothing is written, with no error.
+//   - Visibility: writes take effect when the response starts (just
+//     before message_start, or the JSON body). Identical requests in
+//     flight together all miss and all pay for the write; a request sent
+//     once the first has streamed message_start reads ("lead then fan").
+//     A request answered with an error writes nothing.
+//   - Usage: cache_read_input_tokens = tokens(0..hit);
+//     cache_creation_input_tokens = tokens(hit..last written marker),
+//     split into cache_creation.ephemeral_5m_input_tokens and
+//     ephemeral_1h_input_tokens by the TTL of the marker that ends each
+//     stretch; input_tokens = the rest (after the last written marker).
+//   - Isolation: entries belong to one API key (its Fingerprint) and one
+//     model.
+//
+// OpenAI (implicit mode): the prefix is the tools, then one block per
+// message, keyed as above. A request reads the longest cached prefix of at
+// least 1024 tokens (the same minimum table; every non-Claude model gets
+// the "" entry, 1024) among the entries of its API key and its
+// prompt_cache_key (no key is a route of its own), floored to a multiple
+// of 128 tokens, and reports it as cached_tokens; every prefix of at least
+// the minimum is written, for free (cache_write_tokens stays 0), visible
+// once the response starts. The first ~256 tokens that OpenAI also routes
+// by are part of every key already. prompt_cache_retention "24h" keeps an
+// entry 24 hours after its last use; "in_memory" (and the default) 5
+// minutes after its last use, and at most an hour after it was written.
 //
 // # Scripting
 //
@@ -123,13 +192,18 @@
 //
 // # Not emulated yet
 //
-//   - Prompt caching: cache_control markers are validated but nothing is
-//     cached, so cache_creation_input_tokens and cache_read_input_tokens
-//     (cached_tokens) are 0 unless a Turn scripts them. The seam for the
-//     caching emulation of the next issue is in prompt.go: a request is
-//     canonicalised into prefix blocks (tools, system, messages), usage is
-//     computed from them by one function (promptUsage), and
-//     responseStarted marks when an entry would become visible.
+//   - Prompt caching beyond the rules above: models that render thinking
+//     before the tools (thinking is always in the second tier here); the
+//     thinking-block stripping of older models when a plain user message
+//     follows; cache matches inside a block (OpenAI caches every 128
+//     tokens of a prefix, the double only at block boundaries, so a
+//     prompt that diverges mid-message reads up to the message before);
+//     OpenAI's spill-over above ~15 requests a minute per prefix and key,
+//     response_format in the prefix, prompt_cache_options and explicit
+//     breakpoints (GPT-5.6+), cache_write_tokens billing; the
+//     cache-diagnosis beta; workspaces (isolation is per API key); and
+//     max_tokens: 0 pre-warming beyond what any request does (it is
+//     answered as an ordinary request, which writes the markers).
 //   - Thinking beyond a scripted block (Turn.Thinking: a thinking block
 //     before the text, streamed as thinking_delta and signature_delta;
 //     the thinking request parameter is not read), images, documents, server tools, citations, the

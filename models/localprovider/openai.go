@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // OpenAIRequest is a decoded Chat Completions request (the fields the
@@ -22,6 +23,8 @@ type OpenAIRequest struct {
 	MaxTokens           *int   `json:"max_tokens"`
 	MaxCompletionTokens *int   `json:"max_completion_tokens"`
 	PromptCacheKey      string `json:"prompt_cache_key"`
+	// PromptCacheRetention is "in_memory" or "24h".
+	PromptCacheRetention string `json:"prompt_cache_retention"`
 	// ResponseFormat asks for structured output.
 	ResponseFormat *OpenAIResponseFormat `json:"response_format"`
 }
@@ -138,7 +141,7 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request) {
 		writeOpenAIErrorParam(w, id, http.StatusBadRequest, "invalid_request_error", msg, param, "")
 		return
 	}
-	p := openAIPrompt(&or, req.Key)
+	p := openAIPrompt(&or, req.Key, req.Time)
 	rep := s.prepare(s.turnFor(req, openAIExchange(&or)), p, req.Seq, "call_local_")
 	if !s.hold(r, rep.fault) {
 		return
@@ -178,7 +181,7 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"id": chatID, "object": "chat.completion", "created": created, "model": or.Model,
 		"choices":            []any{map[string]any{"index": 0, "message": msg, "logprobs": nil, "finish_reason": openAIFinish(rep)}},
-		"usage":              openAIUsage(rep.usage),
+		"usage":              s.openAIUsage(rep.usage),
 		"system_fingerprint": "fp_local",
 		"service_tier":       "default",
 	})
@@ -197,10 +200,11 @@ func openAIFinish(rep reply) string {
 }
 
 // openAIUsage is the usage object of Chat Completions: prompt_tokens
-// includes the cached tokens.
-func openAIUsage(u Usage) map[string]any {
+// includes the cached tokens. With Config.OmitCachedTokens it has no
+// prompt_tokens_details, as vLLM's and Ollama's have not.
+func (s *Server) openAIUsage(u Usage) map[string]any {
 	prompt := u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
-	return map[string]any{
+	usage := map[string]any{
 		"prompt_tokens":     prompt,
 		"completion_tokens": u.OutputTokens,
 		"total_tokens":      prompt + u.OutputTokens,
@@ -211,6 +215,10 @@ func openAIUsage(u Usage) map[string]any {
 			"reasoning_tokens": 0, "audio_tokens": 0, "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0,
 		},
 	}
+	if s.omitCached {
+		delete(usage, "prompt_tokens_details")
+	}
+	return usage
 }
 
 // streamOpenAI sends a reply as the Chat Completions SSE stream.
@@ -284,7 +292,7 @@ func (s *Server) streamOpenAI(w http.ResponseWriter, chatID string, created int6
 	if includeUsage {
 		b, _ := json.Marshal(map[string]any{
 			"id": chatID, "object": "chat.completion.chunk", "created": created, "model": or.Model,
-			"system_fingerprint": "fp_local", "choices": []any{}, "usage": openAIUsage(rep.usage),
+			"system_fingerprint": "fp_local", "choices": []any{}, "usage": s.openAIUsage(rep.usage),
 		})
 		send(b)
 	}
@@ -351,18 +359,20 @@ func indexOf(ids []string, id string) int {
 	return -1
 }
 
-// openAIPrompt canonicalises a Chat Completions request into prefix blocks.
-func openAIPrompt(or *OpenAIRequest, key string) prompt {
-	p := prompt{api: OpenAI, key: key, model: or.Model}
+// openAIPrompt canonicalises a Chat Completions request into prefix
+// blocks: tools, then one block per message. Its cache entries are routed
+// by prompt_cache_key.
+func openAIPrompt(or *OpenAIRequest, key string, start time.Time) prompt {
+	p := prompt{api: OpenAI, key: key, model: or.Model, start: start, route: or.PromptCacheKey, retention: or.PromptCacheRetention, plan: &cachePlan{}}
 	for _, t := range or.Tools {
-		p.blocks = append(p.blocks, promptBlock{kind: "tool", raw: t.Raw})
+		p.blocks = append(p.blocks, promptBlock{kind: "tool", bytes: canonicalBlock(t.Raw)})
 	}
 	for _, m := range or.Messages {
 		kind := "message"
 		if m.Role == "system" || m.Role == "developer" {
 			kind = "system"
 		}
-		p.blocks = append(p.blocks, promptBlock{kind: kind, role: m.Role, raw: m.Raw})
+		p.blocks = append(p.blocks, promptBlock{kind: kind, bytes: canonicalBlock(m.Raw)})
 	}
 	return p
 }

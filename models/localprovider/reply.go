@@ -50,11 +50,12 @@ func (s *Server) prepare(t Turn, p prompt, seq int, idPrefix string) reply {
 	if t.Fault != nil {
 		r.fault = *t.Fault
 	}
+	// The cache is looked up (and its writes planned) even when the turn
+	// scripts its usage: the request still reads and writes entries.
+	r.usage = s.promptUsage(p)
+	r.usage.OutputTokens = s.outputTokens(r.text(), r.calls)
 	if t.Usage != nil {
 		r.usage = *t.Usage
-	} else {
-		r.usage = s.promptUsage(p)
-		r.usage.OutputTokens = s.outputTokens(r.text(), r.calls)
 	}
 	return r
 }

@@ -59,6 +59,12 @@ type Usage struct {
 	OutputTokens             int
 	CacheCreationInputTokens int
 	CacheReadInputTokens     int
+	// Ephemeral5mInputTokens and Ephemeral1hInputTokens split
+	// CacheCreationInputTokens by the TTL of the entries written
+	// (Anthropic's cache_creation object). A scripted Usage may leave
+	// them 0.
+	Ephemeral5mInputTokens int
+	Ephemeral1hInputTokens int
 }
 
 // Midstream is a fault that happens after a streamed reply has begun.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -23,7 +24,7 @@ const (
 )
 
 // Clock is the time the double reads: response timestamps, cache lifetimes
-// (later) and the slow-first-byte fault wait on it, so tests control time
+// and the slow-first-byte fault wait on it, so tests control time
 // instead of sleeping.
 type Clock interface {
 	Now() time.Time
@@ -41,8 +42,21 @@ type Config struct {
 	Clock Clock
 	// Tokens estimates the tokens of a piece of request or response text;
 	// nil is EstimateTokens (⌈bytes/4⌉). It must be deterministic: usage
-	// numbers and, later, cache minimums are computed from it.
+	// numbers and cache minimums are computed from it.
 	Tokens func(b []byte) int
+	// DisablePromptCache turns the prompt-cache emulation off: nothing is
+	// cached and every prompt token is reported as uncached input (as
+	// before the emulation existed). Markers are still validated.
+	DisablePromptCache bool
+	// CacheMinTokens overrides and extends DefaultCacheMinTokens: the
+	// minimum cacheable prefix by model id prefix ("" for every model no
+	// other entry matches).
+	CacheMinTokens map[string]int
+	// OmitCachedTokens leaves prompt_tokens_details out of OpenAI usage,
+	// as vLLM (without --enable-prompt-tokens-details) and Ollama do, so
+	// clients see no cached_tokens at all rather than 0. The cache still
+	// works; it is only not reported.
+	OmitCachedTokens bool
 	// OnRequest, when set, is called with each request once it is decoded
 	// and recorded, before the double answers. Tests use it to act at a
 	// known point (cancel a client's context during a slow first byte)
@@ -70,6 +84,10 @@ type Server struct {
 	tokens    func([]byte) int
 	onRequest func(Request)
 	respond   func(Request) (Turn, bool)
+	// cache is nil when the prompt cache is off.
+	cache      *promptCache
+	minTable   map[string]int
+	omitCached bool
 
 	mu       sync.Mutex
 	scripts  map[string][]Turn // by key fingerprint; "" is the server-wide queue
@@ -79,7 +97,14 @@ type Server struct {
 
 // New returns a Server configured by cfg.
 func New(cfg Config) *Server {
-	s := &Server{clock: cfg.Clock, tokens: cfg.Tokens, onRequest: cfg.OnRequest, respond: cfg.Respond, scripts: map[string][]Turn{}}
+	s := &Server{
+		clock: cfg.Clock, tokens: cfg.Tokens, onRequest: cfg.OnRequest, respond: cfg.Respond,
+		minTable: DefaultCacheMinTokens(), omitCached: cfg.OmitCachedTokens, scripts: map[string][]Turn{},
+	}
+	maps.Copy(s.minTable, cfg.CacheMinTokens)
+	if !cfg.DisablePromptCache {
+		s.cache = newPromptCache()
+	}
 	if s.clock == nil {
 		s.clock = wallClock{}
 	}
