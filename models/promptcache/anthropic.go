@@ -197,7 +197,7 @@ func (c *Cache) placeAnthropic(cl *call, p *anthropic.MessageNewParams, position
 		if b > lastWritten {
 			pos := positions[b]
 			_, content := messageContent(&p.Messages[pos.msg])
-		*content[pos.blk].GetCacheControl() = cacheControl(msgTTL)
+			*content[pos.blk].GetCacheControl() = cacheControl(msgTTL)
 			marks = append(marks, Marker{At: fmt.Sprintf("messages[%d].content[%d]", pos.msg, pos.blk), TTL: msgTTL, MessageBlock: b})
 		}
 	}

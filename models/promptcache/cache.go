@@ -123,6 +123,8 @@ type Cache struct {
 	threads map[string]*threadState
 	calls   map[*models.Request]*call
 	fans    map[string]*fanGroup
+	// onWait, in tests, runs when a call starts waiting for its leader.
+	onWait func()
 }
 
 // New returns a Cache configured by cfg.

@@ -46,6 +46,9 @@ func (c *Cache) fanWait(ctx context.Context, cl *call) error {
 		return nil
 	}
 	c.mu.Unlock()
+	if c.onWait != nil {
+		c.onWait()
+	}
 	select {
 	case <-g.released:
 		return nil

@@ -32,12 +32,12 @@ type Record struct {
 	// ("outer|inner|agent"); calls of one key are compared.
 	LineageKey string `json:"lineage_key"`
 	// PrevCallID is the call this one was compared with ("" for none).
-	PrevCallID string `json:"prev_call_id,omitempty"`
-	Generation int    `json:"generation"`
-	Provider   string `json:"provider"`
-	Model      string `json:"model"`
-	RequestID  string `json:"request_id,omitempty"`
-	Attempt    int    `json:"attempt"`
+	PrevCallID string    `json:"prev_call_id,omitempty"`
+	Generation int       `json:"generation"`
+	Provider   string    `json:"provider"`
+	Model      string    `json:"model"`
+	RequestID  string    `json:"request_id,omitempty"`
+	Attempt    int       `json:"attempt"`
 	StartedAt  time.Time `json:"started_at"`
 	TTFTMs     int64     `json:"ttft_ms"`
 	DurationMs int64     `json:"duration_ms"`
