@@ -14,7 +14,6 @@ type fanGroup struct {
 	prefix   string
 	released chan struct{}
 	once     sync.Once
-	done     bool
 }
 
 func (g *fanGroup) release() { g.once.Do(func() { close(g.released) }) }

@@ -39,7 +39,7 @@ func (c *Cache) findPrevious(ctx context.Context, cl *call) {
 	}
 	prev := latest
 	if c.cfg.Checkpoints != nil && ckpt != "" && latest != nil && latest.CheckpointID != ckpt {
-		prev = c.onBranch(ctx, cl, recs, usable)
+		prev = c.onBranch(ctx, cl, recs, usable, latest)
 	}
 	cl.prev = prev
 	switch {
@@ -59,7 +59,12 @@ func (c *Cache) findPrevious(ctx context.Context, cl *call) {
 
 // onBranch walks up from the call's checkpoint to the nearest ancestor
 // with a usable call of the lineage.
-func (c *Cache) onBranch(ctx context.Context, cl *call, recs []*Record, usable func(*Record) bool) *Record {
+//
+// A checkpoint the saver does not hold yet (DurabilityAsync saves the
+// step's checkpoint while its tasks run) has no known parent: the walk
+// then falls back to latest, which is exact for a linear thread; a fork's
+// calls compare with their own branch exactly under DurabilitySync.
+func (c *Cache) onBranch(ctx context.Context, cl *call, recs []*Record, usable func(*Record) bool, latest *Record) *Record {
 	at := map[string]*Record{}
 	for _, r := range recs {
 		if usable(r) && r.CheckpointID != "" {
@@ -82,7 +87,7 @@ func (c *Cache) onBranch(ctx context.Context, cl *call, recs []*Record, usable f
 			tup, err := c.cfg.Checkpoints.Get(ctx, checkpoints.Config{ThreadID: ts.id, Namespace: cl.site.task.Namespace, CheckpointID: id})
 			if err != nil || tup == nil {
 				c.reportError(err)
-				return nil
+				return latest
 			}
 			if tup.ParentConfig != nil {
 				parent = tup.ParentConfig.CheckpointID

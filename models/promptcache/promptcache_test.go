@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	anthropicsdk "github.com/anthropics/anthropic-sdk-go/v2"
-
 	"github.com/superstep-dev/superstep/models"
 	"github.com/superstep-dev/superstep/models/anthropic"
 	"github.com/superstep-dev/superstep/models/localprovider"
@@ -486,5 +484,3 @@ func TestOpenAI(t *testing.T) {
 		t.Errorf("break %+v", b)
 	}
 }
-
-var _ = anthropicsdk.CacheControlEphemeralTTLTTL1h
