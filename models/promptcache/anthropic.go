@@ -1,0 +1,392 @@
+package promptcache
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/zeebo/xxh3"
+
+	"github.com/superstep-dev/superstep/models"
+)
+
+// betaHeader is Anthropic's beta-flags header.
+const betaHeader = "anthropic-beta"
+
+// blockPos is one message content block of a rendered request.
+type blockPos struct {
+	msg, blk  int
+	cacheable bool
+}
+
+// prepareAnthropic makes an Anthropic request byte-stable and places its
+// markers: markers stripped, tools pinned, betas latched, hashes taken,
+// then at most four markers placed (tools, the static system prefix, the
+// last message, a bridge when the turn added more blocks than the
+// lookback sees).
+func (c *Cache) prepareAnthropic(ctx context.Context, cl *call, p *anthropic.MessageNewParams, req *models.Request) error {
+	ts := cl.ts
+	ts.mu.Lock()
+	save := false
+	if ts.latches.TTL == "" && !cl.site.skipWrite {
+		ttl := TTL5m
+		if c.cfg.TTL != nil {
+			ttl = c.cfg.TTL(ctx, ts.id)
+		}
+		if ttl != TTL1h {
+			ttl = TTL5m
+		}
+		ts.latches.TTL, save = ttl, true
+	}
+	cl.staticTTL = ts.latches.TTL
+	if cl.staticTTL == "" {
+		cl.staticTTL = TTL5m
+	}
+	if latchBetas(ts, req, !cl.site.skipWrite) {
+		save = true
+	}
+	auto := stripAnthropic(p)
+	h := newHasher()
+	var acc uint64
+	for i := range p.Tools {
+		def, name, pinned, err := c.pinAnthropicTool(ts, &p.Tools[i], !cl.site.skipWrite)
+		if err != nil {
+			ts.mu.Unlock()
+			return err
+		}
+		if pinned == pinNew {
+			save = true
+		} else if pinned == pinReplaced {
+			cl.pinned = append(cl.pinned, name)
+		}
+		h.tool(name, def, &acc)
+	}
+	h.h.Tools = hexOf(acc)
+	var err error
+	if save {
+		err = c.saveLatches(ctx, ts)
+	}
+	ts.mu.Unlock()
+	if err != nil {
+		return err
+	}
+
+	boundary := -1
+	acc = 0
+	for i, b := range p.System {
+		if b.CacheControl.Type != "" || b.CacheControl.TTL != "" {
+			boundary = i
+			b.CacheControl = anthropic.CacheControlEphemeralParam{}
+			p.System[i] = b
+		}
+		s := xxh3.HashString(b.Text)
+		h.h.SystemBlocks = append(h.h.SystemBlocks, hexOf(s))
+		acc = mix(acc, s)
+	}
+	h.h.System = hexOf(acc)
+	if boundary < 0 {
+		boundary = len(p.System) - 1
+	}
+	// Messages: each block hashed, each message's hash chained onto the
+	// prefix before it.
+	positions := make([]blockPos, 0, 2*len(p.Messages))
+	h.h.MessagesPrefix = make([]string, 0, len(p.Messages))
+	acc = 0
+	for mi := range p.Messages {
+		role, content := messageContent(&p.Messages[mi])
+		mh := xxh3.HashString(role)
+		if content == nil {
+			mh = mix(mh, xxh3.Hash(mustJSON(&p.Messages[mi]))) // a mid-conversation system message
+		}
+		for bi := range content {
+			b := &content[bi]
+			mh = mix(mh, blockHash(b))
+			positions = append(positions, blockPos{msg: mi, blk: bi, cacheable: b.OfThinking == nil && b.OfRedactedThinking == nil})
+		}
+		acc = mix(acc, mh)
+		h.h.MessagesPrefix = append(h.h.MessagesPrefix, hexOf(acc))
+	}
+	h.param(DimModel, string(p.Model))
+	h.param(DimSpeed, string(p.Speed))
+	h.param(DimCacheTTL, string(cl.staticTTL))
+	h.param(DimGlobalCache, "org")
+	h.param(DimBetas, req.Headers[betaHeader])
+	if auto {
+		h.paramBytes(DimAutoMode, mustJSON(p.CacheControl))
+	} else {
+		h.param(DimAutoMode, "")
+	}
+	h.param(DimOverage, "")
+	h.param(DimCacheEditing, "")
+	h.param(DimEffort, string(p.OutputConfig.Effort))
+	extra := mustJSON(p.ExtraFields())
+	if p.OutputConfig.Format.Schema != nil {
+		extra = append(extra, mustJSON(p.OutputConfig.Format)...)
+	}
+	h.paramBytes(DimExtraBody, extra)
+	h.paramBytes(DimToolChoice, mustJSON(p.ToolChoice))
+	h.paramBytes(DimThinking, mustJSON(p.Thinking))
+	cl.hashes = h.h
+	cl.blockCount = len(p.Tools) + len(p.System) + len(positions)
+	cl.promptBlocks = len(positions)
+
+	c.findPrevious(ctx, cl)
+	c.placeAnthropic(cl, p, positions, boundary, auto)
+	return nil
+}
+
+// placeAnthropic places the markers, in priority order while slots last:
+// the last message (second-to-last for a fork that skips its write), the
+// static system prefix, the tools, a bridge.
+func (c *Cache) placeAnthropic(cl *call, p *anthropic.MessageNewParams, positions []blockPos, boundary int, auto bool) {
+	slots := 4
+	if auto {
+		slots-- // the automatic marker takes one, and marks the last block itself
+	}
+	lastWritten := -1
+	if cl.prev != nil {
+		for _, m := range cl.prev.Markers {
+			lastWritten = max(lastWritten, m.MessageBlock)
+		}
+	}
+	target := len(positions) - 1
+	if cl.site.skipWrite && len(p.Messages) >= 2 {
+		// The last block of the second-to-last message.
+		for target >= 0 && positions[target].msg == len(p.Messages)-1 {
+			target--
+		}
+	}
+	for target >= 0 && !positions[target].cacheable {
+		target--
+	}
+	if lastWritten >= 0 {
+		cl.sinceWrite = len(positions) - 1 - lastWritten
+	}
+	var marks []Marker
+	msgTTL := TTL5m
+	if !auto && target >= 0 && slots > 0 {
+		pos := positions[target]
+		_, content := messageContent(&p.Messages[pos.msg])
+		*content[pos.blk].GetCacheControl() = cacheControl(msgTTL)
+		marks = append(marks, Marker{At: fmt.Sprintf("messages[%d].content[%d]", pos.msg, pos.blk), TTL: msgTTL, MessageBlock: target})
+		slots--
+	}
+	if boundary >= 0 && slots > 0 {
+		p.System[boundary].CacheControl = cacheControl(cl.staticTTL)
+		marks = append(marks, Marker{At: fmt.Sprintf("system[%d]", boundary), TTL: cl.staticTTL, MessageBlock: -1})
+		slots--
+	}
+	if n := len(p.Tools); n > 0 && slots > 0 {
+		if cc := p.Tools[n-1].GetCacheControl(); cc != nil {
+			*cc = cacheControl(cl.staticTTL)
+			marks = append(marks, Marker{At: fmt.Sprintf("tools[%d]", n-1), TTL: cl.staticTTL, MessageBlock: -1})
+			slots--
+		}
+	}
+	// R2: a second message marker only when the turn added more blocks
+	// than the lookback of the last marker reaches back to the previous
+	// entry.
+	if !c.cfg.NoBridge && lastWritten >= 0 && target-lastWritten > bridgeAfter && slots > 0 {
+		b := lastWritten + bridgeAfter
+		for b > lastWritten && !positions[b].cacheable {
+			b--
+		}
+		if b > lastWritten {
+			pos := positions[b]
+			_, content := messageContent(&p.Messages[pos.msg])
+			*content[pos.blk].GetCacheControl() = cacheControl(msgTTL)
+			marks = append(marks, Marker{At: fmt.Sprintf("messages[%d].content[%d]", pos.msg, pos.blk), TTL: msgTTL, MessageBlock: b})
+		}
+	}
+	// Report them in prefix order: tools, system, messages.
+	slices.SortStableFunc(marks, func(a, b Marker) int { return markerRank(a) - markerRank(b) })
+	cl.markers = marks
+}
+
+func markerRank(m Marker) int {
+	switch {
+	case strings.HasPrefix(m.At, "tools"):
+		return -2
+	case strings.HasPrefix(m.At, "system"):
+		return -1
+	}
+	return m.MessageBlock
+}
+
+func cacheControl(ttl TTL) anthropic.CacheControlEphemeralParam {
+	cc := anthropic.NewCacheControlEphemeralParam()
+	cc.TTL = anthropic.CacheControlEphemeralTTL(ttl)
+	return cc
+}
+
+// stripAnthropic removes every cache_control marker below the top level
+// (the layer places its own) and reports whether the top-level automatic
+// marker is set. System blocks keep theirs: a marked system block is the
+// static/dynamic boundary (System marks it), read and cleared by the
+// caller.
+func stripAnthropic(p *anthropic.MessageNewParams) (auto bool) {
+	for i := range p.Tools {
+		if cc := p.Tools[i].GetCacheControl(); cc != nil {
+			*cc = anthropic.CacheControlEphemeralParam{}
+		}
+	}
+	for mi := range p.Messages {
+		_, content := messageContent(&p.Messages[mi])
+		for bi := range content {
+			b := &content[bi]
+			if cc := b.GetCacheControl(); cc != nil {
+				*cc = anthropic.CacheControlEphemeralParam{}
+			}
+			if r := b.OfToolResult; r != nil {
+				for ci := range r.Content {
+					if cc := r.Content[ci].GetCacheControl(); cc != nil {
+						*cc = anthropic.CacheControlEphemeralParam{}
+					}
+				}
+			}
+		}
+	}
+	return p.CacheControl.Type != "" || p.CacheControl.TTL != ""
+}
+
+// blockHash hashes a message content block from its fields, without
+// encoding it: the common blocks (text, tool use, tool result, thinking)
+// directly, any other by its JSON (markers already stripped).
+func blockHash(b *anthropic.ContentBlockParamUnion) uint64 {
+	switch {
+	case b.OfText != nil && len(b.OfText.Citations) == 0:
+		return mix(1, xxh3.HashString(b.OfText.Text))
+	case b.OfToolUse != nil:
+		u := b.OfToolUse
+		return mix(mix(2, xxh3.HashString(u.ID+"\x00"+u.Name)), xxh3.Hash(mustJSON(u.Input)))
+	case b.OfToolResult != nil:
+		r := b.OfToolResult
+		h := mix(3, xxh3.HashString(r.ToolUseID))
+		if r.IsError.Valid() && r.IsError.Value {
+			h = mix(h, 1)
+		}
+		for i := range r.Content {
+			cu := &r.Content[i]
+			if t := cu.OfText; t != nil && len(t.Citations) == 0 {
+				h = mix(h, xxh3.HashString(t.Text))
+			} else {
+				h = mix(h, xxh3.Hash(mustJSON(cu)))
+			}
+		}
+		return h
+	case b.OfThinking != nil:
+		return mix(4, xxh3.HashString(b.OfThinking.Thinking+"\x00"+b.OfThinking.Signature))
+	}
+	return mix(5, xxh3.Hash(mustJSON(b)))
+}
+
+// Pinning outcomes.
+const (
+	pinKept     = iota // the tool's definition is its pinned one
+	pinNew             // first seen: pinned now
+	pinReplaced        // drifted: the pinned definition was sent instead
+)
+
+// pinAnthropicTool sends a custom tool as the thread first rendered it
+// (R6), byte for byte: a drifted description or schema is replaced by the
+// pinned definition until Reset. Server tools are hashed, not pinned.
+// ts.mu is held.
+func (c *Cache) pinAnthropicTool(ts *threadState, t *anthropic.ToolUnionParam, latch bool) (def []byte, name string, outcome int, err error) {
+	def, err = json.Marshal(t)
+	if err != nil {
+		return nil, "", 0, fmt.Errorf("promptcache: encoding a tool: %w", err)
+	}
+	if n := t.GetName(); n != nil {
+		name = *n
+	}
+	if t.OfTool == nil || ts.id == "" {
+		return def, name, pinKept, nil
+	}
+	key := "anthropic/" + name
+	pinned, ok := ts.latches.Tools[key]
+	if !ok {
+		if !latch {
+			return def, name, pinKept, nil
+		}
+		if ts.latches.Tools == nil {
+			ts.latches.Tools = map[string]string{}
+		}
+		ts.latches.Tools[key] = string(def)
+		return def, name, pinNew, nil
+	}
+	if pinned == string(def) {
+		return def, name, pinKept, nil
+	}
+	cached, ok := ts.tools[key].(anthropic.ToolParam)
+	if !ok {
+		if err := json.Unmarshal([]byte(pinned), &cached); err != nil {
+			return nil, "", 0, fmt.Errorf("promptcache: the pinned definition of tool %q: %w", name, err)
+		}
+		if ts.tools == nil {
+			ts.tools = map[string]any{}
+		}
+		ts.tools[key] = cached
+	}
+	cp := cached
+	t.OfTool = &cp
+	return []byte(pinned), name, pinReplaced, nil
+}
+
+// latchBetas sends the union of the thread's latched beta flags and the
+// request's (R12: once on, a flag stays on until Reset); latch says
+// whether new flags join the latch. It reports whether the latch grew.
+// ts.mu is held.
+func latchBetas(ts *threadState, req *models.Request, latch bool) bool {
+	var asked []string
+	for _, f := range strings.Split(req.Headers[betaHeader], ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			asked = append(asked, f)
+		}
+	}
+	set := slices.Clone(ts.latches.Betas)
+	grew := false
+	for _, f := range asked {
+		if !slices.Contains(set, f) {
+			set = append(set, f)
+			grew = true
+		}
+	}
+	slices.Sort(set)
+	if grew && latch && ts.id != "" {
+		ts.latches.Betas = set
+	} else {
+		grew = false
+	}
+	if len(set) > 0 {
+		if req.Headers == nil {
+			req.Headers = map[string]string{}
+		}
+		req.Headers[betaHeader] = strings.Join(set, ",")
+	}
+	return grew
+}
+
+// mustJSON encodes v, or gives its %v form when it cannot be encoded
+// (the hash then still changes when v does).
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return []byte(fmt.Sprintf("%#v", v))
+	}
+	return b
+}
+
+// messageContent is a message's role and blocks (the slice shares the
+// message's, so a marker set through it is sent).
+func messageContent(m *anthropic.MessageParam) (string, []anthropic.ContentBlockParamUnion) {
+	switch {
+	case m.OfUser != nil:
+		return "user", m.OfUser.Content
+	case m.OfAssistant != nil:
+		return "assistant", m.OfAssistant.Content
+	}
+	return "other", nil
+}

@@ -1,0 +1,77 @@
+package promptcache
+
+import "time"
+
+// judge is the second phase of break detection (R11): after the call, a
+// drop in cache reads of more than BreakDropRatio of the previous call's
+// (and at least MinDropTokens) is a break, explained by the pending
+// changes, or, when nothing changed, by the likeliest cause.
+func (c *Cache) judge(cl *call, r *Record) {
+	prev := cl.prev
+	if prev == nil {
+		return
+	}
+	drop := prev.Usage.CacheRead - r.Usage.CacheRead
+	if drop <= 0 {
+		return
+	}
+	r.Break.ReadDropPct = round(100*float64(drop)/float64(prev.Usage.CacheRead), 2)
+	if float64(drop) <= BreakDropRatio*float64(prev.Usage.CacheRead) || drop < c.cfg.MinDropTokens {
+		return
+	}
+	r.Break.Detected = true
+	if len(cl.pending) > 0 {
+		r.Break.ChangedDimensions = cl.pending
+		r.Break.ChangedTools = cl.changedTool
+		r.Break.ChangedSystemBlocks = cl.changedSys
+		return
+	}
+	s := c.suspect(cl, r)
+	r.Break.Suspected = &s
+}
+
+// suspect names the likeliest cause of a break no dimension explains.
+func (c *Cache) suspect(cl *call, r *Record) Suspect {
+	prev := cl.prev
+	ttl := c.cfg.OpenAIIdle
+	if cl.anthropic {
+		ttl = time.Hour
+		for _, m := range prev.Markers {
+			ttl = min(ttl, m.TTL.Duration())
+		}
+		if len(prev.Markers) == 0 {
+			ttl = TTL5m.Duration()
+		}
+	}
+	if cl.started.Sub(prev.StartedAt) > ttl {
+		return SuspectTTLExpired
+	}
+	if cl.anthropic && cl.sinceWrite > Lookback && !reachable(prev, cl.markers) {
+		return SuspectLookbackExceeded
+	}
+	if r.Usage.Prompt() < c.minTokens(cl.model) {
+		return SuspectBelowMinimum
+	}
+	if cl.concurrent {
+		return SuspectConcurrentSibling
+	}
+	return SuspectUnknown
+}
+
+// reachable reports whether some message marker of a call lies within the
+// lookback of the previous call's last written message position.
+func reachable(prev *Record, markers []Marker) bool {
+	last := -1
+	for _, m := range prev.Markers {
+		last = max(last, m.MessageBlock)
+	}
+	if last < 0 {
+		return true
+	}
+	for _, m := range markers {
+		if m.MessageBlock >= last && m.MessageBlock-last <= Lookback {
+			return true
+		}
+	}
+	return false
+}
