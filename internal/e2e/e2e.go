@@ -20,8 +20,12 @@ import (
 // BrowserPath is where Debian's chromium package puts the browser.
 const BrowserPath = "/usr/bin/chromium"
 
-// DefaultTimeout bounds one test's browser actions.
-const DefaultTimeout = 30 * time.Second
+// DefaultTimeout bounds all of one test's browser actions together. The
+// handlers package runs a few dozen browser tests in parallel under the
+// race detector on two cores, where a long test's whole session passed 30
+// s (a node-details test failed in CI at its last step that way); a hang
+// is still caught, later.
+const DefaultTimeout = 90 * time.Second
 
 // Browser starts a headless Chromium with a fresh profile for tb and
 // returns the context of its first tab, with a timeout of DefaultTimeout
