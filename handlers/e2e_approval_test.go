@@ -22,11 +22,17 @@ import (
 // approvalText is the visible text of the first element sel matches.
 func approvalText(t *testing.T, ctx context.Context, sel string) string {
 	t.Helper()
-	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-	if err != nil {
-		t.Fatalf("text of %s: %v", sel, err)
+	// Read through the page's own DOM at the moment of reading: a node id
+	// chromedp resolved a moment before goes stale if the page changes the
+	// element in between (seen once in CI as "No node with given id").
+	js := fmt.Sprintf(`(() => { const el = document.querySelector(%q); return el ? el.innerText : null; })()`, sel)
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[*string](js))
+	if err != nil || s == nil {
+		url, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href`))
+		body, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText.slice(0, 2000)`))
+		t.Fatalf("text of %s: %v (element missing: %v); page %s:\n%s", sel, err, s == nil, url, body)
 	}
-	return s
+	return *s
 }
 
 // approvalEval runs a JavaScript expression in the page and returns its value.
