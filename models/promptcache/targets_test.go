@@ -341,3 +341,141 @@ func TestTargetForkAndFan(t *testing.T) {
 		})
 	}
 }
+
+// breakConversation is the first call of a break case: the big system
+// prompt, the eight tools, a ~2,000-token document and one tool turn.
+func breakConversation() []models.Message {
+	msgs := []models.Message{
+		models.System(bigSystem),
+		models.Human("Plan the trip in this itinerary: " + strings.Repeat("Day by day, with trains and hotels. ", 230)),
+	}
+	for i := range 1 {
+		id := fmt.Sprintf("toolu_%02d", i)
+		msgs = append(msgs,
+			models.AIWithToolCalls("", models.ToolCall{ID: id, Name: "get_weather", Args: map[string]any{"city": fmt.Sprint("c", i)}}),
+			models.ToolResult(id, models.Text(fmt.Sprintf("%d°C", 10+i))),
+		)
+	}
+	return msgs
+}
+
+// moreTurns adds n tool turns (2n blocks) and a question to msgs.
+func moreTurns(msgs []models.Message, n int) []models.Message {
+	msgs = append([]models.Message(nil), msgs...)
+	for i := range n {
+		id := fmt.Sprintf("toolu_more_%02d", i)
+		msgs = append(msgs,
+			models.AIWithToolCalls("", models.ToolCall{ID: id, Name: "get_time", Args: map[string]any{"city": fmt.Sprint("c", i)}}),
+			models.ToolResult(id, models.Text(fmt.Sprintf("%02d:00", i))),
+		)
+	}
+	return append(msgs, models.AI("two"), models.Human("And the day after?"))
+}
+
+// TestTargetBreaks injects each change of the issue between two calls on
+// the caching double, nothing scripted: each break is detected and named
+// by what the double actually stopped reading; a second call with
+// nothing changed is no break.
+func TestTargetBreaks(t *testing.T) {
+	t.Parallel()
+	type change struct {
+		msgs  []models.Message
+		opts  *models.CallOptions
+		model string
+	}
+	reordered := append([]models.ToolSpec{eightTools[1], eightTools[0]}, eightTools[2:]...)
+	cases := []struct {
+		name    string
+		cfg     promptcache.Config
+		change  func(c *change, clk *clock)
+		dims    []promptcache.Dimension
+		suspect promptcache.Suspect
+		tools   []string
+		noBreak bool
+	}{
+		{name: "no change", noBreak: true},
+		{name: "timestamp in the system prompt", dims: []promptcache.Dimension{promptcache.DimSystem},
+			change: func(c *change, _ *clock) { c.msgs[0] = models.System(bigSystem + " It is 12:01:07.") }},
+		{name: "reordered tool", dims: []promptcache.Dimension{promptcache.DimTools}, tools: []string{"get_time", "get_weather"},
+			change: func(c *change, _ *clock) { c.opts.Tools = reordered }},
+		{name: "model switch", dims: []promptcache.Dimension{promptcache.DimModel},
+			change: func(c *change, _ *clock) { c.model = "claude-opus-4-1" }},
+		{name: "tool_choice", dims: []promptcache.Dimension{promptcache.DimToolChoice},
+			change: func(c *change, _ *clock) { c.opts.ToolChoice = models.ToolChoiceAny }},
+		{name: "ttl expired", suspect: promptcache.SuspectTTLExpired,
+			change: func(_ *change, clk *clock) { clk.add(6 * time.Minute) }},
+		{name: "more than 20 new blocks", cfg: promptcache.Config{NoBridge: true}, suspect: promptcache.SuspectLookbackExceeded,
+			change: func(c *change, _ *clock) { c.msgs = moreTurns(c.msgs, 11) }},
+		{name: "more than 20 new blocks, bridged", noBreak: true,
+			change: func(c *change, _ *clock) { c.msgs = moreTurns(c.msgs, 11) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			clk := &clock{t: time.Date(2026, 9, 1, 12, 0, 0, 0, time.UTC)}
+			cfg := tc.cfg
+			cfg.Now, cfg.Prices = clk.now, sonnet
+			cfg.OnError = func(err error) { t.Errorf("promptcache: %v", err) }
+			pc, err := promptcache.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, ts := localprovider.NewTestServer(localprovider.Config{Clock: clk})
+			t.Cleanup(ts.Close)
+			model := func(name string) *anthropic.Model {
+				m, err := anthropic.New(anthropic.Config{APIKey: "sk-test", BaseURL: ts.URL, Model: name, Hooks: pc.Hooks()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return m
+			}
+			ctx := promptcache.WithThread(context.Background(), "t")
+			// A cold call, then a warm one: the baseline.
+			msgs := breakConversation()
+			for _, add := range [][]models.Message{nil, {models.AI("one"), models.Human("And tomorrow?")}} {
+				msgs = append(msgs, add...)
+				if _, err := model("claude-sonnet-4-5").Generate(ctx, msgs, &models.CallOptions{Tools: eightTools}); err != nil {
+					t.Fatal(err)
+				}
+				clk.add(time.Minute)
+			}
+			c := &change{msgs: append(msgs, models.AI("two"), models.Human("And the day after?")), opts: &models.CallOptions{Tools: eightTools}, model: "claude-sonnet-4-5"}
+			if tc.change != nil {
+				tc.change(c, clk)
+			}
+			if _, err := model(c.model).Generate(ctx, c.msgs, c.opts); err != nil {
+				t.Fatal(err)
+			}
+			recs, err := pc.Records(context.Background(), "t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(recs) != 3 {
+				t.Fatalf("%d records", len(recs))
+			}
+			recs = recs[1:]
+			r := recs[1]
+			b := r.Break
+			var suspect promptcache.Suspect
+			if b.Suspected != nil {
+				suspect = *b.Suspected
+			}
+			t.Logf("reads %d → %d (%.1f%% drop): detected=%v dims=%v tools=%v suspected=%q", recs[0].Usage.CacheRead, r.Usage.CacheRead, b.ReadDropPct, b.Detected, b.ChangedDimensions, b.ChangedTools, suspect)
+			if r.PrevCallID != recs[0].CallID {
+				t.Errorf("compared with %q, want the first call", r.PrevCallID)
+			}
+			if b.Detected == tc.noBreak {
+				t.Fatalf("break %+v, want detected=%v", b, !tc.noBreak)
+			}
+			if fmt.Sprint(b.ChangedDimensions) != fmt.Sprint(tc.dims) && len(tc.dims)+len(b.ChangedDimensions) > 0 {
+				t.Errorf("changed %v, want %v", b.ChangedDimensions, tc.dims)
+			}
+			if suspect != tc.suspect {
+				t.Errorf("suspected %q, want %q", suspect, tc.suspect)
+			}
+			if tc.tools != nil && fmt.Sprint(b.ChangedTools) != fmt.Sprint(tc.tools) {
+				t.Errorf("changed tools %v, want %v", b.ChangedTools, tc.tools)
+			}
+		})
+	}
+}
