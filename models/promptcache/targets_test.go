@@ -12,6 +12,7 @@ import (
 	"github.com/superstep-dev/superstep/models"
 	"github.com/superstep-dev/superstep/models/anthropic"
 	"github.com/superstep-dev/superstep/models/localprovider"
+	"github.com/superstep-dev/superstep/models/openai"
 	"github.com/superstep-dev/superstep/models/promptcache"
 	"github.com/superstep-dev/superstep/store"
 )
@@ -477,5 +478,73 @@ func TestTargetBreaks(t *testing.T) {
 				t.Errorf("changed tools %v, want %v", b.ChangedTools, tc.tools)
 			}
 		})
+	}
+}
+
+// TestTargetOpenAI: OpenAI's implicit cache through the real SDK — each
+// thread's requests carry its prompt_cache_key and read what it wrote;
+// another thread with the same prefix is routed to its own entries;
+// cached_tokens are the records' reads; a changed system prompt and an
+// idle prefix are breaks, named.
+func TestTargetOpenAI(t *testing.T) {
+	t.Parallel()
+	clk := &clock{t: time.Date(2026, 9, 1, 12, 0, 0, 0, time.UTC)}
+	pc, err := promptcache.New(promptcache.Config{Now: clk.now, OnError: func(err error) { t.Errorf("promptcache: %v", err) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, ts := localprovider.NewTestServer(localprovider.Config{Clock: clk})
+	t.Cleanup(ts.Close)
+	m, err := openai.New(openai.Config{APIKey: "sk-test", BaseURL: ts.URL + "/v1/", Model: "gpt-5-mini", Hooks: pc.Hooks()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(thread string, msgs []models.Message) promptcache.Record {
+		t.Helper()
+		if _, err := m.Generate(promptcache.WithThread(context.Background(), thread), msgs, &models.CallOptions{Tools: eightTools}); err != nil {
+			t.Fatal(err)
+		}
+		clk.add(time.Minute)
+		recs, err := pc.Records(context.Background(), thread)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return recs[len(recs)-1]
+	}
+	msgs := breakConversation()
+	a1 := call("a", msgs)
+	msgs = append(msgs, models.AI("one"), models.Human("And tomorrow?"))
+	a2 := call("a", msgs)
+	b1 := call("b", msgs) // the same prefix on another thread's key
+	for i, r := range s.Requests() {
+		want := promptcache.PromptCacheKey("a")
+		if i == 2 {
+			want = promptcache.PromptCacheKey("b")
+		}
+		if r.OpenAI.PromptCacheKey != want {
+			t.Errorf("request %d: prompt_cache_key %q, want %q", i, r.OpenAI.PromptCacheKey, want)
+		}
+	}
+	if a1.Usage.CacheRead != 0 || a2.Usage.CacheRead == 0 || a2.Usage.CacheRead%128 != 0 || a2.HitRatio < 0.9 || a2.Break.Detected {
+		t.Errorf("thread a: reads %d then %d (ratio %.4f), break %+v; want 0, then most of the prompt in 128-token steps", a1.Usage.CacheRead, a2.Usage.CacheRead, a2.HitRatio, a2.Break)
+	}
+	if b1.Usage.CacheRead != 0 {
+		t.Errorf("thread b read %d tokens of thread a's entries", b1.Usage.CacheRead)
+	}
+	t.Logf("thread a: cached_tokens %d → %d of %d (%.4f); thread b: %d", a1.Usage.CacheRead, a2.Usage.CacheRead, a2.Usage.Prompt(), a2.HitRatio, b1.Usage.CacheRead)
+
+	stamped := append([]models.Message{models.System(bigSystem + " It is 12:03.")}, msgs[1:]...)
+	a3 := call("a", append(stamped, models.AI("two"), models.Human("And after?")))
+	if b := a3.Break; !b.Detected || fmt.Sprint(b.ChangedDimensions) != fmt.Sprint([]promptcache.Dimension{promptcache.DimSystem, promptcache.DimMessages}) {
+		t.Errorf("a timestamp in the system prompt: break %+v", b)
+	}
+	b2 := call("b", append(msgs, models.AI("two"), models.Human("And after?")))
+	clk.add(6 * time.Minute)
+	b3 := call("b", append(msgs, models.AI("two"), models.Human("And after?"), models.AI("three"), models.Human("Thanks.")))
+	if b2.Break.Detected || b2.Usage.CacheRead == 0 {
+		t.Errorf("thread b's second call: reads %d, break %+v", b2.Usage.CacheRead, b2.Break)
+	}
+	if b := b3.Break; !b.Detected || b.Suspected == nil || *b.Suspected != promptcache.SuspectTTLExpired {
+		t.Errorf("an idle prefix: break %+v", b)
 	}
 }
