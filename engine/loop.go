@@ -1712,10 +1712,22 @@ func newPersister() *persister {
 func (p *persister) submit(job func(context.Context) error) { p.jobs <- persistJob{fn: job} }
 
 // flush waits until every save submitted so far has run.
-func (p *persister) flush() error {
+func (p *persister) flush() error { return p.flushCtx(context.Background()) }
+
+// flushCtx is flush, given up when ctx ends.
+func (p *persister) flushCtx(ctx context.Context) error {
 	b := make(chan error, 1)
-	p.jobs <- persistJob{barrier: b}
-	return <-b
+	select {
+	case p.jobs <- persistJob{barrier: b}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-b:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (p *persister) wait() error {

@@ -127,3 +127,73 @@ func TestCurrentTask(t *testing.T) {
 		t.Fatal("a task context outside a node")
 	}
 }
+
+// heldSaver holds every Put until release is closed.
+type heldSaver struct {
+	checkpoints.Saver
+	release chan struct{}
+}
+
+func (s heldSaver) Put(ctx context.Context, cfg checkpoints.Config, cp *checkpoints.Checkpoint, md checkpoints.Metadata, nv map[string]int64) (checkpoints.Config, error) {
+	<-s.release
+	return s.Saver.Put(ctx, cfg, cp, md, nv)
+}
+
+// Under async durability a node may run before the checkpoint its step
+// runs from is saved; WaitCheckpoint waits for it. Under exit durability
+// it says it cannot.
+func TestWaitCheckpoint(t *testing.T) {
+	t.Parallel()
+	type st struct {
+		Log []string `json:"log" reduce:"append"`
+	}
+	saver := heldSaver{Saver: checkpoints.NewMemory(), release: make(chan struct{})}
+	var before, after *checkpoints.Tuple
+	var exitErr error
+	g := engine.NewStateGraph[st]()
+	g.AddNode("a", func(ctx context.Context, _ st) (engine.Output, error) {
+		tc, _ := engine.CurrentTask(ctx)
+		cfg := checkpoints.Config{ThreadID: tc.ThreadID, CheckpointID: tc.CheckpointID}
+		var err error
+		if before, err = saver.Get(ctx, cfg); err != nil {
+			return nil, err
+		}
+		close(saver.release)
+		if err := engine.WaitCheckpoint(ctx); err != nil {
+			return nil, err
+		}
+		after, err = saver.Get(ctx, cfg)
+		return nil, err
+	})
+	g.AddEdge(engine.Start, "a")
+	cg, err := g.Compile(engine.CompileOptions{Checkpointer: saver})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cg.Invoke(context.Background(), engine.Update{"log": []string{}}, &engine.RunOptions{ThreadID: "w", Durability: engine.DurabilityAsync}); err != nil {
+		t.Fatal(err)
+	}
+	if before != nil || after == nil {
+		t.Fatalf("the step's checkpoint before the wait %v (want not saved yet), after %v (want saved)", before != nil, after != nil)
+	}
+
+	ex := engine.NewStateGraph[st]()
+	ex.AddNode("a", func(ctx context.Context, _ st) (engine.Output, error) {
+		exitErr = engine.WaitCheckpoint(ctx)
+		return nil, nil
+	})
+	ex.AddEdge(engine.Start, "a")
+	cex, err := ex.Compile(engine.CompileOptions{Checkpointer: checkpoints.NewMemory()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cex.Invoke(context.Background(), engine.Update{"log": []string{}}, &engine.RunOptions{ThreadID: "x", Durability: engine.DurabilityExit}); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(exitErr, engine.ErrCheckpointNotSaved) {
+		t.Fatalf("under exit durability WaitCheckpoint = %v", exitErr)
+	}
+	if err := engine.WaitCheckpoint(context.Background()); err != nil {
+		t.Fatalf("outside a node: %v", err)
+	}
+}

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"runtime/debug"
@@ -269,6 +270,31 @@ func CurrentTask(ctx context.Context) (TaskContext, bool) {
 		Namespace: t.l.ns, CheckpointNS: t.checkpointNS(), Node: t.name, TaskID: t.ID(),
 		Path: taskPath(t.push, t.name, t.idx), Step: t.l.step, Attempt: t.attempts,
 	}, true
+}
+
+// ErrCheckpointNotSaved: the running node's run saves no checkpoint
+// before it ends (DurabilityExit), so WaitCheckpoint cannot wait for one.
+var ErrCheckpointNotSaved = errors.New("engine: this run saves its checkpoints only when it ends (DurabilityExit)")
+
+// WaitCheckpoint blocks until the checkpoint the running node's step runs
+// from, and every one before it, is saved: under DurabilityAsync those
+// saves run beside the step's tasks, and code that reads the thread's
+// history from a node (a lineage walk) must not read ahead of them. It
+// returns at once under DurabilitySync, without a checkpointer, and
+// outside a node; ErrCheckpointNotSaved under DurabilityExit; ctx's error
+// if ctx ends first.
+func WaitCheckpoint(ctx context.Context) error {
+	t := taskFrom(ctx)
+	if t == nil || t.l.saver == nil {
+		return nil
+	}
+	if t.l.opts.Durability == DurabilityExit {
+		return ErrCheckpointNotSaved
+	}
+	if t.l.persist == nil {
+		return nil
+	}
+	return t.l.persist.flushCtx(ctx)
 }
 
 // StoreFrom returns the long-term store of the graph running the node, or

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/superstep-dev/superstep/checkpoints"
+	"github.com/superstep-dev/superstep/engine"
 )
 
 // maxAncestors bounds the walk up a checkpoint's ancestors.
@@ -61,9 +62,10 @@ func (c *Cache) findPrevious(ctx context.Context, cl *call) {
 // with a usable call of the lineage.
 //
 // A checkpoint the saver does not hold yet (DurabilityAsync saves the
-// step's checkpoint while its tasks run) has no known parent: the walk
-// then falls back to latest, which is exact for a linear thread; a fork's
-// calls compare with their own branch exactly under DurabilitySync.
+// step's checkpoint while its tasks run) is waited for once
+// (engine.WaitCheckpoint); under DurabilityExit, where nothing is saved
+// before the run ends, the walk falls back to latest, which is exact for
+// a linear thread.
 func (c *Cache) onBranch(ctx context.Context, cl *call, recs []*Record, usable func(*Record) bool, latest *Record) *Record {
 	at := map[string]*Record{}
 	for _, r := range recs {
@@ -73,6 +75,7 @@ func (c *Cache) onBranch(ctx context.Context, cl *call, recs []*Record, usable f
 	}
 	ts := cl.ts
 	id := cl.site.task.CheckpointID
+	waited := false
 	for range maxAncestors {
 		if id == "" {
 			return nil
@@ -84,7 +87,16 @@ func (c *Cache) onBranch(ctx context.Context, cl *call, recs []*Record, usable f
 		parent, ok := ts.parents[id]
 		ts.mu.Unlock()
 		if !ok {
-			tup, err := c.cfg.Checkpoints.Get(ctx, checkpoints.Config{ThreadID: ts.id, Namespace: cl.site.task.Namespace, CheckpointID: id})
+			cfg := checkpoints.Config{ThreadID: ts.id, Namespace: cl.site.task.Namespace, CheckpointID: id}
+			tup, err := c.cfg.Checkpoints.Get(ctx, cfg)
+			if err == nil && tup == nil && !waited {
+				// Not saved yet (DurabilityAsync): wait for the run's
+				// saves, once, and look again.
+				waited = true
+				if werr := engine.WaitCheckpoint(ctx); werr == nil {
+					tup, err = c.cfg.Checkpoints.Get(ctx, cfg)
+				}
+			}
 			if err != nil || tup == nil {
 				c.reportError(err)
 				return latest
