@@ -23,8 +23,8 @@ func TestPromptCacheEvents(t *testing.T) {
 		return promptcache.Record{CallID: id, Provider: "anthropic", Model: "claude-sonnet-4-5", Lineage: "main",
 			Usage:    promptcache.Usage{Input: 10, CacheRead: 900, CacheWrite5m: 90, Output: 5},
 			HitRatio: 0.9, CostUSD: 0.001, CostUSDUncached: 0.003,
-			Hashes:   promptcache.Hashes{MessagesPrefix: []string{"secret-hash"}},
-			Break:    promptcache.Break{Detected: true, ChangedDimensions: []promptcache.Dimension{}, Suspected: &ttl}}
+			Hashes: promptcache.Hashes{MessagesPrefix: []string{"secret-hash"}},
+			Break:  promptcache.Break{Detected: true, ChangedDimensions: []promptcache.Dimension{}, Suspected: &ttl}}
 	}
 	type S struct {
 		N int `json:"n"`
