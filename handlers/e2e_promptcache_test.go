@@ -164,7 +164,7 @@ func checkTotals(t *testing.T, ctx context.Context) {
 	t.Helper()
 	type sums struct {
 		Input, Read, Write, Output, Prompt int
-		Cost, Saving                      float64
+		Cost, Saving                       float64
 	}
 	rows := evalIn[[]map[string]string](t, ctx, `Array.from(document.querySelectorAll("#pc-calls tr.pc-call")).map(r => ({
 		input: r.querySelector(".pc-input").textContent, read: r.querySelector(".pc-read").textContent,
