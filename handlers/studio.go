@@ -50,9 +50,13 @@ const MaxBodyBytes = web.MaxBodyBytes
 type Routes struct {
 	Runs Runner
 	// Store and Cache back the store and cache pages; nil hides them.
-	Store  store.Store
-	Cache  cache.Cache
-	Logger *slog.Logger
+	Store store.Store
+	Cache cache.Cache
+	// PromptCache reads the model-call records of a thread for its
+	// prompt-cache panel (a *promptcache.Cache on the graphs' store); nil
+	// shows no panel.
+	PromptCache CallRecords
+	Logger      *slog.Logger
 	// OriginPatterns are extra hosts allowed to open the websocket (the
 	// Studio's own host always is); see websocket.AcceptOptions.
 	OriginPatterns []string
@@ -74,6 +78,7 @@ func (rt Routes) Mount(r chi.Router) {
 	r.Method(http.MethodGet, "/threads", ThreadList(rt))
 	r.Method(http.MethodGet, "/threads/{thread}", ThreadPage(rt))
 	r.Method(http.MethodGet, "/threads/{thread}/ws", ThreadEvents(rt))
+	r.Method(http.MethodGet, "/threads/{thread}/promptcache", PromptCacheFragment(rt))
 	r.Method(http.MethodPost, "/threads/{thread}/resume", ResumeRun(rt))
 	r.Method(http.MethodPost, "/threads/{thread}/cancel", CancelRun(rt))
 	r.Method(http.MethodGet, "/graphs/{graph}/nodes/{node}", GraphNodeDetails(rt))

@@ -150,6 +150,10 @@ func threadPage(rt Routes, amend func(*web.ThreadView) int) http.Handler {
 			return
 		}
 		v.Streams, v.StreamCap = ChatStreams(evs), runs.StreamTextBytes
+		if v.PromptCache, err = threadCalls(r.Context(), rt, t.ID); err != nil {
+			fail(w, r, rt.Logger, err)
+			return
+		}
 		if t.Status == runs.StatusInterrupted {
 			v.Edit = stateEditor(v.Values, len(t.Pending) > 0)
 		}

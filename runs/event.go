@@ -138,6 +138,8 @@ type Event struct {
 	// streaming but its text was dropped: more than StreamReplies replies
 	// streamed at once, and it was the oldest.
 	TextDropped bool `json:"text_dropped,omitempty"`
+	// Call is a prompt_cache event's model call (see KindPromptCache).
+	Call *ModelCall `json:"call,omitempty"`
 	// Status is the thread's status after a run_finished event.
 	Status Status    `json:"status,omitempty"`
 	Time   time.Time `json:"time"`
@@ -213,8 +215,12 @@ func newRunEvents(thread, runID string) *runEvents {
 }
 
 // convert is fromEngine for the thread graph's events and keeps only the
-// task events, with their Path, of a subgraph's.
+// task events, with their Path, of a subgraph's; a custom event carrying
+// a promptcache.Record, of either, is a prompt_cache event.
 func (r *runEvents) convert(ev engine.Event, now time.Time) []Event {
+	if x, ok := r.promptCall(ev, now); ok {
+		return []Event{x}
+	}
 	ns := r.namespace(ev)
 	if sp, ok := ev.(engine.StepPlanned); ok && ns == "" {
 		r.step = sp.Step

@@ -245,6 +245,7 @@ func (e *Event) size() int {
 		return len(e.encoded) + 256
 	}
 	n := 256 + len(e.Node) + len(e.Path) + len(e.TaskID) + len(e.Error) + len(e.Checkpoint) + len(e.RunID) + len(e.Parent) + len(e.Origin) + len(e.Answer) + len(e.Message) + len(e.Text)
+	n += e.Call.size()
 	for _, list := range [...][]string{e.Triggers, e.Writes, e.Next} {
 		for _, s := range list {
 			n += 16 + len(s)

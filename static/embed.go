@@ -4,5 +4,5 @@ import "embed"
 
 // FS holds the assets, served under /static/.
 //
-//go:embed studio.css studio.js checkpoints.js chat.js graphview.js forms.js favicon.svg
+//go:embed studio.css studio.js checkpoints.js chat.js promptcache.js graphview.js forms.js favicon.svg
 var FS embed.FS

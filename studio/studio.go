@@ -21,6 +21,7 @@ import (
 	"github.com/superstep-dev/superstep/engine"
 	"github.com/superstep-dev/superstep/handlers"
 	"github.com/superstep-dev/superstep/migrations"
+	"github.com/superstep-dev/superstep/models/promptcache"
 	"github.com/superstep-dev/superstep/runs"
 	"github.com/superstep-dev/superstep/runs/pgthreads"
 	"github.com/superstep-dev/superstep/store"
@@ -64,6 +65,13 @@ type Config struct {
 	// all, and catch-ups at once); zero values give the defaults of
 	// handlers.SocketLimits.
 	Sockets handlers.SocketLimits
+	// PromptCache configures the prompt-cache layer the Studio opens on
+	// its backends (Backends.PromptCache): its Store and Checkpoints are
+	// the Studio's (set here, they are replaced), so each thread's
+	// latches and model-call records live with the thread, in Postgres
+	// when DatabaseURL is set, and the thread page's prompt-cache panel
+	// reads them after a restart. Give Prices to see costs and savings.
+	PromptCache promptcache.Config
 	// DBRetryWindow is how long a checkpoint, store, node-cache, registry
 	// or run-log read or write that met a transient database fault (connection refused or
 	// reset, a server restart, a serialization failure) is retried before
@@ -77,6 +85,11 @@ type Backends struct {
 	Checkpointer checkpoints.Saver
 	Cache        cache.Cache
 	Store        store.Store
+	// PromptCache is the prompt-cache layer on Store and Checkpointer:
+	// install its Hooks on the graphs' chat models (anthropic.Config or
+	// openai.Config .Hooks) and their calls show in the thread page's
+	// prompt-cache panel.
+	PromptCache *promptcache.Cache
 }
 
 // storeIndex is the Studio store's semantic index: the offline embedder
@@ -164,6 +177,17 @@ func Open(ctx context.Context, cfg Config) (*Studio, error) {
 		s.closers = append(s.closers, func() { _ = mc.Close() })
 		b = Backends{Checkpointer: checkpoints.NewMemory(), Cache: mc, Store: st}
 	}
+	pcCfg := cfg.PromptCache
+	pcCfg.Store, pcCfg.Checkpoints = b.Store, b.Checkpointer
+	if pcCfg.OnError == nil {
+		pcCfg.OnError = func(err error) { log.Error("prompt cache", slog.Any("error", err)) }
+	}
+	pc, err := promptcache.New(pcCfg)
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("studio: prompt cache: %w", err)
+	}
+	b.PromptCache = pc
 	s.b = b
 	// Expired store items are never returned, but only a sweep reclaims
 	// them (and their vectors); the cache sweeps itself.
@@ -208,7 +232,7 @@ func Open(ctx context.Context, cfg Config) (*Studio, error) {
 	r.Use(middleware.Recoverer)
 	r.Method(http.MethodGet, "/healthz", handlers.Health{Backends: s.backends, DB: pingOrNil(db), Logger: log})
 	r.Method(http.MethodGet, "/", handlers.Index{Backends: s.backends, Logger: log})
-	handlers.Routes{Runs: mgr, Store: b.Store, Cache: b.Cache, Logger: log, Sockets: cfg.Sockets, Inputs: cfg.Inputs}.Mount(r)
+	handlers.Routes{Runs: mgr, Store: b.Store, Cache: b.Cache, PromptCache: b.PromptCache, Logger: log, Sockets: cfg.Sockets, Inputs: cfg.Inputs}.Mount(r)
 	s.runs = mgr
 	s.handler = handlers.Secure(handlers.RequireToken(cfg.AuthToken, r))
 	return s, nil

@@ -11,7 +11,10 @@
 //
 // The examples built on a chat model (cve-agent) use the model
 // modelenv.Load picks: ANTHROPIC_API_KEY, else OPENAI_API_KEY or
-// OPENAI_BASE_URL, else the offline model; SUPERSTEP_MODEL names it.
+// OPENAI_BASE_URL, else the offline model; SUPERSTEP_MODEL names it. The
+// offline model runs with the Studio's prompt-cache layer, so a thread's
+// page shows its model calls, cache reads, breaks and savings (priced as
+// Claude Sonnet).
 package main
 
 import (
@@ -54,6 +57,7 @@ func main() {
 	slog.Info("chat model for the examples", slog.String("model", modelenv.Describe(model)))
 	cfg.Build = graphs(model)
 	cfg.Inputs = inputs()
+	cfg.PromptCache = promptCacheConfig()
 	err = studio.Serve(ctx, cfg, func(addr net.Addr) {
 		slog.Info("Superstep Studio is listening", slog.String("url", "http://"+addr.String()))
 	})
@@ -124,9 +128,19 @@ type reviewState struct {
 var errFlaky = errors.New("search service busy (demo: fails on the first attempt)")
 
 // graphs registers every example graph, and the demo, on the Studio's
-// backends, the examples built on a chat model with model.
+// backends, the examples built on a chat model with model. The offline
+// model is built again with the Studio's prompt-cache hooks
+// (offlineModel), so the thread page's prompt-cache panel shows its
+// calls; a real provider's model, from modelenv, has none.
 func graphs(model models.ChatModel) func(studio.Backends) (map[string]engine.Compiled, error) {
 	return func(b studio.Backends) (map[string]engine.Compiled, error) {
+		if model.Info().Offline && b.PromptCache != nil {
+			m, err := offlineModel(b.PromptCache.Hooks())
+			if err != nil {
+				return nil, err
+			}
+			model = m
+		}
 		all, err := examples.All(examples.Options{Checkpointer: b.Checkpointer, Cache: b.Cache, Store: b.Store, Model: model})
 		if err != nil {
 			return nil, err
