@@ -35,6 +35,7 @@ import (
 	"github.com/superstep-dev/superstep/engine"
 	"github.com/superstep-dev/superstep/examples"
 	"github.com/superstep-dev/superstep/models"
+	"github.com/superstep-dev/superstep/models/localprovider"
 	"github.com/superstep-dev/superstep/models/modelenv"
 	"github.com/superstep-dev/superstep/studio"
 )
@@ -49,13 +50,13 @@ func main() {
 	if cfg.DatabaseURL == "" {
 		fmt.Fprint(os.Stderr, memoryBanner)
 	}
-	model, err := modelenv.Load(modelenv.Config{Respond: examples.Respond})
+	model, err := modelenv.Load(modelConfig(models.Hooks{}))
 	if err != nil {
 		slog.Error("no chat model", slog.Any("error", err))
 		os.Exit(2)
 	}
 	slog.Info("chat model for the examples", slog.String("model", modelenv.Describe(model)))
-	cfg.Build = graphs(model)
+	cfg.Build = graphs(modelConfig)
 	cfg.Inputs = inputs()
 	cfg.PromptCache = promptCacheConfig()
 	err = studio.Serve(ctx, cfg, func(addr net.Addr) {
@@ -127,19 +128,28 @@ type reviewState struct {
 
 var errFlaky = errors.New("search service busy (demo: fails on the first attempt)")
 
+// modelConfig is how the Studio picks the examples' chat model
+// (modelenv: a provider from the environment, else the offline model)
+// with hooks installed on it.
+func modelConfig(hooks models.Hooks) modelenv.Config {
+	return modelenv.Config{Respond: examples.Respond, Hooks: hooks,
+		Double: localprovider.Config{CacheMinTokens: map[string]int{modelenv.OfflineModel: offlineMinTokens}}}
+}
+
 // graphs registers every example graph, and the demo, on the Studio's
-// backends, the examples built on a chat model with model. The offline
-// model is built again with the Studio's prompt-cache hooks
-// (offlineModel), so the thread page's prompt-cache panel shows its
-// calls; a real provider's model, from modelenv, has none.
-func graphs(model models.ChatModel) func(studio.Backends) (map[string]engine.Compiled, error) {
+// backends, the examples built on the chat model modelenv picks with
+// the Studio's prompt-cache hooks installed, so the thread page's
+// prompt-cache panel shows its calls (a real provider's as well as the
+// offline model's).
+func graphs(config func(models.Hooks) modelenv.Config) func(studio.Backends) (map[string]engine.Compiled, error) {
 	return func(b studio.Backends) (map[string]engine.Compiled, error) {
-		if model.Info().Offline && b.PromptCache != nil {
-			m, err := offlineModel(b.PromptCache.Hooks())
-			if err != nil {
-				return nil, err
-			}
-			model = m
+		var hooks models.Hooks
+		if b.PromptCache != nil {
+			hooks = b.PromptCache.Hooks()
+		}
+		model, err := modelenv.Load(config(hooks))
+		if err != nil {
+			return nil, err
 		}
 		all, err := examples.All(examples.Options{Checkpointer: b.Checkpointer, Cache: b.Cache, Store: b.Store, Model: model})
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/engine"
 	"github.com/superstep-dev/superstep/examples"
+	"github.com/superstep-dev/superstep/models"
 	"github.com/superstep-dev/superstep/models/modelenv"
 	"github.com/superstep-dev/superstep/studio"
 )
@@ -87,11 +88,13 @@ func TestEveryRegisteredGraphHasAnInput(t *testing.T) {
 	t.Parallel()
 	// The model main picks with no key in the environment: the offline
 	// model with the examples' responders.
-	model, err := modelenv.Load(modelenv.Config{Getenv: func(string) string { return "" }, Respond: examples.Respond})
-	if err != nil {
-		t.Fatal(err)
+	// The model main picks with no key in the environment.
+	offlineOnly := func(h models.Hooks) modelenv.Config {
+		c := modelConfig(h)
+		c.Getenv = func(string) string { return "" }
+		return c
 	}
-	gs, err := graphs(model)(studio.Backends{Checkpointer: checkpoints.NewMemory()})
+	gs, err := graphs(offlineOnly)(studio.Backends{Checkpointer: checkpoints.NewMemory()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/superstep-dev/superstep/examples"
+	"github.com/superstep-dev/superstep/models"
 	"github.com/superstep-dev/superstep/models/modelenv"
 	"github.com/superstep-dev/superstep/runs"
 	"github.com/superstep-dev/superstep/studio"
@@ -22,11 +23,13 @@ import (
 func TestOfflineCVEAgentShowsPromptCacheRecords(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	model, err := modelenv.Load(modelenv.Config{Getenv: func(string) string { return "" }, Respond: examples.Respond})
-	if err != nil {
-		t.Fatal(err)
+	// The model main picks with no key in the environment.
+	offlineOnly := func(h models.Hooks) modelenv.Config {
+		c := modelConfig(h)
+		c.Getenv = func(string) string { return "" }
+		return c
 	}
-	s, err := studio.Open(ctx, studio.Config{Build: graphs(model), Inputs: inputs(), PromptCache: promptCacheConfig()})
+	s, err := studio.Open(ctx, studio.Config{Build: graphs(offlineOnly), Inputs: inputs(), PromptCache: promptCacheConfig()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,6 +56,12 @@ type Config struct {
 	// default cannot drive give theirs here. Only the offline model uses
 	// it.
 	Respond func(localprovider.Request) (localprovider.Turn, bool)
+	// Hooks are installed on the model, whichever provider it is (the
+	// Studio's prompt-cache layer puts its own there).
+	Hooks models.Hooks
+	// Double configures the offline model's double (its prompt-cache
+	// emulation: CacheMinTokens, say); its Respond, when nil, is Respond.
+	Double localprovider.Config
 }
 
 // FromEnv picks the chat model from the process environment; see the
@@ -74,7 +80,7 @@ func Load(cfg Config) (models.ChatModel, error) {
 	}
 	name := getenv(EnvModel)
 	if key := getenv(EnvAnthropicKey); key != "" {
-		m, err := anthropic.New(anthropic.Config{APIKey: key, BaseURL: getenv(EnvAnthropicBase), Model: orDefault(name, DefaultAnthropicModel)})
+		m, err := anthropic.New(anthropic.Config{APIKey: key, BaseURL: getenv(EnvAnthropicBase), Model: orDefault(name, DefaultAnthropicModel), Hooks: cfg.Hooks})
 		if err != nil {
 			return nil, fmt.Errorf("modelenv: %s is set: %w", EnvAnthropicKey, err)
 		}
@@ -85,27 +91,38 @@ func Load(cfg Config) (models.ChatModel, error) {
 		if name == "" && base != "" {
 			return nil, fmt.Errorf("%w: %s points at a server whose models we cannot guess; set %s to one it serves", ErrNoModel, EnvOpenAIBase, EnvModel)
 		}
-		m, err := openai.New(openai.Config{APIKey: orDefault(key, NoKey), BaseURL: base, Model: orDefault(name, DefaultOpenAIModel)})
+		m, err := openai.New(openai.Config{APIKey: orDefault(key, NoKey), BaseURL: base, Model: orDefault(name, DefaultOpenAIModel), Hooks: cfg.Hooks})
 		if err != nil {
 			return nil, fmt.Errorf("modelenv: %s: %w", EnvOpenAIKey, err)
 		}
 		return m, nil
 	}
-	return Offline(cfg.Respond)
+	return offline(cfg)
 }
 
 // Offline returns the offline model: the local provider double
 // (models/localprovider), with respond as its Config.Respond (nil: none),
 // served in process behind the Anthropic adapter. Its Info says Offline,
-// so models.Call marks its replies and the Studio badges them.
+// so models.Call marks its replies and the Studio badges them. Load with
+// no provider configured gives the same model, with Config's hooks and
+// double settings.
 func Offline(respond func(localprovider.Request) (localprovider.Turn, bool)) (models.ChatModel, error) {
-	double := localprovider.New(localprovider.Config{Respond: respond})
+	return offline(Config{Respond: respond})
+}
+
+func offline(cfg Config) (models.ChatModel, error) {
+	dc := cfg.Double
+	if dc.Respond == nil {
+		dc.Respond = cfg.Respond
+	}
+	double := localprovider.New(dc)
 	m, err := anthropic.New(anthropic.Config{
 		// The double wants a key; this one opens nothing.
 		APIKey:     "offline",
 		BaseURL:    "http://offline.invalid/",
 		Model:      OfflineModel,
 		HTTPClient: &http.Client{Transport: inProcess{handler: double}},
+		Hooks:      cfg.Hooks,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("modelenv: the offline model: %w", err)

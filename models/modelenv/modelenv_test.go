@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -291,5 +292,24 @@ func TestOfflineIDsDifferBetweenModels(t *testing.T) {
 	}
 	if ids[0] == ids[2] || ids[1] == ids[3] {
 		t.Fatalf("ids repeat across models: %v", ids)
+	}
+}
+
+// Config.Hooks are installed on the model Load picks (here the offline
+// one), and Config.Double configures its double.
+func TestLoadInstallsHooks(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	m, err := modelenv.Load(modelenv.Config{
+		Getenv: func(string) string { return "" },
+		Hooks:  models.Hooks{BeforeCall: func(context.Context, *models.Request) error { calls.Add(1); return nil }},
+		Double: localprovider.Config{Respond: respondWith(localprovider.Turn{Text: "scripted by Double"})},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply, err := m.Generate(context.Background(), []models.Message{models.Human("hi")}, nil)
+	if err != nil || calls.Load() != 1 || !strings.Contains(reply.Text(), "scripted by Double") {
+		t.Fatalf("reply %q, %v; hook ran %d times", reply.Text(), err, calls.Load())
 	}
 }

@@ -128,8 +128,8 @@
 //
 // # Not here yet
 //
-// The Studio's prompt-cache panel, the subgraph opt-in to the parent's
-// rendered prefix (CacheSafeParams, R7), cloned replacement state (R8),
+// The subgraph opt-in to the parent's rendered prefix (CacheSafeParams,
+// R7), cloned replacement state (R8),
 // the global cache scope (R1's splitter), pre-warming with max_tokens: 0
 // and clearing old tool results (R10).
 package promptcache
