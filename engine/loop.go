@@ -1684,6 +1684,10 @@ type persister struct {
 	jobs chan persistJob
 	done chan struct{}
 	err  error
+	// mu guards closed: WaitCheckpoint may flush from a goroutine a node
+	// left behind after the run ended and wait closed jobs.
+	mu     sync.Mutex
+	closed bool
 }
 
 // persistJob is a save, or a barrier that receives the first error once
@@ -1717,11 +1721,19 @@ func (p *persister) flush() error { return p.flushCtx(context.Background()) }
 // flushCtx is flush, given up when ctx ends.
 func (p *persister) flushCtx(ctx context.Context) error {
 	b := make(chan error, 1)
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		<-p.done
+		return p.err
+	}
 	select {
 	case p.jobs <- persistJob{barrier: b}:
 	case <-ctx.Done():
+		p.mu.Unlock()
 		return ctx.Err()
 	}
+	p.mu.Unlock()
 	select {
 	case err := <-b:
 		return err
@@ -1731,7 +1743,10 @@ func (p *persister) flushCtx(ctx context.Context) error {
 }
 
 func (p *persister) wait() error {
+	p.mu.Lock()
+	p.closed = true
 	close(p.jobs)
+	p.mu.Unlock()
 	<-p.done
 	return p.err
 }

@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -24,6 +25,17 @@ func (h Hooks) Around(ctx context.Context, req *Request, send func(ctx context.C
 		resp.firstByte = func() { h.FirstByte(ctx, req) }
 	}
 	start := time.Now()
+	defer func() {
+		// A provider (or an onChunk) that panics still ends the call for
+		// the hooks: a lead-then-fan group waiting on it is released.
+		if r := recover(); r != nil {
+			resp.Duration, resp.Err = time.Since(start), fmt.Errorf("models: the call panicked: %v", r)
+			if h.AfterCall != nil {
+				h.AfterCall(ctx, req, resp)
+			}
+			panic(r)
+		}
+	}()
 	msg, err := send(ctx, resp)
 	resp.Duration = time.Since(start)
 	if err == nil {

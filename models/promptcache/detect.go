@@ -3,20 +3,28 @@ package promptcache
 import "time"
 
 // judge is the second phase of break detection (R11): after the call, a
-// drop in cache reads of more than BreakDropRatio of the previous call's
-// (and at least MinDropTokens) is a break, explained by the pending
-// changes, or, when nothing changed, by the likeliest cause.
+// drop in cache reads of more than BreakDropRatio against what the
+// previous call left readable (and at least MinDropTokens) is a break,
+// explained by the pending changes, or, when nothing changed, by the
+// likeliest cause.
+//
+// What the previous call left readable is what it read plus what it
+// wrote (capped at this call's prompt): measured against its reads
+// alone, a miss right after a call that only wrote — every thread's
+// second call, and the call after any break — would never be seen, and
+// a prefix that changes on every call would never be reported.
 func (c *Cache) judge(cl *call, r *Record) {
 	prev := cl.prev
 	if prev == nil {
 		return
 	}
-	drop := prev.Usage.CacheRead - r.Usage.CacheRead
-	if drop <= 0 {
+	baseline := min(prev.Usage.CacheRead+prev.Usage.CacheWrite5m+prev.Usage.CacheWrite1h, r.Usage.Prompt())
+	drop := baseline - r.Usage.CacheRead
+	if drop <= 0 || baseline <= 0 {
 		return
 	}
-	r.Break.ReadDropPct = round(100*float64(drop)/float64(prev.Usage.CacheRead), 2)
-	if float64(drop) <= BreakDropRatio*float64(prev.Usage.CacheRead) || drop < c.cfg.MinDropTokens {
+	r.Break.ReadDropPct = round(100*float64(drop)/float64(baseline), 2)
+	if float64(drop) <= BreakDropRatio*float64(baseline) || drop < c.cfg.MinDropTokens {
 		return
 	}
 	r.Break.Detected = true

@@ -29,6 +29,12 @@ func (c *Cache) findPrevious(ctx context.Context, cl *call) {
 	ts.mu.Unlock()
 	ckpt := site.task.CheckpointID
 	usable := func(r *Record) bool {
+		// A fire-and-forget fork (skip cache write) wrote nothing the
+		// lineage goes on from: it is no baseline but for another such
+		// fork.
+		if r.Lineage == "fork:skip_write" && !site.skipWrite {
+			return false
+		}
 		return r.Generation == cl.generation && r.Error == "" && (ckpt == "" || r.CheckpointID != ckpt || r.TaskID == site.task.TaskID)
 	}
 	var latest *Record

@@ -184,6 +184,18 @@ func TestPlacement(t *testing.T) {
 	if len(recs) != 2 || recs[1].Lineage != "fork:skip_write" || recs[0].Lineage != "main" {
 		t.Fatalf("records %+v", recs)
 	}
+	// The parent's next call goes on from its own last call, not from
+	// the fork's: the fork wrote nothing the parent reads.
+	if _, err := m.Generate(ctx, append(msgs, models.AI("ok"), models.Human("Thanks.")), &models.CallOptions{Tools: tools}); err != nil {
+		t.Fatal(err)
+	}
+	recs, err = f.cache.Records(context.Background(), "t-placement")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 3 || recs[2].PrevCallID != recs[0].CallID {
+		t.Fatalf("the parent's next call compares with %q, want its own last call %q", recs[2].PrevCallID, recs[0].CallID)
+	}
 }
 
 // TestBridgeMarker: a turn that adds more blocks than the lookback
@@ -364,8 +376,13 @@ func TestBreakDetection(t *testing.T) {
 			m := f.anthropic(t, "claude-sonnet-4-5")
 			ctx := promptcache.WithThread(context.Background(), "t-"+tc.name)
 			f.server.Script(
-				localprovider.Turn{Text: "one", Usage: usage(5000, 100, 20)},
-				localprovider.Turn{Text: "two", Usage: usage(tc.read2, 100, 20)},
+				// The thread's first call writes the prefix and reads
+				// nothing: every case is a break on the second call
+				// (measured against what the first left readable).
+				localprovider.Turn{Text: "one", Usage: usage(0, 5100, 20)},
+				// As the API counts a miss: what is not read is written
+				// again (the prompt stays 5,120 tokens).
+				localprovider.Turn{Text: "two", Usage: usage(tc.read2, 5100-tc.read2, 20)},
 			)
 			msgs := conversation("You are a weather agent.", 1)
 			o := &models.CallOptions{Tools: tools}
