@@ -28,6 +28,7 @@ type blockPos struct {
 // last message, a bridge when the turn added more blocks than the
 // lookback sees).
 func (c *Cache) prepareAnthropic(ctx context.Context, cl *call, p *anthropic.MessageNewParams, req *models.Request) error {
+	c.useParentPrefix(cl, p)
 	ts := cl.ts
 	ts.mu.Lock()
 	save := false
@@ -135,6 +136,7 @@ func (c *Cache) prepareAnthropic(ctx context.Context, cl *call, p *anthropic.Mes
 
 	c.findPrevious(ctx, cl)
 	c.placeAnthropic(cl, p, positions, boundary, auto)
+	c.captureSafe(cl, p, boundary)
 	return nil
 }
 

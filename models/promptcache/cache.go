@@ -171,6 +171,7 @@ func (c *Cache) Reset(ctx context.Context, thread string) error {
 	defer ts.mu.Unlock()
 	ts.latches = latches{Generation: ts.latches.Generation + 1}
 	ts.tools = nil
+	ts.safe = nil
 	return c.saveLatches(ctx, ts)
 }
 

@@ -13,6 +13,7 @@ const (
 	threadKey ctxKey = iota
 	skipWriteKey
 	fanKey
+	shareKey
 )
 
 // WithThread returns ctx naming the thread its model calls belong to.
@@ -53,6 +54,9 @@ type callSite struct {
 	skipWrite  bool
 	fan        *fanOpt
 	lineageKey string
+	// shareParent: the call opted into its parent graph's prefix
+	// (ShareParentPrefix).
+	shareParent bool
 }
 
 func siteOf(ctx context.Context) callSite {
@@ -68,6 +72,7 @@ func siteOf(ctx context.Context) callSite {
 	if f, ok := ctx.Value(fanKey).(fanOpt); ok {
 		s.fan = &f
 	}
+	s.shareParent, _ = ctx.Value(shareKey).(bool)
 	s.lineageKey = graphPath(s.task.Namespace) + "|" + s.task.Node
 	return s
 }

@@ -18,6 +18,10 @@ func (c *Cache) judge(cl *call, r *Record) {
 	if prev == nil {
 		return
 	}
+	if cl.sharedBaseline {
+		c.judgeShared(cl, r)
+		return
+	}
 	baseline := min(prev.Usage.CacheRead+prev.Usage.CacheWrite5m+prev.Usage.CacheWrite1h, r.Usage.Prompt())
 	drop := baseline - r.Usage.CacheRead
 	if drop <= 0 || baseline <= 0 {
@@ -82,4 +86,26 @@ func reachable(prev *Record, markers []Marker) bool {
 		}
 	}
 	return false
+}
+
+// judgeShared judges a subgraph call compared with its parent's call
+// (ShareParentPrefix): it shares the parent's tools and system, not its
+// messages, so the parent's reads are no measure; the break is reading
+// nothing when the parent's call had cached a prefix worth reporting.
+func (c *Cache) judgeShared(cl *call, r *Record) {
+	prev := cl.prev
+	cached := prev.Usage.CacheRead + prev.Usage.CacheWrite5m + prev.Usage.CacheWrite1h
+	if r.Usage.CacheRead > 0 || cached < c.cfg.MinDropTokens {
+		return
+	}
+	r.Break.ReadDropPct = 100
+	r.Break.Detected = true
+	if len(cl.pending) > 0 {
+		r.Break.ChangedDimensions = cl.pending
+		r.Break.ChangedTools = cl.changedTool
+		r.Break.ChangedSystemBlocks = cl.changedSys
+		return
+	}
+	s := c.suspect(cl, r)
+	r.Break.Suspected = &s
 }

@@ -119,6 +119,34 @@
 // calls across nodes instead. A waiting call gives up when its context
 // ends.
 //
+// # Subgraphs that share the parent's prefix
+//
+// A subgraph is a lineage of its own: it renders its own system prompt
+// and tools and is compared with its own previous calls. A node inside a
+// subgraph opts into its parent's cache with
+//
+//	ctx = promptcache.ShareParentPrefix(ctx)
+//
+// before calling its model (R7, §6.2). After every successful call the
+// layer keeps the call's cache-safe parameters per thread and graph path:
+// the system blocks and tool definitions exactly as it sent them (pinned,
+// with the static boundary), while the model, thinking config and message
+// prefix are in the call's record. An opted-in call is sent with the
+// parent graph's latest ones (the enclosing graph path, any node) instead
+// of its own system and tools — never re-rendered, so a Section or flag
+// that moved in between cannot change the bytes — under the thread's
+// latches, so it reads the parent's tools and system entries; its
+// messages are its own. Its record's lineage is "subgraph:shared", and
+// break detection compares it with the parent's call (or with its own
+// previous call when that is later): the messages are not a dimension
+// then, and reading nothing where the parent had cached a prefix is the
+// break, named by the dimensions that differ from the parent's (a model
+// switch, a thinking config). Before the parent made a call, after Reset,
+// outside a subgraph and on OpenAI-compatible providers (whose cache key
+// is the thread's already) the option changes nothing. The parameters are
+// kept in memory, not in Config.Store: after a restart a subgraph renders
+// its own until its parent graph has called again.
+//
 // # Where the time goes
 //
 // BenchmarkRenderRequest100k: the layer's work on a 100k-token request
@@ -128,8 +156,7 @@
 //
 // # Not here yet
 //
-// The subgraph opt-in to the parent's rendered prefix (CacheSafeParams,
-// R7), cloned replacement state (R8),
+// Cloned replacement state (R8),
 // the global cache scope (R1's splitter), pre-warming with max_tokens: 0
 // and clearing old tool results (R10).
 package promptcache

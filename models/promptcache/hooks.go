@@ -42,6 +42,13 @@ type call struct {
 	leader     bool
 	firstByte  bool
 	concurrent bool
+
+	// shared are the parent's parameters the call was sent with
+	// (ShareParentPrefix); sharedBaseline: its baseline is the parent's
+	// call. safe are the call's own, committed when it succeeds.
+	shared         *cacheSafe
+	sharedBaseline bool
+	safe           *cacheSafe
 }
 
 func (c *Cache) beforeCall(ctx context.Context, req *models.Request) error {
@@ -125,6 +132,7 @@ func (c *Cache) afterCall(ctx context.Context, req *models.Request, resp *models
 	delete(ts.running, cl)
 	if r.Error == "" {
 		ts.add(r)
+		ts.commitSafe(cl, r)
 	}
 	ts.mu.Unlock()
 	c.reportError(c.saveRecord(ctx, r))

@@ -62,6 +62,9 @@ func (c *Cache) findPrevious(ctx context.Context, cl *call) {
 	if prev != nil {
 		cl.pending, cl.changedTool, cl.changedSys = diff(&prev.Hashes, &cl.hashes)
 	}
+	if cl.shared != nil {
+		cl.shareBaseline()
+	}
 }
 
 // onBranch walks up from the call's checkpoint to the nearest ancestor

@@ -26,7 +26,9 @@ type Record struct {
 	// Lineage is "main", or "fork:<kind>": "branch" (time travel: the
 	// previous call is on an ancestor branch, not the latest of its
 	// lineage), "send" (a Send child) or "skip_write" (a fire-and-forget
-	// fork, R3).
+	// fork, R3); or "subgraph:shared" (a subgraph node sent with its
+	// parent graph's system and tools, ShareParentPrefix: compared with
+	// the parent's call unless its own previous call is later).
 	Lineage string `json:"lineage"`
 	// LineageKey is the graph path and node the call belongs to
 	// ("outer|inner|agent"); calls of one key are compared.

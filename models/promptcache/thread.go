@@ -53,6 +53,9 @@ type threadState struct {
 	parents map[string]string
 	// running are the calls between their hooks.
 	running map[*call]struct{}
+	// safe are the cache-safe parameters of the latest successful call
+	// of each graph path (R7), for the subgraphs that opt in.
+	safe map[string]*cacheSafe
 }
 
 // recordsKept bounds the records held in memory per lineage; older ones
