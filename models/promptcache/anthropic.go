@@ -307,34 +307,44 @@ func (c *Cache) pinAnthropicTool(ts *threadState, t *anthropic.ToolUnionParam, l
 	if t.OfTool == nil || ts.id == "" {
 		return def, name, pinKept, nil
 	}
-	key := "anthropic/" + name
+	pinned, tool, outcome, err := pinTool[anthropic.ToolParam](ts, "anthropic/"+name, def, latch)
+	if err != nil || tool == nil {
+		return def, name, outcome, err
+	}
+	t.OfTool = tool
+	return pinned, name, outcome, nil
+}
+
+// pinTool is the pinning every provider's tools share (R6). key names
+// the tool in the thread's latches and def is its definition as rendered
+// now: the first definition seen is pinned (when latch says so), and a
+// later one that differs is replaced by the pinned one, decoded into the
+// provider's tool type T (and kept decoded for the thread). It returns
+// the bytes to hash and, on a replacement, the tool value to send.
+// ts.mu is held.
+func pinTool[T any](ts *threadState, key string, def []byte, latch bool) (sent []byte, tool *T, outcome int, err error) {
 	pinned, ok := ts.latches.Tools[key]
-	if !ok {
-		if !latch {
-			return def, name, pinKept, nil
-		}
+	switch {
+	case !ok && latch:
 		if ts.latches.Tools == nil {
 			ts.latches.Tools = map[string]string{}
 		}
 		ts.latches.Tools[key] = string(def)
-		return def, name, pinNew, nil
+		return def, nil, pinNew, nil
+	case !ok || pinned == string(def):
+		return def, nil, pinKept, nil
 	}
-	if pinned == string(def) {
-		return def, name, pinKept, nil
-	}
-	cached, ok := ts.tools[key].(anthropic.ToolParam)
+	cached, ok := ts.tools[key].(T)
 	if !ok {
 		if err := json.Unmarshal([]byte(pinned), &cached); err != nil {
-			return nil, "", 0, fmt.Errorf("promptcache: the pinned definition of tool %q: %w", name, err)
+			return nil, nil, 0, fmt.Errorf("promptcache: the pinned definition of tool %q: %w", key, err)
 		}
 		if ts.tools == nil {
 			ts.tools = map[string]any{}
 		}
 		ts.tools[key] = cached
 	}
-	cp := cached
-	t.OfTool = &cp
-	return []byte(pinned), name, pinReplaced, nil
+	return []byte(pinned), &cached, pinReplaced, nil
 }
 
 // latchBetas sends the union of the thread's latched beta flags and the

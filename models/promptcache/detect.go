@@ -31,6 +31,12 @@ func (c *Cache) judge(cl *call, r *Record) {
 	if float64(drop) <= BreakDropRatio*float64(baseline) || drop < c.cfg.MinDropTokens {
 		return
 	}
+	c.explain(cl, r)
+}
+
+// explain records a break: with the dimensions that changed since the
+// baseline, or, when none did, the likeliest cause.
+func (c *Cache) explain(cl *call, r *Record) {
 	r.Break.Detected = true
 	if len(cl.pending) > 0 {
 		r.Break.ChangedDimensions = cl.pending
@@ -99,13 +105,5 @@ func (c *Cache) judgeShared(cl *call, r *Record) {
 		return
 	}
 	r.Break.ReadDropPct = 100
-	r.Break.Detected = true
-	if len(cl.pending) > 0 {
-		r.Break.ChangedDimensions = cl.pending
-		r.Break.ChangedTools = cl.changedTool
-		r.Break.ChangedSystemBlocks = cl.changedSys
-		return
-	}
-	s := c.suspect(cl, r)
-	r.Break.Suspected = &s
+	c.explain(cl, r)
 }

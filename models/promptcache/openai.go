@@ -114,29 +114,10 @@ func pinOpenAITool(ts *threadState, t *openai.ChatCompletionToolUnionParam, latc
 	if ts.id == "" {
 		return def, name, pinKept, nil
 	}
-	key := "openai/" + name
-	pinned, ok := ts.latches.Tools[key]
-	switch {
-	case !ok && latch:
-		if ts.latches.Tools == nil {
-			ts.latches.Tools = map[string]string{}
-		}
-		ts.latches.Tools[key] = string(def)
-		return def, name, pinNew, nil
-	case !ok || pinned == string(def):
-		return def, name, pinKept, nil
+	pinned, tool, outcome, err := pinTool[openai.ChatCompletionFunctionToolParam](ts, "openai/"+name, def, latch)
+	if err != nil || tool == nil {
+		return def, name, outcome, err
 	}
-	cached, ok := ts.tools[key].(openai.ChatCompletionFunctionToolParam)
-	if !ok {
-		if err := json.Unmarshal([]byte(pinned), &cached); err != nil {
-			return nil, "", 0, fmt.Errorf("promptcache: the pinned definition of tool %q: %w", name, err)
-		}
-		if ts.tools == nil {
-			ts.tools = map[string]any{}
-		}
-		ts.tools[key] = cached
-	}
-	cp := cached
-	t.OfFunction = &cp
-	return []byte(pinned), name, pinReplaced, nil
+	t.OfFunction = tool
+	return pinned, name, outcome, nil
 }
