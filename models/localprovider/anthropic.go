@@ -118,19 +118,30 @@ func (b *AnthropicBlock) UnmarshalJSON(data []byte) error {
 
 // ResultText is a tool_result's content as text (text blocks joined).
 func (b AnthropicBlock) ResultText() string {
-	var s string
-	if json.Unmarshal(b.Content, &s) == nil {
+	if s, ok := contentText(b.Content); ok {
 		return s
 	}
-	var blocks []AnthropicBlock
-	if json.Unmarshal(b.Content, &blocks) == nil {
-		var parts []string
-		for _, c := range blocks {
-			parts = append(parts, c.Text)
-		}
-		return strings.Join(parts, "")
-	}
 	return string(b.Content)
+}
+
+// contentText reads content both APIs send as a string or a list of
+// parts with "text" fields (joined); false when it is neither.
+func contentText(raw json.RawMessage) (string, bool) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, true
+	}
+	var parts []struct {
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(raw, &parts) != nil {
+		return "", false
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(p.Text)
+	}
+	return b.String(), true
 }
 
 // AnthropicTool is one entry of tools.

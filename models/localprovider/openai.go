@@ -66,20 +66,8 @@ func (m *OpenAIMessage) UnmarshalJSON(data []byte) error {
 
 // Text is the message's content as text (text parts joined).
 func (m OpenAIMessage) Text() string {
-	var s string
-	if json.Unmarshal(m.Content, &s) == nil {
-		return s
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	_ = json.Unmarshal(m.Content, &parts)
-	var b strings.Builder
-	for _, p := range parts {
-		b.WriteString(p.Text)
-	}
-	return b.String()
+	s, _ := contentText(m.Content)
+	return s
 }
 
 // OpenAIToolCall is one tool call of an assistant message.
