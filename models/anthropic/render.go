@@ -230,16 +230,25 @@ func contentBlocks(c models.Content) ([]anthropic.ContentBlockParamUnion, error)
 	}
 	out := make([]anthropic.ContentBlockParamUnion, 0, len(c.Blocks))
 	for _, b := range c.Blocks {
-		if b.Type() == "text" && b["text"] == "" {
-			continue
-		}
-		var u anthropic.ContentBlockParamUnion
-		if err := convertBlock(b, &u); err != nil {
+		var err error
+		if out, err = appendBlock(out, b); err != nil {
 			return nil, err
 		}
-		out = append(out, u)
 	}
 	return out, nil
+}
+
+// appendBlock appends a content block as the API takes it; an empty text
+// block, which the API refuses, is left out.
+func appendBlock(out []anthropic.ContentBlockParamUnion, b models.Block) ([]anthropic.ContentBlockParamUnion, error) {
+	if b.Type() == "text" && b["text"] == "" {
+		return out, nil
+	}
+	var u anthropic.ContentBlockParamUnion
+	if err := convertBlock(b, &u); err != nil {
+		return nil, err
+	}
+	return append(out, u), nil
 }
 
 // assistantBlocks are an AI message's content blocks and tool calls.
@@ -275,14 +284,10 @@ func assistantBlocks(msg models.Message, answered map[string]bool) ([]anthropic.
 				sent[id] = true
 				continue
 			}
-			if b.Type() == "text" && b["text"] == "" {
-				continue
-			}
-			var u anthropic.ContentBlockParamUnion
-			if err := convertBlock(b, &u); err != nil {
+			var err error
+			if out, err = appendBlock(out, b); err != nil {
 				return nil, err
 			}
-			out = append(out, u)
 		}
 	} else if msg.Content.Text != "" {
 		out = append(out, anthropic.NewTextBlock(msg.Content.Text))
