@@ -3,7 +3,6 @@ package cveagent
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -125,11 +124,7 @@ func review(ctx context.Context, s State) (engine.Output, error) {
 		}
 		a, err := ParseAnswer(schema, raw)
 		if err != nil {
-			problem, errs = err.Error(), nil
-			var ae *transferapproval.AnswerError
-			if errors.As(err, &ae) && ae.Field != "" {
-				errs = map[string]string{ae.Field: ae.Reason}
-			}
+			problem, errs = transferapproval.Refusal(err)
 			continue
 		}
 		switch a.Action {

@@ -233,11 +233,7 @@ func riskCheck(ctx context.Context, s State, limit float64) (engine.Output, erro
 		}
 		a, err := ParseAnswer(schema, raw)
 		if err != nil {
-			problem, errs = err.Error(), nil
-			var ae *AnswerError
-			if errors.As(err, &ae) && ae.Field != "" {
-				errs = map[string]string{ae.Field: ae.Reason}
-			}
+			problem, errs = Refusal(err)
 			continue
 		}
 		switch a.Action {

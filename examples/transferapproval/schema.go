@@ -53,6 +53,16 @@ type AnswerError struct {
 	path string
 }
 
+// Refusal is what the next question says about a refused answer: the
+// error as a whole, and the reason next to its field when it names one.
+func Refusal(err error) (problem string, fieldErrors map[string]string) {
+	var ae *AnswerError
+	if errors.As(err, &ae) && ae.Field != "" {
+		fieldErrors = map[string]string{ae.Field: ae.Reason}
+	}
+	return err.Error(), fieldErrors
+}
+
 func (e *AnswerError) Error() string {
 	if e.path == "" {
 		return ErrInvalidAnswer.Error() + ": " + e.Reason
