@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/a-h/templ"
@@ -209,4 +210,31 @@ func parseForm(r *http.Request) error {
 		return fmt.Errorf("%w: %v", errBadForm, err)
 	}
 	return nil
+}
+
+// StatusOf is the status the pages answer err with: what the run manager's
+// and the store's errors mean for a request (the Agent Server API maps
+// errors the same way).
+func StatusOf(err error) int { return statusOf(err) }
+
+// WantsPage reports whether r is a person's browser asking for a page
+// rather than a program calling the API at the same path: a websocket
+// upgrade, a GET or HEAD that accepts text/html (every browser
+// navigation does; the SDKs send */* or JSON types), or a form post (the
+// Studio's forms; the API takes JSON, also as text/plain).
+func WantsPage(r *http.Request) bool {
+	if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		return true
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		for _, a := range r.Header.Values("Accept") {
+			if strings.Contains(strings.ToLower(a), "text/html") {
+				return true
+			}
+		}
+		return false
+	}
+	ct := strings.ToLower(r.Header.Get("Content-Type"))
+	return strings.HasPrefix(ct, "application/x-www-form-urlencoded") || strings.HasPrefix(ct, "multipart/form-data")
 }

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -24,6 +25,7 @@ import (
 	"github.com/superstep-dev/superstep/models/promptcache"
 	"github.com/superstep-dev/superstep/runs"
 	"github.com/superstep-dev/superstep/runs/pgthreads"
+	"github.com/superstep-dev/superstep/server"
 	"github.com/superstep-dev/superstep/store"
 	"github.com/superstep-dev/superstep/store/embed"
 	"github.com/superstep-dev/superstep/store/pgstore"
@@ -78,6 +80,15 @@ type Config struct {
 	// it fails (and with it the run, for a checkpoint).
 	// 0 means pgretry.DefaultWindow (30 s); negative, no retry.
 	DBRetryWindow time.Duration
+	// APIPrefix is the path the Agent Server API (package server) is
+	// served under, e.g. "/api"; empty serves it at the root, beside the
+	// pages, as the SDKs expect (server.Negotiate tells a browser's page
+	// request from an API call).
+	APIPrefix string
+	// CORSOrigins are the browser origins allowed to call the API from
+	// another site, e.g. "https://smith.langchain.com" for hosted
+	// LangGraph Studio; "*" allows any. Empty: same-origin only.
+	CORSOrigins []string
 }
 
 // Backends are the persistence implementations the Studio runs on.
@@ -109,6 +120,8 @@ type Studio struct {
 	closers  []func()
 	runs     *runs.Manager
 	handler  http.Handler
+	// pages and api are the two routers behind handler.
+	pages, api *chi.Mux
 }
 
 // Open connects to the configured backends (applying migrations to
@@ -228,15 +241,37 @@ func Open(ctx context.Context, cfg Config) (*Studio, error) {
 		return nil, fmt.Errorf("studio: %w", err)
 	}
 
+	s.runs = mgr
+	api, err := server.New(server.Config{Runs: mgr, Store: b.Store, Token: cfg.AuthToken, CORSOrigins: cfg.CORSOrigins, Logger: log})
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("studio: %w", err)
+	}
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer)
 	r.Method(http.MethodGet, "/healthz", handlers.Health{Backends: s.backends, DB: pingOrNil(db), Logger: log})
 	r.Method(http.MethodGet, "/", handlers.Index{Backends: s.backends, Logger: log})
 	handlers.Routes{Runs: mgr, Store: b.Store, Cache: b.Cache, PromptCache: b.PromptCache, Logger: log, Sockets: cfg.Sockets, Inputs: cfg.Inputs}.Mount(r)
-	s.runs = mgr
-	s.handler = handlers.Secure(handlers.RequireToken(cfg.AuthToken, r))
+	pages := handlers.Secure(handlers.RequireToken(cfg.AuthToken, r))
+	s.pages, s.api = r, api.Routes()
+	switch prefix := strings.TrimRight(cfg.APIPrefix, "/"); {
+	case prefix == "":
+		s.handler = server.Negotiate(pages, api.Handler(), r, api.Routes())
+	case !strings.HasPrefix(prefix, "/"):
+		s.Close()
+		return nil, fmt.Errorf("studio: APIPrefix %q: want a path that starts with /, as /api", cfg.APIPrefix)
+	default:
+		mux := http.NewServeMux()
+		mux.Handle(prefix+"/", http.StripPrefix(prefix, api.Handler()))
+		mux.Handle("/", pages)
+		s.handler = mux
+	}
 	return s, nil
 }
+
+// Routers are the Studio's two routers: its pages and the Agent Server
+// API (for route listings and tests).
+func (s *Studio) Routers() (pages, api *chi.Mux) { return s.pages, s.api }
 
 // Backends reports the implementation behind each persistence interface.
 func (s *Studio) Backends() handlers.Backends { return s.backends }

@@ -1,0 +1,56 @@
+// Package server serves the LangGraph Agent Server HTTP API (JSON and
+// server-sent events) over the Studio's run manager, checkpointers and
+// store, so the official SDKs (@langchain/langgraph-sdk, langgraph-sdk),
+// useStream, chat UIs and LangGraph Studio talk to Superstep unchanged.
+// The wire rules, object shapes and endpoints follow the specification in
+// the repository's reference notes (Agent Server API); where the Python
+// platform and the JS reference server differ, the choices are listed
+// below.
+//
+// # One router, two audiences
+//
+// The API's paths overlap the Studio's pages: GET /threads/{id} is a page
+// for a person and a Thread object for the SDK, and so is GET
+// /store/items. Mounted under a prefix (Config.Prefix), the API has its
+// own subtree and nothing overlaps. Mounted at the root, the default, as
+// the SDKs expect, Negotiate decides in one place which of the two
+// routers answers a request:
+//
+//   - A request only one router has a route for goes to that router.
+//   - A request both have a route for goes to the pages when it is a
+//     page request (see handlers.WantsPage: a browser navigation accepts
+//     text/html, a Studio form posts a form body, a websocket upgrades),
+//     and to the API otherwise. The SDKs send Accept: */* (JS) or
+//     application/json / text/event-stream (Python), and JSON bodies
+//     (LangGraph Studio sends them as text/plain).
+//   - A request neither knows gets the 404 of its audience: a page, or
+//     {"detail": ...}.
+//
+// TestNoRouteShadowsAnother walks every registered route of both routers
+// and checks each is reached by its audience.
+//
+// # Wire rules
+//
+// Every 200 has a JSON body; deletes answer 204, cancel 202 or 204.
+// Errors are {"detail": "..."} (FastAPI's shape, as the Python platform),
+// with 422 for a body or parameter that is wrong, naming the field; 404
+// for an unknown assistant, thread, run or checkpoint; 409 for a conflict
+// (a busy thread under multitask_strategy "reject", an existing thread
+// with if_exists "raise"). The SDK retries every other failure, including
+// 5xx, so no 5xx is ever returned once a run was persisted: a failure
+// after that point is reported in the run (its status and error) or in
+// the stream, never as a status that makes the client create it again.
+//
+// # Decisions where upstream servers differ
+//
+//   - A rejected multitask answers 409 (Python platform), not 422 (JS).
+//   - The default multitask_strategy is "enqueue" (the OpenAPI default).
+//   - on_disconnect defaults to "cancel" for /runs/stream and to
+//     "continue" for background runs and joins.
+//   - History's "before" is accepted as a checkpoint id string, a flat
+//     {checkpoint_id, checkpoint_ns} and {configurable: {...}}.
+//   - xray is a boolean or a depth.
+//   - GET /store/items for a missing item answers 200 with JSON null.
+//   - No "end" event closes /runs/stream (the JS server sends none; the
+//     Python SDK also stops when the connection closes).
+package server

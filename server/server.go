@@ -1,0 +1,179 @@
+package server
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/go-chi/cors"
+
+	"github.com/superstep-dev/superstep/runs"
+	"github.com/superstep-dev/superstep/store"
+)
+
+// Version is the API version /info reports: the Agent Server API this
+// package follows (LangGraph Studio checks for a recent one).
+const Version = "0.4.0"
+
+// Config is what an API serves and how.
+type Config struct {
+	// Runs is the run manager the Studio's pages use too: a run started
+	// through the API shows live on the thread page, and the other way
+	// round.
+	Runs *runs.Manager
+	// Store backs /store; nil answers those routes 404.
+	Store store.Store
+	// Token, when set, is required on every route but /ok, as
+	// `x-api-key: <token>` (the SDKs' header) or `Authorization: Bearer
+	// <token>`: the Studio's own token.
+	Token string
+	// CORSOrigins are the browser origins allowed to call the API from
+	// another site (hosted LangGraph Studio: "https://smith.langchain.com");
+	// "*" allows any. Empty allows none: same-origin only.
+	CORSOrigins []string
+	// Logger receives server-side failures; default slog.Default().
+	Logger *slog.Logger
+}
+
+// API is the Agent Server API over one run manager and store.
+type API struct {
+	cfg    Config
+	log    *slog.Logger
+	router *chi.Mux
+	h      http.Handler
+}
+
+// New builds the API.
+func New(cfg Config) (*API, error) {
+	if cfg.Runs == nil {
+		return nil, errors.New("server: Config.Runs is required")
+	}
+	for _, o := range cfg.CORSOrigins {
+		if o != "*" && !strings.HasPrefix(o, "http://") && !strings.HasPrefix(o, "https://") {
+			return nil, fmt.Errorf("server: CORS origin %q: want a scheme and host, as https://smith.langchain.com, or *", o)
+		}
+	}
+	a := &API{cfg: cfg, log: cfg.Logger}
+	if a.log == nil {
+		a.log = slog.Default()
+	}
+	r := chi.NewRouter()
+	r.Get("/ok", a.ok)
+	r.Get("/info", a.info)
+	a.mountAssistants(r)
+	a.mountThreads(r)
+	a.mountRuns(r)
+	a.mountStore(r)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		fail(w, r, a.log, notFound("no API route %s %s", r.Method, r.URL.Path))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		fail(w, r, a.log, &apiError{http.StatusMethodNotAllowed, fmt.Sprintf("%s %s is not allowed; allowed: %s", r.Method, r.URL.Path, w.Header().Get("Allow"))})
+	})
+	a.router = r
+	a.h = a.guard(r)
+	return a, nil
+}
+
+// Handler serves the API: its routes behind CORS, the token, a body cap
+// and cross-origin protection.
+func (a *API) Handler() http.Handler { return a.h }
+
+// Routes is the API's router, for Negotiate and for route listings.
+func (a *API) Routes() *chi.Mux { return a.router }
+
+// guard wraps the routes: panics become a logged 500 (never before a run
+// is persisted: handlers do not panic by design); CORS answers
+// preflights and marks allowed origins; cross-origin protection refuses
+// a state change from a browser on any other site (a page elsewhere could
+// otherwise post text/plain JSON to a local Superstep without a
+// preflight); the token is checked; bodies are capped.
+func (a *API) guard(next http.Handler) http.Handler {
+	cop := http.NewCrossOriginProtection()
+	for _, o := range a.cfg.CORSOrigins {
+		if o != "*" {
+			if err := cop.AddTrustedOrigin(o); err != nil {
+				a.log.Error("api: CORS origin", slog.String("origin", o), slog.Any("error", err))
+			}
+		}
+	}
+	allowAll := false
+	for _, o := range a.cfg.CORSOrigins {
+		allowAll = allowAll || o == "*"
+	}
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fail(w, r, a.log, &apiError{http.StatusForbidden, "cross-origin request refused: add the page's origin to the API's CORS origins"})
+	}))
+	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		next.ServeHTTP(w, r)
+	})
+	h = a.requireToken(h)
+	if !allowAll {
+		h = cop.Handler(h)
+	}
+	if len(a.cfg.CORSOrigins) > 0 {
+		h = cors.Handler(cors.Options{
+			AllowedOrigins: a.cfg.CORSOrigins,
+			AllowedMethods: []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodHead},
+			AllowedHeaders: []string{"*"},
+			ExposedHeaders: []string{"Content-Location", "Location", "X-Pagination-Next", "X-Pagination-Total"},
+			MaxAge:         600,
+		})(h)
+	}
+	return middleware.Recoverer(h)
+}
+
+// requireToken checks the Studio's token on every route but /ok (a load
+// balancer's probe), compared in constant time. The SDKs send it as
+// x-api-key.
+func (a *API) requireToken(next http.Handler) http.Handler {
+	if a.cfg.Token == "" {
+		return next
+	}
+	want := sha256.Sum256([]byte(a.cfg.Token))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := r.Header.Get("X-Api-Key")
+		if got == "" {
+			if scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
+				got = strings.TrimSpace(tok)
+			}
+		}
+		g := sha256.Sum256([]byte(got))
+		if r.URL.Path == "/ok" || (got != "" && subtle.ConstantTimeCompare(g[:], want[:]) == 1) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer realm="Superstep"`)
+		msg := "missing API key: send the Studio's token as x-api-key"
+		if got != "" {
+			msg = "wrong API key: it is not the Studio's token"
+		}
+		fail(w, r, a.log, &apiError{http.StatusUnauthorized, msg})
+	})
+}
+
+func (a *API) ok(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+}
+
+// info says what this server supports, as LangGraph Studio reads it.
+func (a *API) info(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{
+		"version": Version,
+		"flags": map[string]bool{
+			"assistants": true,
+			"crons":      false,
+			"langsmith":  false,
+			"store":      a.cfg.Store != nil,
+		},
+		"metadata": map[string]any{"server": "superstep"},
+	})
+}
