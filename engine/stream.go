@@ -69,25 +69,17 @@ func (g *Pregel) Stream(ctx context.Context, input any, opts *RunOptions, modes 
 		// only: upstream streams no "checkpoints" parts and no "checkpoint"
 		// debug events for them, and neither do we (a Listener still gets
 		// CheckpointSaved).
-		p := &projector{modes: modes, out: parts, ctx: ctx, noCheckpoints: g.cfg.Checkpointer == nil, subgraphs: o.Subgraphs}
-		if g.mapOutput == nil {
-			// A low-level graph streams its stream channels only (every
-			// channel by default), as upstream: raw values when it names
-			// one stream channel (upstream's stream_channels given as one
-			// name), maps keyed by channel otherwise.
-			p.outputs = map[string]bool{}
-			for _, c := range g.streamChannels() {
-				p.outputs[c] = true
+		project := g.StreamListener(modes, o.Subgraphs, func(part StreamPart) {
+			select {
+			case parts <- part:
+			case <-ctx.Done():
 			}
-			if len(g.cfg.StreamChannels) == 1 {
-				p.raw = g.cfg.StreamChannels[0]
-			}
-		}
+		})
 		o.Listener = func(ev Event) {
 			if user != nil {
 				user(ev)
 			}
-			p.project(ev)
+			project(ev)
 		}
 		go func() {
 			_, err := g.Invoke(ctx, input, &o)
@@ -109,10 +101,38 @@ func (g *Pregel) Stream(ctx context.Context, input any, opts *RunOptions, modes 
 	}
 }
 
+// StreamListener returns a RunOptions.Listener that projects a run's
+// events onto the stream modes (default StreamValues) as Stream does, and
+// hands each part to emit, in order, on the run's goroutines: a caller
+// that runs the graph itself (a run manager fanning parts out to API
+// clients) gets Stream's parts without Stream's channel. subgraphs is
+// RunOptions.Subgraphs. emit must not block for long: the run waits for
+// it, and it must not keep Data beyond the call unless it copies it
+// (encoding it as JSON is a copy).
+func (g *Pregel) StreamListener(modes []StreamMode, subgraphs bool, emit func(StreamPart)) func(Event) {
+	if len(modes) == 0 {
+		modes = []StreamMode{StreamValues}
+	}
+	p := &projector{modes: modes, emit: emit, noCheckpoints: g.cfg.Checkpointer == nil, subgraphs: subgraphs}
+	if g.mapOutput == nil {
+		// A low-level graph streams its stream channels only (every
+		// channel by default), as upstream: raw values when it names
+		// one stream channel (upstream's stream_channels given as one
+		// name), maps keyed by channel otherwise.
+		p.outputs = map[string]bool{}
+		for _, c := range g.streamChannels() {
+			p.outputs[c] = true
+		}
+		if len(g.cfg.StreamChannels) == 1 {
+			p.raw = g.cfg.StreamChannels[0]
+		}
+	}
+	return p.project
+}
+
 type projector struct {
 	modes []StreamMode
-	out   chan<- StreamPart
-	ctx   context.Context
+	emit  func(StreamPart)
 	// noCheckpoints drops checkpoint parts: the graph has no checkpointer.
 	noCheckpoints bool
 	// subgraphs streams the parts of subgraphs too (RunOptions.Subgraphs).
@@ -184,10 +204,7 @@ func (p *projector) sendNS(m StreamMode, ns string, data any) {
 	if ns != "" {
 		path = strings.Split(ns, "|")
 	}
-	select {
-	case p.out <- StreamPart{Mode: m, Namespace: path, Data: data}:
-	case <-p.ctx.Done():
-	}
+	p.emit(StreamPart{Mode: m, Namespace: path, Data: data})
 }
 
 func (p *projector) project(ev Event) {

@@ -2,6 +2,8 @@ package runs
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -36,7 +38,27 @@ type RunLog interface {
 	// ListRuns returns the thread's latest runs, at most limit of them
 	// (0: all), oldest first by Started, ties by run id.
 	ListRuns(ctx context.Context, thread string, limit int) ([]RunRecord, error)
+	// DeleteRun removes a run's record (a run rolled back or deleted
+	// through the API); a missing one is ErrUnknownRun.
+	DeleteRun(ctx context.Context, thread, runID string) error
 }
+
+// ErrUnknownRun: the thread has no run with that id.
+var ErrUnknownRun = errors.New("unknown run")
+
+// RunMeta is what the Agent Server API keeps with a run beyond what the
+// Studio records: the assistant it ran, the caller's metadata, the
+// request's arguments as sent (the API's run kwargs) and the multitask
+// strategy it was created with. Its JSON is at most MaxRunMetaBytes.
+type RunMeta struct {
+	Assistant string         `json:"assistant_id,omitempty"`
+	Metadata  map[string]any `json:"metadata,omitempty"`
+	Kwargs    map[string]any `json:"kwargs,omitempty"`
+	Strategy  string         `json:"multitask_strategy,omitempty"`
+}
+
+// MaxRunMetaBytes caps a RunMeta's JSON.
+const MaxRunMetaBytes = 256 << 10
 
 // RunKind says how a run started.
 type RunKind string
@@ -82,6 +104,8 @@ type RunRecord struct {
 	Error   string
 	Tasks   []TaskOutcome
 	Answers []Answer
+	// Meta is what the API keeps of the run (nil for the Studio's runs).
+	Meta *RunMeta
 }
 
 // TaskOutcome is how one task of the thread's graph ended in a run.
@@ -149,6 +173,18 @@ func CheckRunRecord(rec RunRecord) error {
 	if len(rec.Answers) > MaxRunAnswers {
 		return fmt.Errorf("%w: run %q: %d answers; the limit is %d", ErrInvalidInput, rec.RunID, len(rec.Answers), MaxRunAnswers)
 	}
+	if rec.Meta != nil {
+		raw, err := json.Marshal(rec.Meta)
+		if err != nil {
+			return fmt.Errorf("%w: run %q: metadata or kwargs are not JSON: %v", ErrInvalidInput, rec.RunID, err)
+		}
+		if len(raw) > MaxRunMetaBytes {
+			return fmt.Errorf("%w: run %q: metadata and kwargs are %d bytes of JSON; the limit is %d", ErrInvalidInput, rec.RunID, len(raw), MaxRunMetaBytes)
+		}
+		if err := checkText(string(raw)); err != nil {
+			return fmt.Errorf("%w: run %q: metadata or kwargs %v", ErrInvalidInput, rec.RunID, err)
+		}
+	}
 	texts := []textLimit{{"from", rec.From, 128}, {"origin", rec.Origin, MaxOriginBytes}, {"error", rec.Error, MaxErrorBytes}}
 	for _, tk := range rec.Tasks {
 		texts = append(texts, textLimit{"task id", tk.TaskID, 256}, textLimit{"node", tk.Node, MaxNodeNameBytes}, textLimit{"task error", tk.Error, MaxOutcomeErrorBytes})
@@ -183,6 +219,13 @@ type textLimit struct {
 // empty lists nil.
 func (rec RunRecord) Normalized() RunRecord {
 	rec.Tasks, rec.Answers = slices.Clone(rec.Tasks), slices.Clone(rec.Answers)
+	if rec.Meta != nil {
+		// A deep copy: a JSON round trip, as a database gives it back.
+		var m RunMeta
+		if raw, err := json.Marshal(rec.Meta); err == nil && json.Unmarshal(raw, &m) == nil {
+			rec.Meta = &m
+		}
+	}
 	rec.Started = Stamp(rec.Started)
 	if !rec.Ended.IsZero() {
 		rec.Ended = Stamp(rec.Ended)
@@ -274,6 +317,25 @@ func (l *MemoryRunLog) ListRuns(ctx context.Context, thread string, limit int) (
 		out[i] = r.Normalized()
 	}
 	return out, nil
+}
+
+// DeleteRun implements RunLog.
+func (l *MemoryRunLog) DeleteRun(ctx context.Context, thread, runID string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := CheckThreadID(thread); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	list := l.runs[thread]
+	i := slices.IndexFunc(list, func(r RunRecord) bool { return r.RunID == runID })
+	if i < 0 {
+		return fmt.Errorf("%w %q of thread %q", ErrUnknownRun, runID, thread)
+	}
+	l.runs[thread] = slices.Delete(list, i, i+1)
+	return nil
 }
 
 // cutText makes text storable within max bytes, as cleanText does for

@@ -44,9 +44,15 @@ func (l *RunLog) SaveRun(ctx context.Context, rec runs.RunRecord) error {
 	if !rec.Ended.IsZero() {
 		ended = &rec.Ended
 	}
+	var api []byte
+	if rec.Meta != nil {
+		if api, err = json.Marshal(rec.Meta); err != nil {
+			return fmt.Errorf("pgthreads: encode the API fields of run %q: %w", rec.RunID, err)
+		}
+	}
 	save := func(ctx context.Context) error {
 		_, err := l.db.Exec(ctx, sqlSaveRun, rec.Thread, rec.RunID, string(rec.Kind), rec.From, rec.Origin,
-			rec.Started, ended, string(rec.Status), rec.Error, tasks, answers)
+			rec.Started, ended, string(rec.Status), rec.Error, tasks, answers, api)
 		return err
 	}
 	// A save whose outcome is unknown landed when the run's row holds this
@@ -96,14 +102,40 @@ func (l *RunLog) ListRuns(ctx context.Context, thread string, limit int) ([]runs
 	return out, nil
 }
 
+// DeleteRun implements runs.RunLog.
+func (l *RunLog) DeleteRun(ctx context.Context, thread, runID string) error {
+	if err := runs.CheckThreadID(thread); err != nil {
+		return err
+	}
+	var n int64
+	err := l.retry(ctx, func(ctx context.Context) error {
+		tag, err := l.db.Exec(ctx, sqlDeleteRun, thread, runID)
+		n = tag.RowsAffected()
+		return err
+	}, nil)
+	if err != nil {
+		return fmt.Errorf("pgthreads: delete run %q of thread %q: %w", runID, thread, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%w %q of thread %q", runs.ErrUnknownRun, runID, thread)
+	}
+	return nil
+}
+
 // scanRun reads one row of sqlListRuns.
 func scanRun(r pgx.CollectableRow) (runs.RunRecord, error) {
 	var rec runs.RunRecord
 	var kind, status string
 	var ended *time.Time
-	var tasks, answers []byte
-	if err := r.Scan(&rec.Thread, &rec.RunID, &kind, &rec.From, &rec.Origin, &rec.Started, &ended, &status, &rec.Error, &tasks, &answers); err != nil {
+	var tasks, answers, api []byte
+	if err := r.Scan(&rec.Thread, &rec.RunID, &kind, &rec.From, &rec.Origin, &rec.Started, &ended, &status, &rec.Error, &tasks, &answers, &api); err != nil {
 		return rec, err
+	}
+	if api != nil {
+		rec.Meta = &runs.RunMeta{}
+		if err := json.Unmarshal(api, rec.Meta); err != nil {
+			return rec, fmt.Errorf("api: %w", err)
+		}
 	}
 	rec.Kind, rec.Status = runs.RunKind(kind), runs.Status(status)
 	if ended != nil {

@@ -39,6 +39,56 @@ var runLogCases = []struct {
 	{"SaveRejectsBadRecords", runSaveBad},
 	{"ListRejectsBadInput", runListBad},
 	{"RecordsAreCopies", runRecordsAreCopies},
+	{"APIFieldsRoundTrip", runAPIFields},
+	{"DeleteRunRemovesOnlyThatRun", runDeleteRun},
+}
+
+// runAPIFields: what the Agent Server API keeps with a run (assistant,
+// metadata, kwargs, strategy) reads back as saved, JSON numbers and
+// nesting included; a run without them reads back without them; an
+// oversized one is refused.
+func runAPIFields(t *testing.T, l runs.RunLog) {
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	r := run("t1", "r1", at)
+	r.Meta = &runs.RunMeta{Assistant: "a-1", Strategy: "enqueue",
+		Metadata: map[string]any{"user": "ana", "n": 2.5, "nested": map[string]any{"ok": true}},
+		Kwargs:   map[string]any{"input": map[string]any{"topic": "café"}, "stream_mode": []any{"values"}}}
+	mustSaveRun(t, l, r)
+	mustSaveRun(t, l, run("t1", "r2", at.Add(time.Second)))
+	got := mustListRuns(t, l, "t1", 0)
+	if len(got) != 2 || got[0].Meta == nil || !reflect.DeepEqual(*got[0].Meta, *r.Meta) {
+		t.Fatalf("run r1 read back %+v, want meta %+v", got, r.Meta)
+	}
+	if got[1].Meta != nil {
+		t.Fatalf("run r2 was saved without API fields, read back %+v", got[1].Meta)
+	}
+	big := run("t1", "r3", at)
+	big.Meta = &runs.RunMeta{Metadata: map[string]any{"x": strings.Repeat("a", runs.MaxRunMetaBytes)}}
+	if err := l.SaveRun(ctx(), big); !errors.Is(err, runs.ErrInvalidInput) {
+		t.Fatalf("SaveRun with %d bytes of metadata = %v, want ErrInvalidInput", runs.MaxRunMetaBytes, err)
+	}
+}
+
+// runDeleteRun: a deleted run is gone from its thread's list, the others
+// (and other threads' runs of the same id) stay; deleting it again is
+// ErrUnknownRun.
+func runDeleteRun(t *testing.T, l runs.RunLog) {
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	mustSaveRun(t, l, run("t1", "r1", at))
+	mustSaveRun(t, l, run("t1", "r2", at.Add(time.Second)))
+	mustSaveRun(t, l, run("t2", "r1", at))
+	if err := l.DeleteRun(ctx(), "t1", "r1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustListRuns(t, l, "t1", 0); len(got) != 1 || got[0].RunID != "r2" {
+		t.Fatalf("after deleting r1, thread t1 lists %+v, want r2 only", got)
+	}
+	if got := mustListRuns(t, l, "t2", 0); len(got) != 1 {
+		t.Fatalf("deleting t1's r1 touched t2: %+v", got)
+	}
+	if err := l.DeleteRun(ctx(), "t1", "r1"); !errors.Is(err, runs.ErrUnknownRun) {
+		t.Fatalf("deleting r1 again = %v, want ErrUnknownRun", err)
+	}
 }
 
 func run(thread, id string, at time.Time) runs.RunRecord {
