@@ -116,7 +116,7 @@ func Secure(next http.Handler) http.Handler {
 // statusOf maps run-manager and validation errors to status codes.
 func statusOf(err error) int {
 	switch {
-	case errors.Is(err, runs.ErrUnknownGraph), errors.Is(err, runs.ErrUnknownThread), errors.Is(err, runs.ErrUnknownCheckpoint),
+	case errors.Is(err, runs.ErrUnknownGraph), errors.Is(err, runs.ErrUnknownThread), errors.Is(err, runs.ErrUnknownCheckpoint), errors.Is(err, runs.ErrUnknownRun),
 		errors.Is(err, ErrUnknownNode):
 		return http.StatusNotFound
 	case errors.Is(err, runs.ErrThreadBusy), errors.Is(err, runs.ErrNotInterrupted),

@@ -151,6 +151,10 @@ type Manager struct {
 	rewake  chan struct{}
 	closing chan struct{}
 	writer  sync.WaitGroup
+	// partLogs are the stream parts of API runs by run id (RunRequest
+	// Stream); endedParts the ended ones, oldest first, to bound them.
+	partLogs   map[string]*PartLog
+	endedParts []string
 }
 
 type thread struct {
@@ -546,6 +550,11 @@ type launchRequest struct {
 	resumeOf, checkpointID, origin string
 	kind                           RunKind
 	answers                        []Answer
+	// runID, metadata, stream and meta come from a RunRequest.
+	runID    string
+	metadata map[string]any
+	stream   *StreamSpec
+	meta     *RunMeta
 }
 
 // launch claims the thread, starts the run in the background and waits
@@ -553,7 +562,10 @@ type launchRequest struct {
 // was accepted) or ended.
 func (m *Manager) launch(ctx context.Context, req launchRequest) (Thread, error) {
 	g, graph, threadID, input, opts, resumeOf, checkpointID := req.g, req.graph, req.thread, req.input, req.opts, req.resumeOf, req.checkpointID
-	runID := uuid.NewString()
+	runID := req.runID
+	if runID == "" {
+		runID = uuid.NewString()
+	}
 	from := checkpointID
 	if from == "" {
 		head, err := headCheckpoint(ctx, g, threadID)
@@ -562,7 +574,7 @@ func (m *Manager) launch(ctx context.Context, req launchRequest) (Thread, error)
 		}
 		from = head
 	}
-	rec := newRecorder(RunRecord{Thread: threadID, RunID: runID, Kind: req.kind, From: from, Origin: req.origin, Started: Stamp(m.now()), Status: StatusRunning, Answers: req.answers})
+	rec := newRecorder(RunRecord{Thread: threadID, RunID: runID, Kind: req.kind, From: from, Origin: req.origin, Started: Stamp(m.now()), Status: StatusRunning, Answers: req.answers, Meta: req.meta})
 	// A thread of an earlier process (or an evicted one) is loaded
 	// first, so the checks below (its graph, whether it waits on
 	// resumeOf) see its record.
@@ -614,7 +626,15 @@ func (m *Manager) launch(ctx context.Context, req launchRequest) (Thread, error)
 	// the run saved a checkpoint or planned a step.
 	var progressed bool
 	conv := newRunEvents(threadID, runID)
+	var parts *PartLog
+	var project func(engine.Event)
+	if req.stream != nil {
+		parts = newPartLog()
+		project = g.Pregel().StreamListener(req.stream.Modes, req.stream.Subgraphs, parts.add)
+		m.keepParts(runID, parts)
+	}
 	ro := &engine.RunOptions{
+		Metadata:        req.metadata,
 		// Sync: each checkpoint is saved before the next step starts, so
 		// a tab that connects mid-run catches up on every finished step
 		// and a crash loses nothing the page already showed.
@@ -626,6 +646,9 @@ func (m *Manager) launch(ctx context.Context, req launchRequest) (Thread, error)
 		InterruptBefore: opts.InterruptBefore,
 		InterruptAfter:  opts.InterruptAfter,
 		Listener: func(ev engine.Event) {
+			if project != nil {
+				project(ev)
+			}
 			switch ev.(type) {
 			case engine.CheckpointSaved, engine.StepPlanned:
 				if !progressed {
@@ -678,6 +701,9 @@ func (m *Manager) launch(ctx context.Context, req launchRequest) (Thread, error)
 		_, err := g.Pregel().Invoke(runCtx, input, ro)
 		runErr = err
 		m.finish(t, rec, err, !progressed, prev, prevChanges)
+		if parts != nil {
+			m.partsEnded(runID, parts)
+		}
 		close(done)
 		markStarted()
 	}()

@@ -1,5 +1,876 @@
 package server
 
-import "github.com/go-chi/chi/v5"
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
 
-func (a *API) mountRuns(r chi.Router) {}
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+
+	"github.com/superstep-dev/superstep/checkpoints"
+	"github.com/superstep-dev/superstep/engine"
+	"github.com/superstep-dev/superstep/runs"
+)
+
+// HeartbeatInterval is how often a quiet stream gets a comment line and a
+// waiting runs.wait or join a newline, so proxies keep the connection.
+var HeartbeatInterval = 10 * time.Second
+
+// waitKeepAlive is how often runs.wait writes a newline while it waits.
+var waitKeepAlive = time.Second
+
+func (a *API) mountRuns(r chi.Router) {
+	r.Post("/threads/{thread_id}/runs/stream", a.createRun(modeStream))
+	r.Post("/threads/{thread_id}/runs/wait", a.createRun(modeWait))
+	r.Post("/threads/{thread_id}/runs", a.createRun(modeBackground))
+	r.Get("/threads/{thread_id}/runs", a.listRuns)
+	r.Get("/threads/{thread_id}/runs/{run_id}", a.getRun)
+	r.Delete("/threads/{thread_id}/runs/{run_id}", a.deleteRun)
+	r.Get("/threads/{thread_id}/runs/{run_id}/join", a.joinRun)
+	r.Get("/threads/{thread_id}/runs/{run_id}/stream", a.joinStream)
+	r.Post("/threads/{thread_id}/runs/{run_id}/cancel", a.cancelRun)
+}
+
+type createMode int
+
+const (
+	modeStream createMode = iota
+	modeWait
+	modeBackground
+)
+
+// createRun serves the three ways to create a run on a thread: streamed,
+// waited for, or in the background.
+func (a *API) createRun(mode createMode) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		thread := chi.URLParam(r, "thread_id")
+		if err := checkUUID("thread_id", thread); err != nil {
+			fail(w, r, a.log, err)
+			return
+		}
+		var body runCreate
+		b, err := decodeBodyRaw(r, &body, false)
+		if err != nil {
+			fail(w, r, a.log, err)
+			return
+		}
+		// The request's arguments, kept with the run as its kwargs.
+		var raw map[string]any
+		_ = json.Unmarshal(b, &raw)
+		p, err := plan(raw, body, mode == modeStream)
+		if err != nil {
+			fail(w, r, a.log, err)
+			return
+		}
+		run, err := a.startRun(r.Context(), thread, p)
+		if err != nil {
+			fail(w, r, a.log, err)
+			return
+		}
+		// From here the run exists: no status the SDK would retry.
+		w.Header().Set("Content-Location", "/threads/"+thread+"/runs/"+run.id)
+		switch mode {
+		case modeBackground:
+			rec, err := a.runObject(r.Context(), thread, run.id)
+			if err != nil {
+				rec = run.pendingJSON(thread)
+			}
+			writeJSON(w, http.StatusOK, rec)
+		case modeWait:
+			a.waitAndAnswer(w, r, thread, run)
+		case modeStream:
+			if body.StreamResumable {
+				w.Header().Set("Location", "/threads/"+thread+"/runs/"+run.id+"/stream")
+			}
+			a.stream(w, r, thread, run.id, run, -1, true, p.cancelOnDrop)
+		}
+	}
+}
+
+// apiRun is a run the API created: started, or waiting in its thread's
+// queue (started is closed once it has started or failed to).
+type apiRun struct {
+	id      string
+	req     runs.RunRequest
+	created time.Time
+	started chan struct{}
+	err     error
+	// delay is how long after created a queued run may start
+	// (after_seconds).
+	delay time.Duration
+}
+
+// pendingJSON is the Run object of a run still in its thread's queue.
+func (r *apiRun) pendingJSON(thread string) map[string]any {
+	meta := r.req.Meta
+	if meta == nil {
+		meta = &runs.RunMeta{}
+	}
+	return map[string]any{
+		"run_id": r.id, "thread_id": thread, "assistant_id": meta.Assistant,
+		"created_at": r.created.UTC().Format(time.RFC3339Nano), "updated_at": r.created.UTC().Format(time.RFC3339Nano),
+		"status": "pending", "metadata": orEmptyMap(meta.Metadata), "kwargs": orEmptyMap(meta.Kwargs),
+		"multitask_strategy": meta.Strategy,
+	}
+}
+
+// startRun resolves the assistant and the thread and starts the run under
+// the plan's multitask strategy: at once when the thread is free, else
+// rejected (409), after the active run was cancelled (interrupt) or
+// cancelled and deleted with its checkpoints (rollback), or queued
+// behind it (enqueue, the default).
+func (a *API) startRun(ctx context.Context, thread string, p *runPlan) (*apiRun, error) {
+	assistantID, graph, err := a.resolveAssistantGraph(ctx, p.body.AssistantID)
+	if err != nil {
+		return nil, err
+	}
+	info, err := a.cfg.Runs.Thread(ctx, thread)
+	switch {
+	case errors.Is(err, runs.ErrUnknownThread):
+		if !p.createThread {
+			return nil, notFound("thread %q not found; create it first, or pass if_not_exists: \"create\"", thread)
+		}
+	case err != nil:
+		return nil, err
+	case info.Graph != "" && info.Graph != graph:
+		return nil, conflict("thread %q runs graph %q; assistant %q runs %q", thread, info.Graph, p.body.AssistantID, graph)
+	}
+	if p.input == nil && p.checkpointID == "" && (err != nil || info.Graph == "") {
+		return nil, invalid("input", "null continues a thread from a checkpoint, and thread %q has none yet; give input", thread)
+	}
+	metadata := map[string]any{}
+	for k, v := range p.body.Metadata {
+		metadata[k] = v
+	}
+	runID := newRunID()
+	metadata["run_id"], metadata["graph_id"], metadata["assistant_id"] = runID, graph, assistantID
+	run := &apiRun{id: runID, created: time.Now(), started: make(chan struct{}), req: runs.RunRequest{
+		Graph: graph, Thread: thread, RunID: runID, Input: p.input, CheckpointID: p.checkpointID,
+		Options: p.options, Metadata: metadata, Origin: runs.OriginAPI,
+		Stream: &runs.StreamSpec{Modes: engineModes(p.modes), Subgraphs: p.body.StreamSubgraphs},
+		Meta:   &runs.RunMeta{Assistant: assistantID, Metadata: p.body.Metadata, Kwargs: p.kwargs, Strategy: p.strategy},
+	}}
+	if p.body.AfterSeconds != nil && *p.body.AfterSeconds > 0 {
+		a.enqueue(run, time.Duration(*p.body.AfterSeconds*float64(time.Second)))
+		return run, nil
+	}
+	for attempt := 0; ; attempt++ {
+		_, err := a.cfg.Runs.Run(ctx, run.req)
+		if err == nil {
+			close(run.started)
+			return run, nil
+		}
+		if !errors.Is(err, runs.ErrThreadBusy) || attempt == 3 {
+			return nil, err
+		}
+		switch p.strategy {
+		case strategyReject:
+			return nil, conflict("thread %q is busy with another run; multitask_strategy reject refuses a second one", thread)
+		case strategyEnqueue:
+			a.enqueue(run, 0)
+			return run, nil
+		case strategyInterrupt, strategyRollback:
+			if err := a.stopActive(ctx, thread, p.strategy == strategyRollback); err != nil {
+				return nil, err
+			}
+		}
+	}
+}
+
+// stopActive cancels the thread's active run and waits for it to end;
+// with rollback it then deletes the run and every checkpoint it wrote.
+func (a *API) stopActive(ctx context.Context, thread string, rollback bool) error {
+	info, err := a.cfg.Runs.Thread(ctx, thread)
+	if err != nil {
+		return err
+	}
+	if err := a.cfg.Runs.Cancel(ctx, thread); err != nil && !errors.Is(err, runs.ErrNotRunning) {
+		return err
+	}
+	if _, err := a.cfg.Runs.Wait(ctx, thread); err != nil {
+		return err
+	}
+	if rollback && info.RunID != "" {
+		if err := a.cfg.Runs.DeleteRun(ctx, thread, info.RunID, true); err != nil && !errors.Is(err, runs.ErrUnknownRun) {
+			return err
+		}
+	}
+	return nil
+}
+
+// The queues of runs waiting for their thread (enqueue, after_seconds).
+type queues struct {
+	mu      sync.Mutex
+	threads map[string][]*apiRun
+	byID    map[string]*apiRun
+}
+
+// enqueue puts run at the end of its thread's queue; the thread's first
+// queued run starts once the thread has no active run (and its delay has
+// passed), then the next.
+func (a *API) enqueue(run *apiRun, delay time.Duration) {
+	q := &a.queue
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.threads == nil {
+		q.threads, q.byID = map[string][]*apiRun{}, map[string]*apiRun{}
+	}
+	thread := run.req.Thread
+	run.delay = delay
+	q.byID[run.id] = run
+	q.threads[thread] = append(q.threads[thread], run)
+	if len(q.threads[thread]) == 1 {
+		go a.drain(thread)
+	}
+}
+
+// drain starts the queued runs of a thread one after the other.
+func (a *API) drain(thread string) {
+	q := &a.queue
+	for {
+		q.mu.Lock()
+		run := q.threads[thread][0]
+		q.mu.Unlock()
+		if wait := time.Until(run.created.Add(run.delay)); wait > 0 {
+			select {
+			case <-time.After(wait):
+			case <-a.done:
+			}
+		}
+		for {
+			select {
+			case <-a.done:
+				run.err = errors.New("the server stopped before the run started")
+			default:
+			}
+			if run.err != nil {
+				break
+			}
+			if _, err := a.cfg.Runs.Wait(context.Background(), thread); err != nil && !errors.Is(err, runs.ErrUnknownThread) {
+				run.err = err
+				break
+			}
+			_, err := a.cfg.Runs.Run(context.Background(), run.req)
+			if errors.Is(err, runs.ErrThreadBusy) {
+				continue
+			}
+			run.err = err
+			break
+		}
+		if run.err != nil {
+			a.log.Error("api: a queued run did not start", "thread", thread, "run", run.id, "error", run.err)
+		}
+		close(run.started)
+		q.mu.Lock()
+		q.threads[thread] = q.threads[thread][1:]
+		delete(q.byID, run.id)
+		if len(q.threads[thread]) == 0 {
+			delete(q.threads, thread)
+			q.mu.Unlock()
+			return
+		}
+		q.mu.Unlock()
+	}
+}
+
+// queued returns a run still waiting in its thread's queue.
+func (a *API) queued(runID string) (*apiRun, bool) {
+	a.queue.mu.Lock()
+	defer a.queue.mu.Unlock()
+	r, ok := a.queue.byID[runID]
+	return r, ok
+}
+
+// queuedOf lists the runs waiting in a thread's queue, oldest first.
+func (a *API) queuedOf(thread string) []*apiRun {
+	a.queue.mu.Lock()
+	defer a.queue.mu.Unlock()
+	return append([]*apiRun(nil), a.queue.threads[thread]...)
+}
+
+// runObject is the Run object of a run in the run log.
+func (a *API) runObject(ctx context.Context, thread, runID string) (map[string]any, error) {
+	if q, ok := a.queued(runID); ok && q.req.Thread == thread {
+		return q.pendingJSON(thread), nil
+	}
+	rec, err := a.cfg.Runs.RunRecord(ctx, thread, runID)
+	if err != nil {
+		return nil, err
+	}
+	return runJSON(rec), nil
+}
+
+// runJSON is a run record as the API's Run object. A run that stopped at
+// an interrupt or a breakpoint did its work and ends "success" (its
+// thread is "interrupted"), as upstream's workers report it; a cancelled
+// one is "interrupted".
+func runJSON(rec runs.RunRecord) map[string]any {
+	meta := rec.Meta
+	if meta == nil {
+		meta = &runs.RunMeta{}
+	}
+	updated := rec.Started
+	if !rec.Ended.IsZero() {
+		updated = rec.Ended
+	}
+	return map[string]any{
+		"run_id": rec.RunID, "thread_id": rec.Thread, "assistant_id": meta.Assistant,
+		"created_at": rec.Started.UTC().Format(time.RFC3339Nano), "updated_at": updated.UTC().Format(time.RFC3339Nano),
+		"status": runStatus(rec), "metadata": orEmptyMap(meta.Metadata), "kwargs": orEmptyMap(meta.Kwargs),
+		"multitask_strategy": strategyOr(meta.Strategy),
+	}
+}
+
+func strategyOr(s string) string {
+	if s == "" {
+		return strategyReject // the Studio's pages reject a second run
+	}
+	return s
+}
+
+func runStatus(rec runs.RunRecord) string {
+	switch {
+	case rec.Ended.IsZero():
+		return "running"
+	case rec.Status == runs.StatusError:
+		return "error"
+	case rec.Error == "cancelled":
+		return "interrupted"
+	}
+	return "success"
+}
+
+func orEmptyMap(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+func (a *API) listRuns(w http.ResponseWriter, r *http.Request) {
+	thread := chi.URLParam(r, "thread_id")
+	if err := checkUUID("thread_id", thread); err != nil {
+		fail(w, r, a.log, err)
+		return
+	}
+	q := r.URL.Query()
+	limit, err := intParam(q.Get("limit"), "limit", 10, 1, 1000)
+	if err != nil {
+		fail(w, r, a.log, err)
+		return
+	}
+	offset, err := intParam(q.Get("offset"), "offset", 0, 0, 1<<30)
+	if err != nil {
+		fail(w, r, a.log, err)
+		return
+	}
+	status := q.Get("status")
+	if _, err := a.cfg.Runs.Thread(r.Context(), thread); err != nil {
+		fail(w, r, a.log, err)
+		return
+	}
+	recs, err := a.cfg.Runs.ThreadRuns(r.Context(), thread, 0)
+	if err != nil {
+		fail(w, r, a.log, err)
+		return
+	}
+	// Newest first, the queued ones (newest of all) before them.
+	var all []map[string]any
+	pend := a.queuedOf(thread)
+	for i := len(pend) - 1; i >= 0; i-- {
+		all = append(all, pend[i].pendingJSON(thread))
+	}
+	for i := len(recs) - 1; i >= 0; i-- {
+		all = append(all, runJSON(recs[i]))
+	}
+	out := []map[string]any{}
+	for _, o := range all {
+		if status == "" || o["status"] == status {
+			out = append(out, o)
+		}
+	}
+	if offset >= len(out) {
+		out = out[:0]
+	} else {
+		out = out[offset:min(len(out), offset+limit)]
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (a *API) getRun(w http.ResponseWriter, r *http.Request) {
+	thread, runID, err := runParams(r)
+	if err != nil {
+		fail(w, r, a.log, err)
+		return
+	}
+	o, err := a.runObject(r.Context(), thread, runID)
+	if err != nil {
+		fail(w, r, a.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, o)
+}
+
+func (a *API) deleteRun(w http.ResponseWriter, r *http.Request) {
+	thread, runID, err := runParams(r)
+	if err != nil {
+		fail(w, r, a.log, err)
+		return
+	}
+	if _, ok := a.queued(runID); ok {
+		fail(w, r, a.log, conflict("run %q is queued; cancel it first", runID))
+		return
+	}
+	if err := a.cfg.Runs.DeleteRun(r.Context(), thread, runID, false); err != nil {
+		fail(w, r, a.log, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// cancelRun cancels a run (action interrupt, the default: what it saved
+// stays) or rolls it back (action rollback: it and its checkpoints are
+// deleted). wait=1 answers 204 once it has ended, else 202 at once.
+func (a *API) cancelRun(w http.ResponseWriter, r *http.Request) {
+	thread, runID, err := runParams(r)
+	if err != nil {
+		fail(w, r, a.log, err)
+		return
+	}
+	q := r.URL.Query()
+	action := q.Get("action")
+	if action == "" {
+		action = "interrupt"
+	}
+	if action != "interrupt" && action != "rollback" {
+		fail(w, r, a.log, invalid("action", "%q: use interrupt or rollback", action))
+		return
+	}
+	wait := q.Get("wait") == "1" || q.Get("wait") == "true"
+	if qr, ok := a.queued(runID); ok {
+		// Not started: it never will.
+		a.queue.mu.Lock()
+		if qr.err == nil {
+			qr.err = errors.New("cancelled before it started")
+		}
+		a.queue.mu.Unlock()
+		w.WriteHeader(map[bool]int{true: http.StatusNoContent, false: http.StatusAccepted}[wait])
+		return
+	}
+	info, err := a.cfg.Runs.Thread(r.Context(), thread)
+	if err != nil {
+		fail(w, r, a.log, err)
+		return
+	}
+	if _, err := a.cfg.Runs.RunRecord(r.Context(), thread, runID); err != nil {
+		fail(w, r, a.log, err)
+		return
+	}
+	active := info.Status == runs.StatusRunning && info.RunID == runID
+	if !active && action == "interrupt" {
+		fail(w, r, a.log, conflict("run %q has ended; there is nothing to cancel", runID))
+		return
+	}
+	if active {
+		if err := a.cfg.Runs.Cancel(r.Context(), thread); err != nil && !errors.Is(err, runs.ErrNotRunning) {
+			fail(w, r, a.log, err)
+			return
+		}
+	}
+	finish := func(ctx context.Context) error {
+		if _, err := a.cfg.Runs.Wait(ctx, thread); err != nil {
+			return err
+		}
+		if action == "rollback" {
+			return a.cfg.Runs.DeleteRun(ctx, thread, runID, true)
+		}
+		return nil
+	}
+	if !wait {
+		go func() {
+			if err := finish(context.Background()); err != nil {
+				a.log.Error("api: cancel", "thread", thread, "run", runID, "error", err)
+			}
+		}()
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	if err := finish(r.Context()); err != nil {
+		fail(w, r, a.log, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// joinRun waits for a run to end and answers the thread's values then
+// (or the run's error in the body), like runs.wait.
+func (a *API) joinRun(w http.ResponseWriter, r *http.Request) {
+	thread, runID, err := runParams(r)
+	if err != nil {
+		fail(w, r, a.log, err)
+		return
+	}
+	run, err := a.existingRun(r.Context(), thread, runID)
+	if err != nil {
+		fail(w, r, a.log, err)
+		return
+	}
+	a.waitAndAnswer(w, r, thread, run)
+}
+
+// existingRun finds a run the API can wait on: queued, or in the run log.
+func (a *API) existingRun(ctx context.Context, thread, runID string) (*apiRun, error) {
+	if q, ok := a.queued(runID); ok && q.req.Thread == thread {
+		return q, nil
+	}
+	if _, err := a.cfg.Runs.RunRecord(ctx, thread, runID); err != nil {
+		return nil, err
+	}
+	done := make(chan struct{})
+	close(done)
+	return &apiRun{id: runID, started: done}, nil
+}
+
+// joinStream streams a run's parts: those after Last-Event-ID (a
+// reconnect of a resumable stream; -1 from the start), else the live ones
+// from now.
+func (a *API) joinStream(w http.ResponseWriter, r *http.Request) {
+	thread, runID, err := runParams(r)
+	if err != nil {
+		fail(w, r, a.log, err)
+		return
+	}
+	run, err := a.existingRun(r.Context(), thread, runID)
+	if err != nil {
+		fail(w, r, a.log, err)
+		return
+	}
+	after, meta := -2, true
+	if last := r.Header.Get("Last-Event-ID"); last != "" {
+		n, err := strconv.Atoi(last)
+		if err != nil || n < -1 {
+			fail(w, r, a.log, invalid("Last-Event-ID", "%q: want the id of the last event received, or -1", last))
+			return
+		}
+		after, meta = n, n < 0
+	}
+	cancel := q1(r, "cancel_on_disconnect")
+	a.stream(w, r, thread, runID, run, after, meta, cancel)
+}
+
+func q1(r *http.Request, name string) bool {
+	v := r.URL.Query().Get(name)
+	return v == "1" || v == "true"
+}
+
+func runParams(r *http.Request) (string, string, error) {
+	thread, runID := chi.URLParam(r, "thread_id"), chi.URLParam(r, "run_id")
+	if err := checkUUID("thread_id", thread); err != nil {
+		return "", "", err
+	}
+	if err := checkUUID("run_id", runID); err != nil {
+		return "", "", err
+	}
+	return thread, runID, nil
+}
+
+// stream writes a run's parts as server-sent events. Event 0 is the
+// metadata event; part k of the run is event k+1, so a reconnect with the
+// last id it saw gets exactly what it missed. after is the last event id
+// the client has (-1: none, so metadata is sent; -2: a join, which gets
+// the metadata and the live parts from now on).
+func (a *API) stream(w http.ResponseWriter, r *http.Request, thread, runID string, run *apiRun, after int, meta, cancelOnDrop bool) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	flush := func() {
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+	}
+	ctx := r.Context()
+	if meta {
+		writeEvent(w, "metadata", 0, map[string]any{"run_id": runID, "thread_id": thread, "attempt": 1})
+		flush()
+	}
+	// A queued run has no parts yet.
+	for waiting := true; waiting; {
+		select {
+		case <-run.started:
+			waiting = false
+		case <-ctx.Done():
+			a.dropped(thread, runID, cancelOnDrop)
+			return
+		case <-time.After(HeartbeatInterval):
+			_, _ = w.Write([]byte(": heartbeat\n\n"))
+			flush()
+		}
+	}
+	if run.err != nil {
+		writeEvent(w, "error", -1, map[string]any{"error": "RunNotStarted", "message": run.err.Error()})
+		return
+	}
+	log, ok := a.cfg.Runs.Parts(runID)
+	if !ok {
+		// A run of the Studio's pages, or one whose parts are no longer
+		// kept: its end is all there is to say.
+		a.endStream(ctx, w, thread, runID)
+		return
+	}
+	last := after - 1 // part ids are event ids - 1
+	if after == -2 {
+		// A join: from now on.
+		last = log.Last()
+	}
+	for {
+		rctx, cancel := context.WithTimeout(ctx, HeartbeatInterval)
+		parts, ended, err := log.Read(rctx, last)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				a.dropped(thread, runID, cancelOnDrop)
+				return
+			}
+			_, _ = w.Write([]byte(": heartbeat\n\n"))
+			flush()
+			continue
+		}
+		for _, p := range parts {
+			writeEvent(w, eventName(p), p.ID+1, p.Data)
+			last = p.ID
+		}
+		flush()
+		if ended {
+			a.endStream(ctx, w, thread, runID)
+			flush()
+			return
+		}
+	}
+}
+
+// endStream closes a stream: with an error event when the run failed.
+func (a *API) endStream(ctx context.Context, w http.ResponseWriter, thread, runID string) {
+	rec, err := a.cfg.Runs.RunRecord(ctx, thread, runID)
+	if err == nil && rec.Status == runs.StatusError {
+		writeEvent(w, "error", -1, map[string]any{"error": "GraphError", "message": rec.Error})
+	}
+}
+
+// dropped handles a client that went away mid-stream: with
+// on_disconnect cancel, the run is cancelled if it still goes on.
+func (a *API) dropped(thread, runID string, cancelOnDrop bool) {
+	if !cancelOnDrop {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if info, err := a.cfg.Runs.Thread(ctx, thread); err == nil && info.Status == runs.StatusRunning && info.RunID == runID {
+		_ = a.cfg.Runs.Cancel(ctx, thread)
+	}
+}
+
+// eventName is a part's SSE event: its mode ("messages" for
+// messages-tuple), then its subgraph namespace, "|"-separated.
+func eventName(p runs.Part) string {
+	name := string(p.Mode)
+	if len(p.Namespace) > 0 {
+		name += "|" + strings.Join(p.Namespace, "|")
+	}
+	return name
+}
+
+// writeEvent writes one event; id < 0 writes none (an error event).
+func writeEvent(w http.ResponseWriter, name string, id int, data any) {
+	var raw []byte
+	switch d := data.(type) {
+	case json.RawMessage:
+		raw = d
+	default:
+		var err error
+		if raw, err = json.Marshal(d); err != nil {
+			raw = []byte(`{"error":"Error","message":"the event could not be encoded"}`)
+		}
+	}
+	var b strings.Builder
+	b.WriteString("event: ")
+	b.WriteString(name)
+	b.WriteString("\ndata: ")
+	b.Write(raw)
+	b.WriteString("\n")
+	if id >= 0 {
+		b.WriteString("id: ")
+		b.WriteString(strconv.Itoa(id))
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
+	_, _ = w.Write([]byte(b.String()))
+}
+
+// waitAndAnswer answers runs.wait and join: 200 at once (the run exists),
+// a newline every second while the run goes on (leading whitespace is
+// valid JSON and keeps proxies from timing out), then the thread's values
+// with its pending interrupts under "__interrupt__", or
+// {"__error__": {error, message}} when the run failed.
+func (a *API) waitAndAnswer(w http.ResponseWriter, r *http.Request, thread string, run *apiRun) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	flush := func() {
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+	}
+	flush()
+	ctx := r.Context()
+	tick := time.NewTicker(waitKeepAlive)
+	defer tick.Stop()
+	done := make(chan error, 1)
+	go func() {
+		select {
+		case <-run.started:
+		case <-ctx.Done():
+			done <- ctx.Err()
+			return
+		}
+		if run.err != nil {
+			done <- run.err
+			return
+		}
+		done <- a.waitRun(ctx, thread, run.id)
+	}()
+	var err error
+	for waiting := true; waiting; {
+		select {
+		case err = <-done:
+			waiting = false
+		case <-tick.C:
+			_, _ = w.Write([]byte("\n"))
+			flush()
+		}
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	body, err := a.finalValues(ctx, thread, run.id, err)
+	if err != nil {
+		body = map[string]any{"__error__": map[string]any{"error": "Error", "message": err.Error()}}
+	}
+	raw, jerr := json.Marshal(body)
+	if jerr != nil {
+		raw = []byte(`{"__error__":{"error":"Error","message":"the values could not be encoded"}}`)
+	}
+	_, _ = w.Write(raw)
+}
+
+// waitRun waits until run runID of thread has ended.
+func (a *API) waitRun(ctx context.Context, thread, runID string) error {
+	if log, ok := a.cfg.Runs.Parts(runID); ok {
+		for !log.Done() {
+			if _, err := a.cfg.Runs.Wait(ctx, thread); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	_, err := a.cfg.Runs.Wait(ctx, thread)
+	return err
+}
+
+// finalValues is what wait and join answer once the run ended: the
+// thread's values, with "__interrupt__" when it waits at interrupts, or
+// the run's error.
+func (a *API) finalValues(ctx context.Context, thread, runID string, waitErr error) (any, error) {
+	if waitErr != nil {
+		return nil, waitErr
+	}
+	rec, err := a.cfg.Runs.RunRecord(ctx, thread, runID)
+	if err != nil {
+		return nil, err
+	}
+	if rec.Status == runs.StatusError {
+		return map[string]any{"__error__": map[string]any{"error": "GraphError", "message": rec.Error}}, nil
+	}
+	info, err := a.cfg.Runs.Thread(ctx, thread)
+	if err != nil {
+		return nil, err
+	}
+	g, err := a.cfg.Runs.Graph(info.Graph)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := g.Pregel().GetState(ctx, checkpoints.Config{ThreadID: thread})
+	if err != nil {
+		return nil, err
+	}
+	values := map[string]any{}
+	for k, v := range snap.Values {
+		values[k] = v
+	}
+	if len(snap.Interrupts) > 0 {
+		values["__interrupt__"] = interruptsJSON(snap.Interrupts)
+	}
+	return values, nil
+}
+
+// interruptsJSON is the API's Interrupt list: value and id.
+func interruptsJSON(is []engine.Interruption) []map[string]any {
+	out := make([]map[string]any, 0, len(is))
+	for _, i := range is {
+		out = append(out, map[string]any{"value": i.Value, "id": i.ID})
+	}
+	return out
+}
+
+// intParam reads an integer query parameter within [lo, hi].
+func intParam(s, name string, def, lo, hi int) (int, error) {
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < lo || n > hi {
+		return 0, invalid(name, "%q: want a whole number from %d to %d", s, lo, hi)
+	}
+	return n, nil
+}
+
+// checkUUID refuses a path id that is not a UUID, as upstream's
+// validation does.
+func checkUUID(field, s string) error {
+	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+		return invalid(field, "%q is not a UUID", clipped(s))
+	}
+	for i, c := range s {
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			continue
+		}
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return invalid(field, "%q is not a UUID", clipped(s))
+		}
+	}
+	return nil
+}
+
+func clipped(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}
+
+// newRunID is a fresh run id: a time-ordered UUID, as upstream's.
+func newRunID() string {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return uuid.NewString()
+	}
+	return id.String()
+}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
@@ -47,7 +48,16 @@ type API struct {
 	log    *slog.Logger
 	router *chi.Mux
 	h      http.Handler
+	// queue holds the runs waiting for their thread (runs.go).
+	queue queues
+	// done is closed by Close: queued runs no longer start.
+	done      chan struct{}
+	closeOnce sync.Once
 }
+
+// Close stops starting queued runs (they end as not started). Runs that
+// already started belong to the run manager, which the caller closes.
+func (a *API) Close() { a.closeOnce.Do(func() { close(a.done) }) }
 
 // New builds the API.
 func New(cfg Config) (*API, error) {
@@ -59,7 +69,7 @@ func New(cfg Config) (*API, error) {
 			return nil, fmt.Errorf("server: CORS origin %q: want a scheme and host, as https://smith.langchain.com, or *", o)
 		}
 	}
-	a := &API{cfg: cfg, log: cfg.Logger}
+	a := &API{cfg: cfg, log: cfg.Logger, done: make(chan struct{})}
 	if a.log == nil {
 		a.log = slog.Default()
 	}

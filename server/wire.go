@@ -94,35 +94,41 @@ func fail(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 // JSON (depth, duplicate keys, trailing data) before it is decoded, so a
 // mistyped key is never silently dropped in favour of its twin.
 func decodeBody(r *http.Request, v any, allowEmpty bool) error {
+	_, err := decodeBodyRaw(r, v, allowEmpty)
+	return err
+}
+
+// decodeBodyRaw is decodeBody that also returns the body's bytes.
+func decodeBodyRaw(r *http.Request, v any, allowEmpty bool) ([]byte, error) {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || (mt != "application/json" && mt != "text/plain" && !strings.HasSuffix(mt, "+json")) {
-			return &apiError{http.StatusUnsupportedMediaType, fmt.Sprintf("body: send JSON (Content-Type application/json), not %q", ct)}
+			return nil, &apiError{http.StatusUnsupportedMediaType, fmt.Sprintf("body: send JSON (Content-Type application/json), not %q", ct)}
 		}
 	}
 	b, err := io.ReadAll(r.Body)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return &apiError{http.StatusRequestEntityTooLarge, ""}
+			return nil, &apiError{http.StatusRequestEntityTooLarge, ""}
 		}
-		return invalid("body", "could not be read: %v", err)
+		return nil, invalid("body", "could not be read: %v", err)
 	}
 	if len(bytes.TrimSpace(b)) == 0 {
 		if !allowEmpty {
-			return invalid("body", "empty; send a JSON object")
+			return nil, invalid("body", "empty; send a JSON object")
 		}
 		b = []byte("{}")
 	}
 	if _, err := handlers.DecodeJSON(string(b)); err != nil {
-		return invalid("body", "%v", strings.TrimPrefix(err.Error(), handlers.ErrBadJSON.Error()+": "))
+		return nil, invalid("body", "%v", strings.TrimPrefix(err.Error(), handlers.ErrBadJSON.Error()+": "))
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	if err := dec.Decode(v); err != nil {
-		return invalid(fieldOf(err), "%s", describeDecodeError(err))
+		return nil, invalid(fieldOf(err), "%s", describeDecodeError(err))
 	}
-	return nil
+	return b, nil
 }
 
 // fieldOf names the field a decoding error is about ("body" when it is the

@@ -254,6 +254,7 @@ func Open(ctx context.Context, cfg Config) (*Studio, error) {
 	handlers.Routes{Runs: mgr, Store: b.Store, Cache: b.Cache, PromptCache: b.PromptCache, Logger: log, Sockets: cfg.Sockets, Inputs: cfg.Inputs}.Mount(r)
 	pages := handlers.Secure(handlers.RequireToken(cfg.AuthToken, r))
 	s.pages, s.api = r, api.Routes()
+	s.closers = append([]func(){api.Close}, s.closers...)
 	switch prefix := strings.TrimRight(cfg.APIPrefix, "/"); {
 	case prefix == "":
 		s.handler = server.Negotiate(pages, api.Handler(), r, api.Routes())

@@ -1,0 +1,310 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/google/uuid"
+
+	"github.com/superstep-dev/superstep/engine"
+)
+
+// StreamSpec asks a run to keep its stream parts (engine.Stream's
+// projections of its events) for API clients: the modes, and whether a
+// subgraph's parts are included (RunOptions.Subgraphs).
+type StreamSpec struct {
+	Modes     []engine.StreamMode
+	Subgraphs bool
+}
+
+// RunRequest is a run as a program asks for one through the Agent Server
+// API: new input, a Command (resume, update, goto), or neither (continue
+// from the thread's head or from CheckpointID, a fork when it is not the
+// head). It goes through the rules every run does: one active run per
+// thread (ErrThreadBusy), the thread's graph for life, and the events
+// every open Studio tab receives.
+type RunRequest struct {
+	Graph, Thread string
+	// RunID is the run's id; "" makes a fresh one.
+	RunID string
+	// Input is a map (keys are the state's json names), an
+	// engine.Command, or nil.
+	Input        any
+	CheckpointID string
+	Options      StartOptions
+	// Metadata is copied into every checkpoint the run writes.
+	Metadata map[string]any
+	// Stream, when set, keeps the run's parts (see Manager.Parts).
+	Stream *StreamSpec
+	// Origin says where the run came from (OriginAPI when empty).
+	Origin string
+	// Meta is kept with the run's record in the run log.
+	Meta *RunMeta
+}
+
+// Run starts a run as RunRequest describes and returns once it has got
+// going (as Start does): input the graph refuses comes back here as
+// ErrInvalidInput, and nothing is left behind. The run's id is the
+// returned Thread's RunID.
+func (m *Manager) Run(ctx context.Context, req RunRequest) (Thread, error) {
+	g, err := m.Graph(req.Graph)
+	if err != nil {
+		return Thread{}, err
+	}
+	if req.Thread == "" {
+		req.Thread = uuid.NewString()
+	}
+	if err := CheckThreadID(req.Thread); err != nil {
+		return Thread{}, err
+	}
+	if req.RunID == "" {
+		req.RunID = uuid.NewString()
+	} else if !validName.MatchString(req.RunID) {
+		return Thread{}, fmt.Errorf("%w: run id %q: use letters, digits, '.', '_' and '-' (1-128 characters)", ErrInvalidInput, clip(req.RunID))
+	}
+	if err := checkOptions(g, req.Options); err != nil {
+		return Thread{}, err
+	}
+	if err := storable("metadata", req.Metadata); err != nil {
+		return Thread{}, err
+	}
+	origin := req.Origin
+	if origin == "" {
+		origin = OriginAPI
+	}
+	origin = cutText(origin, MaxOriginBytes)
+	lr := launchRequest{g: g, graph: req.Graph, thread: req.Thread, opts: req.Options, checkpointID: req.CheckpointID,
+		origin: origin, runID: req.RunID, metadata: req.Metadata, stream: req.Stream, meta: req.Meta}
+	switch in := req.Input.(type) {
+	case nil:
+		lr.kind = RunFromCheckpoint
+	case map[string]any:
+		coerced, err := coerceInput(g.ZeroState(), in)
+		if err != nil {
+			return Thread{}, err
+		}
+		if err := storable("input", coerced); err != nil {
+			return Thread{}, err
+		}
+		lr.input, lr.kind = engine.Update(coerced), RunStart
+	case engine.Command:
+		if u, ok := in.Update.(engine.Update); ok {
+			coerced, err := coerceInput(g.ZeroState(), u)
+			if err != nil {
+				return Thread{}, err
+			}
+			in.Update = engine.Update(coerced)
+		}
+		if err := storable("command", in); err != nil {
+			return Thread{}, err
+		}
+		lr.input, lr.kind = in, RunStart
+		if in.Resume != nil {
+			lr.kind = RunResume
+			if info, err := m.Thread(ctx, req.Thread); err == nil && info.Status == StatusInterrupted && req.CheckpointID == "" {
+				// The answers shown on the thread page and in other tabs;
+				// the thread must still wait on this run when it starts.
+				lr.resumeOf = info.RunID
+				lr.answers = answersOf(info.Pending, resumeAnswer(in.Resume), origin, Stamp(m.now()))
+			}
+		}
+	default:
+		return Thread{}, fmt.Errorf("%w: input must be an object, a command or null, not %T", ErrInvalidInput, req.Input)
+	}
+	return m.launch(ctx, lr)
+}
+
+// resumeAnswer is a Command's resume as answersOf reads it: a map keyed
+// by interrupt id answers several.
+func resumeAnswer(v any) any {
+	if m, ok := v.(map[string]any); ok {
+		return ByID(m)
+	}
+	return v
+}
+
+// Part is one stream part of a run, as an API client receives it: its
+// position in the run's stream (from 0), mode, namespace and JSON data.
+type Part struct {
+	ID        int
+	Mode      engine.StreamMode
+	Namespace []string
+	Data      json.RawMessage
+}
+
+// Limits of a run's kept parts.
+const (
+	// PartLogBytes caps the JSON a run keeps of its parts: beyond it the
+	// oldest are dropped (a client replaying from before them gets what
+	// is left).
+	PartLogBytes = 32 << 20
+	// PartLogsKept is how many ended runs' parts are kept for a late
+	// join or a reconnect.
+	PartLogsKept = 256
+)
+
+// PartLog holds a run's stream parts for its API clients: the live
+// stream, a join, and a reconnect that replays after the last id it saw.
+type PartLog struct {
+	mu    sync.Mutex
+	parts []Part
+	first int // id of parts[0]
+	next  int
+	bytes int
+	done  bool
+	wake  chan struct{}
+}
+
+func newPartLog() *PartLog { return &PartLog{wake: make(chan struct{})} }
+
+func (l *PartLog) add(p engine.StreamPart) {
+	data, err := json.Marshal(p.Data)
+	if err != nil {
+		data, _ = json.Marshal(map[string]string{"error": "unencodable part: " + err.Error()})
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.parts = append(l.parts, Part{ID: l.next, Mode: p.Mode, Namespace: p.Namespace, Data: data})
+	l.next++
+	l.bytes += len(data)
+	for l.bytes > PartLogBytes && len(l.parts) > 1 {
+		l.bytes -= len(l.parts[0].Data)
+		l.parts = l.parts[1:]
+		l.first++
+	}
+	close(l.wake)
+	l.wake = make(chan struct{})
+}
+
+func (l *PartLog) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.done {
+		l.done = true
+		close(l.wake)
+	}
+}
+
+// Read returns the parts after id after (-1: from the start), waiting
+// until there is one or the run has ended; ended reports that no part
+// will follow those returned. ctx ends the wait.
+func (l *PartLog) Read(ctx context.Context, after int) (parts []Part, ended bool, err error) {
+	for {
+		l.mu.Lock()
+		from := max(after+1, l.first)
+		if from < l.next {
+			parts = append([]Part(nil), l.parts[from-l.first:]...)
+			ended = l.done
+			l.mu.Unlock()
+			return parts, ended, nil
+		}
+		if l.done {
+			l.mu.Unlock()
+			return nil, true, nil
+		}
+		wake := l.wake
+		l.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return nil, false, ctx.Err()
+		}
+	}
+}
+
+// Done reports whether the run has ended.
+func (l *PartLog) Done() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.done
+}
+
+// Parts returns the parts kept of run runID (a run started with a
+// StreamSpec), while it runs and for the last PartLogsKept runs after.
+func (m *Manager) Parts(runID string) (*PartLog, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l, ok := m.partLogs[runID]
+	return l, ok
+}
+
+// keepParts registers a run's part log.
+func (m *Manager) keepParts(runID string, l *PartLog) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.partLogs == nil {
+		m.partLogs = map[string]*PartLog{}
+	}
+	m.partLogs[runID] = l
+}
+
+// partsEnded closes a run's part log and forgets the oldest ended ones.
+func (m *Manager) partsEnded(runID string, l *PartLog) {
+	l.close()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.endedParts = append(m.endedParts, runID)
+	for len(m.endedParts) > PartLogsKept {
+		delete(m.partLogs, m.endedParts[0])
+		m.endedParts = m.endedParts[1:]
+	}
+}
+
+// RunRecord returns run runID of a thread as the run log keeps it: its
+// start record while it goes on, its end once it ended. ErrUnknownRun
+// when the thread has no such run.
+func (m *Manager) RunRecord(ctx context.Context, thread, runID string) (RunRecord, error) {
+	recs, err := m.ThreadRuns(ctx, thread, 0)
+	if err != nil {
+		return RunRecord{}, err
+	}
+	for _, r := range recs {
+		if r.RunID == runID {
+			return r, nil
+		}
+	}
+	return RunRecord{}, fmt.Errorf("%w %q of thread %q", ErrUnknownRun, runID, thread)
+}
+
+// ThreadRuns lists a thread's latest runs from the run log, at most limit
+// (0: all), oldest first.
+func (m *Manager) ThreadRuns(ctx context.Context, thread string, limit int) ([]RunRecord, error) {
+	return m.runLog.ListRuns(ctx, thread, limit)
+}
+
+// DeleteRun removes an ended run's record from the run log and, with
+// rollback, every checkpoint it wrote: the thread's head goes back to
+// where the run started. The thread's active run cannot be deleted
+// (ErrThreadBusy): cancel it and wait first.
+func (m *Manager) DeleteRun(ctx context.Context, thread, runID string, rollback bool) error {
+	info, err := m.Thread(ctx, thread)
+	if err != nil {
+		return err
+	}
+	if info.Status == StatusRunning && info.RunID == runID {
+		return fmt.Errorf("%w: run %q of thread %q is still going on; cancel it first", ErrThreadBusy, runID, thread)
+	}
+	if _, err := m.RunRecord(ctx, thread, runID); err != nil {
+		return err
+	}
+	if rollback && info.Graph != "" {
+		g, err := m.Graph(info.Graph)
+		if err != nil {
+			return err
+		}
+		if err := g.Pregel().Checkpointer().DeleteForRuns(ctx, []string{runID}); err != nil {
+			return fmt.Errorf("runs: roll back run %q of thread %q: %w", runID, thread, err)
+		}
+	}
+	return m.runLog.DeleteRun(ctx, thread, runID)
+}
+
+// Last is the id of the latest part (-1 before the first): a client
+// joining now reads after it.
+func (l *PartLog) Last() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.next - 1
+}
