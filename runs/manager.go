@@ -634,7 +634,7 @@ func (m *Manager) launch(ctx context.Context, req launchRequest) (Thread, error)
 		m.keepParts(runID, parts)
 	}
 	ro := &engine.RunOptions{
-		Metadata:        req.metadata,
+		Metadata: req.metadata,
 		// Sync: each checkpoint is saved before the next step starts, so
 		// a tab that connects mid-run catches up on every finished step
 		// and a crash loses nothing the page already showed.
