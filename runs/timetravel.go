@@ -69,8 +69,14 @@ func (m *Manager) UpdateState(ctx context.Context, threadID, checkpointID string
 	if err != nil {
 		return "", err
 	}
-	if asNode != "" && (asNode == engine.Start || asNode == engine.End || !slices.Contains(g.Pregel().NodeNames(), asNode)) {
-		return "", fmt.Errorf("%w: as-node %q is not a node of graph %q", ErrInvalidInput, asNode, graph)
+	switch {
+	case asNode == "", asNode == engine.AsCopy, asNode == engine.AsInput:
+		// A copy forks the checkpoint (source "fork"); input applies the
+		// values as a new run's input (source "input").
+	case asNode == engine.End:
+		// With no values, finishes the pending tasks' step.
+	case asNode == engine.Start || !slices.Contains(g.Pregel().NodeNames(), asNode):
+		return "", fmt.Errorf("%w: as-node %q is not a node of graph %q (nor %s, %s or %s)", ErrInvalidInput, asNode, graph, engine.AsCopy, engine.AsInput, engine.End)
 	}
 	if _, err := m.Checkpoint(ctx, threadID, checkpointID); err != nil {
 		return "", err
