@@ -342,4 +342,3 @@ func (a *API) answerHistory(w http.ResponseWriter, r *http.Request, thread, ns s
 	}
 	writeJSON(w, http.StatusOK, out)
 }
-
