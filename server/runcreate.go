@@ -189,9 +189,6 @@ func plan(raw map[string]any, body runCreate, streaming bool) (*runPlan, error) 
 	if body.AfterSeconds != nil && (*body.AfterSeconds < 0 || *body.AfterSeconds > 7*24*3600) {
 		return nil, invalid("after_seconds", "%v: use 0 to 604800 (a week)", *body.AfterSeconds)
 	}
-	if body.Webhook != "" {
-		return nil, invalid("webhook", "webhooks are not supported by this server yet")
-	}
 	return p, nil
 }
 

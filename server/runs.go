@@ -130,6 +130,20 @@ func (a *API) startRun(ctx context.Context, thread string, p *runPlan) (*apiRun,
 	if err != nil {
 		return nil, err
 	}
+	if p.body.Webhook != "" {
+		if err := a.checkWebhook(p.body.Webhook); err != nil {
+			return nil, err
+		}
+	}
+	run, err := a.launchRun(ctx, thread, assistantID, graph, p)
+	if err == nil && p.body.Webhook != "" {
+		go a.deliverWebhook(thread, run, p.body.Webhook)
+	}
+	return run, err
+}
+
+// launchRun is startRun once the assistant is known.
+func (a *API) launchRun(ctx context.Context, thread, assistantID, graph string, p *runPlan) (*apiRun, error) {
 	info, err := a.cfg.Runs.Thread(ctx, thread)
 	switch {
 	case errors.Is(err, runs.ErrUnknownThread):

@@ -80,11 +80,21 @@ type client struct {
 
 func newServer(t *testing.T, g *gate) *client {
 	t.Helper()
+	return newServerWith(t, g, nil)
+}
+
+// newServerWith is newServer with the API's config adjusted by set.
+func newServerWith(t *testing.T, g *gate, set func(*server.Config)) *client {
+	t.Helper()
 	m, err := runs.NewManager(testGraphs(t, g))
 	if err != nil {
 		t.Fatal(err)
 	}
-	api, err := server.New(server.Config{Runs: m})
+	cfg := server.Config{Runs: m}
+	if set != nil {
+		set(&cfg)
+	}
+	api, err := server.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

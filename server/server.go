@@ -38,6 +38,9 @@ type Config struct {
 	// another site (hosted LangGraph Studio: "https://smith.langchain.com");
 	// "*" allows any. Empty allows none: same-origin only.
 	CORSOrigins []string
+	// WebhookHosts are the hosts a run's webhook may call ("hooks.example.com",
+	// or "*.example.com" for its subdomains); empty refuses every webhook.
+	WebhookHosts []string
 	// Logger receives server-side failures; default slog.Default().
 	Logger *slog.Logger
 }

@@ -89,6 +89,9 @@ type Config struct {
 	// another site, e.g. "https://smith.langchain.com" for hosted
 	// LangGraph Studio; "*" allows any. Empty: same-origin only.
 	CORSOrigins []string
+	// WebhookHosts are the hosts a run's webhook may call (exact, or
+	// "*.example.com"); empty refuses every webhook.
+	WebhookHosts []string
 }
 
 // Backends are the persistence implementations the Studio runs on.
@@ -242,7 +245,7 @@ func Open(ctx context.Context, cfg Config) (*Studio, error) {
 	}
 
 	s.runs = mgr
-	api, err := server.New(server.Config{Runs: mgr, Store: b.Store, Token: cfg.AuthToken, CORSOrigins: cfg.CORSOrigins, Logger: log})
+	api, err := server.New(server.Config{Runs: mgr, Store: b.Store, Token: cfg.AuthToken, CORSOrigins: cfg.CORSOrigins, WebhookHosts: cfg.WebhookHosts, Logger: log})
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("studio: %w", err)

@@ -86,6 +86,11 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 	fs.StringVar(&cfg.Addr, "addr", envOr(getenv, "STUDIO_ADDR", studio.DefaultAddr), "listen address (env STUDIO_ADDR)")
 	fs.StringVar(&cfg.DatabaseURL, "database-url", getenv("DATABASE_URL"), "Postgres URL; empty = in-memory backends (env DATABASE_URL)")
 	fs.StringVar(&cfg.AuthToken, "auth-token", getenv("STUDIO_AUTH_TOKEN"), "bearer token required by every page, API and websocket; empty = none (env STUDIO_AUTH_TOKEN)")
+	fs.StringVar(&cfg.APIPrefix, "api-prefix", getenv("STUDIO_API_PREFIX"), "path the Agent Server API is served under, e.g. /api; empty = the root, beside the pages (env STUDIO_API_PREFIX)")
+	cors := getenv("STUDIO_CORS_ORIGINS")
+	fs.StringVar(&cors, "cors-origins", cors, "comma-separated browser origins allowed to call the API, e.g. https://smith.langchain.com for LangGraph Studio (env STUDIO_CORS_ORIGINS)")
+	hooks := getenv("STUDIO_WEBHOOK_HOSTS")
+	fs.StringVar(&hooks, "webhook-hosts", hooks, "comma-separated hosts run webhooks may call (exact, or *.example.com); empty = no webhooks (env STUDIO_WEBHOOK_HOSTS)")
 	window := envOr(getenv, "STUDIO_DB_RETRY_WINDOW", "30s")
 	fs.Func("db-retry-window", "how long a checkpoint read or write retries a transient database fault before the run fails; 0 = no retry (env STUDIO_DB_RETRY_WINDOW, default 30s)", func(v string) error {
 		window = v
@@ -94,6 +99,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
+	cfg.CORSOrigins, cfg.WebhookHosts = splitList(cors), splitList(hooks)
 	d, err := time.ParseDuration(window)
 	if err != nil || d < 0 {
 		return cfg, fmt.Errorf("db retry window %q: use a duration such as 30s or 2m (0 for no retry)", window)
@@ -108,6 +114,17 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 		return cfg, fmt.Errorf("unexpected arguments")
 	}
 	return cfg, nil
+}
+
+// splitList reads a comma-separated flag, dropping blanks.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 func envOr(getenv func(string) string, key, def string) string {
