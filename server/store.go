@@ -12,12 +12,9 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/superstep-dev/superstep/handlers"
 	"github.com/superstep-dev/superstep/store"
 )
-
-// MaxTTLMinutes bounds an item's ttl: ten years, far below where minutes
-// overflow a time.Duration.
-const MaxTTLMinutes = 10 * 365 * 24 * 60
 
 // mountStore registers the store routes. They are registered even without
 // a store, so that a client learns "this server has no store" rather than
@@ -85,10 +82,10 @@ func (req putItemRequest) op() (store.PutOp, error) {
 	if err := checkItemID(req.Namespace, req.Key); err != nil {
 		return op, err
 	}
-	if isNull(req.Value) {
+	if isJSONNull(req.Value) {
 		return op, invalid("value", "required: send the item as a JSON object (DELETE /store/items removes an item)")
 	}
-	if err := decodeObject(req.Value, &op.Value); err != nil {
+	if err := decodeJSONObject(req.Value, &op.Value); err != nil {
 		return op, invalid("value", "want an object, got %s", err)
 	}
 	v, err := store.NormalizeValue(op.Value)
@@ -108,7 +105,7 @@ func (req putItemRequest) op() (store.PutOp, error) {
 // parseIndex reads index: null (the store's default fields), false
 // (nothing) or a list of field paths.
 func parseIndex(raw json.RawMessage) ([]string, error) {
-	if isNull(raw) {
+	if isJSONNull(raw) {
 		return nil, nil
 	}
 	var b bool
@@ -120,7 +117,7 @@ func parseIndex(raw json.RawMessage) ([]string, error) {
 	}
 	var paths []string
 	if err := json.Unmarshal(raw, &paths); err != nil {
-		return nil, invalid("index", "want null, false or an array of field paths, got %s", jsonKindOf(raw))
+		return nil, invalid("index", "want null, false or an array of field paths, got %s", rawKind(raw))
 	}
 	if paths == nil {
 		paths = store.NoIndex
@@ -133,17 +130,18 @@ func parseIndex(raw json.RawMessage) ([]string, error) {
 	return paths, nil
 }
 
-// parseTTL reads ttl: null or a number of minutes above 0.
+// parseTTL reads ttl: null or a number of minutes above 0, bounded as
+// the Studio's put form bounds it.
 func parseTTL(raw json.RawMessage) (time.Duration, error) {
-	if isNull(raw) {
+	if isJSONNull(raw) {
 		return 0, nil
 	}
 	var m float64
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return 0, invalid("ttl", "want a number of minutes or null, got %s", jsonKindOf(raw))
+		return 0, invalid("ttl", "want a number of minutes or null, got %s", rawKind(raw))
 	}
-	if m <= 0 || m > MaxTTLMinutes {
-		return 0, invalid("ttl", "%s minutes is outside the range above 0 and at most %d (send null for the store's default)", raw, MaxTTLMinutes)
+	if m <= 0 || m > handlers.MaxTTLMinutes {
+		return 0, invalid("ttl", "%s minutes is outside the range above 0 and at most %d (send null for the store's default)", raw, handlers.MaxTTLMinutes)
 	}
 	d := time.Duration(m * float64(time.Minute))
 	if d < time.Millisecond {
@@ -168,7 +166,7 @@ func (a *API) getItem(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	op := store.GetOp{Namespace: ns, Key: key}
-	if op.RefreshTTL, err = queryBool(q.Get("refresh_ttl"), "refresh_ttl"); err != nil {
+	if op.RefreshTTL, err = boolParam(q.Get("refresh_ttl"), "refresh_ttl"); err != nil {
 		fail(w, r, a.log, err)
 		return
 	}
@@ -193,9 +191,9 @@ func queryNamespace(s string) ([]string, error) {
 	return store.SplitNamespace(s), nil
 }
 
-// queryBool reads an optional boolean query parameter as the SDKs send it
+// boolParam reads an optional boolean query parameter as the SDKs send it
 // (JSON true/false; 1/0 too).
-func queryBool(s, name string) (*bool, error) {
+func boolParam(s, name string) (*bool, error) {
 	if s == "" {
 		return nil, nil
 	}
@@ -251,12 +249,12 @@ func (a *API) searchItems(w http.ResponseWriter, r *http.Request) {
 	}
 	op := store.SearchOp{NamespacePrefix: req.NamespacePrefix, RefreshTTL: req.RefreshTTL}
 	var err error
-	if op.Limit, op.Offset, err = page(req.Limit, req.Offset, store.DefaultSearchLimit); err != nil {
+	if op.Limit, op.Offset, err = storePage(req.Limit, req.Offset, store.DefaultSearchLimit); err != nil {
 		fail(w, r, a.log, err)
 		return
 	}
-	if !isNull(req.Filter) {
-		if err := decodeObject(req.Filter, &op.Filter); err != nil {
+	if !isJSONNull(req.Filter) {
+		if err := decodeJSONObject(req.Filter, &op.Filter); err != nil {
 			fail(w, r, a.log, invalid("filter", "want an object, got %s", err))
 			return
 		}
@@ -300,7 +298,7 @@ func (a *API) listNamespaces(w http.ResponseWriter, r *http.Request) {
 	}
 	var op store.ListNamespacesOp
 	var err error
-	if op.Limit, op.Offset, err = page(req.Limit, req.Offset, store.DefaultListLimit); err != nil {
+	if op.Limit, op.Offset, err = storePage(req.Limit, req.Offset, store.DefaultListLimit); err != nil {
 		fail(w, r, a.log, err)
 		return
 	}
@@ -340,8 +338,8 @@ func (a *API) listNamespaces(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"namespaces": list})
 }
 
-// page reads limit (1..store.MaxLimit, def when absent) and offset.
-func page(limit, offset *int, def int) (int, int, error) {
+// storePage reads limit (1..store.MaxLimit, def when absent) and offset.
+func storePage(limit, offset *int, def int) (int, int, error) {
 	l, o := def, 0
 	if limit != nil {
 		if l = *limit; l < 1 || l > store.MaxLimit {
@@ -401,15 +399,15 @@ func trimSentinel(err error, sentinel error) string {
 	return msg
 }
 
-func isNull(raw json.RawMessage) bool {
+func isJSONNull(raw json.RawMessage) bool {
 	s := strings.TrimSpace(string(raw))
 	return s == "" || s == "null"
 }
 
-// decodeObject decodes a JSON object with numbers kept exact until the
+// decodeJSONObject decodes a JSON object with numbers kept exact until the
 // store normalizes them; a non-object is described by its kind.
-func decodeObject(raw json.RawMessage, v *map[string]any) error {
-	if k := jsonKindOf(raw); k != "an object" {
+func decodeJSONObject(raw json.RawMessage, v *map[string]any) error {
+	if k := rawKind(raw); k != "an object" {
 		return errors.New(k)
 	}
 	dec := json.NewDecoder(strings.NewReader(string(raw)))
@@ -417,8 +415,8 @@ func decodeObject(raw json.RawMessage, v *map[string]any) error {
 	return dec.Decode(v)
 }
 
-// jsonKindOf names the kind of a JSON value, for messages.
-func jsonKindOf(raw json.RawMessage) string {
+// rawKind names the kind of a JSON value, for messages.
+func rawKind(raw json.RawMessage) string {
 	s := strings.TrimSpace(string(raw))
 	if s == "" {
 		return "nothing"
