@@ -39,7 +39,7 @@ func (a *API) threadGraph(ctx context.Context, thread string) (engine.Compiled, 
 	return a.cfg.Runs.Graph(info.Graph)
 }
 
-func boolParam(r *http.Request, name string) (bool, error) {
+func flagParam(r *http.Request, name string) (bool, error) {
 	switch v := r.URL.Query().Get(name); v {
 	case "", "false", "0":
 		return false, nil
@@ -60,7 +60,7 @@ func (a *API) getState(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	subgraphs, err := boolParam(r, "subgraphs")
+	subgraphs, err := flagParam(r, "subgraphs")
 	if err != nil {
 		fail(w, r, a.log, err)
 		return
