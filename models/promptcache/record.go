@@ -182,15 +182,18 @@ func (c *Cache) readRecords(ctx context.Context, thread string) ([]*Record, erro
 			break
 		}
 	}
-	// Call ids are time-ordered (uuid v7); the start time breaks ties
-	// between processes whose clocks disagree less than a call lasts.
-	slices.SortStableFunc(out, func(a, b *Record) int {
-		if c := a.StartedAt.Compare(b.StartedAt); c != 0 {
-			return c
-		}
-		return compareStrings(a.CallID, b.CallID)
-	})
+	slices.SortStableFunc(out, recordOrder)
 	return out, nil
+}
+
+// recordOrder is the one order of a thread's records, in the store and in
+// memory: by start time, then call id (uuid v7, time-ordered), so calls
+// that started together sort the same way in every process.
+func recordOrder(a, b *Record) int {
+	if c := a.StartedAt.Compare(b.StartedAt); c != 0 {
+		return c
+	}
+	return compareStrings(a.CallID, b.CallID)
 }
 
 func (c *Cache) saveRecord(ctx context.Context, r *Record) error {
