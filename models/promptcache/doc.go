@@ -34,7 +34,17 @@
 // top-level automatic cache_control set by the caller is kept, takes a
 // slot and replaces the last-message marker. Tools and system get the
 // thread's latched TTL (Config.TTL, chosen on the thread's first call);
-// message markers are 5m, so 1h entries always come before 5m ones.
+// message markers are 5m, so 1h entries always come before 5m ones. The
+// automatic marker comes last of all: a caller's automatic 1h marker
+// after a 5m marker of the layer's (a 5m thread TTL, or a bridge) is
+// downgraded to 5m, never the earlier markers upgraded, since the static
+// TTL is latched (R4) and a flip would bust every tier.
+//
+// Every call's record lists the markers as placed, the automatic one
+// included (Marker.Auto, on the block the provider puts it), so the next
+// call's bridge and lookback_exceeded know where it wrote. Distances are
+// counted as the provider's 20-block lookback counts them: in content
+// blocks — tools, system blocks, message blocks (Marker.Block).
 //
 // A fire-and-forget fork (a summary, a title) calls with
 // SkipCacheWrite(ctx): its message marker goes on the second-to-last

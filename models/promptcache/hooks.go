@@ -30,7 +30,10 @@ type call struct {
 	blockCount   int
 	promptBlocks int
 	sinceWrite   int
-	pinned       []string
+	// lastWritten is the content-block index of the previous call's last
+	// marker in this request (-1: none).
+	lastWritten int
+	pinned      []string
 
 	prev        *Record
 	lineage     string

@@ -75,6 +75,13 @@ type Marker struct {
 	// MessageBlock is the index of the marked block among the request's
 	// message content blocks (-1 for tools and system).
 	MessageBlock int `json:"message_block"`
+	// Block is the index of the marked block among the request's content
+	// blocks — tools, system blocks, message blocks — as the provider's
+	// 20-block lookback counts them.
+	Block int `json:"block"`
+	// Auto marks the caller's top-level automatic marker, recorded where
+	// the provider places it (the last block that may carry a marker).
+	Auto bool `json:"auto,omitempty"`
 }
 
 // Usage is a call's token usage in the cache's terms: Input is the
