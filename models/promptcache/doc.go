@@ -79,7 +79,13 @@
 // Config.Checkpoints the previous call is the nearest on the call's
 // checkpoint ancestors, so a time-travel fork compares with its own
 // branch (the record's lineage says "fork:branch"); Send siblings of one
-// step are not each other's baseline. After the call, a drop of cache
+// step are not each other's baseline. When that walk cannot be made —
+// the saver fails, or the call's checkpoint is not saved and cannot be
+// waited for (engine.ErrCheckpointNotSaved under DurabilityExit) — the
+// baseline is unknown: no break is judged, the record's break says
+// suspected baseline_unknown with a Reason, and the error goes to
+// Config.OnError. The latest call is no stand-in: on a fork it is
+// another branch's, and would claim a false break or hide a real one. After the call, a drop of cache
 // reads by more than 5% of the previous call's, and by at least
 // Config.MinDropTokens (1024), is a break, reported with the dimensions
 // that changed, or — when none did — the suspected cause: ttl_expired

@@ -35,11 +35,14 @@ type call struct {
 	lastWritten int
 	pinned      []string
 
-	prev        *Record
-	lineage     string
-	pending     []Dimension
-	changedTool []string
-	changedSys  []int
+	prev *Record
+	// baselineUnknown says why the previous call could not be found
+	// ("" when it was, or when there is none).
+	baselineUnknown string
+	lineage         string
+	pending         []Dimension
+	changedTool     []string
+	changedSys      []int
 
 	fan        *fanGroup
 	leader     bool
@@ -159,6 +162,10 @@ func (c *Cache) record(cl *call, req *models.Request, resp *models.Response) *Re
 	}
 	if cl.prev != nil {
 		r.PrevCallID = cl.prev.CallID
+	}
+	if cl.baselineUnknown != "" {
+		s := SuspectBaselineUnknown
+		r.Break.Suspected, r.Break.Reason = &s, cl.baselineUnknown
 	}
 	if resp.Err != nil {
 		r.Error = resp.Err.Error()

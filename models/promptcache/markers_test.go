@@ -2,12 +2,17 @@ package promptcache_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 
+	"github.com/superstep-dev/superstep/checkpoints"
+	"github.com/superstep-dev/superstep/engine"
 	"github.com/superstep-dev/superstep/models"
 	"github.com/superstep-dev/superstep/models/anthropic"
 	"github.com/superstep-dev/superstep/models/localprovider"
@@ -228,6 +233,102 @@ func TestLookbackAtTheEdge(t *testing.T) {
 			}
 			if want := n > promptcache.Lookback; r.Break.Detected != want || want && suspect != promptcache.SuspectLookbackExceeded {
 				t.Errorf("break %+v (suspected %q), want detected=%v as lookback_exceeded", r.Break, suspect, want)
+			}
+		})
+	}
+}
+
+// flakySaver fails the reads of a given checkpoint while fail is set.
+type flakySaver struct {
+	checkpoints.Saver
+	fail atomic.Bool
+}
+
+func (s *flakySaver) Get(ctx context.Context, cfg checkpoints.Config) (*checkpoints.Tuple, error) {
+	if s.fail.Load() && cfg.CheckpointID != "" {
+		return nil, errors.New("checkpoint store unavailable")
+	}
+	return s.Saver.Get(ctx, cfg)
+}
+
+// TestBaselineUnknown: when the walk to a call's previous call on its
+// branch cannot be made — its checkpoint is not saved and cannot be
+// waited for (DurabilityExit), or the saver fails — the call is judged
+// against no baseline: no break is claimed, the record says why, and the
+// error reaches Config.OnError.
+func TestBaselineUnknown(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name       string
+		durability engine.Durability
+		saverFails bool
+		wantErr    error
+	}{
+		{name: "wait fails under DurabilityExit", durability: engine.DurabilityExit, wantErr: engine.ErrCheckpointNotSaved},
+		{name: "saver fails", saverFails: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			saver := &flakySaver{Saver: checkpoints.NewMemory()}
+			var mu sync.Mutex
+			var reported []error
+			f := setup(t, promptcache.Config{})
+			pc, err := promptcache.New(promptcache.Config{Store: f.store, Checkpoints: saver, Now: f.clock.now, OnError: func(err error) {
+				mu.Lock()
+				reported = append(reported, err)
+				mu.Unlock()
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The double's usage is scripted so that, compared with the
+			// first call, the second would be a break.
+			f.server.Script(
+				localprovider.Turn{Text: "one", Usage: usage(0, 5100, 20)},
+				localprovider.Turn{Text: "two", Usage: usage(0, 5100, 40)},
+			)
+			m, err := anthropic.New(anthropic.Config{APIKey: "sk-test", BaseURL: f.url, Model: "claude-sonnet-4-5", Hooks: pc.Hooks()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			type State struct {
+				Messages []models.Message `json:"messages" reduce:"add_messages"`
+			}
+			g := engine.NewStateGraph[State]()
+			g.AddNode("agent", func(ctx context.Context, s State) (engine.Output, error) {
+				reply, err := models.Call(ctx, m, s.Messages, &models.CallOptions{Tools: tools})
+				if err != nil {
+					return nil, err
+				}
+				return engine.Update{"messages": []models.Message{reply}}, nil
+			})
+			g.AddEdge(engine.Start, "agent")
+			graph, err := g.Compile(engine.CompileOptions{Checkpointer: saver})
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := func(q string) engine.Update { return engine.Update{"messages": []models.Message{models.Human(q)}} }
+			if _, err := graph.Invoke(context.Background(), in("Weather in Paris?"), &engine.RunOptions{ThreadID: "t-unknown"}); err != nil {
+				t.Fatal(err)
+			}
+			saver.fail.Store(tc.saverFails)
+			if _, err := graph.Invoke(context.Background(), in("And in Rome?"), &engine.RunOptions{ThreadID: "t-unknown", Durability: tc.durability}); err != nil {
+				t.Fatal(err)
+			}
+			saver.fail.Store(false)
+			recs, err := pc.Records(context.Background(), "t-unknown")
+			if err != nil || len(recs) != 2 {
+				t.Fatalf("%d records, %v", len(recs), err)
+			}
+			b := recs[1].Break
+			if b.Detected || b.Suspected == nil || *b.Suspected != promptcache.SuspectBaselineUnknown || b.Reason == "" || recs[1].PrevCallID != "" {
+				t.Errorf("second call: prev %q, break %+v; want no break, baseline_unknown with a reason", recs[1].PrevCallID, b)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(reported) != 1 || tc.wantErr != nil && !errors.Is(reported[0], tc.wantErr) {
+				t.Errorf("errors reported %v, want one (%v)", reported, tc.wantErr)
 			}
 		})
 	}

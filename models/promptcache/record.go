@@ -111,8 +111,12 @@ type Break struct {
 	ChangedTools        []string    `json:"changed_tools,omitempty"`
 	ChangedSystemBlocks []int       `json:"changed_system_blocks,omitempty"`
 	// Suspected is the likely cause of a break where no dimension
-	// changed; null otherwise.
+	// changed; or baseline_unknown (with Detected false) when the call's
+	// previous call could not be found, so no break was judged; null
+	// otherwise.
 	Suspected *Suspect `json:"suspected"`
+	// Reason says in words why the baseline is unknown.
+	Reason string `json:"reason,omitempty"`
 }
 
 // Suspect is the suspected cause of a break no dimension explains.
@@ -125,6 +129,10 @@ const (
 	SuspectBelowMinimum      Suspect = "below_minimum"
 	SuspectConcurrentSibling Suspect = "concurrent_sibling"
 	SuspectUnknown           Suspect = "unknown"
+	// SuspectBaselineUnknown is no break: the call's previous call on its
+	// branch could not be found (its checkpoint history could not be
+	// read), so the call was not judged.
+	SuspectBaselineUnknown Suspect = "baseline_unknown"
 )
 
 // Price is a model's price in USD per million tokens.
