@@ -133,7 +133,11 @@
 // others wait in BeforeCall until its first byte (Hooks.FirstByte), or
 // its failure, then go and read its entry. A non-empty group name groups
 // calls across nodes instead. A waiting call gives up when its context
-// ends.
+// ends. A group is dropped when its leader's call ends, so the layer
+// holds only the groups whose leader is in flight, and a call that starts
+// later leads anew (and reads what the finished leader wrote). Outside a
+// node, with or without WithThread, the first call of each burst of one
+// thread and group leads and the rest of the burst waits for it.
 //
 // # Subgraphs that share the parent's prefix
 //

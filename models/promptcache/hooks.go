@@ -130,7 +130,7 @@ func (c *Cache) afterCall(ctx context.Context, req *models.Request, resp *models
 		return
 	}
 	if cl.leader {
-		cl.fan.release() // a leader that failed before its first byte
+		c.fanDone(cl.fan)
 	}
 	r := c.record(cl, req, resp)
 	ts := cl.ts
