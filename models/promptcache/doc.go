@@ -100,8 +100,9 @@
 // Every call leaves one Record (§6.3): where it ran (thread, checkpoint,
 // namespace, node, task, attempt, lineage), its hashes, marker positions,
 // block counts, usage (uncached input, reads, 5m and 1h writes, output),
-// hit ratio, cost with and without caching from Config.Prices, and the
-// break verdict. It is saved in Config.Store under ("promptcache",
+// hit ratio, cost with and without caching from Config.Prices (or
+// unpriced, cost unknown, for a model without a price), and the break
+// verdict. It is saved in Config.Store under ("promptcache",
 // <thread>, "calls") and emitted as the node's custom event
 // (engine.Emit, a Record value), so the Studio can show it live and after
 // a restart; Records(ctx, thread) reads a thread's records, oldest first.

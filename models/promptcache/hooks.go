@@ -178,8 +178,12 @@ func (c *Cache) record(cl *call, req *models.Request, resp *models.Response) *Re
 	if p := r.Usage.Prompt(); p > 0 {
 		r.HitRatio = round(float64(r.Usage.CacheRead)/float64(p), 4)
 	}
-	price := longestPrefix(c.cfg.Prices, cl.model)
-	r.CostUSD, r.CostUSDUncached = price.cost(r.Usage)
+	if price, ok := c.price(cl.model); ok {
+		r.CostUSD, r.CostUSDUncached = price.cost(r.Usage)
+	} else {
+		// No price: the cost is unknown, which is not free.
+		r.Unpriced = true
+	}
 	c.judge(cl, r)
 	return r
 }

@@ -333,3 +333,30 @@ func TestBaselineUnknown(t *testing.T) {
 		})
 	}
 }
+
+// TestUnpriced: a model the price table does not know is recorded as
+// unpriced, not as a call that cost $0; a priced one is not.
+func TestUnpriced(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		model    string
+		unpriced bool
+	}{{"claude-sonnet-4-5", false}, {"claude-opus-4-1", true}}
+	for _, tc := range cases {
+		t.Run(tc.model, func(t *testing.T) {
+			t.Parallel()
+			f := setup(t, promptcache.Config{Prices: map[string]promptcache.Price{"claude-sonnet-4": promptcache.AnthropicPrice(3, 15)}})
+			ctx := promptcache.WithThread(context.Background(), "t-price")
+			if _, err := f.anthropic(t, tc.model).Generate(ctx, conversation("You are a weather agent.", 1), &models.CallOptions{Tools: tools}); err != nil {
+				t.Fatal(err)
+			}
+			recs, err := f.cache.Records(context.Background(), "t-price")
+			if err != nil || len(recs) != 1 {
+				t.Fatalf("%d records, %v", len(recs), err)
+			}
+			if r := recs[0]; r.Unpriced != tc.unpriced || !tc.unpriced && r.CostUSD <= 0 {
+				t.Errorf("record unpriced=%v cost %v; want unpriced=%v", r.Unpriced, r.CostUSD, tc.unpriced)
+			}
+		})
+	}
+}

@@ -61,9 +61,12 @@ type Record struct {
 	HitRatio        float64 `json:"hit_ratio"`
 	CostUSD         float64 `json:"cost_usd"`
 	CostUSDUncached float64 `json:"cost_usd_uncached"`
-	Break           Break   `json:"break"`
-	StopReason      string  `json:"stop_reason,omitempty"`
-	Error           string  `json:"error,omitempty"`
+	// Unpriced: Config.Prices has no price for the model, so the cost is
+	// unknown (CostUSD and CostUSDUncached are 0 and mean nothing).
+	Unpriced   bool   `json:"unpriced,omitempty"`
+	Break      Break  `json:"break"`
+	StopReason string `json:"stop_reason,omitempty"`
+	Error      string `json:"error,omitempty"`
 }
 
 // Marker is one cache_control marker the layer placed.
