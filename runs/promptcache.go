@@ -21,8 +21,8 @@ const KindPromptCache Kind = "prompt_cache"
 
 // ModelCall summarises a promptcache.Record on a prompt_cache event: the
 // call's id, provider and model, usage (Input is the uncached part of
-// the prompt), hit ratio, cost and saving in USD (or unpriced), and the break verdict:
-// the dimensions that changed, or the suspected cause.
+// the prompt), hit ratio, cost and saving in USD (or unpriced), and the
+// break verdict: the dimensions that changed, or the suspected cause.
 type ModelCall struct {
 	ID         string  `json:"id"`
 	Provider   string  `json:"provider,omitempty"`
