@@ -56,8 +56,12 @@ func PromptCacheView(recs []promptcache.Record) web.PromptCacheView {
 		t.Write += u.CacheWrite5m + u.CacheWrite1h
 		t.Output += u.Output
 		t.Prompt += u.Prompt()
-		cost += r.CostUSD
-		uncached += r.CostUSDUncached
+		if r.Unpriced {
+			t.Unpriced++
+		} else {
+			cost += r.CostUSD
+			uncached += r.CostUSDUncached
+		}
 		if r.Break.Detected {
 			t.Breaks++
 		}
@@ -71,6 +75,10 @@ func PromptCacheView(recs []promptcache.Record) web.PromptCacheView {
 	if uncached > 0 {
 		t.SavingPct = strconv.FormatFloat(100*(uncached-cost)/uncached, 'f', 1, 64) + "%"
 	}
+	if t.Unpriced > 0 && t.Unpriced == t.Calls {
+		// Nothing priced: no amount to show, not $0.
+		t.Cost, t.Uncached, t.Saving, t.SavingPct = unpriced, unpriced, unpriced, "cost unknown"
+	}
 	return v
 }
 
@@ -82,6 +90,9 @@ func promptCall(r promptcache.Record, byID map[string]*promptcache.Record) web.P
 		Input: u.Input, Read: u.CacheRead, Write: u.CacheWrite5m + u.CacheWrite1h, Output: u.Output, Prompt: u.Prompt(),
 		Hit: pct(u.CacheRead, u.Prompt()), Cost: usd(r.CostUSD), Saving: usd(r.CostUSDUncached - r.CostUSD),
 		Bar: prefixBar(r),
+	}
+	if r.Unpriced {
+		c.Cost, c.Saving = unpriced, unpriced
 	}
 	if r.Error != "" {
 		c.Error = textcut.Cut(r.Error, PromptCacheErrorBytes)
@@ -109,6 +120,10 @@ func promptCall(r promptcache.Record, byID map[string]*promptcache.Record) web.P
 	}
 	return c
 }
+
+// unpriced stands for the cost of a call whose model has no price (the
+// layer's Config.Prices): unknown, which $0 would misstate as free.
+const unpriced = "unpriced"
 
 // suspectText says what each suspected cause means.
 var suspectText = map[string]string{

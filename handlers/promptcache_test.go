@@ -15,6 +15,7 @@ import (
 	"github.com/superstep-dev/superstep/handlers"
 	"github.com/superstep-dev/superstep/models/promptcache"
 	"github.com/superstep-dev/superstep/runs"
+	"github.com/superstep-dev/superstep/web"
 )
 
 func pcRecord(id string, read, write, input int) promptcache.Record {
@@ -143,4 +144,44 @@ type mapRecords map[string][]promptcache.Record
 
 func (m mapRecords) Records(_ context.Context, thread string) ([]promptcache.Record, error) {
 	return m[thread], nil
+}
+
+// An unpriced call shows "unpriced", not $0 as if it were free; the
+// totals price the priced calls and say how many were left out, or say
+// "unpriced" when none is priced; the fragment shows it.
+func TestPromptCacheViewUnpriced(t *testing.T) {
+	t.Parallel()
+	priced := pcRecord("call-p", 0, 1000, 20)
+	priced.CostUSD, priced.CostUSDUncached = 0.004, 0.003
+	free := pcRecord("call-u", 1000, 0, 20)
+	free.Unpriced = true
+	cases := []struct {
+		name      string
+		recs      []promptcache.Record
+		cost      string
+		row       string // the last row's cost and saving
+		html      string
+		unpricedN int
+	}{
+		{"mixed", []promptcache.Record{priced, free}, "$0.0040", "unpriced", "without 1 unpriced call", 1},
+		{"all unpriced", []promptcache.Record{free}, "unpriced", "unpriced", `<span class="pc-t-cost">unpriced</span>`, 1},
+		{"all priced", []promptcache.Record{priced}, "$0.0040", "$0.0040", `<span class="pc-t-cost">$0.0040</span>`, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			v := handlers.PromptCacheView(tc.recs)
+			last := v.Calls[len(v.Calls)-1]
+			if v.Totals.Cost != tc.cost || v.Totals.Unpriced != tc.unpricedN || last.Cost != tc.row || tc.row == "unpriced" && last.Saving != "unpriced" {
+				t.Errorf("totals %+v, last row cost %q saving %q; want cost %q, row %q", v.Totals, last.Cost, last.Saving, tc.cost, tc.row)
+			}
+			var b strings.Builder
+			if err := web.PromptCacheCalls(v).Render(context.Background(), &b); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(b.String(), tc.html) {
+				t.Errorf("fragment lacks %q: %.600s", tc.html, b.String())
+			}
+		})
+	}
 }

@@ -21,24 +21,27 @@ const KindPromptCache Kind = "prompt_cache"
 
 // ModelCall summarises a promptcache.Record on a prompt_cache event: the
 // call's id, provider and model, usage (Input is the uncached part of
-// the prompt), hit ratio, cost and saving in USD, and the break verdict:
-// the dimensions that changed, or the suspected cause.
+// the prompt), hit ratio, cost and saving in USD (or unpriced), and the
+// break verdict: the dimensions that changed, or the suspected cause.
 type ModelCall struct {
-	ID         string   `json:"id"`
-	Provider   string   `json:"provider,omitempty"`
-	Model      string   `json:"model,omitempty"`
-	Lineage    string   `json:"lineage,omitempty"`
-	Input      int      `json:"input"`
-	CacheRead  int      `json:"cache_read"`
-	CacheWrite int      `json:"cache_write"`
-	Output     int      `json:"output"`
-	HitRatio   float64  `json:"hit_ratio"`
-	CostUSD    float64  `json:"cost_usd"`
-	SavingUSD  float64  `json:"saving_usd"`
-	Break      bool     `json:"break,omitempty"`
-	Changed    []string `json:"changed,omitempty"`
-	Suspected  string   `json:"suspected,omitempty"`
-	Error      string   `json:"error,omitempty"`
+	ID         string  `json:"id"`
+	Provider   string  `json:"provider,omitempty"`
+	Model      string  `json:"model,omitempty"`
+	Lineage    string  `json:"lineage,omitempty"`
+	Input      int     `json:"input"`
+	CacheRead  int     `json:"cache_read"`
+	CacheWrite int     `json:"cache_write"`
+	Output     int     `json:"output"`
+	HitRatio   float64 `json:"hit_ratio"`
+	CostUSD    float64 `json:"cost_usd"`
+	SavingUSD  float64 `json:"saving_usd"`
+	// Unpriced: the model has no price, so CostUSD and SavingUSD are
+	// unknown (0 here does not mean free).
+	Unpriced  bool     `json:"unpriced,omitempty"`
+	Break     bool     `json:"break,omitempty"`
+	Changed   []string `json:"changed,omitempty"`
+	Suspected string   `json:"suspected,omitempty"`
+	Error     string   `json:"error,omitempty"`
 }
 
 // maxCallErrorBytes caps a failed call's error on an event.
@@ -80,7 +83,7 @@ func (r *runEvents) promptCall(ev engine.Event, now time.Time) (Event, bool) {
 		ID: cutText(rec.CallID, 128), Provider: cutText(rec.Provider, 128), Model: cutText(rec.Model, 128), Lineage: cutText(rec.Lineage, 64),
 		Input: u.Input, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite5m + u.CacheWrite1h, Output: u.Output,
 		HitRatio: rec.HitRatio, CostUSD: rec.CostUSD, SavingUSD: rec.CostUSDUncached - rec.CostUSD,
-		Break: rec.Break.Detected, Error: cutText(rec.Error, maxCallErrorBytes),
+		Unpriced: rec.Unpriced, Break: rec.Break.Detected, Error: cutText(rec.Error, maxCallErrorBytes),
 	}
 	if rec.Break.Detected {
 		for _, d := range rec.Break.ChangedDimensions {

@@ -32,7 +32,9 @@ func TestPromptCacheEvents(t *testing.T) {
 	gate := make(chan struct{})
 	inner := engine.NewStateGraph[S]()
 	inner.AddNode("agent", func(ctx context.Context, _ S) (engine.Output, error) {
-		engine.Emit(ctx, rec("inner-call"))
+		r := rec("inner-call")
+		r.Unpriced, r.CostUSD, r.CostUSDUncached = true, 0, 0
+		engine.Emit(ctx, r)
 		return nil, nil
 	})
 	inner.AddEdge(engine.Start, "agent")
@@ -80,10 +82,10 @@ func TestPromptCacheEvents(t *testing.T) {
 	if len(calls) != 2 {
 		t.Fatalf("%d prompt_cache events; want 2: %+v", len(calls), calls)
 	}
-	if c := calls[0]; c.Node != "call" || c.Path != "" || c.Call.ID != "outer-call" || c.Call.CacheWrite != 90 || !c.Call.Break || c.Call.Suspected != "ttl_expired" || c.Call.SavingUSD != 0.002 {
+	if c := calls[0]; c.Node != "call" || c.Path != "" || c.Call.ID != "outer-call" || c.Call.CacheWrite != 90 || !c.Call.Break || c.Call.Suspected != "ttl_expired" || c.Call.SavingUSD != 0.002 || c.Call.Unpriced {
 		t.Errorf("outer call event %+v %+v", c, c.Call)
 	}
-	if c := calls[1]; c.Node != "agent" || c.Path != "react" || c.Call.ID != "inner-call" {
+	if c := calls[1]; c.Node != "agent" || c.Path != "react" || c.Call.ID != "inner-call" || !c.Call.Unpriced {
 		t.Errorf("subgraph call event %+v", c)
 	}
 	b, _ := json.Marshal(calls[0])

@@ -172,7 +172,8 @@ func markers(p prompt) ([]int, []*CacheControl) {
 
 // planAnthropic looks a Messages prompt up and plans its writes
 // (reference §6.4). For each marker b it scans k(b) … k(b−20) for a live
-// entry; the hit is the largest index found. Every marker whose prefix
+// entry, counting content blocks only (a tier pseudo-block is passed
+// without counting); the hit is the largest index found. Every marker whose prefix
 // reaches the model's minimum writes (or refreshes) its entry, and the
 // hit's entry is refreshed. read = tokens(0..hit), creation =
 // tokens(hit..last written marker) split by the TTL of the marker ending
@@ -190,10 +191,17 @@ func (c *promptCache) planAnthropic(p prompt, cum []int, minTokens int) Usage {
 	c.mu.Lock()
 	hit := -1
 	for _, b := range at {
-		for i := b; i >= max(0, b-lookback); i-- {
+		// The lookback counts content blocks, as the API does: the tier
+		// pseudo-blocks are the double's own and are stepped over
+		// without counting (their prefixes are still tried).
+		steps := 0
+		for i := b; i >= 0 && steps <= lookback; i-- {
 			if c.live(cacheKey{owner: p.key, sum: sums[i]}, p.start) {
 				hit = max(hit, i)
 				break
+			}
+			if p.blocks[i].kind != "tier" {
+				steps++
 			}
 		}
 	}

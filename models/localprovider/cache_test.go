@@ -472,3 +472,50 @@ func TestAnthropicCacheAutomaticWalksBackPastThinking(t *testing.T) {
 		t.Fatalf("usage = %s, want the trailing thinking block uncached input", u.RawJSON())
 	}
 }
+
+// TestAnthropicCacheLookbackCountsContentBlocks: the 20-block lookback
+// counts content blocks (tools, system blocks, message blocks) as the
+// API does, not the double's tier pseudo-blocks: a message marker 20
+// content blocks after a written system entry reads it, 21 do not, even
+// though the ⟨tool_choice, thinking⟩ tier sits between them.
+func TestAnthropicCacheLookbackCountsContentBlocks(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		distance int // content blocks from the system marker to the message marker
+		reads    bool
+	}{{19, true}, {20, true}, {21, false}}
+	for _, tc := range cases {
+		t.Run(fmt.Sprint(tc.distance), func(t *testing.T) {
+			t.Parallel()
+			_, c := setupAnthropic(t, localprovider.Config{})
+			first := conversation(staticSystem, user("x"))
+			first.CacheControl = anthropic.CacheControlEphemeralParam{}
+			for i := range first.Tools {
+				first.Tools[i].OfTool.CacheControl = anthropic.CacheControlEphemeralParam{}
+			}
+			send(t, c, first) // writes the system entry only
+			// The second request's one marker is on its last message
+			// block: system[1] and the message blocks lie between.
+			var blocks []anthropic.ContentBlockParamUnion
+			for _, s := range numbered(tc.distance - 1) {
+				blocks = append(blocks, anthropic.NewTextBlock(s))
+			}
+			blocks[len(blocks)-1].OfText.CacheControl = anthropic.NewCacheControlEphemeralParam()
+			p := conversation(staticSystem, anthropic.NewUserMessage(blocks...))
+			p.CacheControl = anthropic.CacheControlEphemeralParam{}
+			for i := range p.Tools {
+				p.Tools[i].OfTool.CacheControl = anthropic.CacheControlEphemeralParam{}
+			}
+			p.System[0].CacheControl = anthropic.CacheControlEphemeralParam{}
+			u := send(t, c, p)
+			_, systemTier := tiers(t, c, p)
+			want := 0
+			if tc.reads {
+				want = systemTier
+			}
+			if int(u.CacheReadInputTokens) != want {
+				t.Fatalf("read %d, want %d (system tier %d)", u.CacheReadInputTokens, want, systemTier)
+			}
+		})
+	}
+}

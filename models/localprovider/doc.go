@@ -92,7 +92,9 @@
 //     automatic marker landing on a block marked with another TTL is a
 //     400 invalid_request_error.
 //   - Lookup, at the request's arrival on the Clock: for each marker b,
-//     k(b), k(b−1) … k(b−20) are tried; the hit is the largest index
+//     k(b), k(b−1) … k(b−20) are tried, counting content blocks only as
+//     the API does (a tier pseudo-block in between is tried but not
+//     counted); the hit is the largest index
 //     found live over all markers. So reads land only where an earlier
 //     request wrote, and more than 20 new blocks before a marker miss
 //     silently.

@@ -142,18 +142,25 @@ func (c *Cache) prepareAnthropic(ctx context.Context, cl *call, p *anthropic.Mes
 
 // placeAnthropic places the markers, in priority order while slots last:
 // the last message (second-to-last for a fork that skips its write), the
-// static system prefix, the tools, a bridge.
+// static system prefix, the tools, a bridge. A top-level automatic marker
+// set by the caller stands for the last-message one; it is recorded
+// with the others, so break detection knows where every call wrote.
+//
+// Distances are counted as the provider's 20-block lookback counts them:
+// in content blocks (tools, system blocks, message blocks), the
+// position of a marker being Marker.Block.
 func (c *Cache) placeAnthropic(cl *call, p *anthropic.MessageNewParams, positions []blockPos, boundary int, auto bool) {
 	slots := 4
 	if auto {
 		slots-- // the automatic marker takes one, and marks the last block itself
 	}
+	// offset is the content-block index of the first message block.
+	offset := len(p.Tools) + len(p.System)
 	lastWritten := -1
 	if cl.prev != nil {
-		for _, m := range cl.prev.Markers {
-			lastWritten = max(lastWritten, m.MessageBlock)
-		}
+		lastWritten = lastWrittenBlock(cl.prev, offset)
 	}
+	cl.lastWritten = lastWritten
 	target := len(positions) - 1
 	if cl.site.skipWrite && len(p.Messages) >= 2 {
 		// The last block of the second-to-last message.
@@ -165,57 +172,118 @@ func (c *Cache) placeAnthropic(cl *call, p *anthropic.MessageNewParams, position
 		target--
 	}
 	if lastWritten >= 0 {
-		cl.sinceWrite = len(positions) - 1 - lastWritten
+		cl.sinceWrite = max(offset+len(positions)-1-lastWritten, 0)
 	}
 	var marks []Marker
 	msgTTL := TTL5m
+	msgMarker := func(i int, ttl TTL) Marker {
+		pos := positions[i]
+		return Marker{At: fmt.Sprintf("messages[%d].content[%d]", pos.msg, pos.blk), TTL: ttl, MessageBlock: i, Block: offset + i}
+	}
 	if !auto && target >= 0 && slots > 0 {
 		pos := positions[target]
 		_, content := messageContent(&p.Messages[pos.msg])
 		*content[pos.blk].GetCacheControl() = cacheControl(msgTTL)
-		marks = append(marks, Marker{At: fmt.Sprintf("messages[%d].content[%d]", pos.msg, pos.blk), TTL: msgTTL, MessageBlock: target})
+		marks = append(marks, msgMarker(target, msgTTL))
 		slots--
 	}
 	if boundary >= 0 && slots > 0 {
 		p.System[boundary].CacheControl = cacheControl(cl.staticTTL)
-		marks = append(marks, Marker{At: fmt.Sprintf("system[%d]", boundary), TTL: cl.staticTTL, MessageBlock: -1})
+		marks = append(marks, Marker{At: fmt.Sprintf("system[%d]", boundary), TTL: cl.staticTTL, MessageBlock: -1, Block: len(p.Tools) + boundary})
 		slots--
 	}
 	if n := len(p.Tools); n > 0 && slots > 0 {
 		if cc := p.Tools[n-1].GetCacheControl(); cc != nil {
 			*cc = cacheControl(cl.staticTTL)
-			marks = append(marks, Marker{At: fmt.Sprintf("tools[%d]", n-1), TTL: cl.staticTTL, MessageBlock: -1})
+			marks = append(marks, Marker{At: fmt.Sprintf("tools[%d]", n-1), TTL: cl.staticTTL, MessageBlock: -1, Block: n - 1})
 			slots--
+		}
+	}
+	// The automatic marker lands on the last block that may carry one
+	// (the provider walks back past thinking blocks), the last message
+	// block whatever the fork; without messages, on the last system
+	// block or tool.
+	autoAt := -1
+	if auto {
+		autoAt = len(positions) - 1
+		for autoAt >= 0 && !positions[autoAt].cacheable {
+			autoAt--
+		}
+		if autoAt >= 0 {
+			target = autoAt
 		}
 	}
 	// R2: a second message marker only when the turn added more blocks
 	// than the lookback of the last marker reaches back to the previous
 	// entry.
-	if !c.cfg.NoBridge && lastWritten >= 0 && target-lastWritten > bridgeAfter && slots > 0 {
-		b := lastWritten + bridgeAfter
-		for b > lastWritten && !positions[b].cacheable {
+	if !c.cfg.NoBridge && lastWritten >= 0 && target >= 0 && offset+target-lastWritten > bridgeAfter && slots > 0 {
+		b := lastWritten + bridgeAfter - offset
+		for b >= 0 && offset+b > lastWritten && !positions[b].cacheable {
 			b--
 		}
-		if b > lastWritten {
+		if b >= 0 && offset+b > lastWritten {
 			pos := positions[b]
 			_, content := messageContent(&p.Messages[pos.msg])
 			*content[pos.blk].GetCacheControl() = cacheControl(msgTTL)
-			marks = append(marks, Marker{At: fmt.Sprintf("messages[%d].content[%d]", pos.msg, pos.blk), TTL: msgTTL, MessageBlock: b})
+			marks = append(marks, msgMarker(b, msgTTL))
 		}
 	}
+	if auto {
+		marks = append(marks, c.autoMarker(p, marks, positions, autoAt, offset))
+	}
 	// Report them in prefix order: tools, system, messages.
-	slices.SortStableFunc(marks, func(a, b Marker) int { return markerRank(a) - markerRank(b) })
+	slices.SortStableFunc(marks, func(a, b Marker) int { return a.Block - b.Block })
 	cl.markers = marks
 }
 
-func markerRank(m Marker) int {
-	switch {
-	case strings.HasPrefix(m.At, "tools"):
-		return -2
-	case strings.HasPrefix(m.At, "system"):
-		return -1
+// autoMarker is the caller's top-level automatic marker as placed: on the
+// message block autoAt (else the last system block, else the last tool).
+//
+// 1-hour entries must come before 5-minute ones (reference §1.2), and the
+// automatic marker is the last of all. When the caller asks for a 1h one
+// after a 5m marker of the layer's (the static prefix under a 5m thread
+// TTL, or a bridge), the automatic marker is downgraded to 5m rather than
+// the earlier markers upgraded: the static prefix's TTL is latched per
+// thread (R4), and flipping it mid-thread would change the marker bytes
+// and bust every tier; message entries are 5m anyway.
+func (c *Cache) autoMarker(p *anthropic.MessageNewParams, placed []Marker, positions []blockPos, autoAt, offset int) Marker {
+	ttl := TTL5m
+	if p.CacheControl.TTL == anthropic.CacheControlEphemeralTTLTTL1h {
+		ttl = TTL1h
 	}
-	return m.MessageBlock
+	for _, m := range placed {
+		if ttl == TTL1h && m.TTL != TTL1h {
+			ttl = TTL5m
+			p.CacheControl.TTL = anthropic.CacheControlEphemeralTTL(TTL5m)
+		}
+	}
+	m := Marker{TTL: ttl, Auto: true, MessageBlock: -1}
+	switch {
+	case autoAt >= 0:
+		pos := positions[autoAt]
+		m.At, m.MessageBlock, m.Block = fmt.Sprintf("messages[%d].content[%d]", pos.msg, pos.blk), autoAt, offset+autoAt
+	case len(p.System) > 0:
+		m.At, m.Block = fmt.Sprintf("system[%d]", len(p.System)-1), offset-1
+	case len(p.Tools) > 0:
+		m.At, m.Block = fmt.Sprintf("tools[%d]", len(p.Tools)-1), len(p.Tools)-1
+	}
+	return m
+}
+
+// lastWrittenBlock is the content-block index, in a request whose message
+// blocks start at offset, of the last position the previous call wrote:
+// its last marker. A message marker is placed by its message block, so a
+// record written before Marker.Block existed still counts right.
+func lastWrittenBlock(prev *Record, offset int) int {
+	last := -1
+	for _, m := range prev.Markers {
+		b := m.Block
+		if m.MessageBlock >= 0 {
+			b = offset + m.MessageBlock
+		}
+		last = max(last, b)
+	}
+	return last
 }
 
 func cacheControl(ttl TTL) anthropic.CacheControlEphemeralParam {

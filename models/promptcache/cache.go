@@ -51,7 +51,7 @@ const (
 var ErrNoReason = errors.New("promptcache: a DangerousUncachedSection needs a reason")
 
 // Config configures a Cache. The zero value works: an in-memory store,
-// 5-minute entries, no prices (costs are 0) and Anthropic's published
+// 5-minute entries, no prices (every call unpriced) and Anthropic's published
 // minimum lengths.
 type Config struct {
 	// Store keeps each thread's latches and per-call records under the
@@ -71,7 +71,8 @@ type Config struct {
 	// entries, after any 1h ones, as the API requires.
 	TTL func(ctx context.Context, thread string) TTL
 	// Prices prices calls by model name (the longest key that prefixes
-	// the model wins). A model without a price costs 0.
+	// the model wins). A call of a model without a price is recorded as
+	// unpriced (Record.Unpriced: its cost is unknown), not as free.
 	Prices map[string]Price
 	// MinTokens is the minimum cacheable prefix by model name prefix;
 	// nil is DefaultMinTokens.
@@ -186,7 +187,19 @@ func (c *Cache) minTokens(model string) int {
 	return longestPrefix(c.cfg.MinTokens, model)
 }
 
+// price is model's price from Config.Prices; false when none matches.
+func (c *Cache) price(model string) (Price, bool) {
+	return longestPrefixOK(c.cfg.Prices, model)
+}
+
 func longestPrefix[V any](m map[string]V, key string) V {
+	v, _ := longestPrefixOK(m, key)
+	return v
+}
+
+// longestPrefixOK is the value of the longest key of m that prefixes
+// key, and whether there is one.
+func longestPrefixOK[V any](m map[string]V, key string) (V, bool) {
 	var best V
 	n := -1
 	for k, v := range m {
@@ -194,5 +207,5 @@ func longestPrefix[V any](m map[string]V, key string) V {
 			best, n = v, len(k)
 		}
 	}
-	return best
+	return best, n >= 0
 }

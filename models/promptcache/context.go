@@ -39,6 +39,12 @@ func SkipCacheWrite(ctx context.Context) context.Context {
 // cache entry becomes readable, so they read it instead of each writing
 // the same prefix. An empty group is the running node's step: every Send
 // sibling of the same node started from the same checkpoint.
+//
+// A group lasts while its leader's call does: a call of the same group
+// that starts after the leader ended leads a new group. Outside a node
+// (a script, a test), where no checkpoint or step tells bursts apart,
+// the calls of one thread (WithThread, or none) and group form a group
+// per burst that way: the first of each burst leads.
 func LeadThenFan(ctx context.Context, group string) context.Context {
 	return context.WithValue(ctx, fanKey, fanOpt{group: group})
 }

@@ -64,7 +64,7 @@ func (c *Cache) suspect(cl *call, r *Record) Suspect {
 	if cl.started.Sub(prev.StartedAt) > ttl {
 		return SuspectTTLExpired
 	}
-	if cl.anthropic && cl.sinceWrite > Lookback && !reachable(prev, cl.markers) {
+	if cl.anthropic && cl.sinceWrite > Lookback && !reachable(cl.lastWritten, cl.markers) {
 		return SuspectLookbackExceeded
 	}
 	if r.Usage.Prompt() < c.minTokens(cl.model) {
@@ -76,18 +76,15 @@ func (c *Cache) suspect(cl *call, r *Record) Suspect {
 	return SuspectUnknown
 }
 
-// reachable reports whether some message marker of a call lies within the
-// lookback of the previous call's last written message position.
-func reachable(prev *Record, markers []Marker) bool {
-	last := -1
-	for _, m := range prev.Markers {
-		last = max(last, m.MessageBlock)
-	}
-	if last < 0 {
+// reachable reports whether some marker of a call lies within the
+// lookback of the previous call's last written position, counted in
+// content blocks as the provider counts them.
+func reachable(lastWritten int, markers []Marker) bool {
+	if lastWritten < 0 {
 		return true
 	}
 	for _, m := range markers {
-		if m.MessageBlock >= last && m.MessageBlock-last <= Lookback {
+		if m.Block >= lastWritten && m.Block-lastWritten <= Lookback {
 			return true
 		}
 	}

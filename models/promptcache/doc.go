@@ -34,7 +34,17 @@
 // top-level automatic cache_control set by the caller is kept, takes a
 // slot and replaces the last-message marker. Tools and system get the
 // thread's latched TTL (Config.TTL, chosen on the thread's first call);
-// message markers are 5m, so 1h entries always come before 5m ones.
+// message markers are 5m, so 1h entries always come before 5m ones. The
+// automatic marker comes last of all: a caller's automatic 1h marker
+// after a 5m marker of the layer's (a 5m thread TTL, or a bridge) is
+// downgraded to 5m, never the earlier markers upgraded, since the static
+// TTL is latched (R4) and a flip would bust every tier.
+//
+// Every call's record lists the markers as placed, the automatic one
+// included (Marker.Auto, on the block the provider puts it), so the next
+// call's bridge and lookback_exceeded know where it wrote. Distances are
+// counted as the provider's 20-block lookback counts them: in content
+// blocks — tools, system blocks, message blocks (Marker.Block).
 //
 // A fire-and-forget fork (a summary, a title) calls with
 // SkipCacheWrite(ctx): its message marker goes on the second-to-last
@@ -69,7 +79,13 @@
 // Config.Checkpoints the previous call is the nearest on the call's
 // checkpoint ancestors, so a time-travel fork compares with its own
 // branch (the record's lineage says "fork:branch"); Send siblings of one
-// step are not each other's baseline. After the call, a drop of cache
+// step are not each other's baseline. When that walk cannot be made —
+// the saver fails, or the call's checkpoint is not saved and cannot be
+// waited for (engine.ErrCheckpointNotSaved under DurabilityExit) — the
+// baseline is unknown: no break is judged, the record's break says
+// suspected baseline_unknown with a Reason, and the error goes to
+// Config.OnError. The latest call is no stand-in: on a fork it is
+// another branch's, and would claim a false break or hide a real one. After the call, a drop of cache
 // reads by more than 5% of the previous call's, and by at least
 // Config.MinDropTokens (1024), is a break, reported with the dimensions
 // that changed, or — when none did — the suspected cause: ttl_expired
@@ -84,8 +100,9 @@
 // Every call leaves one Record (§6.3): where it ran (thread, checkpoint,
 // namespace, node, task, attempt, lineage), its hashes, marker positions,
 // block counts, usage (uncached input, reads, 5m and 1h writes, output),
-// hit ratio, cost with and without caching from Config.Prices, and the
-// break verdict. It is saved in Config.Store under ("promptcache",
+// hit ratio, cost with and without caching from Config.Prices (or
+// unpriced, cost unknown, for a model without a price), and the break
+// verdict. It is saved in Config.Store under ("promptcache",
 // <thread>, "calls") and emitted as the node's custom event
 // (engine.Emit, a Record value), so the Studio can show it live and after
 // a restart; Records(ctx, thread) reads a thread's records, oldest first.
@@ -117,7 +134,11 @@
 // others wait in BeforeCall until its first byte (Hooks.FirstByte), or
 // its failure, then go and read its entry. A non-empty group name groups
 // calls across nodes instead. A waiting call gives up when its context
-// ends.
+// ends. A group is dropped when its leader's call ends, so the layer
+// holds only the groups whose leader is in flight, and a call that starts
+// later leads anew (and reads what the finished leader wrote). Outside a
+// node, with or without WithThread, the first call of each burst of one
+// thread and group leads and the rest of the burst waits for it.
 //
 // # Subgraphs that share the parent's prefix
 //

@@ -3,7 +3,6 @@ package promptcache
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 )
 
@@ -11,7 +10,7 @@ import (
 // start together. The first leads; released closes when its reply's
 // first byte arrives (or it fails), and the others go.
 type fanGroup struct {
-	prefix   string
+	key      string
 	released chan struct{}
 	once     sync.Once
 }
@@ -26,19 +25,11 @@ func (c *Cache) fanWait(ctx context.Context, cl *call) error {
 	if name == "" {
 		name = cl.site.lineageKey
 	}
-	prefix := cl.ts.id + "\x00" + name + "\x00"
-	key := prefix + fmt.Sprintf("%s\x00%d", t.CheckpointID, t.Step)
+	key := cl.ts.id + "\x00" + name + "\x00" + fmt.Sprintf("%s\x00%d", t.CheckpointID, t.Step)
 	c.mu.Lock()
 	g := c.fans[key]
 	if g == nil {
-		// A new step of the same group: the groups of earlier steps are
-		// released and no longer needed.
-		for k, old := range c.fans {
-			if strings.HasPrefix(k, prefix) && old.isReleased() {
-				delete(c.fans, k)
-			}
-		}
-		g = &fanGroup{prefix: prefix, released: make(chan struct{})}
+		g = &fanGroup{key: key, released: make(chan struct{})}
 		c.fans[key] = g
 		c.mu.Unlock()
 		cl.fan, cl.leader = g, true
@@ -56,11 +47,19 @@ func (c *Cache) fanWait(ctx context.Context, cl *call) error {
 	}
 }
 
-func (g *fanGroup) isReleased() bool {
-	select {
-	case <-g.released:
-		return true
-	default:
-		return false
+// fanDone ends a leader's group when its call ends: the group is
+// released (a leader that failed before its first byte frees the
+// others too) and dropped, so the groups held are only those whose
+// leader is in flight. A call of the same group that starts later leads
+// a new group: it goes at once and reads what the finished leader wrote.
+// Outside a node (no checkpoint, no step), where every call of a thread
+// and group has the same key, this is what makes each burst of calls
+// lead anew instead of the first call of the process leading for ever.
+func (c *Cache) fanDone(g *fanGroup) {
+	g.release()
+	c.mu.Lock()
+	if c.fans[g.key] == g {
+		delete(c.fans, g.key)
 	}
+	c.mu.Unlock()
 }

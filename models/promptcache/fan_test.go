@@ -11,16 +11,45 @@ import (
 )
 
 // TestLeadThenFan: of three calls that opt in together, one goes; the
-// others wait until its first byte, then go.
+// others wait until its first byte, then go. A later burst of the same
+// group leads anew — outside a node too, where no checkpoint or step
+// tells bursts apart — and a finished group is not kept.
 func TestLeadThenFan(t *testing.T) {
 	t.Parallel()
-	c, err := New(Config{})
-	if err != nil {
-		t.Fatal(err)
+	cases := []struct {
+		name string
+		ctx  context.Context
+	}{
+		{"with a thread", WithThread(context.Background(), "t-fan")},
+		{"outside a node, no thread", context.Background()},
 	}
-	waiting := make(chan struct{}, 3)
-	c.onWait = func() { waiting <- struct{}{} }
-	ctx := LeadThenFan(WithThread(context.Background(), "t-fan"), "children")
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := New(Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			waiting := make(chan struct{}, 3)
+			c.onWait = func() { waiting <- struct{}{} }
+			ctx := LeadThenFan(tc.ctx, "children")
+			for burst := range 3 {
+				fanBurst(t, c, ctx, waiting)
+				c.mu.Lock()
+				n := len(c.fans)
+				c.mu.Unlock()
+				if n != 0 {
+					t.Fatalf("after burst %d, %d groups held; want none", burst, n)
+				}
+			}
+		})
+	}
+}
+
+// fanBurst starts three calls together and checks that one leads and the
+// two others go only after its first byte.
+func fanBurst(t *testing.T, c *Cache, ctx context.Context, waiting chan struct{}) {
+	t.Helper()
 	hooks := c.Hooks()
 	entered := make(chan *models.Response, 3)
 	firstByte := make(chan struct{})

@@ -30,13 +30,19 @@ type call struct {
 	blockCount   int
 	promptBlocks int
 	sinceWrite   int
-	pinned       []string
+	// lastWritten is the content-block index of the previous call's last
+	// marker in this request (-1: none).
+	lastWritten int
+	pinned      []string
 
-	prev        *Record
-	lineage     string
-	pending     []Dimension
-	changedTool []string
-	changedSys  []int
+	prev *Record
+	// baselineUnknown says why the previous call could not be found
+	// ("" when it was, or when there is none).
+	baselineUnknown string
+	lineage         string
+	pending         []Dimension
+	changedTool     []string
+	changedSys      []int
 
 	fan        *fanGroup
 	leader     bool
@@ -124,7 +130,7 @@ func (c *Cache) afterCall(ctx context.Context, req *models.Request, resp *models
 		return
 	}
 	if cl.leader {
-		cl.fan.release() // a leader that failed before its first byte
+		c.fanDone(cl.fan)
 	}
 	r := c.record(cl, req, resp)
 	ts := cl.ts
@@ -157,6 +163,10 @@ func (c *Cache) record(cl *call, req *models.Request, resp *models.Response) *Re
 	if cl.prev != nil {
 		r.PrevCallID = cl.prev.CallID
 	}
+	if cl.baselineUnknown != "" {
+		s := SuspectBaselineUnknown
+		r.Break.Suspected, r.Break.Reason = &s, cl.baselineUnknown
+	}
 	if resp.Err != nil {
 		r.Error = resp.Err.Error()
 		return r
@@ -168,8 +178,12 @@ func (c *Cache) record(cl *call, req *models.Request, resp *models.Response) *Re
 	if p := r.Usage.Prompt(); p > 0 {
 		r.HitRatio = round(float64(r.Usage.CacheRead)/float64(p), 4)
 	}
-	price := longestPrefix(c.cfg.Prices, cl.model)
-	r.CostUSD, r.CostUSDUncached = price.cost(r.Usage)
+	if price, ok := c.price(cl.model); ok {
+		r.CostUSD, r.CostUSDUncached = price.cost(r.Usage)
+	} else {
+		// No price: the cost is unknown, which is not free.
+		r.Unpriced = true
+	}
 	c.judge(cl, r)
 	return r
 }

@@ -2,6 +2,7 @@ package promptcache
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/engine"
@@ -46,7 +47,17 @@ func (c *Cache) findPrevious(ctx context.Context, cl *call) {
 	}
 	prev := latest
 	if c.cfg.Checkpoints != nil && ckpt != "" && latest != nil && latest.CheckpointID != ckpt {
-		prev = c.onBranch(ctx, cl, recs, usable, latest)
+		var err error
+		prev, err = c.onBranch(ctx, cl, recs, usable)
+		if err != nil {
+			// The branch cannot be walked: the latest call of the lineage
+			// may be on another branch, and comparing with it could claim
+			// a break that is none, or miss one. No baseline, then, and
+			// the record says why.
+			cl.baselineUnknown = "the call's checkpoint history could not be read, so its previous call on this branch is unknown; no break is judged"
+			c.reportError(err)
+			prev, latest = nil, nil
+		}
 	}
 	cl.prev = prev
 	switch {
@@ -68,14 +79,17 @@ func (c *Cache) findPrevious(ctx context.Context, cl *call) {
 }
 
 // onBranch walks up from the call's checkpoint to the nearest ancestor
-// with a usable call of the lineage.
+// with a usable call of the lineage (nil: none).
 //
 // A checkpoint the saver does not hold yet (DurabilityAsync saves the
 // step's checkpoint while its tasks run) is waited for once
-// (engine.WaitCheckpoint); under DurabilityExit, where nothing is saved
-// before the run ends, the walk falls back to latest, which is exact for
-// a linear thread.
-func (c *Cache) onBranch(ctx context.Context, cl *call, recs []*Record, usable func(*Record) bool, latest *Record) *Record {
+// (engine.WaitCheckpoint). When the walk cannot go on — the saver
+// fails, the wait fails (ErrCheckpointNotSaved under DurabilityExit,
+// where nothing is saved before the run ends; the context ended), or the
+// checkpoint is still missing after it — it returns an error: the
+// baseline is unknown, and the latest call is no stand-in for it (on a
+// fork it is another branch's).
+func (c *Cache) onBranch(ctx context.Context, cl *call, recs []*Record, usable func(*Record) bool) (*Record, error) {
 	at := map[string]*Record{}
 	for _, r := range recs {
 		if usable(r) && r.CheckpointID != "" {
@@ -87,10 +101,10 @@ func (c *Cache) onBranch(ctx context.Context, cl *call, recs []*Record, usable f
 	waited := false
 	for range maxAncestors {
 		if id == "" {
-			return nil
+			return nil, nil
 		}
 		if r := at[id]; r != nil {
-			return r
+			return r, nil
 		}
 		ts.mu.Lock()
 		parent, ok := ts.parents[id]
@@ -102,13 +116,15 @@ func (c *Cache) onBranch(ctx context.Context, cl *call, recs []*Record, usable f
 				// Not saved yet (DurabilityAsync): wait for the run's
 				// saves, once, and look again.
 				waited = true
-				if werr := engine.WaitCheckpoint(ctx); werr == nil {
+				if err = engine.WaitCheckpoint(ctx); err == nil {
 					tup, err = c.cfg.Checkpoints.Get(ctx, cfg)
 				}
 			}
-			if err != nil || tup == nil {
-				c.reportError(err)
-				return latest
+			switch {
+			case err != nil:
+				return nil, fmt.Errorf("promptcache: thread %q: reading checkpoint %s for the previous call of %s: %w", ts.id, id, cl.site.lineageKey, err)
+			case tup == nil:
+				return nil, fmt.Errorf("promptcache: thread %q: checkpoint %s is not saved, so the previous call of %s is unknown", ts.id, id, cl.site.lineageKey)
 			}
 			if tup.ParentConfig != nil {
 				parent = tup.ParentConfig.CheckpointID
@@ -119,5 +135,5 @@ func (c *Cache) onBranch(ctx context.Context, cl *call, recs []*Record, usable f
 		}
 		id = parent
 	}
-	return nil
+	return nil, nil
 }

@@ -61,9 +61,12 @@ type Record struct {
 	HitRatio        float64 `json:"hit_ratio"`
 	CostUSD         float64 `json:"cost_usd"`
 	CostUSDUncached float64 `json:"cost_usd_uncached"`
-	Break           Break   `json:"break"`
-	StopReason      string  `json:"stop_reason,omitempty"`
-	Error           string  `json:"error,omitempty"`
+	// Unpriced: Config.Prices has no price for the model, so the cost is
+	// unknown (CostUSD and CostUSDUncached are 0 and mean nothing).
+	Unpriced   bool   `json:"unpriced,omitempty"`
+	Break      Break  `json:"break"`
+	StopReason string `json:"stop_reason,omitempty"`
+	Error      string `json:"error,omitempty"`
 }
 
 // Marker is one cache_control marker the layer placed.
@@ -75,6 +78,13 @@ type Marker struct {
 	// MessageBlock is the index of the marked block among the request's
 	// message content blocks (-1 for tools and system).
 	MessageBlock int `json:"message_block"`
+	// Block is the index of the marked block among the request's content
+	// blocks — tools, system blocks, message blocks — as the provider's
+	// 20-block lookback counts them.
+	Block int `json:"block"`
+	// Auto marks the caller's top-level automatic marker, recorded where
+	// the provider places it (the last block that may carry a marker).
+	Auto bool `json:"auto,omitempty"`
 }
 
 // Usage is a call's token usage in the cache's terms: Input is the
@@ -104,8 +114,12 @@ type Break struct {
 	ChangedTools        []string    `json:"changed_tools,omitempty"`
 	ChangedSystemBlocks []int       `json:"changed_system_blocks,omitempty"`
 	// Suspected is the likely cause of a break where no dimension
-	// changed; null otherwise.
+	// changed; or baseline_unknown (with Detected false) when the call's
+	// previous call could not be found, so no break was judged; null
+	// otherwise.
 	Suspected *Suspect `json:"suspected"`
+	// Reason says in words why the baseline is unknown.
+	Reason string `json:"reason,omitempty"`
 }
 
 // Suspect is the suspected cause of a break no dimension explains.
@@ -118,6 +132,10 @@ const (
 	SuspectBelowMinimum      Suspect = "below_minimum"
 	SuspectConcurrentSibling Suspect = "concurrent_sibling"
 	SuspectUnknown           Suspect = "unknown"
+	// SuspectBaselineUnknown is no break: the call's previous call on its
+	// branch could not be found (its checkpoint history could not be
+	// read), so the call was not judged.
+	SuspectBaselineUnknown Suspect = "baseline_unknown"
 )
 
 // Price is a model's price in USD per million tokens.
@@ -182,15 +200,18 @@ func (c *Cache) readRecords(ctx context.Context, thread string) ([]*Record, erro
 			break
 		}
 	}
-	// Call ids are time-ordered (uuid v7); the start time breaks ties
-	// between processes whose clocks disagree less than a call lasts.
-	slices.SortStableFunc(out, func(a, b *Record) int {
-		if c := a.StartedAt.Compare(b.StartedAt); c != 0 {
-			return c
-		}
-		return compareStrings(a.CallID, b.CallID)
-	})
+	slices.SortStableFunc(out, recordOrder)
 	return out, nil
+}
+
+// recordOrder is the one order of a thread's records, in the store and in
+// memory: by start time, then call id (uuid v7, time-ordered), so calls
+// that started together sort the same way in every process.
+func recordOrder(a, b *Record) int {
+	if c := a.StartedAt.Compare(b.StartedAt); c != 0 {
+		return c
+	}
+	return compareStrings(a.CallID, b.CallID)
 }
 
 func (c *Cache) saveRecord(ctx context.Context, r *Record) error {

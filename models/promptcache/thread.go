@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -44,6 +45,9 @@ type threadState struct {
 	// loaded: the store has been read (or the thread is anonymous).
 	loaded  bool
 	latches latches
+	// saved is latches as last persisted: a failed save rolls latches
+	// back to it, so memory never holds a choice the store does not.
+	saved latches
 	// tools caches the decoded pinned definitions by the same keys as
 	// latches.Tools.
 	tools map[string]any
@@ -95,6 +99,7 @@ func (c *Cache) load(ctx context.Context, ts *threadState) error {
 			return fmt.Errorf("promptcache: the stored latches of thread %q: %w", ts.id, err)
 		}
 	}
+	ts.saved = ts.latches.clone()
 	recs, err := c.readRecords(ctx, ts.id)
 	if err != nil {
 		return err
@@ -105,23 +110,42 @@ func (c *Cache) load(ctx context.Context, ts *threadState) error {
 	return nil
 }
 
+// saveLatches persists ts.latches, which the caller has just changed.
+// When the save fails the change is undone (ts.latches goes back to what
+// the store holds), so a latch is never in force in memory, and sent,
+// while a restart would not find it. ts.mu is held.
 func (c *Cache) saveLatches(ctx context.Context, ts *threadState) error {
 	if ts.id == "" {
 		return nil
 	}
 	v, err := toMap(ts.latches)
-	if err != nil {
-		return err
+	if err == nil {
+		_, err = store.Do(ctx, c.cfg.Store, store.PutOp{Namespace: threadNS(ts.id), Key: "latches", Value: v, Index: store.NoIndex, TTL: store.NoTTL})
 	}
-	if _, err := store.Do(ctx, c.cfg.Store, store.PutOp{Namespace: threadNS(ts.id), Key: "latches", Value: v, Index: store.NoIndex, TTL: store.NoTTL}); err != nil {
+	if err != nil {
+		ts.latches = ts.saved.clone()
+		ts.tools = nil // decoded pins of the rolled-back latches
 		return fmt.Errorf("promptcache: saving the latches of thread %q: %w", ts.id, err)
 	}
+	ts.saved = ts.latches.clone()
 	return nil
 }
 
-// add indexes a record by its lineage.
+// clone is a deep copy of l.
+func (l latches) clone() latches {
+	l.Betas = slices.Clone(l.Betas)
+	l.Sections = maps.Clone(l.Sections)
+	l.Tools = maps.Clone(l.Tools)
+	return l
+}
+
+// add indexes a record by its lineage, in the order Records reads them
+// back from the store (recordOrder), not in completion order: a live
+// process and a restarted one then pick the same previous call.
 func (ts *threadState) add(r *Record) {
-	l := append(ts.byLineage[r.LineageKey], r)
+	l := ts.byLineage[r.LineageKey]
+	i, _ := slices.BinarySearchFunc(l, r, recordOrder)
+	l = slices.Insert(l, i, r)
 	if len(l) > recordsKept {
 		l = slices.Delete(l, 0, len(l)-recordsKept)
 	}
