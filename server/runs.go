@@ -126,9 +126,20 @@ func (r *apiRun) pendingJSON(thread string) map[string]any {
 // cancelled and deleted with its checkpoints (rollback), or queued
 // behind it (enqueue, the default).
 func (a *API) startRun(ctx context.Context, thread string, p *runPlan) (*apiRun, error) {
-	assistantID, graph, err := a.resolveAssistantGraph(ctx, p.body.AssistantID)
+	if p.body.AssistantID == "" {
+		return nil, invalid("assistant_id", "required: an assistant id or a graph id")
+	}
+	as, err := a.resolveAssistant(ctx, p.body.AssistantID)
 	if err != nil {
 		return nil, err
+	}
+	assistantID, graph := as.ID, as.Graph
+	// The run's config over the assistant's: its recursion limit applies
+	// when the run gives none.
+	if p.options.RecursionLimit == 0 {
+		if rl, ok := plainJSON(as.Config["recursion_limit"]).(float64); ok && rl >= 1 && rl <= runs.MaxRecursionLimit && rl == float64(int(rl)) {
+			p.options.RecursionLimit = int(rl)
+		}
 	}
 	if p.body.Webhook != "" {
 		if err := a.checkWebhook(p.body.Webhook); err != nil {
@@ -871,13 +882,6 @@ func checkUUID(field, s string) error {
 		}
 	}
 	return nil
-}
-
-func clipped(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "…"
-	}
-	return s
 }
 
 // newRunID is a fresh run id: a time-ordered UUID, as upstream's.

@@ -240,8 +240,9 @@ func TestStreamRunOnANewThread(t *testing.T) {
 		}
 	}
 	run := c.json("GET", "/threads/"+thread+"/runs/"+runID, nil, 200)
-	if run["status"] != "success" || run["assistant_id"] != "linear" || run["multitask_strategy"] != "enqueue" {
-		t.Fatalf("run %v: want success, assistant linear, enqueue", run)
+	as := c.json("GET", "/assistants/linear", nil, 200)
+	if run["status"] != "success" || run["assistant_id"] != as["assistant_id"] || run["multitask_strategy"] != "enqueue" {
+		t.Fatalf("run %v: want success, the graph's assistant %v, enqueue", run, as["assistant_id"])
 	}
 }
 

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
@@ -28,6 +30,10 @@ type Config struct {
 	// through the API shows live on the thread page, and the other way
 	// round.
 	Runs *runs.Manager
+	// Assistants keeps the assistants /assistants serves; nil keeps them
+	// in memory. Each registered graph's own assistant is stored when the
+	// API is built.
+	Assistants runs.AssistantStore
 	// Store backs /store; nil answers those routes 404.
 	Store store.Store
 	// Token, when set, is required on every route but /ok, as
@@ -72,9 +78,17 @@ func New(cfg Config) (*API, error) {
 			return nil, fmt.Errorf("server: CORS origin %q: want a scheme and host, as https://smith.langchain.com, or *", o)
 		}
 	}
+	if cfg.Assistants == nil {
+		cfg.Assistants = runs.NewMemoryAssistants()
+	}
 	a := &API{cfg: cfg, log: cfg.Logger, done: make(chan struct{})}
 	if a.log == nil {
 		a.log = slog.Default()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := a.ensureSystemAssistants(ctx); err != nil {
+		return nil, err
 	}
 	r := chi.NewRouter()
 	r.Get("/ok", a.ok)

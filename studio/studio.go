@@ -143,6 +143,8 @@ func Open(ctx context.Context, cfg Config) (*Studio, error) {
 	// The run log keeps what a reloaded thread page shows of past runs
 	// (cache hits, cancelled tasks, durations, answers).
 	var runLog runs.RunLog = runs.NewMemoryRunLog()
+	// The API's assistants (nil: in memory).
+	var assistants runs.AssistantStore
 	if cfg.DatabaseURL != "" {
 		pool, err := pgxpool.New(ctx, cfg.DatabaseURL)
 		if err != nil {
@@ -184,6 +186,7 @@ func Open(ctx context.Context, cfg Config) (*Studio, error) {
 		b = Backends{Checkpointer: pgsaver.New(pool, &pgsaver.Options{RetryWindow: cfg.DBRetryWindow}), Cache: c, Store: st}
 		threads = pgthreads.New(pool, pgthreads.WithRetryWindow(cfg.DBRetryWindow))
 		runLog = pgthreads.NewRunLog(pool, pgthreads.WithRetryWindow(cfg.DBRetryWindow))
+		assistants = pgthreads.NewAssistants(pool, pgthreads.WithRetryWindow(cfg.DBRetryWindow))
 	} else {
 		st, err := store.NewMemory(store.Options{Index: storeIndex()})
 		if err != nil {
@@ -245,7 +248,7 @@ func Open(ctx context.Context, cfg Config) (*Studio, error) {
 	}
 
 	s.runs = mgr
-	api, err := server.New(server.Config{Runs: mgr, Store: b.Store, Token: cfg.AuthToken, CORSOrigins: cfg.CORSOrigins, WebhookHosts: cfg.WebhookHosts, Logger: log})
+	api, err := server.New(server.Config{Runs: mgr, Assistants: assistants, Store: b.Store, Token: cfg.AuthToken, CORSOrigins: cfg.CORSOrigins, WebhookHosts: cfg.WebhookHosts, Logger: log})
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("studio: %w", err)

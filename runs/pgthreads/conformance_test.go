@@ -25,3 +25,11 @@ func TestRunLogConformance(t *testing.T) {
 		return pgthreads.NewRunLog(pgtest.Tx(t))
 	})
 }
+
+// TestAssistantsConformance runs the assistants' suite the same way.
+func TestAssistantsConformance(t *testing.T) {
+	t.Parallel()
+	runstest.ExerciseAssistants(t, func(t *testing.T) runs.AssistantStore {
+		return pgthreads.NewAssistants(pgtest.Tx(t))
+	})
+}

@@ -86,3 +86,70 @@ LIMIT $2`
 
 	sqlDeleteRun = `DELETE FROM studio_runs WHERE thread_id = $1 AND run_id = $2`
 )
+
+// The assistants' statements, on the tables of
+// migrations/008_assistants.sql. Times come from the caller.
+const (
+	assistantColumns = `id, graph, name, description, config, context, metadata, version, created_at, updated_at`
+
+	// sqlCreateAssistant stores version 1 and the assistant together; no
+	// row back means the id is taken.
+	sqlCreateAssistant = `
+WITH a AS (
+    INSERT INTO studio_assistants (id, graph, name, description, config, context, metadata, version, last_version, created_at, updated_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, 1, 1, $8, $9)
+    ON CONFLICT (id) DO NOTHING
+    RETURNING ` + assistantColumns + `
+), v AS (
+    INSERT INTO studio_assistant_versions (assistant_id, version, graph, name, description, config, context, metadata, created_at)
+    SELECT id, 1, graph, name, description, config, context, metadata, updated_at FROM a
+)
+SELECT ` + assistantColumns + ` FROM a`
+
+	sqlGetAssistant = `SELECT ` + assistantColumns + ` FROM studio_assistants WHERE id = $1`
+
+	sqlAssistantExists = `SELECT EXISTS (SELECT 1 FROM studio_assistants WHERE id = $1)`
+
+	// sqlPatchAssistant makes the next version from the current row, which
+	// the UPDATE locks: a concurrent change waits and numbers after it.
+	// NULL parameters keep a field; $4 says whether $5 sets the
+	// description (which may be set to NULL). Metadata merges key by key.
+	sqlPatchAssistant = `
+WITH up AS (
+    UPDATE studio_assistants
+    SET graph = coalesce($2, graph), name = coalesce($3, name),
+        description = CASE WHEN $4::boolean THEN $5 ELSE description END,
+        config = coalesce($6::jsonb, config), context = coalesce($7::jsonb, context),
+        metadata = metadata || $8::jsonb,
+        version = last_version + 1, last_version = last_version + 1, updated_at = $9
+    WHERE id = $1
+    RETURNING ` + assistantColumns + `
+), v AS (
+    INSERT INTO studio_assistant_versions (assistant_id, version, graph, name, description, config, context, metadata, created_at)
+    SELECT id, version, graph, name, description, config, context, metadata, updated_at FROM up
+)
+SELECT ` + assistantColumns + ` FROM up`
+
+	sqlDeleteAssistant = `DELETE FROM studio_assistants WHERE id = $1`
+
+	sqlSetLatestVersion = `
+UPDATE studio_assistants a
+SET graph = v.graph, name = v.name, description = v.description, config = v.config,
+    context = v.context, metadata = v.metadata, version = v.version, updated_at = $3
+FROM studio_assistant_versions v
+WHERE a.id = $1 AND v.assistant_id = $1 AND v.version = $2
+RETURNING a.id, a.graph, a.name, a.description, a.config, a.context, a.metadata, a.version, a.created_at, a.updated_at`
+
+	// Each version reads as an assistant made when the version was.
+	sqlAssistantVersions = `
+SELECT v.assistant_id, v.graph, v.name, v.description, v.config, v.context, v.metadata, v.version, a.created_at, v.created_at
+FROM studio_assistant_versions v JOIN studio_assistants a ON a.id = v.assistant_id
+WHERE v.assistant_id = $1 AND v.metadata @> $2::jsonb
+ORDER BY v.version DESC
+LIMIT $3 OFFSET $4`
+
+	// assistantFilter: "" selects every graph and name.
+	assistantFilter = `WHERE ($1 = '' OR graph = $1) AND ($2 = '' OR name = $2) AND metadata @> $3::jsonb`
+
+	sqlCountAssistants = `SELECT count(*) FROM studio_assistants ` + assistantFilter
+)
