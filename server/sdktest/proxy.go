@@ -210,7 +210,7 @@ type watched struct {
 	res       *http.Response
 	body      io.ReadCloser
 	buf       bytes.Buffer // the body's first maxChecked bytes
-	sse       bool
+	sse, json bool         // the response's content type
 	sseState  sseScanner
 	cutErr    error
 	dropArmed bool
@@ -231,6 +231,7 @@ func (p *Proxy) watch(res *http.Response) io.ReadCloser {
 	w.ex.ResponseHeader = res.Header.Clone()
 	mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type"))
 	w.sse = mt == "text/event-stream"
+	w.json = mt == "application/json"
 	w.dropArmed = w.sse && w.ex.RequestHeader.Get(DropHeader) != "" && w.dropAfter > 0
 	w.checkHead()
 	return w
@@ -312,16 +313,16 @@ func (w *watched) checkHead() {
 	}
 	if post && runCreate.MatchString(path) && code >= 200 && code < 300 {
 		loc := w.res.Header.Get("Content-Location")
-		if !contentLocation.MatchString(loc) {
+		thread, _, _ := strings.Cut(strings.TrimPrefix(path, "/threads/"), "/")
+		switch {
+		case !contentLocation.MatchString(loc):
 			w.fail(fmt.Sprintf("run create/stream/wait lacks Content-Location: /threads/{thread_id}/runs/{run_id} (or /runs/{run_id}); got %q", loc))
-		}
-		if thread, _, ok := strings.Cut(strings.TrimPrefix(path, "/threads/"), "/"); ok && strings.HasPrefix(path, "/threads/") && !strings.HasPrefix(loc, "/threads/"+thread+"/runs/") {
+		case strings.HasPrefix(path, "/threads/") && !strings.HasPrefix(loc, "/threads/"+thread+"/runs/"):
 			w.fail(fmt.Sprintf("Content-Location %q is not under the thread the run was created on", loc))
 		}
 	}
 	if code == http.StatusOK {
-		mt, _, _ := mime.ParseMediaType(w.res.Header.Get("Content-Type"))
-		if mt != "application/json" && mt != "text/event-stream" {
+		if !w.json && !w.sse {
 			w.fail(fmt.Sprintf("a 200 answered %q: the SDK parses every 200 as JSON (or a stream as text/event-stream)", w.res.Header.Get("Content-Type")))
 		}
 	}
@@ -349,8 +350,8 @@ func (w *watched) checkEnd() {
 		return
 	}
 	w.ended = true
-	if w.ex.Status != http.StatusOK {
-		return
+	if w.ex.Status != http.StatusOK || !w.json && !w.sse {
+		return // checkHead reported a 200 that is neither
 	}
 	if w.sse {
 		w.checkFirstEvent()
