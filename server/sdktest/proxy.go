@@ -34,6 +34,11 @@ import (
 // is not forwarded to the server.
 const DropHeader = "X-Sdktest-Drop"
 
+// DropsPath is the proxy's own route (never forwarded) that answers the
+// tokens whose streams it has cut, as {"cut": ["token", ...]}, so a
+// scenario can tell a reconnect really happened.
+const DropsPath = "/__sdktest/drops"
+
 // Violation is an exchange that broke a wire rule.
 type Violation struct {
 	Rule     string
@@ -88,7 +93,7 @@ type Proxy struct {
 	exchanges  int
 	violations []Violation
 	dropped    map[string]bool
-	drops      int
+	cut        []string
 }
 
 // NewProxy proxies to target (http://host:port).
@@ -130,6 +135,14 @@ func exchangeFrom(ctx context.Context) *watched {
 
 // ServeHTTP records the request and forwards it.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == DropsPath {
+		p.mu.Lock()
+		cut := append([]string{}, p.cut...)
+		p.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string][]string{"cut": cut})
+		return
+	}
 	var body []byte
 	if r.Body != nil {
 		var err error
@@ -151,7 +164,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
 		if !p.dropped[token] {
 			p.dropped[token] = true
-			ex.dropAfter = after
+			ex.dropAfter, ex.token = after, token
 		}
 		p.mu.Unlock()
 	}
@@ -180,7 +193,7 @@ func (p *Proxy) Exchanges() int {
 func (p *Proxy) Drops() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.drops
+	return len(p.cut)
 }
 
 func (p *Proxy) violate(rule string, ex Exchange) {
@@ -206,7 +219,8 @@ var contentLocation = regexp.MustCompile(`^(/threads/[0-9a-fA-F-]{36})?/runs/[0-
 type watched struct {
 	p         *Proxy
 	ex        Exchange
-	dropAfter int // events before the cut; 0: never cut (set only with a token)
+	dropAfter int    // events before the cut; 0: never cut
+	token     string // the drop header's token
 	res       *http.Response
 	body      io.ReadCloser
 	buf       bytes.Buffer // the body's first maxChecked bytes
@@ -261,7 +275,7 @@ func (w *watched) Read(b []byte) (int, error) {
 			// to the SDK.
 			w.cutErr = errDropped
 			w.p.mu.Lock()
-			w.p.drops++
+			w.p.cut = append(w.p.cut, w.token)
 			w.p.mu.Unlock()
 			return keep, nil
 		}

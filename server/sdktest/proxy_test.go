@@ -159,6 +159,9 @@ func TestProxyDropsAStreamOncePerToken(t *testing.T) {
 	if p.Drops() != 1 {
 		t.Fatalf("Drops = %d, want 1", p.Drops())
 	}
+	if _, body, _ := do(t, front.URL, "GET", DropsPath, nil); strings.TrimSpace(body) != `{"cut":["tok"]}` {
+		t.Fatalf("%s answered %s", DropsPath, body)
+	}
 	if res, _, _ := do(t, front.URL, "GET", "/good", http.Header{DropHeader: {"nonsense"}}); res.StatusCode != http.StatusBadRequest {
 		t.Fatalf("a malformed drop header answered %d, want 400", res.StatusCode)
 	}
