@@ -6,7 +6,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -168,5 +173,88 @@ func TestProxyDropsAStreamOncePerToken(t *testing.T) {
 	front.Close()
 	if vs := p.Violations(); len(vs) != 0 {
 		t.Fatalf("a cut stream was reported as a broken rule: %v", vs)
+	}
+}
+
+// The SDK itself, cut by the proxy mid-stream, reconnects to the stream's
+// Location with the last id it saw and receives each event exactly once:
+// the mechanism the resumable-stream scenario relies on, checked against a
+// fake server that replays after Last-Event-ID.
+func TestProxyDropMakesTheSDKReconnect(t *testing.T) {
+	t.Parallel()
+	js, err := filepath.Abs("js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(js, "node_modules", "@langchain", "langgraph-sdk")); err != nil {
+		t.Fatalf("the JS SDK is not installed in %s; from the repository root run:\n\tmake sdk/deps", js)
+	}
+	const total = 6
+	var mu sync.Mutex
+	var resumedFrom []string
+	mux := http.NewServeMux()
+	serve := func(w http.ResponseWriter, from int) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Location", "/threads/"+tid+"/runs/"+rid+"/stream")
+		w.Header().Set("Content-Location", "/threads/"+tid+"/runs/"+rid)
+		w.WriteHeader(http.StatusOK)
+		for i := from; i < total; i++ {
+			name := "values"
+			if i == 0 {
+				name = "metadata"
+			}
+			fmt.Fprintf(w, "event: %s\ndata: {\"i\":%d}\nid: %d\n\n", name, i, i)
+			w.(http.Flusher).Flush()
+		}
+	}
+	mux.HandleFunc("POST /threads/{tid}/runs/stream", func(w http.ResponseWriter, r *http.Request) { serve(w, 0) })
+	mux.HandleFunc("GET /threads/{tid}/runs/{rid}/stream", func(w http.ResponseWriter, r *http.Request) {
+		last := r.Header.Get("Last-Event-ID")
+		mu.Lock()
+		resumedFrom = append(resumedFrom, last)
+		mu.Unlock()
+		n, err := strconv.Atoi(last)
+		if err != nil {
+			http.Error(w, "bad Last-Event-ID", http.StatusUnprocessableEntity)
+			return
+		}
+		serve(w, n+1)
+	})
+	up := httptest.NewServer(mux)
+	defer up.Close()
+	target, _ := url.Parse(up.URL)
+	p := NewProxy(target)
+	front := httptest.NewServer(p)
+	defer front.Close()
+
+	script := `
+import { Client } from "@langchain/langgraph-sdk";
+const c = new Client({ apiUrl: process.env.SUPERSTEP_URL, apiKey: null, defaultHeaders: { "` + DropHeader + `": "sdk:3" } });
+const ids = [];
+for await (const e of c.runs.stream("` + tid + `", "agent", { input: {}, streamResumable: true })) ids.push(e.event + ":" + e.id);
+console.log(JSON.stringify(ids));
+`
+	cmd := exec.Command("node", "--input-type=module", "-e", script)
+	cmd.Dir = js
+	cmd.Env = append(cleanEnv(), "SUPERSTEP_URL="+front.URL)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, out)
+	}
+	want := `["metadata:0","values:1","values:2","values:3","values:4","values:5"]`
+	if got := strings.TrimSpace(string(out)); got != want {
+		t.Fatalf("the SDK received %s, want %s", got, want)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(resumedFrom) != 1 || resumedFrom[0] != "2" {
+		t.Fatalf("reconnects sent Last-Event-ID %q, want one with 2", resumedFrom)
+	}
+	if p.Drops() != 1 {
+		t.Fatalf("Drops = %d, want 1", p.Drops())
+	}
+	front.Close()
+	if vs := p.Violations(); len(vs) != 0 {
+		t.Fatalf("violations: %v", vs)
 	}
 }
