@@ -216,7 +216,10 @@ func runScenarios(t *testing.T, node, dir string, files []string, apiURL, backen
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, append([]string{"--test", "--test-reporter=spec"}, files...)...)
+	// A scenario that hangs (a stream that never ends) fails on its own
+	// after two minutes, by name, instead of stopping the whole run.
+	args := []string{"--test", "--test-reporter=spec", "--test-timeout=120000"}
+	cmd := exec.CommandContext(ctx, node, append(args, files...)...)
 	cmd.Dir = dir
 	cmd.Env = append(cleanEnv(), "SUPERSTEP_URL="+apiURL, "LANGGRAPH_API_KEY="+token, "SUPERSTEP_BACKEND="+backend, "NO_COLOR=1", "FORCE_COLOR=0")
 	cmd.WaitDelay = 10 * time.Second

@@ -80,10 +80,13 @@ test("graph JSON: nodes, edges, conditional edges; xray flattens the subgraph", 
   const flatIds = flat.nodes.map((n) => n.id);
   assert.ok(flatIds.includes("research"), `research in ${flatIds}`);
   assert.ok(!flatIds.some((id) => id.startsWith("research:")), "without xray the subgraph is one node");
-  // The path map's labels differ from the targets here, so edges carry them.
+  // An edge carries its path-map label only when it differs from the
+  // target: "quick" routes to quick_answer, "research" to research.
   const routed = flat.edges.filter((e) => e.source === "classify");
   assert.deepEqual(routed.map((e) => e.target).sort(), ["quick_answer", "research"]);
-  assert.ok(routed.every((e) => e.conditional && typeof e.data === "string"), JSON.stringify(routed));
+  assert.ok(routed.every((e) => e.conditional), JSON.stringify(routed));
+  assert.equal(routed.find((e) => e.target === "quick_answer").data, "quick");
+  assert.equal(routed.find((e) => e.target === "research").data, undefined);
 
   for (const xray of [true, 1]) {
     const deep = await c.assistants.getGraph(graphs.research, { xray });

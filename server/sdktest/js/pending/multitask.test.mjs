@@ -11,11 +11,13 @@ async function newThread() {
 }
 
 // runningDemo starts a demo-review run in the background and returns once
-// its outline node has finished (research is still retrying): a run with
-// completed steps, still running.
+// its outline node has finished (research is still retrying, then write
+// takes 300 ms): a run with completed work, still running. The stream is
+// resumable and joined from its first event, so outline's update is seen
+// however early it came.
 async function runningDemo(tid) {
-  const run = await c.runs.create(tid, graphs.demo, { input: inputs[graphs.demo], streamMode: ["updates"] });
-  for await (const e of c.runs.joinStream(tid, run.run_id, { streamMode: ["updates"] })) {
+  const run = await c.runs.create(tid, graphs.demo, { input: inputs[graphs.demo], streamMode: ["updates"], streamResumable: true });
+  for await (const e of c.runs.joinStream(tid, run.run_id, { streamMode: ["updates"], lastEventId: "-1" })) {
     if (e.event === "updates" && "outline" in e.data) break;
   }
   return run;
