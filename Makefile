@@ -48,7 +48,7 @@ test: browser sdk/deps ## Start the local Postgres, then run every test with the
 	db=$$($(DEV_DB)); TEST_DATABASE_URL="$$db" $(GO) test -race -count=$(COUNT) $(PKG)
 
 .PHONY: test/short
-test/short: ## Run the tests that need no database (database tests skip outside CI)
+test/short: sdk/deps ## Run the tests that need no database (database tests skip outside CI)
 	$(GO) test -count=1 $(PKG)
 
 .PHONY: bench
