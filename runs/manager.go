@@ -289,15 +289,23 @@ func (m *Manager) Thread(ctx context.Context, id string) (Thread, error) {
 	return t.snapshot(), nil
 }
 
-// ListThreads lists the threads f selects, most recently updated first
-// (ties by id), at most f.Limit of them. The registry lists them; a
+// ListThreads lists the threads f selects in f's order (most recently
+// updated first by default; ties by id), skipping f.Offset, at most
+// f.Limit of them. The registry lists them; a
 // thread this process holds is shown as it holds it (its record may lag,
 // when a write failed or is under way), and so may move in the order, or
 // join the list. A list leaves Pending empty (Thread fills it): reading
 // every interrupted thread's checkpoints would make a list page cost a
 // checkpoint read per row.
 func (m *Manager) ListThreads(ctx context.Context, f ThreadFilter) ([]Thread, error) {
-	recs, err := m.store.ListThreads(ctx, f)
+	// The page is cut after the held threads join: the registry is asked
+	// for everything up to the page's end.
+	sf := f
+	if f.Limit > 0 {
+		sf.Limit = f.Offset + f.Limit
+	}
+	sf.Offset = 0
+	recs, err := m.store.ListThreads(ctx, sf)
 	if err != nil {
 		return nil, fmt.Errorf("runs: list threads: %w", err)
 	}
@@ -327,6 +335,7 @@ func (m *Manager) ListThreads(ctx context.Context, f ThreadFilter) ([]Thread, er
 	}
 	m.mu.Unlock()
 	slices.SortFunc(out, func(a, b Thread) int { return f.Compare(key(a), key(b)) })
+	out = out[min(f.Offset, len(out)):]
 	if f.Limit > 0 && len(out) > f.Limit {
 		out = out[:f.Limit]
 	}

@@ -85,6 +85,16 @@ func TestManagerKeepsMetadataAndCreatedAndStampsStateUpdates(t *testing.T) {
 	if got := ids(list(t, m, runs.ThreadFilter{SortBy: "created_at", SortOrder: "asc"})); !slices.Equal(got, []string{"bare", "th", "other"}) {
 		t.Fatalf("by creation: %v, want [bare th other]", got)
 	}
+	// Pages are cut after the held threads join the registry's list.
+	for _, tc := range []struct {
+		limit, offset int
+		want          []string
+	}{{1, 0, []string{"bare"}}, {1, 1, []string{"other"}}, {2, 1, []string{"other", "th"}}, {0, 2, []string{"th"}}, {1, 3, nil}} {
+		f := runs.ThreadFilter{SortBy: "thread_id", SortOrder: "asc", Limit: tc.limit, Offset: tc.offset}
+		if got := ids(list(t, m, f)); !slices.Equal(got, tc.want) {
+			t.Errorf("limit %d offset %d: %v, want %v", tc.limit, tc.offset, got, tc.want)
+		}
+	}
 	// Written to the registry as the Manager holds them.
 	m.Close()
 	for _, want := range []runs.Thread{th, edited} {

@@ -1,8 +1,9 @@
 // Package pgthreads is the Postgres runs.ThreadStore: the Studio's thread
 // registry, so the threads page and resuming an interrupted thread survive
 // a restart. Its schema is migrations/005_threads.sql (table
-// studio_threads); every statement is a constant in sql.go and takes its
-// values as parameters.
+// studio_threads, with 007 and 009); every statement is a constant in
+// sql.go, or for lists and counts assembled there from constant fragments
+// (listQuery), and takes its values as parameters.
 package pgthreads
 
 import (
@@ -69,7 +70,7 @@ func (r retrier) retry(ctx context.Context, run func(context.Context) error, lan
 }
 
 // New returns a registry on db, whose search_path must reach the table of
-// migrations/005_threads.sql.
+// migrations/005_threads.sql (migrated to 009 or later).
 func New(db DB, opts ...Option) *Store { return &Store{db: db, retrier: newRetrier(db, opts)} }
 
 // SaveThread implements runs.ThreadStore. Postgres would round the time
