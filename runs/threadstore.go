@@ -243,12 +243,12 @@ func (f ThreadFilter) matcher() func(ThreadRecord) bool {
 		if len(f.IDs) > 0 && !slices.Contains(f.IDs, rec.ID) {
 			return false
 		}
-		return want == nil || containsJSON(asJSON(rec.Metadata), want)
+		return want == nil || containsJSON(objectOrEmpty(rec.Metadata), want)
 	}
 }
 
-// asJSON keeps a nil object an object for containsJSON.
-func asJSON(m map[string]any) any {
+// objectOrEmpty keeps a nil object an object for containsJSON.
+func objectOrEmpty(m map[string]any) any {
 	if m == nil {
 		return map[string]any{}
 	}

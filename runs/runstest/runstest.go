@@ -133,7 +133,7 @@ func same(t *testing.T, got, want runs.ThreadRecord) {
 			t.Errorf("thread %q: %s %v, want %v in UTC (kept to the microsecond)", want.ID, ts.what, ts.got, wantAt)
 		}
 	}
-	if g, w := asJSON(t, got.Metadata), asJSON(t, want.Metadata); g != w {
+	if g, w := metaJSON(t, got.Metadata), metaJSON(t, want.Metadata); g != w {
 		t.Errorf("thread %q: metadata read back as %s, want %s", want.ID, g, w)
 	}
 	got.Updated, want.Updated = time.Time{}, time.Time{}

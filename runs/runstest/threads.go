@@ -18,8 +18,8 @@ import (
 	"github.com/superstep-dev/superstep/runs"
 )
 
-// asJSON is m as compact JSON with sorted keys; nil and empty are "{}".
-func asJSON(t *testing.T, m map[string]any) string {
+// metaJSON is m as compact JSON with sorted keys; nil and empty are "{}".
+func metaJSON(t *testing.T, m map[string]any) string {
 	t.Helper()
 	if len(m) == 0 {
 		return "{}"
@@ -81,7 +81,7 @@ func metadataRoundTrip(t *testing.T, s runs.ThreadStore) {
 	// as none.
 	for _, m := range []map[string]any{{"only": "this"}, {}, nil} {
 		mustSave(t, s, withMeta(rec("meta", "g", runs.StatusIdle, base), m))
-		if got := mustGet(t, s, "meta"); asJSON(t, got.Metadata) != asJSON(t, m) || len(m) == 0 && got.Metadata != nil {
+		if got := mustGet(t, s, "meta"); metaJSON(t, got.Metadata) != metaJSON(t, m) || len(m) == 0 && got.Metadata != nil {
 			t.Fatalf("after saving metadata %v it reads back as %#v", m, got.Metadata)
 		}
 	}
@@ -140,7 +140,7 @@ func metadataLimits(t *testing.T, s runs.ThreadStore) {
 		t.Fatal("metadata of exactly the limit did not read back")
 	}
 	mustSave(t, s, withMeta(rec("deep", "g", runs.StatusIdle, base), deep))
-	if got := mustGet(t, s, "deep"); asJSON(t, got.Metadata) != asJSON(t, deep) {
+	if got := mustGet(t, s, "deep"); metaJSON(t, got.Metadata) != metaJSON(t, deep) {
 		t.Fatal("metadata nested to the limit did not read back")
 	}
 }
@@ -285,7 +285,7 @@ func listByMetadata(t *testing.T, s runs.ThreadStore) {
 	} {
 		if got := ids(mustList(t, s, tc.filter)); !slices.Equal(got, tc.want) {
 			t.Errorf("ListThreads(metadata %s, status %q, graph %q, limit %d) = %v, want %v",
-				asJSON(t, tc.filter.Metadata), tc.filter.Status, tc.filter.Graph, tc.filter.Limit, got, tc.want)
+				metaJSON(t, tc.filter.Metadata), tc.filter.Status, tc.filter.Graph, tc.filter.Limit, got, tc.want)
 		}
 	}
 }
