@@ -120,7 +120,7 @@ func statusOf(err error) int {
 		errors.Is(err, ErrUnknownNode):
 		return http.StatusNotFound
 	case errors.Is(err, runs.ErrThreadBusy), errors.Is(err, runs.ErrNotInterrupted),
-		errors.Is(err, runs.ErrNotRunning), errors.Is(err, runs.ErrGraphMismatch), errors.Is(err, ErrNothingToRun):
+		errors.Is(err, runs.ErrNotRunning), errors.Is(err, runs.ErrGraphMismatch), errors.Is(err, ErrNothingToRun), errors.Is(err, runs.ErrThreadExists):
 		return http.StatusConflict
 	case errors.Is(err, engine.ErrCheckpointMismatch):
 		// Stored values another version of the graph saved: nothing the

@@ -619,7 +619,7 @@ func (m *Manager) launch(ctx context.Context, req launchRequest) (Thread, error)
 	if existed {
 		p := t.snapshot()
 		prev, prevChanges = &p, t.changes
-		if t.info.Graph != graph {
+		if t.info.Graph != graph && t.info.Graph != "" {
 			m.mu.Unlock()
 			return Thread{}, fmt.Errorf("%w: thread %q runs graph %q, not %q", ErrGraphMismatch, threadID, t.info.Graph, graph)
 		}

@@ -1,0 +1,150 @@
+package runs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+
+	"github.com/google/uuid"
+)
+
+// ErrThreadExists: CreateThread of an id that is taken.
+var ErrThreadExists = errors.New("thread exists")
+
+// CreateThread registers a thread that has no run yet (the Agent Server
+// API's POST /threads): idle, with the given metadata, and bound to graph
+// when one is given (else its first run binds one). An empty id makes a
+// fresh one. A taken id is ErrThreadExists.
+func (m *Manager) CreateThread(ctx context.Context, id, graph string, metadata map[string]any) (Thread, error) {
+	if id == "" {
+		id = uuid.NewString()
+	}
+	if err := CheckThreadID(id); err != nil {
+		return Thread{}, err
+	}
+	if graph != "" {
+		if _, err := m.Graph(graph); err != nil {
+			return Thread{}, err
+		}
+	}
+	if _, err := m.Thread(ctx, id); err == nil {
+		return Thread{}, fmt.Errorf("%w: %q", ErrThreadExists, id)
+	} else if !errors.Is(err, ErrUnknownThread) {
+		return Thread{}, err
+	}
+	now := Stamp(m.now())
+	rec := ThreadRecord{ID: id, Graph: graph, Status: StatusIdle, Updated: now, Created: now, Metadata: metadata}
+	if err := CheckThreadRecord(rec); err != nil {
+		return Thread{}, err
+	}
+	if err := m.store.SaveThread(ctx, rec); err != nil {
+		return Thread{}, err
+	}
+	return m.Thread(ctx, id)
+}
+
+// PatchThread merges metadata into the thread's (a key set to null stays,
+// with null, as upstream merges) and returns the thread.
+func (m *Manager) PatchThread(ctx context.Context, id string, metadata map[string]any) (Thread, error) {
+	t, err := m.lockThread(ctx, id)
+	if err != nil {
+		return Thread{}, err
+	}
+	merged := maps.Clone(t.info.Metadata)
+	if merged == nil {
+		merged = map[string]any{}
+	}
+	maps.Copy(merged, metadata)
+	probe := m.record(t.info)
+	probe.Metadata = merged
+	if err := CheckThreadRecord(probe); err != nil {
+		m.mu.Unlock()
+		return Thread{}, err
+	}
+	t.info.Metadata = merged
+	t.info.Updated = Stamp(m.now())
+	t.changes++
+	rec, changes := m.record(t.info), t.changes
+	m.touch(t)
+	m.mu.Unlock()
+	m.write(t, rec, changes)
+	return m.Thread(ctx, id)
+}
+
+// CountThreads counts the threads f selects (its limit and offset aside).
+func (m *Manager) CountThreads(ctx context.Context, f ThreadFilter) (int, error) {
+	return m.store.CountThreads(ctx, f)
+}
+
+// DeleteThread removes a thread: its active run is cancelled and waited
+// for, then its checkpoints, its runs' records and its registry record go.
+// Open Studio tabs of the thread are let go.
+func (m *Manager) DeleteThread(ctx context.Context, id string) error {
+	info, err := m.Thread(ctx, id)
+	if err != nil {
+		return err
+	}
+	if info.Status == StatusRunning {
+		if err := m.Cancel(ctx, id); err != nil && !errors.Is(err, ErrNotRunning) {
+			return err
+		}
+		if _, err := m.Wait(ctx, id); err != nil {
+			return err
+		}
+	}
+	if g, ok := m.graphs[info.Graph]; ok {
+		if err := g.Pregel().Checkpointer().DeleteThread(ctx, id); err != nil {
+			return fmt.Errorf("runs: delete the checkpoints of thread %q: %w", id, err)
+		}
+	}
+	recs, err := m.runLog.ListRuns(ctx, id, 0)
+	if err != nil {
+		return fmt.Errorf("runs: delete thread %q: %w", id, err)
+	}
+	for _, r := range recs {
+		if err := m.runLog.DeleteRun(ctx, id, r.RunID); err != nil && !errors.Is(err, ErrUnknownRun) {
+			return fmt.Errorf("runs: delete thread %q: %w", id, err)
+		}
+	}
+	if err := m.store.DeleteThread(ctx, id); err != nil && !errors.Is(err, ErrUnknownThread) {
+		return fmt.Errorf("runs: delete thread %q: %w", id, err)
+	}
+	m.mu.Lock()
+	if t, ok := m.threads[id]; ok && t.info.Status != StatusRunning {
+		delete(m.threads, id)
+		delete(m.unsaved, t)
+		t.hub.closeAll()
+	}
+	m.mu.Unlock()
+	return nil
+}
+
+// CopyThread copies a thread with its checkpoints and metadata to a new
+// thread (a fresh id), and returns the copy: its status is what its
+// checkpoints say (interrupted when the source waits at interrupts).
+func (m *Manager) CopyThread(ctx context.Context, id string) (Thread, error) {
+	info, err := m.Thread(ctx, id)
+	if err != nil {
+		return Thread{}, err
+	}
+	if info.Status == StatusRunning {
+		return Thread{}, fmt.Errorf("%w: thread %q has an active run; copy it once the run ends", ErrThreadBusy, id)
+	}
+	dst := uuid.NewString()
+	if g, ok := m.graphs[info.Graph]; ok {
+		if err := g.Pregel().Checkpointer().CopyThread(ctx, id, dst); err != nil {
+			return Thread{}, fmt.Errorf("runs: copy thread %q: %w", id, err)
+		}
+	}
+	now := Stamp(m.now())
+	rec := m.record(info)
+	rec.ID, rec.Created, rec.Updated, rec.Owner, rec.Metadata = dst, now, now, "", maps.Clone(info.Metadata)
+	if rec.Status == StatusRunning {
+		rec.Status = StatusIdle
+	}
+	if err := m.store.SaveThread(ctx, rec); err != nil {
+		return Thread{}, err
+	}
+	return m.Thread(ctx, dst)
+}
