@@ -108,7 +108,7 @@ func TestFaultInjectionPostgresRestart(t *testing.T) {
 		pages.Add(1)
 		go func() {
 			defer pages.Done()
-			res, err := http.Get(srv.URL + path)
+			res, err := http.DefaultClient.Do(pageRequest(t, srv.URL+path))
 			code := 0
 			if err == nil {
 				code = res.StatusCode

@@ -127,7 +127,7 @@ func TestWebsocketFloodIsBounded(t *testing.T) {
 
 	// A tab from another address loads its page and goes live.
 	other := &http.Client{Transport: &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}).DialContext}}
-	res, err = other.Get(srv.URL + "/threads/flooded")
+	res, err = other.Do(pageRequest(t, srv.URL+"/threads/flooded"))
 	if err != nil || res.StatusCode != http.StatusOK {
 		t.Fatalf("the thread page under the flood: %v %v", res, err)
 	}

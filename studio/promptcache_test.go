@@ -69,7 +69,7 @@ func TestPromptCacheRecordsSurviveARestart(t *testing.T) {
 	defer second.Close()
 	for _, path := range []string{"/threads/pc-restart", "/threads/pc-restart/promptcache"} {
 		rec := httptest.NewRecorder()
-		second.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		second.Handler().ServeHTTP(rec, pageRequest(t, path))
 		body := rec.Body.String()
 		if rec.Code != http.StatusOK || strings.Count(body, `class="pc-call`) != 1 || !strings.Contains(body, "anthropic/claude-sonnet-4-5") ||
 			strings.Contains(body, `<span class="pc-t-cost">$0.0000</span>`) {

@@ -81,3 +81,21 @@ func TestNoRouteShadowsAnother(t *testing.T) {
 	})
 	t.Logf("%d API routes share a method and path with a page", overlaps)
 }
+
+// pageRequest is a GET of url as a browser sends it: accepting HTML, so
+// the Studio's page answers where the API has a route too (a thread, the
+// store's items). url is absolute for a client, a path for a handler.
+func pageRequest(t *testing.T, url string) *http.Request {
+	t.Helper()
+	var r *http.Request
+	if strings.HasPrefix(url, "/") {
+		r = httptest.NewRequest(http.MethodGet, url, nil)
+	} else {
+		var err error
+		if r, err = http.NewRequest(http.MethodGet, url, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.Header.Set("Accept", "text/html,application/xhtml+xml,*/*;q=0.8")
+	return r
+}

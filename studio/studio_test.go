@@ -118,7 +118,7 @@ func serveAndGet(t *testing.T, cfg studio.Config, path string) string {
 		returned = true // the cleanup must not wait for it again
 		t.Fatalf("Serve returned early: %v", err)
 	}
-	resp, err := http.Get("http://" + addr.String() + path)
+	resp, err := http.DefaultClient.Do(pageRequest(t, "http://"+addr.String()+path))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +231,7 @@ func TestThreadsPageSurvivesARestart(t *testing.T) {
 	get := func(path string) string {
 		t.Helper()
 		rec := httptest.NewRecorder()
-		second.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		second.Handler().ServeHTTP(rec, pageRequest(t, path))
 		if rec.Code != http.StatusOK {
 			t.Fatalf("GET %s = %d: %.300s", path, rec.Code, rec.Body)
 		}
@@ -301,7 +301,7 @@ func TestThreadsPageShowsTheNewestAndSaysSo(t *testing.T) {
 	get := func(path string) string {
 		t.Helper()
 		rec := httptest.NewRecorder()
-		s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		s.Handler().ServeHTTP(rec, pageRequest(t, path))
 		if rec.Code != http.StatusOK {
 			t.Fatalf("GET %s = %d: %.300s", path, rec.Code, rec.Body)
 		}
