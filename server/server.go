@@ -59,6 +59,8 @@ type API struct {
 	h      http.Handler
 	// queue holds the runs waiting for their thread (runs.go).
 	queue queues
+	// stateless maps stateless runs to their threads (stateless.go).
+	stateless statelessRuns
 	// done is closed by Close: queued runs no longer start.
 	done      chan struct{}
 	closeOnce sync.Once
@@ -96,6 +98,7 @@ func New(cfg Config) (*API, error) {
 	a.mountAssistants(r)
 	a.mountThreads(r)
 	a.mountRuns(r)
+	a.mountStateless(r)
 	a.mountStore(r)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, a.log, notFound("no API route %s %s", r.Method, r.URL.Path))
