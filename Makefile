@@ -30,12 +30,25 @@ run: generate ## Start the local Postgres, migrate it, and serve the Studio on $
 browser: ## Install Debian chromium for the end-to-end tests when it is missing
 	$(DEV_BROWSER)
 
+# The JS SDK the Agent Server API's scenarios run with (server/sdktest):
+# installed from the lock file, and again only when it changes, so a test
+# that runs make itself never reinstalls it under a running scenario.
+SDK_JS := server/sdktest/js
+NPM    ?= npm
+
+.PHONY: sdk/deps
+sdk/deps: $(SDK_JS)/node_modules/.package-lock.json ## Install the JS SDK the API's SDK scenarios run with (npm ci)
+$(SDK_JS)/node_modules/.package-lock.json: $(SDK_JS)/package.json $(SDK_JS)/package-lock.json
+	@command -v $(NPM) >/dev/null || { echo "make sdk/deps: npm is missing: install Node.js 20 or later (it runs server/sdktest's scenarios)" >&2; exit 1; }
+	$(NPM) ci --prefix $(SDK_JS) --no-audit --no-fund
+	touch $@
+
 .PHONY: test
-test: browser ## Start the local Postgres, then run every test with the race detector
+test: browser sdk/deps ## Start the local Postgres, then run every test with the race detector
 	db=$$($(DEV_DB)); TEST_DATABASE_URL="$$db" $(GO) test -race -count=$(COUNT) $(PKG)
 
 .PHONY: test/short
-test/short: ## Run the tests that need no database (database tests skip outside CI)
+test/short: sdk/deps ## Run the tests that need no database (database tests skip outside CI)
 	$(GO) test -count=1 $(PKG)
 
 .PHONY: bench

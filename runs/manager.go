@@ -82,6 +82,11 @@ type Thread struct {
 	Before, After []string
 	// Options are the last run's options; Resume reuses them.
 	Options StartOptions
+	// Metadata, Created and StateUpdated are as in ThreadRecord; the
+	// Manager carries them so that its writes never wipe them.
+	Metadata     map[string]any
+	Created      time.Time
+	StateUpdated time.Time
 }
 
 // StartOptions are a run's per-run settings.
@@ -101,6 +106,16 @@ type ThreadFilter struct {
 	// Limit caps how many threads come back, the most recently updated;
 	// 0 means no cap.
 	Limit int
+	// Metadata selects the threads whose metadata contains it (as
+	// Postgres' jsonb @>: nested objects contained too).
+	Metadata map[string]any
+	// IDs, when not empty, selects only these threads.
+	IDs []string
+	// Offset skips that many threads of the ordered list.
+	Offset int
+	// SortBy is one of ThreadSorts ("" is updated_at); SortOrder is
+	// "asc" or "desc" ("" is desc). Ties are by id, ascending.
+	SortBy, SortOrder string
 }
 
 // Manager runs registered graphs on threads: at most one active run per
@@ -278,21 +293,33 @@ func (m *Manager) Thread(ctx context.Context, id string) (Thread, error) {
 	return t.snapshot(), nil
 }
 
-// ListThreads lists the threads f selects, most recently updated first
-// (ties by id), at most f.Limit of them. The registry lists them; a
+// ListThreads lists the threads f selects in f's order (most recently
+// updated first by default; ties by id), skipping f.Offset, at most
+// f.Limit of them. The registry lists them; a
 // thread this process holds is shown as it holds it (its record may lag,
 // when a write failed or is under way), and so may move in the order, or
 // join the list. A list leaves Pending empty (Thread fills it): reading
 // every interrupted thread's checkpoints would make a list page cost a
 // checkpoint read per row.
 func (m *Manager) ListThreads(ctx context.Context, f ThreadFilter) ([]Thread, error) {
-	recs, err := m.store.ListThreads(ctx, f)
+	// The page is cut after the held threads join: the registry is asked
+	// for everything up to the page's end.
+	sf := f
+	if f.Limit > 0 {
+		sf.Limit = f.Offset + f.Limit
+	}
+	sf.Offset = 0
+	recs, err := m.store.ListThreads(ctx, sf)
 	if err != nil {
 		return nil, fmt.Errorf("runs: list threads: %w", err)
 	}
-	matches := func(th Thread) bool {
-		return (f.Status == "" || th.Status == f.Status) && (f.Graph == "" || th.Graph == f.Graph)
+	// key is what the filter reads of a thread, without record's copies.
+	key := func(th Thread) ThreadRecord {
+		return ThreadRecord{ID: th.ID, Graph: th.Graph, Status: th.Status, Updated: th.Updated,
+			Metadata: th.Metadata, Created: th.Created, StateUpdated: th.StateUpdated}
 	}
+	match := f.matcher()
+	matches := func(th Thread) bool { return match(key(th)) }
 	out := make([]Thread, 0, len(recs))
 	m.mu.Lock()
 	for _, rec := range recs {
@@ -311,12 +338,8 @@ func (m *Manager) ListThreads(ctx context.Context, f ThreadFilter) ([]Thread, er
 		}
 	}
 	m.mu.Unlock()
-	slices.SortFunc(out, func(a, b Thread) int {
-		if c := b.Updated.Compare(a.Updated); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
+	slices.SortFunc(out, func(a, b Thread) int { return f.Compare(key(a), key(b)) })
+	out = out[min(f.Offset, len(out)):]
 	if f.Limit > 0 && len(out) > f.Limit {
 		out = out[:f.Limit]
 	}
@@ -327,6 +350,9 @@ func (t *thread) snapshot() Thread {
 	s := t.info
 	s.Pending = slices.Clone(s.Pending)
 	s.Before, s.After = slices.Clone(s.Before), slices.Clone(s.After)
+	if s.Metadata != nil {
+		s.Metadata = deepCopy(s.Metadata).(map[string]any)
+	}
 	return s
 }
 
@@ -614,7 +640,12 @@ func (m *Manager) launch(ctx context.Context, req launchRequest) (Thread, error)
 	t.cancel, t.done = cancel, make(chan struct{})
 	t.run = rec
 	t.starting, t.cancelAsked = true, false
-	t.info = Thread{ID: threadID, Graph: graph, Status: StatusRunning, Updated: Stamp(m.now()), RunID: runID, Options: opts}
+	created := t.info.Created
+	if created.IsZero() {
+		created = Stamp(m.now())
+	}
+	t.info = Thread{ID: threadID, Graph: graph, Status: StatusRunning, Updated: Stamp(m.now()), RunID: runID, Options: opts,
+		Metadata: t.info.Metadata, Created: created, StateUpdated: t.info.StateUpdated}
 	t.changes++
 	done := t.done
 	m.mu.Unlock()
@@ -785,6 +816,7 @@ func (m *Manager) finish(t *thread, rec *recorder, err error, rejected bool, pre
 	m.touch(t)
 	info := &t.info
 	info.Updated = Stamp(m.now())
+	info.StateUpdated = info.Updated // the run got going: it saved a checkpoint
 	info.Pending, info.Before, info.After, info.Error = nil, nil, nil, ""
 	var intr *engine.Interrupted
 	switch {
@@ -1344,6 +1376,7 @@ func (m *Manager) record(t Thread) ThreadRecord {
 	rec := ThreadRecord{
 		ID: t.ID, Graph: t.Graph, Status: t.Status, RunID: t.RunID, Error: t.Error, Updated: t.Updated,
 		Before: t.Before, After: t.After, Options: t.Options,
+		Metadata: t.Metadata, Created: t.Created, StateUpdated: t.StateUpdated,
 	}.clone()
 	if rec.Status == StatusRunning {
 		rec.Owner = m.owner
@@ -1356,5 +1389,6 @@ func fromRecord(r ThreadRecord) Thread {
 	return Thread{
 		ID: r.ID, Graph: r.Graph, Status: r.Status, RunID: r.RunID, Error: r.Error, Updated: r.Updated,
 		Before: r.Before, After: r.After, Options: r.Options,
+		Metadata: r.Metadata, Created: r.Created, StateUpdated: r.StateUpdated,
 	}
 }

@@ -3,6 +3,7 @@ package runs
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -34,9 +35,52 @@ func (s *MemoryThreads) SaveThread(ctx context.Context, rec ThreadRecord) error 
 		return err
 	}
 	rec = rec.Normalized()
+	now := Stamp(time.Now())
 	s.mu.Lock()
+	if cur, ok := s.threads[rec.ID]; ok {
+		rec.Created = cur.Created
+	} else if rec.Created.IsZero() {
+		rec.Created = now
+	}
 	s.threads[rec.ID] = rec
 	s.mu.Unlock()
+	return nil
+}
+
+// CountThreads implements ThreadStore.
+func (s *MemoryThreads) CountThreads(ctx context.Context, f ThreadFilter) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := CheckThreadFilter(f); err != nil {
+		return 0, err
+	}
+	match := f.matcher()
+	n := 0
+	s.mu.Lock()
+	for _, rec := range s.threads {
+		if match(rec) {
+			n++
+		}
+	}
+	s.mu.Unlock()
+	return n, nil
+}
+
+// DeleteThread implements ThreadStore.
+func (s *MemoryThreads) DeleteThread(ctx context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := CheckThreadID(id); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.threads[id]; !ok {
+		return fmt.Errorf("%w %q", ErrUnknownThread, id)
+	}
+	delete(s.threads, id)
 	return nil
 }
 
@@ -65,22 +109,22 @@ func (s *MemoryThreads) ListThreads(ctx context.Context, f ThreadFilter) ([]Thre
 	if err := CheckThreadFilter(f); err != nil {
 		return nil, err
 	}
+	match := f.matcher()
 	s.mu.Lock()
-	out := make([]ThreadRecord, 0, len(s.threads))
+	var out []ThreadRecord
 	for _, rec := range s.threads {
-		if (f.Status == "" || rec.Status == f.Status) && (f.Graph == "" || rec.Graph == f.Graph) {
-			out = append(out, rec.clone())
+		if match(rec) {
+			out = append(out, rec)
 		}
 	}
 	s.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].Updated.Equal(out[j].Updated) {
-			return out[i].Updated.After(out[j].Updated)
-		}
-		return out[i].ID < out[j].ID
-	})
+	slices.SortFunc(out, f.Compare)
+	out = out[min(f.Offset, len(out)):]
 	if f.Limit > 0 && len(out) > f.Limit {
 		out = out[:f.Limit]
+	}
+	for i := range out {
+		out[i] = out[i].clone()
 	}
 	return out, nil
 }
@@ -142,6 +186,7 @@ func (s *MemoryThreads) SettleThread(ctx context.Context, rec ThreadRecord, owne
 	if !ok || cur.Status != StatusRunning || cur.Owner != owner || cur.RunID != runID {
 		return false, nil
 	}
+	rec.Created = cur.Created
 	s.threads[rec.ID] = rec
 	return true, nil
 }

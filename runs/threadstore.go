@@ -2,11 +2,13 @@ package runs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/superstep-dev/superstep/internal/pgtext"
 	"github.com/superstep-dev/superstep/internal/textcut"
@@ -24,15 +26,27 @@ import (
 // method checks its input with CheckThreadRecord or CheckThreadFilter, so
 // the implementations accept and refuse exactly the same things.
 type ThreadStore interface {
-	// SaveThread creates the thread's record or replaces it. Updated is
-	// kept to the microsecond (Postgres' precision), in UTC.
+	// SaveThread creates the thread's record or replaces it. Times are
+	// kept to the microsecond (Postgres' precision), in UTC. Created is
+	// the store's to keep: a new thread's is rec.Created, or the store's
+	// clock when that is zero; a saved thread keeps its stored one
+	// whatever rec says. The store stamps it, not the Manager, because
+	// only the store knows whether a thread is new: a thread made by the
+	// API and one made by a Studio run go through different Managers.
 	SaveThread(ctx context.Context, rec ThreadRecord) error
 	// GetThread returns a thread's record; ErrUnknownThread when there is
 	// none, ErrInvalidInput when id cannot be a thread id.
 	GetThread(ctx context.Context, id string) (ThreadRecord, error)
-	// ListThreads returns the records f selects, most recently updated
-	// first, ties by id (bytewise), at most f.Limit of them (0: all).
+	// ListThreads returns the records f selects in f's order (by default
+	// most recently updated first; ties by id, bytewise, ascending),
+	// skipping f.Offset of them, at most f.Limit of them (0: all).
 	ListThreads(ctx context.Context, f ThreadFilter) ([]ThreadRecord, error)
+	// CountThreads returns how many records f selects, ignoring its
+	// limit, offset and order.
+	CountThreads(ctx context.Context, f ThreadFilter) (int, error)
+	// DeleteThread removes a thread's record (not its checkpoints or run
+	// log); ErrUnknownThread when there is none.
+	DeleteThread(ctx context.Context, id string) error
 	// Heartbeat records that the Manager owner is alive at at. A Manager
 	// beats every HeartbeatInterval while it runs; a running thread whose
 	// owner has not beaten within OwnerTimeout is an orphan.
@@ -56,7 +70,9 @@ type ThreadRecord struct {
 	// ID is the thread's id, as the graph's checkpoints know it.
 	ID string
 	// Graph is the registered graph the thread belongs to, for its
-	// whole life.
+	// whole life once set. It is "" for a thread made without a run
+	// (the Agent Server API's POST /threads) until its first run binds
+	// it; such a thread is idle with no RunID.
 	Graph string
 	// Status is how the thread's last run stands.
 	Status Status
@@ -74,6 +90,18 @@ type ThreadRecord struct {
 	// Owner is the Manager executing the thread's run while Status is
 	// running (its instance id; see Heartbeat), "" otherwise.
 	Owner string
+	// Metadata is the user's metadata of the thread (the API's
+	// Thread.metadata): a JSON object of at most MaxMetadataBytes. Stores
+	// read it back as encoding/json decodes into any: objects as
+	// map[string]any, arrays as []any, numbers as float64 (so integers
+	// beyond ±2^53 lose precision, as they do in most JSON readers). An
+	// empty object reads back as nil.
+	Metadata map[string]any
+	// Created is when the thread was first saved (see SaveThread).
+	Created time.Time
+	// StateUpdated is when a run or an edit last wrote one of the
+	// thread's checkpoints; zero when none has. The Manager sets it.
+	StateUpdated time.Time
 }
 
 // Liveness of a registry's owners (see ThreadStore.Heartbeat).
@@ -94,6 +122,15 @@ const (
 	MaxNodeNames = 1024
 	// MaxNodeNameBytes caps one node name in a record.
 	MaxNodeNameBytes = 256
+	// MaxMetadataBytes caps a record's metadata, and a filter's, as
+	// compact JSON.
+	MaxMetadataBytes = 64 << 10
+	// MaxMetadataDepth caps how deeply metadata nests: deeper documents
+	// exhaust Postgres' parser stack (a 5xx, not a 422) long before the
+	// size limit.
+	MaxMetadataDepth = 64
+	// MaxFilterIDs caps ThreadFilter.IDs.
+	MaxFilterIDs = 1000
 )
 
 // CheckThreadRecord reports why rec cannot be stored, or nil when it can.
@@ -102,11 +139,18 @@ func CheckThreadRecord(rec ThreadRecord) error {
 	if err := CheckThreadID(rec.ID); err != nil {
 		return err
 	}
-	if !validName.MatchString(rec.Graph) {
+	if rec.Graph != "" && !validName.MatchString(rec.Graph) {
 		return fmt.Errorf("%w: thread %q: graph %q: use letters, digits, '.', '_' and '-' (1-128 characters)", ErrInvalidInput, rec.ID, clip(rec.Graph))
 	}
 	if !slices.Contains(Statuses, rec.Status) {
 		return fmt.Errorf("%w: thread %q: unknown status %q", ErrInvalidInput, rec.ID, clip(string(rec.Status)))
+	}
+	// Only a run binds a graph, so a thread without one has never run.
+	if rec.Graph == "" && (rec.Status != StatusIdle || rec.RunID != "") {
+		return fmt.Errorf("%w: thread %q: no graph, yet status %q and run id %q: a thread without a graph is idle and has no run", ErrInvalidInput, rec.ID, rec.Status, clip(rec.RunID))
+	}
+	if _, err := normalizeMetadata(rec.Metadata); err != nil {
+		return fmt.Errorf("%w: thread %q: %v", ErrInvalidInput, rec.ID, err)
 	}
 	if rec.Owner != "" && !validName.MatchString(rec.Owner) {
 		return fmt.Errorf("%w: thread %q: owner %q: use letters, digits, '.', '_' and '-' (1-128 characters)", ErrInvalidInput, rec.ID, clip(rec.Owner))
@@ -156,8 +200,221 @@ func CheckThreadFilter(f ThreadFilter) error {
 	if f.Limit < 0 {
 		return fmt.Errorf("%w: limit %d: use 0 (no limit) or more", ErrInvalidInput, f.Limit)
 	}
+	if f.Offset < 0 {
+		return fmt.Errorf("%w: offset %d: use 0 or more", ErrInvalidInput, f.Offset)
+	}
+	if len(f.IDs) > MaxFilterIDs {
+		return fmt.Errorf("%w: ids: %d given; the limit is %d", ErrInvalidInput, len(f.IDs), MaxFilterIDs)
+	}
+	for _, id := range f.IDs {
+		if err := CheckThreadID(id); err != nil {
+			return fmt.Errorf("ids: %w", err)
+		}
+	}
+	if _, err := normalizeMetadata(f.Metadata); err != nil {
+		return fmt.Errorf("%w: filter: %v", ErrInvalidInput, err)
+	}
+	if !slices.Contains(ThreadSorts, f.SortBy) {
+		return fmt.Errorf("%w: sort by %q: use one of thread_id, status, created_at, updated_at, state_updated_at", ErrInvalidInput, clip(f.SortBy))
+	}
+	if f.SortOrder != "" && f.SortOrder != "asc" && f.SortOrder != "desc" {
+		return fmt.Errorf("%w: sort order %q: use asc or desc", ErrInvalidInput, clip(f.SortOrder))
+	}
 	return nil
 }
+
+// ThreadSorts are the values ThreadFilter.SortBy accepts; "" is
+// "updated_at".
+var ThreadSorts = []string{"", "thread_id", "status", "created_at", "updated_at", "state_updated_at"}
+
+// Match reports whether f selects rec: its status, graph, ids and
+// metadata (ignoring limit, offset and order). rec's metadata is taken as
+// a store reads it back (see ThreadRecord.Metadata). f must have passed
+// CheckThreadFilter.
+func (f ThreadFilter) Match(rec ThreadRecord) bool { return f.matcher()(rec) }
+
+// matcher is Match with f's metadata decoded once, for a list.
+func (f ThreadFilter) matcher() func(ThreadRecord) bool {
+	want, err := normalizeMetadata(f.Metadata)
+	return func(rec ThreadRecord) bool {
+		if err != nil || f.Status != "" && rec.Status != f.Status || f.Graph != "" && rec.Graph != f.Graph {
+			return false
+		}
+		if len(f.IDs) > 0 && !slices.Contains(f.IDs, rec.ID) {
+			return false
+		}
+		return want == nil || containsJSON(objectOrEmpty(rec.Metadata), want)
+	}
+}
+
+// objectOrEmpty keeps a nil object an object for containsJSON.
+func objectOrEmpty(m map[string]any) any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+// Compare orders two records as f lists them: by f.SortBy in f.SortOrder
+// (descending by default), ties by id ascending. A zero StateUpdated
+// sorts as the oldest time (Postgres' NULLS FIRST ascending, LAST
+// descending).
+func (f ThreadFilter) Compare(a, b ThreadRecord) int {
+	var c int
+	switch f.SortBy {
+	case "thread_id":
+		c = strings.Compare(a.ID, b.ID)
+	case "status":
+		c = strings.Compare(string(a.Status), string(b.Status))
+	case "created_at":
+		c = a.Created.Compare(b.Created)
+	case "state_updated_at":
+		c = a.StateUpdated.Compare(b.StateUpdated)
+	default:
+		c = a.Updated.Compare(b.Updated)
+	}
+	if f.SortOrder != "asc" {
+		c = -c
+	}
+	if c != 0 {
+		return c
+	}
+	return strings.Compare(a.ID, b.ID)
+}
+
+// containsJSON is Postgres' jsonb containment (@>) on decoded JSON: an
+// object contains another when it has each of its keys with a value that
+// contains the other's; an array contains another when each of the
+// other's elements is contained in one of its own (order and repeats do
+// not matter); scalars contain only an equal scalar of the same type.
+func containsJSON(have, want any) bool {
+	switch w := want.(type) {
+	case map[string]any:
+		h, ok := have.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, wv := range w {
+			hv, ok := h[k]
+			if !ok || !containsJSON(hv, wv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		h, ok := have.([]any)
+		if !ok {
+			return false
+		}
+		for _, we := range w {
+			if !slices.ContainsFunc(h, func(he any) bool { return containsJSON(he, we) }) {
+				return false
+			}
+		}
+		return true
+	default:
+		// want is a string, float64, bool or nil: comparable, so this
+		// never panics, and values of other types are simply unequal.
+		return have == want
+	}
+}
+
+// normalizeMetadata checks m (see ThreadRecord.Metadata) and returns it
+// as the stores read it back: decoded from its JSON, nil when empty. Its
+// error names the field and, for a bad value, the key path to it.
+func normalizeMetadata(m map[string]any) (map[string]any, error) {
+	if len(m) == 0 {
+		return nil, nil
+	}
+	// encoding/json would quietly turn invalid UTF-8 into U+FFFD;
+	// refuse it instead, as the text fields do.
+	if err := checkUTF8(m, "metadata"); err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("metadata is not JSON: %v", clipErr(err))
+	}
+	if len(b) > MaxMetadataBytes {
+		return nil, fmt.Errorf("metadata is %d bytes of JSON; the limit is %d", len(b), MaxMetadataBytes)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, fmt.Errorf("metadata is not JSON: %v", clipErr(err))
+	}
+	if err := checkJSONText(out, "metadata", 0); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// checkUTF8 refuses invalid UTF-8 in the keys and strings of v's plain
+// JSON values (other Go values are left to encoding/json).
+func checkUTF8(v any, path string) error {
+	switch v := v.(type) {
+	case string:
+		if !utf8.ValidString(v) {
+			return fmt.Errorf("%q: invalid UTF-8", clip(path))
+		}
+	case map[string]any:
+		for k, e := range v {
+			p := path + "." + k
+			if !utf8.ValidString(k) {
+				return fmt.Errorf("%s: key is invalid UTF-8", clip(strings.ToValidUTF8(p, "\uFFFD")))
+			}
+			if err := checkUTF8(e, p); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, e := range v {
+			if err := checkUTF8(e, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkJSONText refuses what Postgres' jsonb cannot hold (NUL in a key or
+// string) and nesting deeper than MaxMetadataDepth, in decoded JSON.
+func checkJSONText(v any, path string, depth int) error {
+	switch v := v.(type) {
+	case string:
+		if strings.IndexByte(v, 0) >= 0 {
+			return fmt.Errorf("%q: contains NUL", clip(path))
+		}
+	case map[string]any:
+		if depth >= MaxMetadataDepth {
+			return fmt.Errorf("metadata nests deeper than %d levels", MaxMetadataDepth)
+		}
+		for k, e := range v {
+			p := path + "." + k
+			if strings.IndexByte(k, 0) >= 0 {
+				return fmt.Errorf("%s: key contains NUL", clip(strings.ReplaceAll(p, "\x00", "\\0")))
+			}
+			if err := checkJSONText(e, p, depth+1); err != nil {
+				return err
+			}
+		}
+	case []any:
+		if depth >= MaxMetadataDepth {
+			return fmt.Errorf("metadata nests deeper than %d levels", MaxMetadataDepth)
+		}
+		for i, e := range v {
+			if err := checkJSONText(e, fmt.Sprintf("%s[%d]", path, i), depth+1); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// clipErr shortens an encoding/json error, which may quote the value.
+func clipErr(err error) string { return clip(err.Error()) }
 
 // CheckThreadID reports why id cannot be a thread id, or nil: ids are
 // what a URL path segment and an element id can carry unescaped.
@@ -213,10 +470,20 @@ func Stamp(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 
 // Normalized is rec as every ThreadStore reads it back: its lists copied,
 // an empty list nil (Postgres reads an empty array back like one never
-// set), Updated stamped.
+// set), its times stamped (a zero time stays zero), its metadata decoded
+// from its JSON (see ThreadRecord.Metadata; left as it is when it cannot
+// be stored).
 func (rec ThreadRecord) Normalized() ThreadRecord {
 	rec = rec.clone()
 	rec.Updated = Stamp(rec.Updated)
+	for _, t := range []*time.Time{&rec.Created, &rec.StateUpdated} {
+		if !t.IsZero() {
+			*t = Stamp(*t)
+		}
+	}
+	if m, err := normalizeMetadata(rec.Metadata); err == nil {
+		rec.Metadata = m
+	}
 	for _, l := range []*[]string{&rec.Before, &rec.After, &rec.Options.InterruptBefore, &rec.Options.InterruptAfter} {
 		if len(*l) == 0 {
 			*l = nil
@@ -231,7 +498,29 @@ func (rec ThreadRecord) clone() ThreadRecord {
 	rec.Before, rec.After = slices.Clone(rec.Before), slices.Clone(rec.After)
 	rec.Options.InterruptBefore = slices.Clone(rec.Options.InterruptBefore)
 	rec.Options.InterruptAfter = slices.Clone(rec.Options.InterruptAfter)
+	if rec.Metadata != nil {
+		rec.Metadata = deepCopy(rec.Metadata).(map[string]any)
+	}
 	return rec
+}
+
+// deepCopy copies the objects and arrays of decoded JSON.
+func deepCopy(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = deepCopy(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = deepCopy(e)
+		}
+		return out
+	}
+	return v
 }
 
 // CheckHeartbeat reports why Heartbeat cannot record owner at at, or nil.

@@ -97,6 +97,7 @@ func (m *Manager) UpdateState(ctx context.Context, threadID, checkpointID string
 	}
 	m.mu.Lock()
 	t.info.Status, t.info.Error, t.info.Updated = StatusIdle, "", Stamp(m.now())
+	t.info.StateUpdated = t.info.Updated
 	t.info.Pending, t.info.Before, t.info.After = nil, nil, nil
 	t.changes++
 	m.mu.Unlock()

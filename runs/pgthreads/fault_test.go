@@ -2,6 +2,7 @@ package pgthreads_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -39,7 +40,20 @@ func TestRegistryOutlivesConnectionFaults(t *testing.T) {
 	if ts, err := s.ListThreads(ctx, runs.ThreadFilter{}); err != nil || len(ts) != 1 {
 		t.Fatalf("list across the fault: %+v, %v", ts, err)
 	}
-	if _, refused := proxy.Counts(); refused < 11 {
+	proxy.Refuse(3)
+	proxy.Cut()
+	if n, err := s.CountThreads(ctx, runs.ThreadFilter{Status: runs.StatusIdle}); err != nil || n != 1 {
+		t.Fatalf("count across the fault: %d, %v", n, err)
+	}
+	proxy.Refuse(3)
+	proxy.Cut()
+	if err := s.DeleteThread(ctx, "th"); err != nil {
+		t.Fatalf("delete across the fault: %v", err)
+	}
+	if _, err := s.GetThread(ctx, "th"); !errors.Is(err, runs.ErrUnknownThread) {
+		t.Fatalf("after the delete: %v", err)
+	}
+	if _, refused := proxy.Counts(); refused < 17 {
 		t.Fatalf("the proxy refused %d connections; the faults were not exercised", refused)
 	}
 	// With retries off the same fault is an error at once.

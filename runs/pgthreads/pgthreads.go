@@ -1,12 +1,14 @@
 // Package pgthreads is the Postgres runs.ThreadStore: the Studio's thread
 // registry, so the threads page and resuming an interrupted thread survive
 // a restart. Its schema is migrations/005_threads.sql (table
-// studio_threads); every statement is a constant in sql.go and takes its
-// values as parameters.
+// studio_threads, with 007 and 009); every statement is a constant in
+// sql.go, or for lists and counts assembled there from constant fragments
+// (listQuery), and takes its values as parameters.
 package pgthreads
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -68,7 +70,7 @@ func (r retrier) retry(ctx context.Context, run func(context.Context) error, lan
 }
 
 // New returns a registry on db, whose search_path must reach the table of
-// migrations/005_threads.sql.
+// migrations/005_threads.sql (migrated to 009 or later).
 func New(db DB, opts ...Option) *Store { return &Store{db: db, retrier: newRetrier(db, opts)} }
 
 // SaveThread implements runs.ThreadStore. Postgres would round the time
@@ -79,20 +81,32 @@ func (s *Store) SaveThread(ctx context.Context, rec runs.ThreadRecord) error {
 		return err
 	}
 	rec = rec.Normalized()
+	meta, err := metadata(rec)
+	if err != nil {
+		return err
+	}
+	// Stamped once, so a retried save of a new thread does not move it.
+	if rec.Created.IsZero() {
+		rec.Created = runs.Stamp(time.Now())
+	}
 	save := func(ctx context.Context) error {
 		_, err := s.db.Exec(ctx, sqlSave, rec.ID, rec.Graph, string(rec.Status), rec.RunID, rec.Error,
 			rec.Updated, list(rec.Before), list(rec.After),
-			list(rec.Options.InterruptBefore), list(rec.Options.InterruptAfter), int32(rec.Options.RecursionLimit), rec.Owner)
+			list(rec.Options.InterruptBefore), list(rec.Options.InterruptAfter), int32(rec.Options.RecursionLimit), rec.Owner,
+			meta, rec.Created, orNull(rec.StateUpdated))
 		return err
 	}
 	// A save whose outcome is unknown landed when the row reads back as
-	// this record; only then is it not sent again.
+	// this record (but for Created, which a saved thread keeps); only
+	// then is it not sent again.
 	landed := func(ctx context.Context) (bool, error) {
 		got, err := scan(s.db.QueryRow(ctx, sqlGet, rec.ID))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return false, nil
 		}
-		return err == nil && reflect.DeepEqual(got, rec), err
+		want := rec
+		want.Created = got.Created
+		return err == nil && reflect.DeepEqual(got, want), err
 	}
 	if err := s.retry(ctx, save, landed); err != nil {
 		return fmt.Errorf("pgthreads: save thread %q: %w", rec.ID, err)
@@ -124,25 +138,13 @@ func (s *Store) ListThreads(ctx context.Context, f runs.ThreadFilter) ([]runs.Th
 	if err := runs.CheckThreadFilter(f); err != nil {
 		return nil, err
 	}
-	var limit *int64
-	if f.Limit > 0 {
-		l := int64(f.Limit)
-		limit = &l
+	q, args, err := listQuery(f, false)
+	if err != nil {
+		return nil, fmt.Errorf("pgthreads: list threads: %w", err)
 	}
 	var out []runs.ThreadRecord
-	err := s.retry(ctx, func(ctx context.Context) error {
-		var rows pgx.Rows
-		var err error
-		switch {
-		case f.Status != "" && f.Graph != "":
-			rows, err = s.db.Query(ctx, sqlListStatusGraph, limit, string(f.Status), f.Graph)
-		case f.Status != "":
-			rows, err = s.db.Query(ctx, sqlListStatus, limit, string(f.Status))
-		case f.Graph != "":
-			rows, err = s.db.Query(ctx, sqlListGraph, limit, f.Graph)
-		default:
-			rows, err = s.db.Query(ctx, sqlListAll, limit)
-		}
+	err = s.retry(ctx, func(ctx context.Context) error {
+		rows, err := s.db.Query(ctx, q, args...)
 		if err != nil {
 			return err
 		}
@@ -153,6 +155,55 @@ func (s *Store) ListThreads(ctx context.Context, f runs.ThreadFilter) ([]runs.Th
 		return nil, fmt.Errorf("pgthreads: list threads: %w", err)
 	}
 	return out, nil
+}
+
+// CountThreads implements runs.ThreadStore.
+func (s *Store) CountThreads(ctx context.Context, f runs.ThreadFilter) (int, error) {
+	if err := runs.CheckThreadFilter(f); err != nil {
+		return 0, err
+	}
+	q, args, err := listQuery(f, true)
+	if err != nil {
+		return 0, fmt.Errorf("pgthreads: count threads: %w", err)
+	}
+	var n int64
+	err = s.retry(ctx, func(ctx context.Context) error {
+		return s.db.QueryRow(ctx, q, args...).Scan(&n)
+	}, nil)
+	if err != nil {
+		return 0, fmt.Errorf("pgthreads: count threads: %w", err)
+	}
+	return int(n), nil
+}
+
+// DeleteThread implements runs.ThreadStore. A delete sent again after an
+// unknown outcome finds no row; it landed when the row is gone, and is
+// then reported done, not unknown.
+func (s *Store) DeleteThread(ctx context.Context, id string) error {
+	if err := runs.CheckThreadID(id); err != nil {
+		return err
+	}
+	var deleted, retried bool
+	run := func(ctx context.Context) error {
+		tag, err := s.db.Exec(ctx, sqlDelete, id)
+		deleted = err == nil && tag.RowsAffected() == 1
+		return err
+	}
+	landed := func(ctx context.Context) (bool, error) {
+		var exists bool
+		if err := s.db.QueryRow(ctx, sqlExists, id).Scan(&exists); err != nil {
+			return false, err
+		}
+		retried = !exists
+		return !exists, nil
+	}
+	if err := s.retry(ctx, run, landed); err != nil {
+		return fmt.Errorf("pgthreads: delete thread %q: %w", id, err)
+	}
+	if !deleted && !retried {
+		return fmt.Errorf("%w %q", runs.ErrUnknownThread, id)
+	}
+	return nil
 }
 
 // Heartbeat implements runs.ThreadStore. A beat sent again after an
@@ -181,11 +232,16 @@ func (s *Store) SettleThread(ctx context.Context, rec runs.ThreadRecord, owner, 
 		return false, err
 	}
 	rec = rec.Normalized()
+	meta, err := metadata(rec)
+	if err != nil {
+		return false, err
+	}
 	var settled bool
 	run := func(ctx context.Context) error {
 		tag, err := s.db.Exec(ctx, sqlSettle, rec.ID, rec.Graph, string(rec.Status), rec.RunID, rec.Error,
 			rec.Updated, list(rec.Before), list(rec.After),
-			list(rec.Options.InterruptBefore), list(rec.Options.InterruptAfter), int32(rec.Options.RecursionLimit), rec.Owner, owner, runID)
+			list(rec.Options.InterruptBefore), list(rec.Options.InterruptAfter), int32(rec.Options.RecursionLimit), rec.Owner, owner, runID,
+			meta, orNull(rec.StateUpdated))
 		settled = err == nil && tag.RowsAffected() == 1
 		return err
 	}
@@ -194,7 +250,9 @@ func (s *Store) SettleThread(ctx context.Context, rec runs.ThreadRecord, owner, 
 		if errors.Is(err, pgx.ErrNoRows) {
 			return false, nil
 		}
-		ok := err == nil && reflect.DeepEqual(got, rec)
+		want := rec
+		want.Created = got.Created
+		ok := err == nil && reflect.DeepEqual(got, want)
 		settled = settled || ok
 		return ok, err
 	}
@@ -228,13 +286,43 @@ func scan(row pgx.Row) (runs.ThreadRecord, error) {
 	var rec runs.ThreadRecord
 	var status string
 	var limit int32
+	var meta []byte
+	var stateUpdated *time.Time
 	err := row.Scan(&rec.ID, &rec.Graph, &status, &rec.RunID, &rec.Error, &rec.Updated,
-		&rec.Before, &rec.After, &rec.Options.InterruptBefore, &rec.Options.InterruptAfter, &limit, &rec.Owner)
+		&rec.Before, &rec.After, &rec.Options.InterruptBefore, &rec.Options.InterruptAfter, &limit, &rec.Owner,
+		&meta, &rec.Created, &stateUpdated)
 	if err != nil {
 		return runs.ThreadRecord{}, err
 	}
+	if err := json.Unmarshal(meta, &rec.Metadata); err != nil {
+		return runs.ThreadRecord{}, fmt.Errorf("metadata of thread %q: %w", rec.ID, err)
+	}
+	if stateUpdated != nil {
+		rec.StateUpdated = *stateUpdated
+	}
 	rec.Status, rec.Options.RecursionLimit = runs.Status(status), int(limit)
 	return rec.Normalized(), nil
+}
+
+// metadata is rec's (normalized) metadata as the JSON text of the
+// column, "{}" for none.
+func metadata(rec runs.ThreadRecord) (string, error) {
+	if len(rec.Metadata) == 0 {
+		return "{}", nil
+	}
+	b, err := json.Marshal(rec.Metadata)
+	if err != nil {
+		return "", fmt.Errorf("pgthreads: thread %q: metadata: %w", rec.ID, err)
+	}
+	return string(b), nil
+}
+
+// orNull is t, or NULL for a zero time.
+func orNull(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }
 
 // list encodes nil as an empty array: the columns are NOT NULL.

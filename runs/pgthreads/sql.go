@@ -1,43 +1,115 @@
 package pgthreads
 
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/superstep-dev/superstep/runs"
+)
+
 // The statements of the registry, on the studio_threads table of
-// migrations/005_threads.sql. Every time is a parameter from the caller;
-// none uses now().
+// migrations/005_threads.sql (and 007, 009). Every time is a parameter
+// from the caller; none uses now().
 
 const threadColumns = `id, graph, status, run_id, error, updated_at,
-    stopped_before, stopped_after, interrupt_before, interrupt_after, recursion_limit, owner`
+    stopped_before, stopped_after, interrupt_before, interrupt_after, recursion_limit, owner,
+    metadata, created_at, state_updated_at`
 
+// sqlSave never changes created_at: a thread keeps its first save's.
 const sqlSave = `
 INSERT INTO studio_threads (` + threadColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::jsonb, $14, $15)
 ON CONFLICT (id) DO UPDATE
 SET graph = excluded.graph, status = excluded.status, run_id = excluded.run_id,
     error = excluded.error, updated_at = excluded.updated_at,
     stopped_before = excluded.stopped_before, stopped_after = excluded.stopped_after,
     interrupt_before = excluded.interrupt_before, interrupt_after = excluded.interrupt_after,
-    recursion_limit = excluded.recursion_limit, owner = excluded.owner`
+    recursion_limit = excluded.recursion_limit, owner = excluded.owner,
+    metadata = excluded.metadata, state_updated_at = excluded.state_updated_at`
 
 const sqlGet = `SELECT ` + threadColumns + ` FROM studio_threads WHERE id = $1`
 
-// The list statements, one per filter, so each reads its own index in
-// list order. LIMIT NULL means no limit.
-const (
-	sqlListAll = `SELECT ` + threadColumns + ` FROM studio_threads
-ORDER BY updated_at DESC, id
-LIMIT $1`
-	sqlListStatus = `SELECT ` + threadColumns + ` FROM studio_threads
-WHERE status = $2
-ORDER BY updated_at DESC, id
-LIMIT $1`
-	sqlListGraph = `SELECT ` + threadColumns + ` FROM studio_threads
-WHERE graph = $2
-ORDER BY updated_at DESC, id
-LIMIT $1`
-	sqlListStatusGraph = `SELECT ` + threadColumns + ` FROM studio_threads
-WHERE status = $2 AND graph = $3
-ORDER BY updated_at DESC, id
-LIMIT $1`
-)
+const sqlDelete = `DELETE FROM studio_threads WHERE id = $1`
+
+const sqlExists = `SELECT EXISTS (SELECT 1 FROM studio_threads WHERE id = $1)`
+
+// threadOrder is each runs.ThreadSorts value's ORDER BY column. Status is
+// compared bytewise, as the memory registry does, whatever the database's
+// collation. A NULL state_updated_at (never written) is the oldest.
+var threadOrder = map[string]string{
+	"":                 "updated_at",
+	"updated_at":       "updated_at",
+	"created_at":       "created_at",
+	"state_updated_at": "state_updated_at",
+	"status":           `status COLLATE "C"`,
+	"thread_id":        "id",
+}
+
+// listQuery assembles the list (or, with count, the count) statement for
+// a checked filter from the constant fragments above and its values as
+// parameters: one statement per filter shape, so each can use the index
+// its filter and order have (a catch-all "$n IS NULL OR ..." would make
+// the planner give up the GIN index on metadata).
+func listQuery(f runs.ThreadFilter, count bool) (string, []any, error) {
+	var where []string
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	if f.Status != "" {
+		where = append(where, "status = "+arg(string(f.Status)))
+	}
+	if f.Graph != "" {
+		where = append(where, "graph = "+arg(f.Graph))
+	}
+	if len(f.IDs) > 0 {
+		where = append(where, "id = ANY("+arg(f.IDs)+"::text[])")
+	}
+	// Decoded and encoded again so the filter's JSON is the records'.
+	if meta := (runs.ThreadRecord{Metadata: f.Metadata}).Normalized().Metadata; len(meta) > 0 {
+		b, err := json.Marshal(meta)
+		if err != nil {
+			return "", nil, err
+		}
+		where = append(where, "metadata @> "+arg(string(b))+"::jsonb")
+	}
+	var q strings.Builder
+	if count {
+		q.WriteString("SELECT count(*) FROM studio_threads")
+	} else {
+		q.WriteString("SELECT " + threadColumns + " FROM studio_threads")
+	}
+	if len(where) > 0 {
+		q.WriteString("\nWHERE " + strings.Join(where, " AND "))
+	}
+	if count {
+		return q.String(), args, nil
+	}
+	dir, nulls := "DESC", "NULLS LAST"
+	if f.SortOrder == "asc" {
+		dir, nulls = "ASC", "NULLS FIRST"
+	}
+	col, ok := threadOrder[f.SortBy]
+	if !ok {
+		return "", nil, fmt.Errorf("no order for sort %q", f.SortBy)
+	}
+	fmt.Fprintf(&q, "\nORDER BY %s %s", col, dir)
+	if f.SortBy == "state_updated_at" {
+		q.WriteString(" " + nulls)
+	}
+	if f.SortBy != "thread_id" {
+		q.WriteString(", id")
+	}
+	var limit *int64 // NULL: no limit
+	if f.Limit > 0 {
+		l := int64(f.Limit)
+		limit = &l
+	}
+	q.WriteString("\nLIMIT " + arg(limit) + " OFFSET " + arg(int64(f.Offset)))
+	return q.String(), args, nil
+}
 
 // sqlHeartbeat records an owner's beat (never moving it back) and drops
 // owners silent for a day, so the table holds the live ones and a few.
@@ -51,7 +123,7 @@ const sqlSettle = `
 UPDATE studio_threads
 SET graph = $2, status = $3, run_id = $4, error = $5, updated_at = $6,
     stopped_before = $7, stopped_after = $8, interrupt_before = $9, interrupt_after = $10,
-    recursion_limit = $11, owner = $12
+    recursion_limit = $11, owner = $12, metadata = $15::jsonb, state_updated_at = $16
 WHERE id = $1 AND status = 'running' AND owner = $13 AND run_id = $14`
 
 // sqlOrphans lists running threads whose owner has not beaten since $1.

@@ -6,10 +6,13 @@
 // and Exercise runs one parallel subtest per behaviour, each on a store of
 // its own (a store must start empty: several cases list every thread).
 //
-// It covers saving (create and replace), reading back every field, unknown
-// and malformed ids, listing (filters by status and graph, newest first
-// with ties by id, limits), failing the runs of a stopped process, and
-// input the stores must refuse with runs.ErrInvalidInput, writing nothing.
+// It covers saving (create and replace), reading back every field
+// (metadata, creation and state times included), unknown and malformed
+// ids, threads without a graph, listing (filters by status, graph, ids and
+// metadata containment, every order both ways with ties by id, limits and
+// offsets), counting, deleting, failing the runs of a stopped process,
+// and input the stores must refuse with runs.ErrInvalidInput, writing
+// nothing.
 package runstest
 
 import (
@@ -53,6 +56,17 @@ var cases = []struct {
 	{"HeartbeatAndOrphansRejectBadInput", orphansBad},
 	{"SaveRejectsBadRecords", saveBad},
 	{"RecordsAreCopies", recordsAreCopies},
+	{"MetadataRoundTrip", metadataRoundTrip},
+	{"MetadataLimits", metadataLimits},
+	{"CreatedIsKeptAcrossSaves", createdKept},
+	{"StateUpdatedRoundTrip", stateUpdatedRoundTrip},
+	{"ThreadsWithoutAGraph", graphless},
+	{"ListByMetadataContainment", listByMetadata},
+	{"ListByIDs", listByIDs},
+	{"ListSorts", listSorts},
+	{"ListOffsetPages", listOffset},
+	{"CountThreads", countThreads},
+	{"DeleteThread", deleteThread},
 }
 
 func ctx() context.Context { return context.Background() }
@@ -98,15 +112,33 @@ func ids(rs []runs.ThreadRecord) []string {
 	return out
 }
 
-// same compares records as a user sees them: the same instant (in UTC, to
-// the microsecond) and the same lists, an empty list being one never set.
+// same compares records as a user sees them: the same instants (in UTC,
+// to the microsecond), the same lists, an empty list being one never set,
+// and the same metadata as JSON. A want without Created takes any the
+// store stamped.
 func same(t *testing.T, got, want runs.ThreadRecord) {
 	t.Helper()
-	wantAt := want.Updated.UTC().Truncate(time.Microsecond)
-	if !got.Updated.Equal(wantAt) || got.Updated.Location() != time.UTC {
-		t.Errorf("thread %q: updated %v, want %v in UTC (kept to the microsecond)", want.ID, got.Updated, wantAt)
+	for _, ts := range []struct {
+		what      string
+		got, want time.Time
+	}{{"updated", got.Updated, want.Updated}, {"created", got.Created, want.Created}, {"state updated", got.StateUpdated, want.StateUpdated}} {
+		if ts.what == "created" && ts.want.IsZero() {
+			if ts.got.IsZero() || ts.got.Location() != time.UTC {
+				t.Errorf("thread %q: created %v, want a time stamped by the store, in UTC", want.ID, ts.got)
+			}
+			continue
+		}
+		wantAt := ts.want.UTC().Truncate(time.Microsecond)
+		if !ts.got.Equal(wantAt) || !ts.got.IsZero() && ts.got.Location() != time.UTC {
+			t.Errorf("thread %q: %s %v, want %v in UTC (kept to the microsecond)", want.ID, ts.what, ts.got, wantAt)
+		}
+	}
+	if g, w := metaJSON(t, got.Metadata), metaJSON(t, want.Metadata); g != w {
+		t.Errorf("thread %q: metadata read back as %s, want %s", want.ID, g, w)
 	}
 	got.Updated, want.Updated = time.Time{}, time.Time{}
+	got.Created, want.Created, got.StateUpdated, want.StateUpdated = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	got.Metadata, want.Metadata = nil, nil
 	g, w := fmt.Sprintf("%+v", got), fmt.Sprintf("%+v", want)
 	if g != w {
 		t.Errorf("thread %q read back as\n %s\nwant\n %s", want.ID, g, w)
@@ -269,13 +301,7 @@ func listLimit(t *testing.T, s runs.ThreadStore) {
 
 func listBadFilters(t *testing.T, s runs.ThreadStore) {
 	mustSave(t, s, rec("t", "g", runs.StatusIdle, base))
-	for _, f := range []runs.ThreadFilter{
-		{Status: "paused"},
-		{Status: "IDLE"},
-		{Graph: "a/b"},
-		{Graph: strings.Repeat("g", 129)},
-		{Limit: -1},
-	} {
+	for _, f := range badFilters() {
 		if got, err := s.ListThreads(ctx(), f); !errors.Is(err, runs.ErrInvalidInput) {
 			t.Errorf("ListThreads(%+v) = %v, %v; want ErrInvalidInput", f, ids(got), err)
 		}
@@ -399,7 +425,8 @@ func saveBad(t *testing.T, s runs.ThreadStore) {
 		// could never be reached.
 		{"id .", func(r *runs.ThreadRecord) { r.ID = "." }, "thread id"},
 		{"id ..", func(r *runs.ThreadRecord) { r.ID = ".." }, "thread id"},
-		{"empty graph", func(r *runs.ThreadRecord) { r.Graph = "" }, "graph"},
+		// Only a thread that never ran has no graph.
+		{"empty graph with a run", func(r *runs.ThreadRecord) { r.Graph = "" }, "graph"},
 		{"overlong graph", func(r *runs.ThreadRecord) { r.Graph = strings.Repeat("g", 129) }, "graph"},
 		{"unknown status", func(r *runs.ThreadRecord) { r.Status = "paused" }, "status"},
 		{"empty status", func(r *runs.ThreadRecord) { r.Status = "" }, "status"},

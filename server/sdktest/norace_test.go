@@ -1,0 +1,5 @@
+//go:build !race
+
+package sdktest
+
+const raceEnabled = false
