@@ -429,7 +429,8 @@ func (s *Stream) Next() bool {
 
 // reconnect reopens a resumable stream after the last event read.
 func (s *Stream) reconnect() {
-	path, rawQuery, _ := strings.Cut(s.resume, "?")
+	// Location may be a whole URL of this server.
+	path, rawQuery, _ := strings.Cut(strings.TrimPrefix(s.resume, s.c.base), "?")
 	q, _ := url.ParseQuery(rawQuery)
 	last := s.lastID
 	if last == "" {
@@ -579,4 +580,28 @@ func (r *RunsClient) Cancel(ctx context.Context, threadID, runID string, opts *C
 // Delete deletes a run that has ended.
 func (r *RunsClient) Delete(ctx context.Context, threadID, runID string) error {
 	return r.c.do(ctx, request{method: http.MethodDelete, path: runsPath(threadID, runID)})
+}
+
+// BatchRun is one run of CreateBatch.
+type BatchRun struct {
+	AssistantID string
+	Options     *RunCreate
+}
+
+// CreateBatch starts several stateless runs in the background with one
+// request (POST /runs/batch) and returns them in order.
+func (r *RunsClient) CreateBatch(ctx context.Context, batch []BatchRun) ([]Run, error) {
+	bodies := make([]map[string]any, 0, len(batch))
+	for i, b := range batch {
+		body, err := b.Options.body(b.AssistantID, false)
+		if err != nil {
+			return nil, fmt.Errorf("run %d: %w", i, err)
+		}
+		bodies = append(bodies, body)
+	}
+	var out []Run
+	if err := r.c.do(ctx, request{method: http.MethodPost, path: "/runs/batch", body: bodies, out: &out}); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

@@ -110,7 +110,9 @@ func serveGraphs(t *testing.T, g *gate, opts ...client.Option) *client.Client {
 	return newClient(t, srv.URL, opts...)
 }
 
-func create() *client.RunCreate { return &client.RunCreate{Input: map[string]any{}, IfNotExists: "create"} }
+func create() *client.RunCreate {
+	return &client.RunCreate{Input: map[string]any{}, IfNotExists: "create"}
+}
 
 func statusOf(err error) int {
 	var e *client.Error
@@ -505,3 +507,32 @@ func TestRunCreateSendsEveryField(t *testing.T) {
 	}
 }
 
+// TestStatelessRunsUseTheRunsRoutes: an empty thread id calls /runs
+// (no server routes for these yet, so a fake checks the requests).
+func TestStatelessRunsUseTheRunsRoutes(t *testing.T) {
+	t.Parallel()
+	c := fakeAPI(t, []fakeCall{
+		{method: "POST", path: "/runs/batch", body: `[{"assistant_id":"agent","input":{"q":1}},{"assistant_id":"other","on_completion":"keep"}]`,
+			status: 200, answer: `[{"run_id":"r1","status":"pending"},{"run_id":"r2","status":"pending"}]`},
+		{method: "POST", path: "/runs/wait", body: `{"assistant_id":"agent","input":{}}`, status: 200, answer: `{"out":1}`,
+			header: map[string]string{"Content-Location": "/runs/r3"}},
+		{method: "POST", path: "/threads/t1/runs/r1/cancel", query: "action=rollback&wait=1", status: 204},
+		{method: "POST", path: "/threads/t1/runs/r1/cancel", query: "action=interrupt&wait=0", status: 202},
+	})
+	ctx := context.Background()
+	got, err := c.Runs.CreateBatch(ctx, []client.BatchRun{{AssistantID: "agent", Options: &client.RunCreate{Input: map[string]any{"q": 1}}},
+		{AssistantID: "other", Options: &client.RunCreate{OnCompletion: "keep"}}})
+	if err != nil || len(got) != 2 || got[1].RunID != "r2" {
+		t.Fatalf("CreateBatch = %+v, %v", got, err)
+	}
+	res, err := c.Runs.Wait(ctx, "", "agent", &client.RunCreate{Input: map[string]any{}})
+	if err != nil || res.RunID != "r3" || res.ThreadID != "" || res.Values["out"] != 1.0 {
+		t.Fatalf("stateless Wait = %+v, %v", res, err)
+	}
+	if err := c.Runs.Cancel(ctx, "t1", "r1", &client.CancelOptions{Wait: true, Action: "rollback"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Runs.Cancel(ctx, "t1", "r1", nil); err != nil {
+		t.Fatal(err)
+	}
+}
