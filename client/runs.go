@@ -99,8 +99,7 @@ type RunCreate struct {
 	// IfNotExists "create" creates a missing thread; the default rejects
 	// it with a 404 *Error.
 	IfNotExists string
-	// After delays the run's start (whole milliseconds; sent in
-	// seconds).
+	// After delays the run's start; sent in seconds.
 	After time.Duration
 	// Webhook is called with the run when it ends.
 	Webhook string

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -482,7 +483,7 @@ func TestRunCreateSendsEveryField(t *testing.T) {
 		InterruptBefore: []string{"*"}, InterruptAfter: []string{"a", "b"},
 		Checkpoint:        &client.Checkpoint{CheckpointID: "cp1"},
 		MultitaskStrategy: "rollback", OnDisconnect: "cancel", OnCompletion: "keep", IfNotExists: "create",
-		After: 1500 * 1e6, Webhook: "https://hooks.example.com/x", Durability: "async",
+		After: 1500 * time.Millisecond, Webhook: "https://hooks.example.com/x", Durability: "async",
 	}
 	if _, err := c.Runs.Create(context.Background(), "t1", "agent", full); err != nil {
 		t.Fatal(err)
