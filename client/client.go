@@ -99,6 +99,10 @@ type request struct {
 	query  url.Values
 	body   any
 	out    any
+	// accept overrides the Accept header (application/json).
+	accept string
+	// lastEventID, when set, is sent as Last-Event-ID (resuming a stream).
+	lastEventID string
 }
 
 // do sends req and decodes the answer, or returns an *Error for a non-2xx
@@ -142,6 +146,12 @@ func (c *Client) send(ctx context.Context, req request) (*http.Response, error) 
 		hr.Header.Set("Content-Type", "application/json")
 	}
 	hr.Header.Set("Accept", "application/json")
+	if req.accept != "" {
+		hr.Header.Set("Accept", req.accept)
+	}
+	if req.lastEventID != "" {
+		hr.Header.Set("Last-Event-ID", req.lastEventID)
+	}
 	if c.apiKey != "" {
 		hr.Header.Set("X-Api-Key", c.apiKey)
 	}

@@ -33,17 +33,31 @@
 //
 // # Areas
 //
-// Implemented: Ok, Info and the Store sub-client. The Assistants, Threads
-// and Runs sub-clients exist so the shape is fixed; their methods come
-// with the server's routes for those areas, with these names:
+// Besides Ok and Info, the sub-clients carry these methods:
 //
 //   - Assistants: Get, GetGraph, GetSchemas, GetSubgraphs, Create, Update,
-//     Delete, Search, Count, GetVersions, SetLatest.
+//     Delete, Search (a page with the next offset and the total), Count,
+//     GetVersions, SetLatest. An assistant id may also be a graph id.
 //   - Threads: Create, Get, Update, Delete, Copy, Search, Count,
 //     GetState, UpdateState, PatchState, GetHistory.
 //   - Runs: Create, CreateBatch, Stream, Wait, List, Get, Cancel, Join,
-//     JoinStream, Delete. Stream and JoinStream return a stream whose
-//     events are read one at a time (resuming with Last-Event-ID after a
-//     dropped connection when the run is resumable); Wait and Join
-//     report an in-body {"__error__": ...} as an error.
+//     JoinStream, Delete. An empty thread id calls the stateless /runs
+//     routes.
+//
+// # Runs
+//
+// Every run-creating method takes a *RunCreate: input or a Command
+// (resume, update, goto), config, stream modes, breakpoints, a
+// checkpoint to fork from, the multitask strategy and the rest of the
+// API's run options. Wait and Join answer a RunResult: the thread's
+// values, the interrupts the run stopped at, and the run's and thread's
+// ids (from the answer's Content-Location); a run that failed after the
+// request was accepted is a *RunError. Answer an interrupt by its id with
+// Command{Resume: map[string]any{id: answer}}.
+//
+// Stream and JoinStream return a *Stream whose events ({Event, Data, ID})
+// are read one at a time with Next. A stream created with
+// StreamResumable reconnects after a dropped connection with
+// Last-Event-ID, so every event arrives once; any other broken
+// connection is the stream's Err.
 package client

@@ -5,7 +5,11 @@ import (
 	"fmt"
 	"net/http/httptest"
 
+	"github.com/google/uuid"
+
+	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/client"
+	"github.com/superstep-dev/superstep/engine"
 	"github.com/superstep-dev/superstep/runs"
 	"github.com/superstep-dev/superstep/server"
 	"github.com/superstep-dev/superstep/store"
@@ -39,4 +43,49 @@ func ExampleStoreClient() {
 	// prefs dark
 	// true
 	// 1 [users u1]
+}
+
+// ExampleRunsClient runs a graph that asks a question with an interrupt,
+// then answers it by the interrupt's id.
+func ExampleRunsClient() {
+	g := engine.NewStateGraph[approval]()
+	g.AddNode("ask", func(ctx context.Context, _ approval) (engine.Output, error) {
+		answer, err := engine.Interrupt(ctx, "ship it?")
+		if err != nil {
+			return nil, err
+		}
+		return engine.Update{"answer": answer}, nil
+	})
+	g.AddEdge(engine.Start, "ask").AddEdge("ask", engine.End)
+	compiled, _ := g.Compile(engine.CompileOptions{Checkpointer: checkpoints.NewMemory()})
+	mgr, _ := runs.NewManager(map[string]engine.Compiled{"approval": compiled})
+	defer mgr.Close()
+	api, _ := server.New(server.Config{Runs: mgr})
+	defer api.Close()
+	srv := httptest.NewServer(api.Handler())
+	defer srv.Close()
+
+	ctx := context.Background()
+	c, _ := client.New(srv.URL)
+	thread := uuid.NewString()
+	res, err := c.Runs.Wait(ctx, thread, "approval", &client.RunCreate{Input: map[string]any{}, IfNotExists: "create"})
+	if err != nil {
+		panic(err)
+	}
+	asked := res.Interrupts[0]
+	fmt.Println(asked.Value)
+	res, err = c.Runs.Wait(ctx, thread, "approval", &client.RunCreate{
+		Command: &client.Command{Resume: map[string]any{asked.ID: "yes"}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.Values["answer"], len(res.Interrupts))
+	// Output:
+	// ship it?
+	// yes 0
+}
+
+type approval struct {
+	Answer string `json:"answer"`
 }
