@@ -7,6 +7,8 @@ import (
 	"maps"
 
 	"github.com/google/uuid"
+
+	"github.com/superstep-dev/superstep/checkpoints"
 )
 
 // ErrThreadExists: CreateThread of an id that is taken.
@@ -147,4 +149,64 @@ func (m *Manager) CopyThread(ctx context.Context, id string) (Thread, error) {
 		return Thread{}, err
 	}
 	return m.Thread(ctx, dst)
+}
+
+// PatchCheckpointMetadata merges metadata into the metadata of the
+// thread's latest checkpoint (the API's PATCH /threads/{id}/state), the
+// checkpoint's values and position unchanged. The engine's own keys
+// (source, step, parents, run_id) cannot be patched (ErrInvalidInput).
+// Refused with ErrThreadBusy while a run is active.
+func (m *Manager) PatchCheckpointMetadata(ctx context.Context, threadID string, metadata map[string]any) error {
+	for _, k := range []string{"source", "step", "parents", "run_id"} {
+		if _, ok := metadata[k]; ok {
+			return fmt.Errorf("%w: metadata key %q is the engine's; it cannot be patched", ErrInvalidInput, k)
+		}
+	}
+	if err := storable("metadata", metadata); err != nil {
+		return err
+	}
+	t, err := m.lockThread(ctx, threadID)
+	if err != nil {
+		return err
+	}
+	if t.info.Status == StatusRunning || t.updating {
+		m.mu.Unlock()
+		return fmt.Errorf("%w: thread %q has an active run; patch its checkpoint once it ends", ErrThreadBusy, threadID)
+	}
+	t.updating = true
+	graph := t.info.Graph
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		t.updating = false
+		m.mu.Unlock()
+	}()
+	g, ok := m.graphs[graph]
+	if !ok {
+		return fmt.Errorf("%w: thread %q has no checkpoint yet", ErrUnknownCheckpoint, threadID)
+	}
+	saver := g.Pregel().Checkpointer()
+	tup, err := saver.Get(ctx, checkpoints.Config{ThreadID: threadID})
+	if err != nil {
+		return fmt.Errorf("runs: read the head of thread %q: %w", threadID, err)
+	}
+	if tup == nil {
+		return fmt.Errorf("%w: thread %q has no checkpoint yet", ErrUnknownCheckpoint, threadID)
+	}
+	md := tup.Metadata
+	md.Extra = maps.Clone(md.Extra)
+	if md.Extra == nil {
+		md.Extra = map[string]any{}
+	}
+	maps.Copy(md.Extra, metadata)
+	parent := checkpoints.Config{ThreadID: threadID, Namespace: tup.Config.Namespace}
+	if tup.ParentConfig != nil {
+		parent.CheckpointID = tup.ParentConfig.CheckpointID
+	}
+	// Saving the checkpoint's id again replaces its metadata and keeps its
+	// writes and its place in the thread.
+	if _, err := saver.Put(ctx, parent, tup.Checkpoint, md, maps.Clone(tup.Checkpoint.ChannelVersions)); err != nil {
+		return fmt.Errorf("runs: patch the metadata of thread %q's head: %w", threadID, err)
+	}
+	return nil
 }

@@ -104,6 +104,20 @@ type apiRun struct {
 	// delay is how long after created a queued run may start
 	// (after_seconds).
 	delay time.Duration
+	// cancelled is closed when a queued run is cancelled before it
+	// started (cancelQueued).
+	cancelled chan struct{}
+	once      sync.Once
+}
+
+// errCancelledQueued is the error of a queued run cancelled before it
+// started.
+var errCancelledQueued = errors.New("cancelled before it started")
+
+// cancelQueued cancels a run still in its thread's queue: it never
+// starts, and reads back as "interrupted".
+func (a *API) cancelQueued(r *apiRun) {
+	r.once.Do(func() { close(r.cancelled) })
 }
 
 // pendingJSON is the Run object of a run still in its thread's queue.
@@ -175,20 +189,34 @@ func (a *API) launchRun(ctx context.Context, thread, assistantID, graph string, 
 	}
 	runID := newRunID()
 	metadata["run_id"], metadata["graph_id"], metadata["assistant_id"] = runID, graph, assistantID
-	run := &apiRun{id: runID, created: time.Now(), started: make(chan struct{}), req: runs.RunRequest{
+	run := &apiRun{id: runID, created: time.Now(), started: make(chan struct{}), cancelled: make(chan struct{}), req: runs.RunRequest{
 		Graph: graph, Thread: thread, RunID: runID, Input: p.input, CheckpointID: p.checkpointID,
 		Options: p.options, Metadata: metadata, Origin: runs.OriginAPI,
 		Stream: &runs.StreamSpec{Modes: engineModes(p.modes), Subgraphs: p.body.StreamSubgraphs},
 		Meta:   &runs.RunMeta{Assistant: assistantID, Metadata: p.body.Metadata, Kwargs: p.kwargs, Strategy: p.strategy},
 	}}
 	if p.body.AfterSeconds != nil && *p.body.AfterSeconds > 0 {
+		if err != nil {
+			// A delayed run on a thread to create: the thread is made
+			// now, so the run is listed on it while it waits.
+			if _, err := a.cfg.Runs.CreateThread(ctx, thread, graph, nil); err != nil && !errors.Is(err, runs.ErrThreadExists) {
+				return nil, err
+			}
+		}
 		a.enqueue(run, time.Duration(*p.body.AfterSeconds*float64(time.Second)))
+		a.bookkeep(ctx, thread, graph, assistantID)
 		return run, nil
 	}
 	for attempt := 0; ; attempt++ {
-		_, err := a.cfg.Runs.Run(ctx, run.req)
+		// Runs queued on the thread make it busy too: a new run neither
+		// jumps the queue nor slips in before a delayed run.
+		err := runs.ErrThreadBusy
+		if len(a.queuedOf(thread)) == 0 {
+			_, err = a.cfg.Runs.Run(ctx, run.req)
+		}
 		if err == nil {
 			close(run.started)
+			a.bookkeep(ctx, thread, graph, assistantID)
 			return run, nil
 		}
 		if !errors.Is(err, runs.ErrThreadBusy) || attempt == 3 {
@@ -199,12 +227,33 @@ func (a *API) launchRun(ctx context.Context, thread, assistantID, graph string, 
 			return nil, conflict("thread %q is busy with another run; multitask_strategy reject refuses a second one", thread)
 		case strategyEnqueue:
 			a.enqueue(run, 0)
+			a.bookkeep(ctx, thread, graph, assistantID)
 			return run, nil
 		case strategyInterrupt, strategyRollback:
+			for _, q := range a.queuedOf(thread) {
+				a.cancelQueued(q)
+			}
 			if err := a.stopActive(ctx, thread, p.strategy == strategyRollback); err != nil {
 				return nil, err
 			}
 		}
+	}
+}
+
+// bookkeep records on the thread which graph and assistant it last ran
+// (metadata graph_id and assistant_id), as upstream's run creation does.
+// A failure is logged: the run exists, and its answer must not be an
+// error the SDK would retry.
+func (a *API) bookkeep(ctx context.Context, thread, graph, assistantID string) {
+	info, err := a.cfg.Runs.Thread(ctx, thread)
+	if err == nil && info.Metadata["graph_id"] == graph && info.Metadata["assistant_id"] == assistantID {
+		return
+	}
+	if err == nil {
+		_, err = a.cfg.Runs.PatchThread(ctx, thread, map[string]any{"graph_id": graph, "assistant_id": assistantID})
+	}
+	if err != nil {
+		a.log.Error("api: record the thread's graph and assistant", "thread", thread, "error", err)
 	}
 }
 
@@ -234,6 +283,31 @@ type queues struct {
 	mu      sync.Mutex
 	threads map[string][]*apiRun
 	byID    map[string]*apiRun
+	// ended are queued runs that never started (cancelled, or the
+	// server stopped), the latest PartLogsKept of them.
+	ended      map[string]*apiRun
+	endedOrder []string
+}
+
+// waitIdle waits until the thread has no active run, or the queued run
+// is cancelled meanwhile.
+func (a *API) waitIdle(thread string, run *apiRun) (runs.Thread, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-run.cancelled:
+			cancel()
+		case <-a.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	t, err := a.cfg.Runs.Wait(ctx, thread)
+	if ctx.Err() != nil {
+		return t, nil // the loop sees why
+	}
+	return t, err
 }
 
 // enqueue puts run at the end of its thread's queue; the thread's first
@@ -266,18 +340,21 @@ func (a *API) drain(thread string) {
 			select {
 			case <-time.After(wait):
 			case <-a.done:
+			case <-run.cancelled:
 			}
 		}
 		for {
 			select {
 			case <-a.done:
 				run.err = errors.New("the server stopped before the run started")
+			case <-run.cancelled:
+				run.err = errCancelledQueued
 			default:
 			}
 			if run.err != nil {
 				break
 			}
-			if _, err := a.cfg.Runs.Wait(context.Background(), thread); err != nil && !errors.Is(err, runs.ErrUnknownThread) {
+			if _, err := a.waitIdle(thread, run); err != nil && !errors.Is(err, runs.ErrUnknownThread) {
 				run.err = err
 				break
 			}
@@ -288,13 +365,25 @@ func (a *API) drain(thread string) {
 			run.err = err
 			break
 		}
-		if run.err != nil {
+		if run.err != nil && !errors.Is(run.err, errCancelledQueued) {
 			a.log.Error("api: a queued run did not start", "thread", thread, "run", run.id, "error", run.err)
 		}
 		close(run.started)
 		q.mu.Lock()
 		q.threads[thread] = q.threads[thread][1:]
 		delete(q.byID, run.id)
+		if run.err != nil {
+			// What a client asks of it later: it ended without running.
+			if q.ended == nil {
+				q.ended = map[string]*apiRun{}
+			}
+			q.ended[run.id] = run
+			q.endedOrder = append(q.endedOrder, run.id)
+			if len(q.endedOrder) > runs.PartLogsKept {
+				delete(q.ended, q.endedOrder[0])
+				q.endedOrder = q.endedOrder[1:]
+			}
+		}
 		if len(q.threads[thread]) == 0 {
 			delete(q.threads, thread)
 			q.mu.Unlock()
@@ -312,6 +401,14 @@ func (a *API) queued(runID string) (*apiRun, bool) {
 	return r, ok
 }
 
+// neverStarted returns a queued run that ended without starting.
+func (a *API) neverStarted(runID string) (*apiRun, bool) {
+	a.queue.mu.Lock()
+	defer a.queue.mu.Unlock()
+	r, ok := a.queue.ended[runID]
+	return r, ok
+}
+
 // queuedOf lists the runs waiting in a thread's queue, oldest first.
 func (a *API) queuedOf(thread string) []*apiRun {
 	a.queue.mu.Lock()
@@ -323,6 +420,14 @@ func (a *API) queuedOf(thread string) []*apiRun {
 func (a *API) runObject(ctx context.Context, thread, runID string) (map[string]any, error) {
 	if q, ok := a.queued(runID); ok && q.req.Thread == thread {
 		return q.pendingJSON(thread), nil
+	}
+	if q, ok := a.neverStarted(runID); ok && q.req.Thread == thread {
+		o := q.pendingJSON(thread)
+		o["status"] = "error"
+		if errors.Is(q.err, errCancelledQueued) {
+			o["status"] = "interrupted"
+		}
+		return o, nil
 	}
 	rec, err := a.cfg.Runs.RunRecord(ctx, thread, runID)
 	if err != nil {
@@ -480,12 +585,13 @@ func (a *API) cancelRun(w http.ResponseWriter, r *http.Request) {
 	wait := q.Get("wait") == "1" || q.Get("wait") == "true"
 	if qr, ok := a.queued(runID); ok {
 		// Not started: it never will.
-		a.queue.mu.Lock()
-		if qr.err == nil {
-			qr.err = errors.New("cancelled before it started")
+		a.cancelQueued(qr)
+		if wait {
+			<-qr.started
+			w.WriteHeader(http.StatusNoContent)
+			return
 		}
-		a.queue.mu.Unlock()
-		w.WriteHeader(map[bool]int{true: http.StatusNoContent, false: http.StatusAccepted}[wait])
+		w.WriteHeader(http.StatusAccepted)
 		return
 	}
 	info, err := a.cfg.Runs.Thread(r.Context(), thread)
@@ -552,6 +658,9 @@ func (a *API) joinRun(w http.ResponseWriter, r *http.Request) {
 // existingRun finds a run the API can wait on: queued, or in the run log.
 func (a *API) existingRun(ctx context.Context, thread, runID string) (*apiRun, error) {
 	if q, ok := a.queued(runID); ok && q.req.Thread == thread {
+		return q, nil
+	}
+	if q, ok := a.neverStarted(runID); ok && q.req.Thread == thread {
 		return q, nil
 	}
 	if _, err := a.cfg.Runs.RunRecord(ctx, thread, runID); err != nil {
@@ -669,7 +778,11 @@ func (a *API) stream(w http.ResponseWriter, r *http.Request, thread, runID strin
 			continue
 		}
 		for _, p := range parts {
-			writeEvent(w, eventName(p), p.ID+1, p.Data)
+			data := p.Data
+			if p.Mode == engine.StreamDebug {
+				data = debugCheckpoints(data)
+			}
+			writeEvent(w, eventName(p), p.ID+1, data)
 			last = p.ID
 		}
 		flush()
@@ -891,4 +1004,32 @@ func newRunID() string {
 		return uuid.NewString()
 	}
 	return id.String()
+}
+
+// debugCheckpoints adds to a debug checkpoint event's payload its
+// checkpoint and parent_checkpoint, as the Agent Server's debug stream
+// has them (LangGraph Studio draws its checkpoint tree from them).
+func debugCheckpoints(raw json.RawMessage) json.RawMessage {
+	var ev map[string]any
+	if json.Unmarshal(raw, &ev) != nil || ev["type"] != "checkpoint" {
+		return raw
+	}
+	payload, ok := ev["payload"].(map[string]any)
+	if !ok {
+		return raw
+	}
+	checkpointOf := func(cfg any) any {
+		c, _ := cfg.(map[string]any)
+		conf, ok := c["configurable"].(map[string]any)
+		if !ok {
+			return nil
+		}
+		return map[string]any{"thread_id": conf["thread_id"], "checkpoint_ns": conf["checkpoint_ns"], "checkpoint_id": conf["checkpoint_id"], "checkpoint_map": nil}
+	}
+	payload["checkpoint"], payload["parent_checkpoint"] = checkpointOf(payload["config"]), checkpointOf(payload["parent_config"])
+	out, err := json.Marshal(ev)
+	if err != nil {
+		return raw
+	}
+	return out
 }

@@ -20,6 +20,7 @@ func (a *API) mountState(r chi.Router) {
 	r.Get("/threads/{thread_id}/state/{checkpoint_id}", a.getState)
 	r.Post("/threads/{thread_id}/state/checkpoint", a.getStateAt)
 	r.Post("/threads/{thread_id}/state", a.updateState)
+	r.Patch("/threads/{thread_id}/state", a.patchState)
 	r.Post("/threads/{thread_id}/history", a.historyPost)
 	r.Get("/threads/{thread_id}/history", a.historyGet)
 }
@@ -341,4 +342,29 @@ func (a *API) answerHistory(w http.ResponseWriter, r *http.Request, thread, ns s
 		out = append(out, stateJSON(s))
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// patchState merges metadata into the thread's latest checkpoint's.
+func (a *API) patchState(w http.ResponseWriter, r *http.Request) {
+	thread := chi.URLParam(r, "thread_id")
+	if err := checkUUID("thread_id", thread); err != nil {
+		fail(w, r, a.log, err)
+		return
+	}
+	var body struct {
+		Metadata map[string]any `json:"metadata"`
+	}
+	if err := decodeBody(r, &body, false); err != nil {
+		fail(w, r, a.log, err)
+		return
+	}
+	if len(body.Metadata) == 0 {
+		fail(w, r, a.log, invalid("metadata", "required: the keys to merge into the latest checkpoint's metadata"))
+		return
+	}
+	if err := a.cfg.Runs.PatchCheckpointMetadata(r.Context(), thread, numbersAsFloats(body.Metadata)); err != nil {
+		fail(w, r, a.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{})
 }

@@ -257,11 +257,8 @@ func (a *API) cancelMany(w http.ResponseWriter, r *http.Request) {
 // ended is left as it is.
 func (a *API) cancelOne(ctx context.Context, thread, runID string, rollback bool) error {
 	if q, ok := a.queued(runID); ok {
-		a.queue.mu.Lock()
-		if q.err == nil {
-			q.err = errors.New("cancelled before it started")
-		}
-		a.queue.mu.Unlock()
+		a.cancelQueued(q)
+		<-q.started
 		return nil
 	}
 	info, err := a.cfg.Runs.Thread(ctx, thread)

@@ -267,7 +267,9 @@ func (w *watched) Read(b []byte) (int, error) {
 		if w.sse && w.sseState.first != "" {
 			w.checkFirstEvent()
 		}
-		if keep < n {
+		// The n-th event may end exactly at the end of this read (the
+		// server flushed it last): the cut comes then too.
+		if keep < n || w.dropArmed && w.sseState.events >= w.dropAfter {
 			// The n-th event ended inside this read: hand over its
 			// bytes, then fail the copy, which makes the server under
 			// the reverse proxy abort the client's connection without

@@ -37,9 +37,12 @@ test("reject: a second run on a busy thread is a 409 the SDK does not retry; the
 test("interrupt: the first run is interrupted, its finished steps kept, the second runs", async () => {
   const tid = await newThread();
   const first = await runningDemo(tid);
-  const second = await c.runs.create(tid, graphs.transfer, { input: small, multitaskStrategy: "interrupt" });
+  // A thread runs one graph for life (Superstep refuses another graph's
+  // run on it with a 409), so the second run is the demo's too.
+  const second = await c.runs.create(tid, graphs.demo, { input: inputs[graphs.demo], multitaskStrategy: "interrupt" });
   const out = await c.runs.join(tid, second.run_id);
-  assert.equal(out.status, "executed");
+  assert.ok("__interrupt__" in out, "the second run did not reach the review: " + JSON.stringify(out));
+  assert.equal((await c.runs.get(tid, second.run_id)).status, "success");
   assert.equal((await c.runs.get(tid, first.run_id)).status, "interrupted");
   const history = await c.threads.getHistory(tid, { limit: 100 });
   assert.ok(history.some((s) => s.metadata.run_id === first.run_id), "the interrupted run's checkpoints were dropped");
@@ -48,8 +51,8 @@ test("interrupt: the first run is interrupted, its finished steps kept, the seco
 test("rollback: the first run is deleted with its checkpoints, the second runs", async () => {
   const tid = await newThread();
   const first = await runningDemo(tid);
-  const second = await c.runs.create(tid, graphs.transfer, { input: small, multitaskStrategy: "rollback" });
-  assert.equal((await c.runs.join(tid, second.run_id)).status, "executed");
+  const second = await c.runs.create(tid, graphs.demo, { input: inputs[graphs.demo], multitaskStrategy: "rollback" });
+  assert.ok("__interrupt__" in (await c.runs.join(tid, second.run_id)), "the second run did not reach the review");
   await rejects(c.runs.get(tid, first.run_id), 404);
   const history = await c.threads.getHistory(tid, { limit: 100 });
   assert.ok(history.every((s) => s.metadata.run_id !== first.run_id), "the rolled-back run's checkpoints remain");
@@ -74,6 +77,14 @@ test("enqueue: the second run waits for the first, then runs on its result", asy
   const lastOfA = Math.max(...history.filter((s) => s.metadata.run_id === a.run_id).map((s) => s.metadata.step));
   const firstOfB = Math.min(...history.filter((s) => s.metadata.run_id === b.run_id).map((s) => s.metadata.step));
   assert.ok(firstOfB > lastOfA, "the enqueued run did not start after the first ended");
+});
+
+test("another graph's run on a thread is refused with a 409 naming both graphs", async () => {
+  const tid = await newThread();
+  await c.runs.wait(tid, graphs.transfer, { input: small });
+  const body = await rejects(c.runs.create(tid, graphs.demo, { input: inputs[graphs.demo] }), 409);
+  assert.match(body.detail, new RegExp(graphs.transfer));
+  assert.match(body.detail, new RegExp(graphs.demo));
 });
 
 test("the default strategy is enqueue", async () => {

@@ -30,7 +30,7 @@ test("a dropped resumable stream reconnects and delivers every event exactly onc
       onRunCreated: (m) => (runId = m.run_id),
     }),
   );
-  assert.deepEqual(await cutTokens().then((t) => t.filter((x) => x === token)), [token], "the proxy never cut the stream");
+  assert.deepEqual(await cutTokens().then((t) => t.filter((x) => x === token)), [token], "the proxy never cut the stream: " + JSON.stringify(got.map((e) => [e.id, e.event])));
   assert.equal(got[0].event, "metadata");
   const ids = got.map((e) => e.id);
   assert.ok(ids.every((id) => id != null), "a resumable stream's events all carry ids");

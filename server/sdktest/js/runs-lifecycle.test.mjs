@@ -54,7 +54,8 @@ test("background create answers a pending Run; join waits for its values", async
   assert.match(run.run_id, UUID);
   assert.equal(created.run_id, run.run_id);
   assert.equal(run.thread_id, tid);
-  assert.ok(["pending", "running"].includes(run.status), run.status);
+  // The run as it stands when created: a quick one may have ended.
+  assert.ok(["pending", "running", "success"].includes(run.status), run.status);
   assert.equal(run.metadata.who, "sdk");
   assert.ok(["reject", "interrupt", "rollback", "enqueue"].includes(run.multitask_strategy));
   const out = await c.runs.join(tid, run.run_id);
