@@ -55,6 +55,10 @@ test/short: sdk/deps ## Run the tests that need no database (database tests skip
 bench: ## Run benchmarks (BENCH=regexp PKG=./engine COUNT=6) against the local Postgres
 	db=$$($(DEV_DB)); TEST_DATABASE_URL="$$db" $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) -count $(COUNT) $(PKG)
 
+.PHONY: bench/durable
+bench/durable: ## Run benchmarks against a durable local Postgres (fsync and synchronous commit on; its own cluster)
+	db=$$(PG_DURABLE=1 $(DEV_DB)); TEST_DATABASE_URL="$$db" $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) -count $(COUNT) $(PKG)
+
 .PHONY: golden/record
 golden/record: ## Re-record the engine's and models' golden files from LangGraph.js (needs npm; CASES="a b" for some engine cases)
 	cd engine/testdata/golden/js && npm ci --no-audit --no-fund && node record.mjs $(CASES)

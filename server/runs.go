@@ -50,7 +50,7 @@ const (
 func (a *API) createRun(mode createMode) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		thread := chi.URLParam(r, "thread_id")
-		if err := checkUUID("thread_id", thread); err != nil {
+		if err := checkThreadID("thread_id", thread); err != nil {
 			fail(w, r, a.log, err)
 			return
 		}
@@ -485,7 +485,7 @@ func orEmptyMap(m map[string]any) map[string]any {
 
 func (a *API) listRuns(w http.ResponseWriter, r *http.Request) {
 	thread := chi.URLParam(r, "thread_id")
-	if err := checkUUID("thread_id", thread); err != nil {
+	if err := checkThreadID("thread_id", thread); err != nil {
 		fail(w, r, a.log, err)
 		return
 	}
@@ -705,7 +705,7 @@ func q1(r *http.Request, name string) bool {
 
 func runParams(r *http.Request) (string, string, error) {
 	thread, runID := chi.URLParam(r, "thread_id"), chi.URLParam(r, "run_id")
-	if err := checkUUID("thread_id", thread); err != nil {
+	if err := checkThreadID("thread_id", thread); err != nil {
 		return "", "", err
 	}
 	if err := checkUUID("run_id", runID); err != nil {
@@ -1032,4 +1032,15 @@ func debugCheckpoints(raw json.RawMessage) json.RawMessage {
 		return raw
 	}
 	return out
+}
+
+// checkThreadID refuses a path thread id no thread can have. Upstream
+// takes UUIDs only; a Studio thread may have any id the Studio accepts
+// (letters, digits, '.', '_', '-'), and those are API threads too, so
+// the API takes what the Studio does (every UUID among them).
+func checkThreadID(field, s string) error {
+	if err := runs.CheckThreadID(s); err != nil {
+		return invalid(field, "%q is not a thread id: use a UUID (or letters, digits, '.', '_' and '-')", clipped(s))
+	}
+	return nil
 }

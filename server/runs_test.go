@@ -276,7 +276,7 @@ func TestBadRunBodiesName422Fields(t *testing.T) {
 			t.Errorf("body %v = %d %s, want 422 naming %s", tc.body, code, b, tc.field)
 		}
 	}
-	code, _, b := c.do("POST", "/threads/not-a-uuid/runs", map[string]any{"assistant_id": "linear"})
+	code, _, b := c.do("POST", "/threads/not%20an%20id/runs", map[string]any{"assistant_id": "linear"})
 	if code != 422 || !strings.Contains(string(b), "thread_id") {
 		t.Errorf("a thread id that is no UUID = %d %s, want 422", code, b)
 	}

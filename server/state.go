@@ -27,7 +27,7 @@ func (a *API) mountState(r chi.Router) {
 
 // threadGraph is the graph a thread runs, or "" before its first run.
 func (a *API) threadGraph(ctx context.Context, thread string) (engine.Compiled, error) {
-	if err := checkUUID("thread_id", thread); err != nil {
+	if err := checkThreadID("thread_id", thread); err != nil {
 		return nil, err
 	}
 	info, err := a.cfg.Runs.Thread(ctx, thread)
@@ -347,7 +347,7 @@ func (a *API) answerHistory(w http.ResponseWriter, r *http.Request, thread, ns s
 // patchState merges metadata into the thread's latest checkpoint's.
 func (a *API) patchState(w http.ResponseWriter, r *http.Request) {
 	thread := chi.URLParam(r, "thread_id")
-	if err := checkUUID("thread_id", thread); err != nil {
+	if err := checkThreadID("thread_id", thread); err != nil {
 		fail(w, r, a.log, err)
 		return
 	}

@@ -103,7 +103,7 @@ func (a *API) createThread(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if body.ThreadID != "" {
-		if err := checkUUID("thread_id", body.ThreadID); err != nil {
+		if err := checkThreadID("thread_id", body.ThreadID); err != nil {
 			fail(w, r, a.log, err)
 			return
 		}
@@ -213,7 +213,7 @@ func (a *API) answerThread(w http.ResponseWriter, r *http.Request, id string) {
 
 func (a *API) getThread(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "thread_id")
-	if err := checkUUID("thread_id", id); err != nil {
+	if err := checkThreadID("thread_id", id); err != nil {
 		fail(w, r, a.log, err)
 		return
 	}
@@ -222,7 +222,7 @@ func (a *API) getThread(w http.ResponseWriter, r *http.Request) {
 
 func (a *API) patchThread(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "thread_id")
-	if err := checkUUID("thread_id", id); err != nil {
+	if err := checkThreadID("thread_id", id); err != nil {
 		fail(w, r, a.log, err)
 		return
 	}
@@ -247,7 +247,7 @@ func (a *API) patchThread(w http.ResponseWriter, r *http.Request) {
 
 func (a *API) deleteThread(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "thread_id")
-	if err := checkUUID("thread_id", id); err != nil {
+	if err := checkThreadID("thread_id", id); err != nil {
 		fail(w, r, a.log, err)
 		return
 	}
@@ -260,7 +260,7 @@ func (a *API) deleteThread(w http.ResponseWriter, r *http.Request) {
 
 func (a *API) copyThread(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "thread_id")
-	if err := checkUUID("thread_id", id); err != nil {
+	if err := checkThreadID("thread_id", id); err != nil {
 		fail(w, r, a.log, err)
 		return
 	}
@@ -291,7 +291,7 @@ func (s threadSearch) filter() (runs.ThreadFilter, error) {
 		f.SortBy = "created_at"
 	}
 	for i, id := range s.IDs {
-		if err := checkUUID("ids["+strconv.Itoa(i)+"]", id); err != nil {
+		if err := checkThreadID("ids["+strconv.Itoa(i)+"]", id); err != nil {
 			return f, err
 		}
 	}

@@ -81,7 +81,7 @@ func TestThreadsCreateGetPatchSearchCountCopyDelete(t *testing.T) {
 		body         any
 		field        string
 	}{
-		{"POST", "/threads", map[string]any{"thread_id": "x"}, "thread_id"},
+		{"POST", "/threads", map[string]any{"thread_id": "a b"}, "thread_id"},
 		{"POST", "/threads", map[string]any{"if_exists": "maybe"}, "if_exists"},
 		{"POST", "/threads/search", map[string]any{"status": "busyish"}, "status"},
 		{"POST", "/threads/search", map[string]any{"limit": 0}, "limit"},

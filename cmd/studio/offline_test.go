@@ -56,7 +56,9 @@ func TestOfflineCVEAgentShowsPromptCacheRecords(t *testing.T) {
 		}
 	}
 	rec := httptest.NewRecorder()
-	s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/threads/cve-offline", nil))
+	page := httptest.NewRequest(http.MethodGet, "/threads/cve-offline", nil)
+	page.Header.Set("Accept", "text/html") // a browser's request: the page, not the API's thread
+	s.Handler().ServeHTTP(rec, page)
 	body := rec.Body.String()
 	if rec.Code != http.StatusOK || strings.Count(body, `class="pc-call`) != len(recs) || !strings.Contains(body, `<code class="pc-node">analyst:agent</code>`) ||
 		!strings.Contains(body, "offline model") {
