@@ -159,4 +159,3 @@ func BenchmarkStream200Clients(b *testing.B) {
 		b.Errorf("%d events lost", lost)
 	}
 }
-
