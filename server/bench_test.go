@@ -42,8 +42,28 @@ func threeNodes(b *testing.B, saver checkpoints.Saver) engine.Compiled {
 // thread registry, run log and assistants in one fresh schema. It logs
 // whether the database is durable (fsync and synchronous_commit).
 func pgServer(b *testing.B) string {
+	url, _ := pgServerFloor(b)
+	return url
+}
+
+// pgServerFloor is pgServer that also measures the floor in the same
+// run: the median of 50 single-row insert-and-commits on the same pool
+// (one fsync each on a durable cluster).
+func pgServerFloor(b *testing.B) (string, time.Duration) {
 	b.Helper()
 	pool := pgtest.Schema(b, nil)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, "CREATE TABLE bench_floor (id bigserial PRIMARY KEY, v text)"); err != nil {
+		b.Fatal(err)
+	}
+	var commits []time.Duration
+	for range 50 {
+		start := time.Now()
+		if _, err := pool.Exec(ctx, "INSERT INTO bench_floor (v) VALUES ('x')"); err != nil {
+			b.Fatal(err)
+		}
+		commits = append(commits, time.Since(start))
+	}
 	var fsync, sync string
 	if err := pool.QueryRow(context.Background(), "SELECT current_setting('fsync'), current_setting('synchronous_commit')").Scan(&fsync, &sync); err != nil {
 		b.Fatal(err)
@@ -69,7 +89,7 @@ func pgServer(b *testing.B) string {
 		api.Close()
 		m.Close()
 	})
-	return srv.URL
+	return srv.URL, percentile(commits, 0.5)
 }
 
 func percentile(ds []time.Duration, p float64) time.Duration {
@@ -83,7 +103,7 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 // four checkpoints saved (durability sync), and the final values sent.
 // It reports p50 and p99 besides the mean.
 func BenchmarkRunsWaitPostgres(b *testing.B) {
-	base := pgServer(b)
+	base, floor := pgServerFloor(b)
 	body := `{"assistant_id":"three","input":{"log":["go"]},"if_not_exists":"create"}`
 	client := &http.Client{}
 	lat := make([]time.Duration, 0, b.N)
@@ -104,6 +124,7 @@ func BenchmarkRunsWaitPostgres(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(percentile(lat, 0.50).Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(percentile(lat, 0.99).Microseconds())/1000, "p99-ms")
+	b.ReportMetric(float64(floor.Microseconds())/1000, "floor-commit-ms")
 }
 
 // BenchmarkStream200Clients has 200 clients stream a run each, all at
