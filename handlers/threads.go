@@ -106,6 +106,13 @@ func threadPage(rt Routes, amend func(*web.ThreadView) int) http.Handler {
 			fail(w, r, rt.Logger, err)
 			return
 		}
+		if t.Graph == "" {
+			// A thread made through the API that has not run: it exists,
+			// so no 404, but there is no graph to draw nor state to show.
+			renderError(w, r, rt.Logger, http.StatusOK, "No run yet",
+				"Thread "+t.ID+" was created through the API and has not run yet: its first run binds its graph. Start one from a graph's page with this thread id, or through the API.")
+			return
+		}
 		g, err := rt.Runs.Graph(t.Graph)
 		if err != nil {
 			fail(w, r, rt.Logger, err)

@@ -81,4 +81,23 @@ func TestAPIAndPagesShareThreads(t *testing.T) {
 	if err != nil || th["status"] != "idle" || th["values"].(map[string]any)["notes"] == nil {
 		t.Fatalf("the Studio's thread through the API: %v %v", th, err)
 	}
+
+	// A thread made through the API with no run yet is on the threads
+	// page as such, and its page says so (not a 404: it exists).
+	res, err = http.Post(srv.URL+"/threads", "application/json", strings.NewReader(`{"thread_id":"made-by-the-sdk"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	for path, want := range map[string]string{"/threads": "no run yet", "/threads/made-by-the-sdk": "has not run yet"} {
+		res, err := http.DefaultClient.Do(pageRequest(t, srv.URL+path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 || !strings.Contains(string(page), want) {
+			t.Fatalf("page %s = %d; want it to say %q", path, res.StatusCode, want)
+		}
+	}
 }
