@@ -53,4 +53,32 @@
 //   - GET /store/items for a missing item answers 200 with JSON null.
 //   - No "end" event closes /runs/stream (the JS server sends none; the
 //     Python SDK also stops when the connection closes).
+//   - A run that stopped at an interrupt or a breakpoint ends "success"
+//     (its thread is "interrupted"), as upstream's workers report it; a
+//     cancelled run, or a queued one cancelled before it started, is
+//     "interrupted".
+//   - A resume map is read by id when every key looks like an interrupt
+//     id (as upstream tells one from a value); an id that is not pending
+//     is a 422.
+//
+// # Where Superstep differs on purpose
+//
+//   - Thread ids are what the Studio accepts (every UUID, and letters,
+//     digits, '.', '_', '-'), so a thread started from the Studio's pages
+//     is an API thread too. Run and checkpoint ids are UUIDs.
+//   - A thread runs one graph for life: a run of another graph's
+//     assistant on it is a 409 naming both (upstream would load one
+//     graph's checkpoint into another's state).
+//   - Every run saves each step before the next starts (durability
+//     "sync"): the Studio's live view and crash safety rely on it, so
+//     "async" and "exit" are accepted and get the stronger guarantee.
+//   - A background run's Run object is the run as it stands when the
+//     answer is written: a quick run may already read "success".
+//   - Thread TTLs are refused (422) and crons are not served.
+//   - Stream modes are values, updates, debug, tasks, checkpoints, custom
+//     and messages-tuple; "events" (LangChain callbacks) and the legacy
+//     "messages" are refused with a 422 naming the supported ones.
+//   - Runs waiting in a thread's queue (enqueue, after_seconds) live in
+//     the serving process until they start; a restart drops them.
+//   - Webhooks go only to allow-listed hosts (Config.WebhookHosts).
 package server
