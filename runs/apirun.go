@@ -17,6 +17,10 @@ import (
 type StreamSpec struct {
 	Modes     []engine.StreamMode
 	Subgraphs bool
+	// Keep keeps the parts after the run ends (a resumable stream's
+	// reconnect, a late join replaying from the start), within
+	// PartLogsKept and EndedPartsBytes; otherwise they go when it ends.
+	Keep bool
 }
 
 // RunRequest is a run as a program asks for one through the Agent Server
@@ -143,6 +147,9 @@ const (
 	// PartLogsKept is how many ended runs' parts are kept for a late
 	// join or a reconnect.
 	PartLogsKept = 256
+	// EndedPartsBytes caps the JSON of all ended runs' kept parts: the
+	// oldest go first.
+	EndedPartsBytes = 256 << 20
 )
 
 // PartLog holds a run's stream parts for its API clients: the live
@@ -240,16 +247,33 @@ func (m *Manager) keepParts(runID string, l *PartLog) {
 	m.partLogs[runID] = l
 }
 
-// partsEnded closes a run's part log and forgets the oldest ended ones.
-func (m *Manager) partsEnded(runID string, l *PartLog) {
+// partsEnded closes a run's part log (its readers see the end) and keeps
+// it only when asked to, forgetting the oldest ended ones beyond
+// PartLogsKept and EndedPartsBytes.
+func (m *Manager) partsEnded(runID string, l *PartLog, keep bool) {
 	l.close()
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if !keep {
+		delete(m.partLogs, runID)
+		return
+	}
 	m.endedParts = append(m.endedParts, runID)
-	for len(m.endedParts) > PartLogsKept {
-		delete(m.partLogs, m.endedParts[0])
+	m.endedBytes += l.size()
+	for len(m.endedParts) > PartLogsKept || m.endedBytes > EndedPartsBytes && len(m.endedParts) > 1 {
+		if old, ok := m.partLogs[m.endedParts[0]]; ok {
+			m.endedBytes -= old.size()
+			delete(m.partLogs, m.endedParts[0])
+		}
 		m.endedParts = m.endedParts[1:]
 	}
+}
+
+// size is the JSON the log holds.
+func (l *PartLog) size() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.bytes
 }
 
 // RunRecord returns run runID of a thread as the run log keeps it: its

@@ -170,6 +170,7 @@ type Manager struct {
 	// Stream); endedParts the ended ones, oldest first, to bound them.
 	partLogs   map[string]*PartLog
 	endedParts []string
+	endedBytes int
 }
 
 type thread struct {
@@ -733,7 +734,7 @@ func (m *Manager) launch(ctx context.Context, req launchRequest) (Thread, error)
 		runErr = err
 		m.finish(t, rec, err, !progressed, prev, prevChanges)
 		if parts != nil {
-			m.partsEnded(runID, parts)
+			m.partsEnded(runID, parts, req.stream.Keep)
 		}
 		close(done)
 		markStarted()

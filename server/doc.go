@@ -11,7 +11,7 @@
 //
 // The API's paths overlap the Studio's pages: GET /threads/{id} is a page
 // for a person and a Thread object for the SDK, and so is GET
-// /store/items. Mounted under a prefix (Config.Prefix), the API has its
+// /store/items. Mounted under a prefix (studio.Config.APIPrefix), the API has its
 // own subtree and nothing overlaps. Mounted at the root, the default, as
 // the SDKs expect, Negotiate decides in one place which of the two
 // routers answers a request:
@@ -74,6 +74,9 @@
 //     "async" and "exit" are accepted and get the stronger guarantee.
 //   - A background run's Run object is the run as it stands when the
 //     answer is written: a quick run may already read "success".
+//   - config.configurable, context and tags (an assistant's or a run's)
+//     are kept and returned but do not reach the graph: the engine has no
+//     run configuration; recursion_limit is the one setting that applies.
 //   - Thread TTLs are refused (422) and crons are not served.
 //   - Stream modes are values, updates, debug, tasks, checkpoints, custom
 //     and messages-tuple; "events" (LangChain callbacks) and the legacy

@@ -73,6 +73,12 @@ type runPlan struct {
 	strategy     string
 	cancelOnDrop bool
 	createThread bool
+	// stateless runs deliver their webhook before their thread is
+	// deleted (finishStateless), not on their own.
+	stateless bool
+	// streaming: the route streams the run's parts, so they are kept
+	// past its end (a quick run may end before the stream reads them).
+	streaming bool
 }
 
 // streamModes are the stream modes a run can be asked for, with the
@@ -91,7 +97,7 @@ var streamModes = map[string]engine.StreamMode{
 // plan validates a run-create body; streaming says whether the route
 // streams (on_disconnect then defaults to cancel).
 func plan(raw map[string]any, body runCreate, streaming bool) (*runPlan, error) {
-	p := &runPlan{body: body, kwargs: raw, strategy: strategyEnqueue}
+	p := &runPlan{body: body, kwargs: raw, strategy: strategyEnqueue, streaming: streaming}
 	in, hasInput, err := optionalJSON(body.Input)
 	if err != nil {
 		return nil, invalid("input", "%v", err)

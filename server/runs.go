@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -114,10 +115,46 @@ type apiRun struct {
 // started.
 var errCancelledQueued = errors.New("cancelled before it started")
 
+// errThreadDeleted ends the queued runs of a deleted thread.
+var errThreadDeleted = errors.New("its thread was deleted before it started")
+
 // cancelQueued cancels a run still in its thread's queue: it never
 // starts, and reads back as "interrupted".
+//
+// A run behind the head of its queue is taken out at once; the head is
+// told through cancelled, and its drain ends it. Either way started is
+// closed when cancelQueued returns, unless the head had just been handed
+// to the run manager, in which case it runs (and is the thread's active
+// run to cancel).
 func (a *API) cancelQueued(r *apiRun) {
+	q := &a.queue
+	q.mu.Lock()
+	list := q.threads[r.req.Thread]
+	i := slices.Index(list, r)
+	if i > 0 {
+		q.threads[r.req.Thread] = slices.Delete(list, i, i+1)
+		delete(q.byID, r.id)
+		r.err = errCancelledQueued
+		q.rememberEnded(r)
+		close(r.started)
+	}
+	q.mu.Unlock()
 	r.once.Do(func() { close(r.cancelled) })
+	<-r.started
+}
+
+// rememberEnded keeps a queued run that never started, for a later get
+// or join; q.mu is held.
+func (q *queues) rememberEnded(r *apiRun) {
+	if q.ended == nil {
+		q.ended = map[string]*apiRun{}
+	}
+	q.ended[r.id] = r
+	q.endedOrder = append(q.endedOrder, r.id)
+	if len(q.endedOrder) > runs.PartLogsKept {
+		delete(q.ended, q.endedOrder[0])
+		q.endedOrder = q.endedOrder[1:]
+	}
 }
 
 // pendingJSON is the Run object of a run still in its thread's queue.
@@ -161,7 +198,7 @@ func (a *API) startRun(ctx context.Context, thread string, p *runPlan) (*apiRun,
 		}
 	}
 	run, err := a.launchRun(ctx, thread, assistantID, graph, p)
-	if err == nil && p.body.Webhook != "" {
+	if err == nil && p.body.Webhook != "" && !p.stateless {
 		go a.deliverWebhook(thread, run, p.body.Webhook)
 	}
 	return run, err
@@ -192,7 +229,7 @@ func (a *API) launchRun(ctx context.Context, thread, assistantID, graph string, 
 	run := &apiRun{id: runID, created: time.Now(), started: make(chan struct{}), cancelled: make(chan struct{}), req: runs.RunRequest{
 		Graph: graph, Thread: thread, RunID: runID, Input: p.input, CheckpointID: p.checkpointID,
 		Options: p.options, Metadata: metadata, Origin: runs.OriginAPI,
-		Stream: &runs.StreamSpec{Modes: engineModes(p.modes), Subgraphs: p.body.StreamSubgraphs},
+		Stream: &runs.StreamSpec{Modes: engineModes(p.modes), Subgraphs: p.body.StreamSubgraphs, Keep: p.body.StreamResumable || p.streaming},
 		Meta:   &runs.RunMeta{Assistant: assistantID, Metadata: p.body.Metadata, Kwargs: p.kwargs, Strategy: p.strategy},
 	}}
 	if p.body.AfterSeconds != nil && *p.body.AfterSeconds > 0 {
@@ -203,7 +240,9 @@ func (a *API) launchRun(ctx context.Context, thread, assistantID, graph string, 
 				return nil, err
 			}
 		}
-		a.enqueue(run, time.Duration(*p.body.AfterSeconds*float64(time.Second)))
+		if err := a.enqueue(run, time.Duration(*p.body.AfterSeconds*float64(time.Second))); err != nil {
+			return nil, err
+		}
 		a.bookkeep(ctx, thread, graph, assistantID)
 		return run, nil
 	}
@@ -226,7 +265,9 @@ func (a *API) launchRun(ctx context.Context, thread, assistantID, graph string, 
 		case strategyReject:
 			return nil, conflict("thread %q is busy with another run; multitask_strategy reject refuses a second one", thread)
 		case strategyEnqueue:
-			a.enqueue(run, 0)
+			if err := a.enqueue(run, 0); err != nil {
+				return nil, err
+			}
 			a.bookkeep(ctx, thread, graph, assistantID)
 			return run, nil
 		case strategyInterrupt, strategyRollback:
@@ -264,14 +305,21 @@ func (a *API) stopActive(ctx context.Context, thread string, rollback bool) erro
 	if err != nil {
 		return err
 	}
+	if info.Status != runs.StatusRunning {
+		// Nothing runs (the run ended meanwhile, or the thread was busy
+		// with queued runs only): the last run, finished, is not the
+		// one to stop.
+		return nil
+	}
+	active := info.RunID
 	if err := a.cfg.Runs.Cancel(ctx, thread); err != nil && !errors.Is(err, runs.ErrNotRunning) {
 		return err
 	}
 	if _, err := a.cfg.Runs.Wait(ctx, thread); err != nil {
 		return err
 	}
-	if rollback && info.RunID != "" {
-		if err := a.cfg.Runs.DeleteRun(ctx, thread, info.RunID, true); err != nil && !errors.Is(err, runs.ErrUnknownRun) {
+	if rollback {
+		if err := a.cfg.Runs.DeleteRun(ctx, thread, active, true); err != nil && !errors.Is(err, runs.ErrUnknownRun) {
 			return err
 		}
 	}
@@ -313,10 +361,13 @@ func (a *API) waitIdle(thread string, run *apiRun) (runs.Thread, error) {
 // enqueue puts run at the end of its thread's queue; the thread's first
 // queued run starts once the thread has no active run (and its delay has
 // passed), then the next.
-func (a *API) enqueue(run *apiRun, delay time.Duration) {
+func (a *API) enqueue(run *apiRun, delay time.Duration) error {
 	q := &a.queue
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if len(q.threads[run.req.Thread]) >= MaxQueuedPerThread || len(q.byID) >= MaxQueued {
+		return conflict("too many runs are queued (at most %d per thread, %d in all); wait for some to finish", MaxQueuedPerThread, MaxQueued)
+	}
 	if q.threads == nil {
 		q.threads, q.byID = map[string][]*apiRun{}, map[string]*apiRun{}
 	}
@@ -327,7 +378,14 @@ func (a *API) enqueue(run *apiRun, delay time.Duration) {
 	if len(q.threads[thread]) == 1 {
 		go a.drain(thread)
 	}
+	return nil
 }
+
+// Bounds of the run queues: each queued run holds its request.
+const (
+	MaxQueuedPerThread = 100
+	MaxQueued          = 10_000
+)
 
 // drain starts the queued runs of a thread one after the other.
 func (a *API) drain(thread string) {
@@ -354,7 +412,12 @@ func (a *API) drain(thread string) {
 			if run.err != nil {
 				break
 			}
-			if _, err := a.waitIdle(thread, run); err != nil && !errors.Is(err, runs.ErrUnknownThread) {
+			if _, err := a.waitIdle(thread, run); err != nil {
+				if errors.Is(err, runs.ErrUnknownThread) {
+					// The thread was deleted under the queue: its runs go
+					// with it, rather than bring it back.
+					err = errThreadDeleted
+				}
 				run.err = err
 				break
 			}
@@ -365,7 +428,7 @@ func (a *API) drain(thread string) {
 			run.err = err
 			break
 		}
-		if run.err != nil && !errors.Is(run.err, errCancelledQueued) {
+		if run.err != nil && !errors.Is(run.err, errCancelledQueued) && !errors.Is(run.err, errThreadDeleted) {
 			a.log.Error("api: a queued run did not start", "thread", thread, "run", run.id, "error", run.err)
 		}
 		close(run.started)
@@ -374,15 +437,7 @@ func (a *API) drain(thread string) {
 		delete(q.byID, run.id)
 		if run.err != nil {
 			// What a client asks of it later: it ended without running.
-			if q.ended == nil {
-				q.ended = map[string]*apiRun{}
-			}
-			q.ended[run.id] = run
-			q.endedOrder = append(q.endedOrder, run.id)
-			if len(q.endedOrder) > runs.PartLogsKept {
-				delete(q.ended, q.endedOrder[0])
-				q.endedOrder = q.endedOrder[1:]
-			}
+			q.rememberEnded(run)
 		}
 		if len(q.threads[thread]) == 0 {
 			delete(q.threads, thread)
@@ -399,6 +454,20 @@ func (a *API) queued(runID string) (*apiRun, bool) {
 	defer a.queue.mu.Unlock()
 	r, ok := a.queue.byID[runID]
 	return r, ok
+}
+
+// neverStartedOf lists a thread's queued runs that ended without
+// starting.
+func (a *API) neverStartedOf(thread string) []*apiRun {
+	a.queue.mu.Lock()
+	defer a.queue.mu.Unlock()
+	var out []*apiRun
+	for _, id := range a.queue.endedOrder {
+		if r := a.queue.ended[id]; r != nil && r.req.Thread == thread {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // neverStarted returns a queued run that ended without starting.
@@ -519,6 +588,16 @@ func (a *API) listRuns(w http.ResponseWriter, r *http.Request) {
 	for i := len(recs) - 1; i >= 0; i-- {
 		all = append(all, runJSON(recs[i]))
 	}
+	for _, q := range a.neverStartedOf(thread) {
+		o, err := a.runObject(r.Context(), thread, q.id)
+		if err == nil {
+			all = append(all, o)
+		}
+	}
+	// Newest first by creation, whichever list a run came from.
+	slices.SortStableFunc(all, func(x, y map[string]any) int {
+		return strings.Compare(y["created_at"].(string), x["created_at"].(string))
+	})
 	out := []map[string]any{}
 	for _, o := range all {
 		if status == "" || o["status"] == status {
@@ -553,7 +632,7 @@ func (a *API) deleteRun(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, a.log, err)
 		return
 	}
-	if _, ok := a.queued(runID); ok {
+	if q, ok := a.queued(runID); ok && q.req.Thread == thread {
 		fail(w, r, a.log, conflict("run %q is queued; cancel it first", runID))
 		return
 	}
@@ -583,16 +662,14 @@ func (a *API) cancelRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	wait := q.Get("wait") == "1" || q.Get("wait") == "true"
-	if qr, ok := a.queued(runID); ok {
-		// Not started: it never will.
+	if qr, ok := a.queued(runID); ok && qr.req.Thread == thread {
+		// Not started: it never will (unless it was starting just now;
+		// then it is the active run, cancelled below).
 		a.cancelQueued(qr)
-		if wait {
-			<-qr.started
-			w.WriteHeader(http.StatusNoContent)
+		if errors.Is(qr.err, errCancelledQueued) {
+			w.WriteHeader(map[bool]int{true: http.StatusNoContent, false: http.StatusAccepted}[wait])
 			return
 		}
-		w.WriteHeader(http.StatusAccepted)
-		return
 	}
 	info, err := a.cfg.Runs.Thread(r.Context(), thread)
 	if err != nil {
@@ -604,7 +681,9 @@ func (a *API) cancelRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	active := info.Status == runs.StatusRunning && info.RunID == runID
-	if !active && action == "interrupt" {
+	if !active {
+		// An ended run is not cancelled, nor rolled back from the middle
+		// of its thread's history (DELETE removes its record).
 		fail(w, r, a.log, conflict("run %q has ended; there is nothing to cancel", runID))
 		return
 	}
@@ -749,7 +828,7 @@ func (a *API) stream(w http.ResponseWriter, r *http.Request, thread, runID strin
 		}
 	}
 	if run.err != nil {
-		writeEvent(w, "error", -1, map[string]any{"error": "RunNotStarted", "message": run.err.Error()})
+		writeEvent(w, "error", -1, map[string]any{"error": "RunNotStarted", "message": publicMessage(a.log, run.err)})
 		return
 	}
 	log, ok := a.cfg.Runs.Parts(runID)
@@ -807,6 +886,9 @@ func (a *API) endStream(ctx context.Context, w http.ResponseWriter, thread, runI
 func (a *API) dropped(thread, runID string, cancelOnDrop bool) {
 	if !cancelOnDrop {
 		return
+	}
+	if q, ok := a.queued(runID); ok && q.req.Thread == thread {
+		a.cancelQueued(q)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -900,7 +982,7 @@ func (a *API) waitAndAnswer(w http.ResponseWriter, r *http.Request, thread strin
 	}
 	body, err := a.finalValues(ctx, thread, run.id, err)
 	if err != nil {
-		body = map[string]any{"__error__": map[string]any{"error": "Error", "message": err.Error()}}
+		body = map[string]any{"__error__": map[string]any{"error": "Error", "message": publicMessage(a.log, err)}}
 	}
 	raw, jerr := json.Marshal(body)
 	if jerr != nil {

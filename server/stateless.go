@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -102,7 +103,7 @@ func (a *API) startStateless(ctx context.Context, raw map[string]any, body runCr
 	if p.input == nil {
 		return nil, "", nil, invalid("input", "a stateless run starts a new thread: give input")
 	}
-	p.createThread = true
+	p.createThread, p.stateless = true, true
 	thread := newRunID()
 	run, err := a.startRun(ctx, thread, p)
 	if err != nil {
@@ -112,13 +113,20 @@ func (a *API) startStateless(ctx context.Context, raw map[string]any, body runCr
 	return run, thread, p, nil
 }
 
-// finishStateless waits for a stateless run to end and, with
-// on_completion "delete" (the default), deletes its thread.
+// finishStateless waits for a stateless run to end, delivers its webhook
+// (before anything is deleted), and with on_completion "delete" (the
+// default) deletes its thread: at once, or, for a resumable stream, once
+// a client's reconnect window has passed, so a dropped stream can still
+// fetch its tail.
 func (a *API) finishStateless(thread string, run *apiRun, p *runPlan) {
+	defer a.stateless.drop(run.id)
+	ctx := context.Background()
+	if p.body.Webhook != "" {
+		a.deliverWebhook(thread, run, p.body.Webhook)
+	}
 	if p.body.OnCompletion == "keep" {
 		return
 	}
-	ctx := context.Background()
 	<-run.started
 	if run.err == nil {
 		if err := a.waitRun(ctx, thread, run.id); err != nil {
@@ -126,11 +134,20 @@ func (a *API) finishStateless(thread string, run *apiRun, p *runPlan) {
 			return
 		}
 	}
+	if p.body.StreamResumable {
+		select {
+		case <-time.After(StatelessReconnectWindow):
+		case <-a.done:
+		}
+	}
 	if err := a.cfg.Runs.DeleteThread(ctx, thread); err != nil && !errors.Is(err, runs.ErrUnknownThread) {
 		a.log.Error("api: delete a stateless run's thread", "run", run.id, "thread", thread, "error", err)
 	}
-	a.stateless.drop(run.id)
 }
+
+// StatelessReconnectWindow is how long a resumable stateless stream's
+// thread outlives its run, for a client that reconnects for the tail.
+var StatelessReconnectWindow = 30 * time.Second
 
 // createBatch starts several stateless runs in the background and
 // answers their Run objects, in order. A batch is checked whole before any
@@ -168,7 +185,7 @@ func (a *API) createBatch(w http.ResponseWriter, r *http.Request) {
 			// Runs before it started: report this one's failure in its
 			// place rather than a status that would make the SDK retry
 			// the whole batch.
-			out = append(out, map[string]any{"status": "error", "error": err.Error()})
+			out = append(out, map[string]any{"status": "error", "error": publicMessage(a.log, err)})
 			continue
 		}
 		rec, err := a.runObject(r.Context(), thread, run.id)
@@ -256,10 +273,11 @@ func (a *API) cancelMany(w http.ResponseWriter, r *http.Request) {
 // rollback it and its checkpoints are then deleted. A run that already
 // ended is left as it is.
 func (a *API) cancelOne(ctx context.Context, thread, runID string, rollback bool) error {
-	if q, ok := a.queued(runID); ok {
+	if q, ok := a.queued(runID); ok && q.req.Thread == thread {
 		a.cancelQueued(q)
-		<-q.started
-		return nil
+		if errors.Is(q.err, errCancelledQueued) {
+			return nil
+		}
 	}
 	info, err := a.cfg.Runs.Thread(ctx, thread)
 	if err != nil {

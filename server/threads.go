@@ -251,6 +251,10 @@ func (a *API) deleteThread(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, a.log, err)
 		return
 	}
+	// Its queued runs go first: one starting later would bring it back.
+	for _, q := range a.queuedOf(id) {
+		a.cancelQueued(q)
+	}
 	if err := a.cfg.Runs.DeleteThread(r.Context(), id); err != nil {
 		fail(w, r, a.log, err)
 		return

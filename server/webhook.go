@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -69,16 +70,23 @@ func (a *API) deliverWebhook(thread string, run *apiRun, hook string) {
 			payload = obj
 		}
 		values, verr := a.finalValues(ctx, thread, run.id, err)
-		if verr != nil {
-			payload["error"] = verr.Error()
-		} else if m, ok := values.(map[string]any); ok && m["__error__"] != nil {
+		switch m, _ := values.(map[string]any); {
+		case verr != nil:
+			// The receiver is another party: the server's own failure is
+			// logged here, not sent there.
+			a.log.Error("api: webhook values", "run", run.id, "error", verr)
+			payload["error"] = "the server could not read the run's final values"
+		case m["__error__"] != nil:
 			payload["error"] = m["__error__"]
-		} else {
+		default:
 			payload["values"] = values
 		}
 	} else {
 		payload = run.pendingJSON(thread)
-		payload["status"], payload["error"] = "error", run.err.Error()
+		payload["status"], payload["error"] = "error", "the run did not start"
+		if errors.Is(run.err, errCancelledQueued) {
+			payload["status"], payload["error"] = "interrupted", run.err.Error()
+		}
 	}
 	payload["webhook_sent_at"] = time.Now().UTC().Format(time.RFC3339Nano)
 	body, err := json.Marshal(payload)

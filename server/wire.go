@@ -164,3 +164,17 @@ func jsonKind(goKind string) string {
 	}
 	return goKind
 }
+
+// publicMessage is what a client may read of err where it goes into a
+// 200 body or an event (a run's wait, stream or batch item): its own
+// text when it says what the request got wrong, and otherwise a generic
+// line, the error itself going to the log: a server failure's text can
+// name hosts and databases.
+func publicMessage(log *slog.Logger, err error) string {
+	var ae *apiError
+	if errors.As(err, &ae) || handlers.StatusOf(err) < 500 {
+		return err.Error()
+	}
+	log.Error("api: run failed on the server", slog.Any("error", err))
+	return "the server failed; its log says why"
+}

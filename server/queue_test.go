@@ -1,0 +1,138 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/superstep-dev/superstep/server"
+)
+
+// TestStrategiesWithOnlyAQueuedRunLeaveTheFinishedRunAlone: a thread
+// busy only with a delayed run; interrupt and rollback cancel that run
+// and start the new one, and the last finished run, with its checkpoints,
+// stays.
+func TestStrategiesWithOnlyAQueuedRunLeaveTheFinishedRunAlone(t *testing.T) {
+	t.Parallel()
+	for _, strategy := range []string{"interrupt", "rollback"} {
+		t.Run(strategy, func(t *testing.T) {
+			t.Parallel()
+			c := newServer(t, nil)
+			thread := uuid.NewString()
+			c.json("POST", "/threads/"+thread+"/runs/wait", map[string]any{"assistant_id": "linear", "input": map[string]any{"log": []string{"done"}}, "if_not_exists": "create"}, 200)
+			delayed := c.json("POST", "/threads/"+thread+"/runs", map[string]any{"assistant_id": "linear", "input": map[string]any{"log": []string{"later"}}, "after_seconds": 600}, 200)
+			next := c.json("POST", "/threads/"+thread+"/runs/wait", map[string]any{"assistant_id": "linear", "input": map[string]any{"log": []string{"now"}}, "multitask_strategy": strategy}, 200)
+			if got := fmt.Sprint(next["log"]); got != "[done a b c now a b c]" {
+				t.Fatalf("after %s the log is %s: the finished run must stay, the delayed one never run", strategy, got)
+			}
+			got := c.json("GET", fmt.Sprintf("/threads/%s/runs/%s", thread, delayed["run_id"]), nil, 200)
+			if got["status"] != "interrupted" {
+				t.Fatalf("the delayed run is %v, want interrupted", got["status"])
+			}
+			if runs := c.list("GET", "/threads/"+thread+"/runs", nil, 200); len(runs) != 3 {
+				t.Fatalf("the thread lists %d runs, want 3 (finished, cancelled, new)", len(runs))
+			}
+		})
+	}
+}
+
+// TestDeletedThreadStaysDeletedWithRunsQueued: deleting a thread cancels
+// its queued runs; none brings it back.
+func TestDeletedThreadStaysDeletedWithRunsQueued(t *testing.T) {
+	t.Parallel()
+	g := newGate()
+	c := newServer(t, g)
+	thread := uuid.NewString()
+	c.json("POST", "/threads/"+thread+"/runs", map[string]any{"assistant_id": "linear", "input": map[string]any{}, "if_not_exists": "create"}, 200)
+	<-g.entered
+	queued := c.json("POST", "/threads/"+thread+"/runs", map[string]any{"assistant_id": "linear", "input": map[string]any{}}, 200)
+	if queued["status"] != "pending" {
+		t.Fatalf("second run %v, want pending", queued["status"])
+	}
+	done := make(chan int)
+	go func() {
+		code, _, _ := c.do("DELETE", "/threads/"+thread, nil)
+		done <- code
+	}()
+	// The delete cancels the active run, which waits in b until released
+	// or cancelled.
+	if code := <-done; code != 204 {
+		t.Fatalf("delete = %d", code)
+	}
+	close(g.release)
+	if code, _, b := c.do("GET", "/threads/"+thread, nil); code != 404 {
+		t.Fatalf("the deleted thread: GET = %d %s, want 404", code, b)
+	}
+	if code, _, b := c.do("POST", "/threads/search", map[string]any{"ids": []string{thread}}); code != 200 || strings.TrimSpace(string(b)) != "[]" {
+		t.Fatalf("search for the deleted thread = %d %s, want none", code, b)
+	}
+}
+
+// TestStatelessWebhookGetsTheRunBeforeItsThreadGoes: a stateless run's
+// webhook carries the run and its values, though its thread is deleted
+// once it ends.
+func TestStatelessWebhookGetsTheRunBeforeItsThreadGoes(t *testing.T) {
+	t.Parallel()
+	got := make(chan map[string]any, 3)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		got <- m
+	}))
+	t.Cleanup(hook.Close)
+	c := newServerWith(t, nil, func(cfg *server.Config) { cfg.WebhookHosts = []string{"127.0.0.1"} })
+	for range 3 {
+		run := c.json("POST", "/runs", map[string]any{"assistant_id": "linear", "input": map[string]any{}, "webhook": hook.URL}, 200)
+		m := <-got
+		if m["run_id"] != run["run_id"] || m["status"] != "success" || fmt.Sprint(m["values"]) != "map[log:[a b c]]" {
+			t.Fatalf("stateless webhook payload %v", m)
+		}
+	}
+}
+
+// TestDroppedStreamCancelsItsQueuedRun: on_disconnect cancel applies to
+// a run still waiting in its thread's queue.
+func TestDroppedStreamCancelsItsQueuedRun(t *testing.T) {
+	t.Parallel()
+	g := newGate()
+	c := newServer(t, g)
+	thread := uuid.NewString()
+	first := c.json("POST", "/threads/"+thread+"/runs", map[string]any{"assistant_id": "linear", "input": map[string]any{}, "if_not_exists": "create"}, 200)
+	<-g.entered
+	ctx, cancel := context.WithCancel(context.Background())
+	b, _ := json.Marshal(map[string]any{"assistant_id": "linear", "input": map[string]any{"log": []string{"dropped"}}, "on_disconnect": "cancel"})
+	req, _ := http.NewRequestWithContext(ctx, "POST", c.base+"/threads/"+thread+"/runs/stream", strings.NewReader(string(b)))
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runID := strings.TrimPrefix(res.Header.Get("Content-Location"), "/threads/"+thread+"/runs/")
+	cancel()
+	res.Body.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := c.json("GET", "/threads/"+thread+"/runs/"+runID, nil, 200)
+		if got["status"] == "interrupted" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the dropped stream's queued run is %v, want interrupted", got["status"])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(g.release)
+	joined := c.json("GET", fmt.Sprintf("/threads/%s/runs/%s/join", thread, first["run_id"]), nil, 200)
+	if fmt.Sprint(joined["log"]) != "[a b c]" {
+		t.Fatalf("the log %v: the dropped run must never run", joined["log"])
+	}
+}
