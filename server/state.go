@@ -95,6 +95,10 @@ func (a *API) answerState(w http.ResponseWriter, r *http.Request, thread string,
 		return
 	}
 	if g == nil {
+		if cfg.CheckpointID != "" {
+			fail(w, r, a.log, notFound("thread %q has no checkpoint %q: it has not run yet", thread, cfg.CheckpointID))
+			return
+		}
 		// A thread with no run yet has an empty state.
 		writeJSON(w, http.StatusOK, emptyState())
 		return

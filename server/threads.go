@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -307,6 +308,9 @@ func (s threadSearch) filter() (runs.ThreadFilter, error) {
 		f.Status = runs.Status(s.Status)
 	default:
 		return f, invalid("status", "%q: use idle, busy, interrupted or error", s.Status)
+	}
+	if !slices.Contains(runs.ThreadSorts, f.SortBy) {
+		return f, invalid("sort_by", "%q: use thread_id, status, created_at, updated_at or state_updated_at", s.SortBy)
 	}
 	switch s.SortOrder {
 	case "", "asc", "desc":

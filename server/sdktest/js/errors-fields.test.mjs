@@ -36,8 +36,11 @@ test("unknown thread, run, assistant and checkpoint are 404s the SDK does not re
   await rejects(c.runs.wait(randomUUID(), graphs.transfer, { input: {} }), 404);
 });
 
-test("a path id that is not a UUID is a 422 naming it", async () => {
-  await detail422(await raw("/threads/not-a-uuid"), "thread_id");
+// Thread ids are what the Studio accepts (every UUID, and letters,
+// digits, '.', '_', '-'), so its threads are API threads; anything else
+// is a 422. Run ids are UUIDs.
+test("a path id no thread or run can have is a 422 naming it", async () => {
+  await detail422(await raw("/threads/not%20an%20id"), "thread_id");
   const tid = (await c.threads.create()).thread_id;
   await detail422(await raw(`/threads/${tid}/runs/not-a-uuid`), "run_id");
 });
