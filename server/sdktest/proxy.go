@@ -3,8 +3,7 @@
 // cmd/studio, starts it on Postgres and on the in-memory backends, each
 // behind a recording Proxy that checks the API's wire rules on every
 // exchange, and runs the scenarios in js/*.test.mjs with node's test
-// runner against the proxy. Scenarios under js/pending/ are written for
-// areas the server does not serve yet and are not run.
+// runner against the proxy.
 package sdktest
 
 import (
