@@ -53,26 +53,43 @@ type RunRequest struct {
 // ErrInvalidInput, and nothing is left behind. The run's id is the
 // returned Thread's RunID.
 func (m *Manager) Run(ctx context.Context, req RunRequest) (Thread, error) {
-	g, err := m.Graph(req.Graph)
+	lr, err := m.prepareRun(ctx, req)
 	if err != nil {
 		return Thread{}, err
+	}
+	return m.launch(ctx, lr)
+}
+
+// CheckRun reports why Run would refuse req before starting it (an
+// unknown graph, a bad id, option, input key or type), or nil; a caller
+// that queues a run checks it at once rather than when it starts.
+func (m *Manager) CheckRun(ctx context.Context, req RunRequest) error {
+	_, err := m.prepareRun(ctx, req)
+	return err
+}
+
+// prepareRun checks req and turns it into a launch.
+func (m *Manager) prepareRun(ctx context.Context, req RunRequest) (launchRequest, error) {
+	g, err := m.Graph(req.Graph)
+	if err != nil {
+		return launchRequest{}, err
 	}
 	if req.Thread == "" {
 		req.Thread = uuid.NewString()
 	}
 	if err := CheckThreadID(req.Thread); err != nil {
-		return Thread{}, err
+		return launchRequest{}, err
 	}
 	if req.RunID == "" {
 		req.RunID = uuid.NewString()
 	} else if !validName.MatchString(req.RunID) {
-		return Thread{}, fmt.Errorf("%w: run id %q: use letters, digits, '.', '_' and '-' (1-128 characters)", ErrInvalidInput, clip(req.RunID))
+		return launchRequest{}, fmt.Errorf("%w: run id %q: use letters, digits, '.', '_' and '-' (1-128 characters)", ErrInvalidInput, clip(req.RunID))
 	}
 	if err := checkOptions(g, req.Options); err != nil {
-		return Thread{}, err
+		return launchRequest{}, err
 	}
 	if err := storable("metadata", req.Metadata); err != nil {
-		return Thread{}, err
+		return launchRequest{}, err
 	}
 	origin := req.Origin
 	if origin == "" {
@@ -85,24 +102,31 @@ func (m *Manager) Run(ctx context.Context, req RunRequest) (Thread, error) {
 	case nil:
 		lr.kind = RunFromCheckpoint
 	case map[string]any:
+		if fields := stateFields(g.ZeroState()); fields != nil {
+			for k := range in {
+				if _, ok := fields[k]; !ok {
+					return launchRequest{}, fmt.Errorf("%w: input key %q is not a state key of graph %q", ErrInvalidInput, k, req.Graph)
+				}
+			}
+		}
 		coerced, err := coerceInput(g.ZeroState(), in)
 		if err != nil {
-			return Thread{}, err
+			return launchRequest{}, err
 		}
 		if err := storable("input", coerced); err != nil {
-			return Thread{}, err
+			return launchRequest{}, err
 		}
 		lr.input, lr.kind = engine.Update(coerced), RunStart
 	case engine.Command:
 		if u, ok := in.Update.(engine.Update); ok {
 			coerced, err := coerceInput(g.ZeroState(), u)
 			if err != nil {
-				return Thread{}, err
+				return launchRequest{}, err
 			}
 			in.Update = engine.Update(coerced)
 		}
 		if err := storable("command", in); err != nil {
-			return Thread{}, err
+			return launchRequest{}, err
 		}
 		lr.input, lr.kind = in, RunStart
 		if in.Resume != nil {
@@ -115,9 +139,9 @@ func (m *Manager) Run(ctx context.Context, req RunRequest) (Thread, error) {
 			}
 		}
 	default:
-		return Thread{}, fmt.Errorf("%w: input must be an object, a command or null, not %T", ErrInvalidInput, req.Input)
+		return launchRequest{}, fmt.Errorf("%w: input must be an object, a command or null, not %T", ErrInvalidInput, req.Input)
 	}
-	return m.launch(ctx, lr)
+	return lr, nil
 }
 
 // resumeAnswer is a Command's resume as answersOf reads it: a map keyed

@@ -136,3 +136,26 @@ func TestDroppedStreamCancelsItsQueuedRun(t *testing.T) {
 		t.Fatalf("the log %v: the dropped run must never run", joined["log"])
 	}
 }
+
+// TestQueuedRunsAreCheckedWhenCreated: a delayed or enqueued run with
+// input the graph refuses is a 422 at once, and nothing is queued.
+func TestQueuedRunsAreCheckedWhenCreated(t *testing.T) {
+	t.Parallel()
+	g := newGate()
+	c := newServer(t, g)
+	thread := uuid.NewString()
+	c.json("POST", "/threads/"+thread+"/runs", map[string]any{"assistant_id": "linear", "input": map[string]any{}, "if_not_exists": "create"}, 200)
+	<-g.entered
+	for _, body := range []map[string]any{
+		{"assistant_id": "linear", "input": map[string]any{"nope": 1}},
+		{"assistant_id": "linear", "input": map[string]any{"answer": 5}, "after_seconds": 60},
+	} {
+		if code, _, b := c.do("POST", "/threads/"+thread+"/runs", body); code != 422 {
+			t.Errorf("queued run %v = %d %s, want 422", body, code, b)
+		}
+	}
+	close(g.release)
+	if runs := c.list("GET", "/threads/"+thread+"/runs", nil, 200); len(runs) != 1 {
+		t.Fatalf("the thread lists %d runs, want only the first", len(runs))
+	}
+}

@@ -232,6 +232,11 @@ func (a *API) launchRun(ctx context.Context, thread, assistantID, graph string, 
 		Stream: &runs.StreamSpec{Modes: engineModes(p.modes), Subgraphs: p.body.StreamSubgraphs, Keep: p.body.StreamResumable || p.streaming},
 		Meta:   &runs.RunMeta{Assistant: assistantID, Metadata: p.body.Metadata, Kwargs: p.kwargs, Strategy: p.strategy},
 	}}
+	// A run that may wait in a queue is checked now: its client hears of
+	// a bad input at once, not as a failure when its turn comes.
+	if err := a.cfg.Runs.CheckRun(ctx, run.req); err != nil {
+		return nil, err
+	}
 	if p.body.AfterSeconds != nil && *p.body.AfterSeconds > 0 {
 		if err != nil {
 			// A delayed run on a thread to create: the thread is made
