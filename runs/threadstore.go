@@ -243,11 +243,11 @@ func (f ThreadFilter) matcher() func(ThreadRecord) bool {
 		if len(f.IDs) > 0 && !slices.Contains(f.IDs, rec.ID) {
 			return false
 		}
-		return want == nil || containsJSON(objectOrEmpty(rec.Metadata), want)
+		return want == nil || ContainsJSON(objectOrEmpty(rec.Metadata), want)
 	}
 }
 
-// objectOrEmpty keeps a nil object an object for containsJSON.
+// objectOrEmpty keeps a nil object an object for ContainsJSON.
 func objectOrEmpty(m map[string]any) any {
 	if m == nil {
 		return map[string]any{}
@@ -280,43 +280,6 @@ func (f ThreadFilter) Compare(a, b ThreadRecord) int {
 		return c
 	}
 	return strings.Compare(a.ID, b.ID)
-}
-
-// containsJSON is Postgres' jsonb containment (@>) on decoded JSON: an
-// object contains another when it has each of its keys with a value that
-// contains the other's; an array contains another when each of the
-// other's elements is contained in one of its own (order and repeats do
-// not matter); scalars contain only an equal scalar of the same type.
-func containsJSON(have, want any) bool {
-	switch w := want.(type) {
-	case map[string]any:
-		h, ok := have.(map[string]any)
-		if !ok {
-			return false
-		}
-		for k, wv := range w {
-			hv, ok := h[k]
-			if !ok || !containsJSON(hv, wv) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		h, ok := have.([]any)
-		if !ok {
-			return false
-		}
-		for _, we := range w {
-			if !slices.ContainsFunc(h, func(he any) bool { return containsJSON(he, we) }) {
-				return false
-			}
-		}
-		return true
-	default:
-		// want is a string, float64, bool or nil: comparable, so this
-		// never panics, and values of other types are simply unequal.
-		return have == want
-	}
 }
 
 // normalizeMetadata checks m (see ThreadRecord.Metadata) and returns it

@@ -383,7 +383,7 @@ func (a *API) searchThreads(w http.ResponseWriter, r *http.Request) {
 				fail(w, r, a.log, err)
 				return
 			}
-			if !containsJSON(j["values"], want) {
+			if !runs.ContainsJSON(plainValue(j["values"]), want) {
 				continue
 			}
 			if total >= offset && len(out) < limit {
@@ -413,48 +413,11 @@ func (a *API) searchThreads(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// containsJSON reports whether have contains want as Postgres' @> would.
-func containsJSON(have, want any) bool {
-	switch w := want.(type) {
-	case map[string]any:
-		h, ok := have.(map[string]any)
-		if !ok {
-			return false
-		}
-		for k, v := range w {
-			hv, ok := h[k]
-			if !ok || !containsJSON(plainValue(hv), v) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		h, ok := have.([]any)
-		if !ok {
-			return false
-		}
-		for _, v := range w {
-			found := false
-			for _, x := range h {
-				if containsJSON(plainValue(x), v) {
-					found = true
-					break
-				}
-			}
-			if !found {
-				return false
-			}
-		}
-		return true
-	}
-	return plainValue(have) == want
-}
-
 // plainValue turns a Go state value into the JSON shape a filter has
 // (maps, lists, float64), through a JSON round trip when it is typed.
 func plainValue(v any) any {
 	switch v.(type) {
-	case nil, string, bool, float64, map[string]any, []any:
+	case nil, string, bool, float64:
 		return v
 	}
 	b, err := json.Marshal(v)
