@@ -279,7 +279,7 @@ func (a *API) launchRun(ctx context.Context, thread, assistantID, graph string, 
 			for _, q := range a.queuedOf(thread) {
 				a.cancelQueued(q)
 			}
-			if err := a.stopActive(ctx, thread, p.strategy == strategyRollback); err != nil {
+			if err := a.stopRun(ctx, thread, "", p.strategy == strategyRollback); err != nil {
 				return nil, err
 			}
 		}
@@ -303,17 +303,17 @@ func (a *API) bookkeep(ctx context.Context, thread, graph, assistantID string) {
 	}
 }
 
-// stopActive cancels the thread's active run and waits for it to end;
-// with rollback it then deletes the run and every checkpoint it wrote.
-func (a *API) stopActive(ctx context.Context, thread string, rollback bool) error {
+// stopRun cancels the thread's active run (run runID, or whichever runs
+// when runID is ""), waits for it to end and, with rollback, deletes it
+// and every checkpoint it wrote. A run that is not active (it ended
+// meanwhile, or the thread was busy with queued runs only) is left alone:
+// a finished run is never rolled back from under the runs after it.
+func (a *API) stopRun(ctx context.Context, thread, runID string, rollback bool) error {
 	info, err := a.cfg.Runs.Thread(ctx, thread)
 	if err != nil {
 		return err
 	}
-	if info.Status != runs.StatusRunning {
-		// Nothing runs (the run ended meanwhile, or the thread was busy
-		// with queued runs only): the last run, finished, is not the
-		// one to stop.
+	if info.Status != runs.StatusRunning || runID != "" && info.RunID != runID {
 		return nil
 	}
 	active := info.RunID

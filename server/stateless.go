@@ -279,24 +279,7 @@ func (a *API) cancelOne(ctx context.Context, thread, runID string, rollback bool
 			return nil
 		}
 	}
-	info, err := a.cfg.Runs.Thread(ctx, thread)
-	if err != nil {
-		return err
-	}
-	if info.Status == runs.StatusRunning && info.RunID == runID {
-		if err := a.cfg.Runs.Cancel(ctx, thread); err != nil && !errors.Is(err, runs.ErrNotRunning) {
-			return err
-		}
-		if _, err := a.cfg.Runs.Wait(ctx, thread); err != nil {
-			return err
-		}
-	}
-	if rollback {
-		if err := a.cfg.Runs.DeleteRun(ctx, thread, runID, true); err != nil && !errors.Is(err, runs.ErrUnknownRun) {
-			return err
-		}
-	}
-	return nil
+	return a.stopRun(ctx, thread, runID, rollback)
 }
 
 // joinStatelessStream is joinStream for a stateless run.
