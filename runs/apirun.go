@@ -21,6 +21,23 @@ type StreamSpec struct {
 	// reconnect, a late join replaying from the start), within
 	// PartLogsKept and EndedPartsBytes; otherwise they go when it ends.
 	Keep bool
+
+	mu  sync.Mutex
+	log *PartLog
+}
+
+// Log is the part log of the run the spec was given to, once it started
+// (nil before): the caller keeps it however long the Manager keeps it.
+func (s *StreamSpec) Log() *PartLog {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.log
+}
+
+func (s *StreamSpec) setLog(l *PartLog) {
+	s.mu.Lock()
+	s.log = l
+	s.mu.Unlock()
 }
 
 // RunRequest is a run as a program asks for one through the Agent Server
@@ -46,6 +63,9 @@ type RunRequest struct {
 	Origin string
 	// Meta is kept with the run's record in the run log.
 	Meta *RunMeta
+	// MustExist refuses to start the run (ErrUnknownThread) when the
+	// thread does not exist, rather than creating it.
+	MustExist bool
 }
 
 // Run starts a run as RunRequest describes and returns once it has got
@@ -97,7 +117,7 @@ func (m *Manager) prepareRun(ctx context.Context, req RunRequest) (launchRequest
 	}
 	origin = cutText(origin, MaxOriginBytes)
 	lr := launchRequest{g: g, graph: req.Graph, thread: req.Thread, opts: req.Options, checkpointID: req.CheckpointID,
-		origin: origin, runID: req.RunID, metadata: req.Metadata, stream: req.Stream, meta: req.Meta}
+		origin: origin, runID: req.RunID, metadata: req.Metadata, stream: req.Stream, meta: req.Meta, mustExist: req.MustExist}
 	switch in := req.Input.(type) {
 	case nil:
 		lr.kind = RunFromCheckpoint
@@ -241,6 +261,23 @@ func (l *PartLog) Read(ctx context.Context, after int) (parts []Part, ended bool
 		case <-wake:
 		case <-ctx.Done():
 			return nil, false, ctx.Err()
+		}
+	}
+}
+
+// Wait blocks until the run has ended (or ctx is done).
+func (l *PartLog) Wait(ctx context.Context) error {
+	for {
+		l.mu.Lock()
+		done, wake := l.done, l.wake
+		l.mu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 }

@@ -577,8 +577,10 @@ type launchRequest struct {
 	resumeOf, checkpointID, origin string
 	kind                           RunKind
 	answers                        []Answer
-	// runID, metadata, stream and meta come from a RunRequest.
-	runID    string
+	// runID, metadata, stream, meta and mustExist come from a
+	// RunRequest.
+	mustExist bool
+	runID     string
 	metadata map[string]any
 	stream   *StreamSpec
 	meta     *RunMeta
@@ -608,6 +610,10 @@ func (m *Manager) launch(ctx context.Context, req launchRequest) (Thread, error)
 	t, err := m.lockThread(ctx, threadID)
 	existed := err == nil
 	switch {
+	case errors.Is(err, ErrUnknownThread) && req.mustExist:
+		// Deleted since the caller looked (a queued API run whose thread
+		// went): not brought back.
+		return Thread{}, err
 	case errors.Is(err, ErrUnknownThread):
 		m.mu.Lock()
 		t, existed = m.threads[threadID] // started meanwhile
@@ -664,6 +670,7 @@ func (m *Manager) launch(ctx context.Context, req launchRequest) (Thread, error)
 		parts = newPartLog()
 		project = g.Pregel().StreamListener(req.stream.Modes, req.stream.Subgraphs, parts.add)
 		m.keepParts(runID, parts)
+		req.stream.setLog(parts)
 	}
 	ro := &engine.RunOptions{
 		Metadata: req.metadata,

@@ -77,6 +77,9 @@
 //   - config.configurable, context and tags (an assistant's or a run's)
 //     are kept and returned but do not reach the graph: the engine has no
 //     run configuration; recursion_limit is the one setting that applies.
+//   - Input keys that are not state keys are a 422 naming the key (the
+//     engine refuses unknown keys; upstream drops them silently), checked
+//     when the run is created, also for runs that wait in a queue.
 //   - Thread TTLs are refused (422) and crons are not served.
 //   - Stream modes are values, updates, debug, tasks, checkpoints, custom
 //     and messages-tuple; "events" (LangChain callbacks) and the legacy

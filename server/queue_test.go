@@ -159,3 +159,58 @@ func TestQueuedRunsAreCheckedWhenCreated(t *testing.T) {
 		t.Fatalf("the thread lists %d runs, want only the first", len(runs))
 	}
 }
+
+// TestRollbackHoldsTheQueueUntilTheRunIsGone: a run rolled back while
+// another waits behind it: the queued run starts only once the rolled
+// back run's checkpoints are deleted, so nothing of it leaks into the
+// next run.
+func TestRollbackHoldsTheQueueUntilTheRunIsGone(t *testing.T) {
+	t.Parallel()
+	g := newGate()
+	c := newServer(t, g)
+	thread := uuid.NewString()
+	go func() { <-g.entered; g.release <- struct{}{} }()
+	c.json("POST", "/threads/"+thread+"/runs/wait", map[string]any{"assistant_id": "linear", "input": map[string]any{"log": []string{"kept"}}, "if_not_exists": "create"}, 200)
+	x := c.json("POST", "/threads/"+thread+"/runs", map[string]any{"assistant_id": "linear", "input": map[string]any{"log": []string{"X"}}}, 200)
+	<-g.entered
+	y := c.json("POST", "/threads/"+thread+"/runs", map[string]any{"assistant_id": "linear", "input": map[string]any{"log": []string{"Y"}}}, 200)
+	if code, _, b := c.do("POST", fmt.Sprintf("/threads/%s/runs/%s/cancel?action=rollback&wait=1", thread, x["run_id"]), nil); code != 204 {
+		t.Fatalf("rollback = %d %s", code, b)
+	}
+	<-g.entered
+	close(g.release)
+	got := c.json("GET", fmt.Sprintf("/threads/%s/runs/%s/join", thread, y["run_id"]), nil, 200)
+	if fmt.Sprint(got["log"]) != "[kept a b c Y a b c]" {
+		t.Fatalf("after rolling X back, Y ran to %v: X's work must be gone", got["log"])
+	}
+	hist := c.list("POST", "/threads/"+thread+"/history", map[string]any{"limit": 100}, 200)
+	ids := map[string]bool{}
+	for _, h := range hist {
+		ids[cpID(h, "checkpoint")] = true
+	}
+	for _, h := range hist {
+		if p := cpID(h, "parent_checkpoint"); p != "" && !ids[p] {
+			t.Fatalf("checkpoint %s has parent %s, which is gone", cpID(h, "checkpoint"), p)
+		}
+	}
+}
+
+// TestJoinOfAnEndedRunDoesNotWaitForTheNext: joining a run that ended
+// answers at once, though a later run of the thread goes on.
+func TestJoinOfAnEndedRunDoesNotWaitForTheNext(t *testing.T) {
+	t.Parallel()
+	g := newGate()
+	c := newServer(t, g)
+	thread := uuid.NewString()
+	go func() { <-g.entered; g.release <- struct{}{} }()
+	first := c.json("POST", "/threads/"+thread+"/runs/wait", map[string]any{"assistant_id": "linear", "input": map[string]any{}, "if_not_exists": "create"}, 200)
+	_ = first
+	runs := c.list("GET", "/threads/"+thread+"/runs", nil, 200)
+	c.json("POST", "/threads/"+thread+"/runs", map[string]any{"assistant_id": "linear", "input": map[string]any{}}, 200)
+	<-g.entered // the second run holds in b
+	got := c.json("GET", fmt.Sprintf("/threads/%s/runs/%s/join", thread, runs[0]["run_id"]), nil, 200)
+	if got["log"] == nil {
+		t.Fatalf("join of the ended run answered %v", got)
+	}
+	close(g.release)
+}

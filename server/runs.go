@@ -230,7 +230,8 @@ func (a *API) launchRun(ctx context.Context, thread, assistantID, graph string, 
 		Graph: graph, Thread: thread, RunID: runID, Input: p.input, CheckpointID: p.checkpointID,
 		Options: p.options, Metadata: metadata, Origin: runs.OriginAPI,
 		Stream: &runs.StreamSpec{Modes: engineModes(p.modes), Subgraphs: p.body.StreamSubgraphs, Keep: p.body.StreamResumable || p.streaming},
-		Meta:   &runs.RunMeta{Assistant: assistantID, Metadata: p.body.Metadata, Kwargs: p.kwargs, Strategy: p.strategy},
+		Meta:      &runs.RunMeta{Assistant: assistantID, Metadata: p.body.Metadata, Kwargs: p.kwargs, Strategy: p.strategy},
+		MustExist: !p.createThread,
 	}}
 	// A run that may wait in a queue is checked now: its client hears of
 	// a bad input at once, not as a failure when its turn comes.
@@ -238,6 +239,9 @@ func (a *API) launchRun(ctx context.Context, thread, assistantID, graph string, 
 		return nil, err
 	}
 	if p.body.AfterSeconds != nil && *p.body.AfterSeconds > 0 {
+		if err := a.queueRoom(thread); err != nil {
+			return nil, err // before the thread is made for it
+		}
 		if err != nil {
 			// A delayed run on a thread to create: the thread is made
 			// now, so the run is listed on it while it waits.
@@ -317,6 +321,9 @@ func (a *API) stopRun(ctx context.Context, thread, runID string, rollback bool) 
 		return nil
 	}
 	active := info.RunID
+	if rollback {
+		defer a.holdQueue(thread)()
+	}
 	if err := a.cfg.Runs.Cancel(ctx, thread); err != nil && !errors.Is(err, runs.ErrNotRunning) {
 		return err
 	}
@@ -340,6 +347,47 @@ type queues struct {
 	// server stopped), the latest PartLogsKept of them.
 	ended      map[string]*apiRun
 	endedOrder []string
+	// holds counts, per thread, the rollbacks under way: its queued
+	// runs wait for them (holdQueue); released is closed when the count
+	// falls to 0.
+	holds    map[string]int
+	released map[string]chan struct{}
+}
+
+// holdQueue keeps the thread's queued runs from starting until release
+// is called: a rollback deletes the stopped run's checkpoints before the
+// next run may start on them.
+func (a *API) holdQueue(thread string) (release func()) {
+	q := &a.queue
+	q.mu.Lock()
+	if q.holds == nil {
+		q.holds, q.released = map[string]int{}, map[string]chan struct{}{}
+	}
+	if q.holds[thread] == 0 {
+		q.released[thread] = make(chan struct{})
+	}
+	q.holds[thread]++
+	q.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			q.mu.Lock()
+			defer q.mu.Unlock()
+			if q.holds[thread]--; q.holds[thread] == 0 {
+				close(q.released[thread])
+				delete(q.holds, thread)
+				delete(q.released, thread)
+			}
+		})
+	}
+}
+
+// held returns a channel closed when the thread's queue is no longer
+// held, or nil when it is not held.
+func (a *API) held(thread string) <-chan struct{} {
+	a.queue.mu.Lock()
+	defer a.queue.mu.Unlock()
+	return a.queue.released[thread]
 }
 
 // waitIdle waits until the thread has no active run, or the queued run
@@ -370,20 +418,39 @@ func (a *API) enqueue(run *apiRun, delay time.Duration) error {
 	q := &a.queue
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if len(q.threads[run.req.Thread]) >= MaxQueuedPerThread || len(q.byID) >= MaxQueued {
-		return conflict("too many runs are queued (at most %d per thread, %d in all); wait for some to finish", MaxQueuedPerThread, MaxQueued)
+	if err := q.room(run.req.Thread); err != nil {
+		return err
 	}
 	if q.threads == nil {
 		q.threads, q.byID = map[string][]*apiRun{}, map[string]*apiRun{}
 	}
 	thread := run.req.Thread
 	run.delay = delay
+	// The thread exists now (a queued run waits behind another, or a
+	// delayed one's thread was made for it): deleted meanwhile, it stays
+	// deleted.
+	run.req.MustExist = true
 	q.byID[run.id] = run
 	q.threads[thread] = append(q.threads[thread], run)
 	if len(q.threads[thread]) == 1 {
 		go a.drain(thread)
 	}
 	return nil
+}
+
+// room says whether one more run may queue on thread; q.mu is held.
+func (q *queues) room(thread string) error {
+	if len(q.threads[thread]) >= MaxQueuedPerThread || len(q.byID) >= MaxQueued {
+		return conflict("too many runs are queued (at most %d per thread, %d in all); wait for some to finish", MaxQueuedPerThread, MaxQueued)
+	}
+	return nil
+}
+
+// queueRoom is room for a caller not holding the queue's lock.
+func (a *API) queueRoom(thread string) error {
+	a.queue.mu.Lock()
+	defer a.queue.mu.Unlock()
+	return a.queue.room(thread)
 }
 
 // Bounds of the run queues: each queued run holds its request.
@@ -426,6 +493,14 @@ func (a *API) drain(thread string) {
 				run.err = err
 				break
 			}
+			if h := a.held(thread); h != nil {
+				select {
+				case <-h:
+				case <-run.cancelled:
+				case <-a.done:
+				}
+				continue
+			}
 			_, err := a.cfg.Runs.Run(context.Background(), run.req)
 			if errors.Is(err, runs.ErrThreadBusy) {
 				continue
@@ -459,6 +534,14 @@ func (a *API) queued(runID string) (*apiRun, bool) {
 	defer a.queue.mu.Unlock()
 	r, ok := a.queue.byID[runID]
 	return r, ok
+}
+
+// forgetEnded drops a never-started run from what get and list report.
+func (a *API) forgetEnded(runID string) {
+	a.queue.mu.Lock()
+	defer a.queue.mu.Unlock()
+	delete(a.queue.ended, runID)
+	a.queue.endedOrder = slices.DeleteFunc(a.queue.endedOrder, func(id string) bool { return id == runID })
 }
 
 // neverStartedOf lists a thread's queued runs that ended without
@@ -672,6 +755,9 @@ func (a *API) cancelRun(w http.ResponseWriter, r *http.Request) {
 		// then it is the active run, cancelled below).
 		a.cancelQueued(qr)
 		if errors.Is(qr.err, errCancelledQueued) {
+			if action == "rollback" {
+				a.forgetEnded(runID) // rolled back: as if it never was
+			}
 			w.WriteHeader(map[bool]int{true: http.StatusNoContent, false: http.StatusAccepted}[wait])
 			return
 		}
@@ -692,13 +778,19 @@ func (a *API) cancelRun(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, a.log, conflict("run %q has ended; there is nothing to cancel", runID))
 		return
 	}
-	if active {
-		if err := a.cfg.Runs.Cancel(r.Context(), thread); err != nil && !errors.Is(err, runs.ErrNotRunning) {
-			fail(w, r, a.log, err)
-			return
-		}
+	// A rollback holds the thread's queued runs until the run's
+	// checkpoints are gone, so none starts on them.
+	release := func() {}
+	if action == "rollback" {
+		release = a.holdQueue(thread)
+	}
+	if err := a.cfg.Runs.Cancel(r.Context(), thread); err != nil && !errors.Is(err, runs.ErrNotRunning) {
+		release()
+		fail(w, r, a.log, err)
+		return
 	}
 	finish := func(ctx context.Context) error {
+		defer release()
 		if _, err := a.cfg.Runs.Wait(ctx, thread); err != nil {
 			return err
 		}
@@ -970,7 +1062,7 @@ func (a *API) waitAndAnswer(w http.ResponseWriter, r *http.Request, thread strin
 			done <- run.err
 			return
 		}
-		done <- a.waitRun(ctx, thread, run.id)
+		done <- a.waitRun(ctx, thread, run)
 	}()
 	var err error
 	for waiting := true; waiting; {
@@ -996,18 +1088,34 @@ func (a *API) waitAndAnswer(w http.ResponseWriter, r *http.Request, thread strin
 	_, _ = w.Write(raw)
 }
 
-// waitRun waits until run runID of thread has ended.
-func (a *API) waitRun(ctx context.Context, thread, runID string) error {
-	if log, ok := a.cfg.Runs.Parts(runID); ok {
-		for !log.Done() {
-			if _, err := a.cfg.Runs.Wait(ctx, thread); err != nil {
-				return err
-			}
+// waitRun waits until the run has ended: on its part log when this API
+// started it, else (a run of the Studio's pages) on its record and the
+// thread, never on a later run of the thread.
+func (a *API) waitRun(ctx context.Context, thread string, run *apiRun) error {
+	if run.req.Stream != nil {
+		if l := run.req.Stream.Log(); l != nil {
+			return l.Wait(ctx)
 		}
-		return nil
 	}
-	_, err := a.cfg.Runs.Wait(ctx, thread)
-	return err
+	for {
+		rec, err := a.cfg.Runs.RunRecord(ctx, thread, run.id)
+		if err != nil {
+			return err
+		}
+		if !rec.Ended.IsZero() {
+			return nil
+		}
+		info, err := a.cfg.Runs.Thread(ctx, thread)
+		if err != nil {
+			return err
+		}
+		if info.Status != runs.StatusRunning || info.RunID != run.id {
+			return nil // it ended; its record is being written
+		}
+		if _, err := a.cfg.Runs.Wait(ctx, thread); err != nil {
+			return err
+		}
+	}
 }
 
 // finalValues is what wait and join answer once the run ended: the

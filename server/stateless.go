@@ -80,7 +80,7 @@ func (a *API) createStateless(mode createMode) http.HandlerFunc {
 			go a.finishStateless(thread, run, p)
 		case modeWait:
 			a.waitAndAnswer(w, r, thread, run)
-			a.finishStateless(thread, run, p)
+			go a.finishStateless(thread, run, p)
 		case modeStream:
 			if body.StreamResumable {
 				w.Header().Set("Location", "/runs/"+run.id+"/stream")
@@ -117,28 +117,29 @@ func (a *API) startStateless(ctx context.Context, raw map[string]any, body runCr
 // (before anything is deleted), and with on_completion "delete" (the
 // default) deletes its thread: at once, or, for a resumable stream, once
 // a client's reconnect window has passed, so a dropped stream can still
-// fetch its tail.
+// fetch its tail. The run stays reachable by its id (join, cancel) until
+// then. Callers run it in the background, after their answer.
 func (a *API) finishStateless(thread string, run *apiRun, p *runPlan) {
 	defer a.stateless.drop(run.id)
 	ctx := context.Background()
 	if p.body.Webhook != "" {
 		a.deliverWebhook(thread, run, p.body.Webhook)
 	}
-	if p.body.OnCompletion == "keep" {
-		return
-	}
 	<-run.started
 	if run.err == nil {
-		if err := a.waitRun(ctx, thread, run.id); err != nil {
+		if err := a.waitRun(ctx, thread, run); err != nil {
 			a.log.Error("api: stateless run", "run", run.id, "error", err)
 			return
 		}
 	}
-	if p.body.StreamResumable {
+	if p.streaming && p.body.StreamResumable {
 		select {
 		case <-time.After(StatelessReconnectWindow):
 		case <-a.done:
 		}
+	}
+	if p.body.OnCompletion == "keep" {
+		return
 	}
 	if err := a.cfg.Runs.DeleteThread(ctx, thread); err != nil && !errors.Is(err, runs.ErrUnknownThread) {
 		a.log.Error("api: delete a stateless run's thread", "run", run.id, "thread", thread, "error", err)
@@ -261,7 +262,11 @@ func (a *API) cancelMany(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for _, t := range targets {
-		if err := a.cancelOne(r.Context(), t.thread, t.run, action == "rollback"); err != nil {
+		err := a.cancelOne(r.Context(), t.thread, t.run, action == "rollback")
+		if errors.Is(err, runs.ErrUnknownThread) && body.Status != "" {
+			continue // gone meanwhile (a stateless run's thread): nothing to cancel
+		}
+		if err != nil {
 			fail(w, r, a.log, err)
 			return
 		}

@@ -65,7 +65,7 @@ func (a *API) deliverWebhook(thread string, run *apiRun, hook string) {
 	}
 	payload := map[string]any{}
 	if run.err == nil {
-		err := a.waitRun(ctx, thread, run.id)
+		err := a.waitRun(ctx, thread, run)
 		if obj, oerr := a.runObject(ctx, thread, run.id); oerr == nil {
 			payload = obj
 		}
