@@ -581,9 +581,9 @@ type launchRequest struct {
 	// RunRequest.
 	mustExist bool
 	runID     string
-	metadata map[string]any
-	stream   *StreamSpec
-	meta     *RunMeta
+	metadata  map[string]any
+	stream    *StreamSpec
+	meta      *RunMeta
 }
 
 // launch claims the thread, starts the run in the background and waits

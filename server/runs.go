@@ -229,7 +229,7 @@ func (a *API) launchRun(ctx context.Context, thread, assistantID, graph string, 
 	run := &apiRun{id: runID, created: time.Now(), started: make(chan struct{}), cancelled: make(chan struct{}), req: runs.RunRequest{
 		Graph: graph, Thread: thread, RunID: runID, Input: p.input, CheckpointID: p.checkpointID,
 		Options: p.options, Metadata: metadata, Origin: runs.OriginAPI,
-		Stream: &runs.StreamSpec{Modes: engineModes(p.modes), Subgraphs: p.body.StreamSubgraphs, Keep: p.body.StreamResumable || p.streaming},
+		Stream:    &runs.StreamSpec{Modes: engineModes(p.modes), Subgraphs: p.body.StreamSubgraphs, Keep: p.body.StreamResumable || p.streaming},
 		Meta:      &runs.RunMeta{Assistant: assistantID, Metadata: p.body.Metadata, Kwargs: p.kwargs, Strategy: p.strategy},
 		MustExist: !p.createThread,
 	}}
