@@ -52,11 +52,7 @@ test/short: sdk/deps ## Run the tests that need no database (database tests skip
 	$(GO) test -count=1 $(PKG)
 
 .PHONY: bench
-bench: ## Run benchmarks (BENCH=regexp PKG=./engine COUNT=6) against the local Postgres
-	db=$$($(DEV_DB)); TEST_DATABASE_URL="$$db" $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) -count $(COUNT) $(PKG)
-
-.PHONY: bench/durable
-bench/durable: ## Run benchmarks against a durable local Postgres (fsync and synchronous commit on; its own cluster)
+bench: ## Run benchmarks (BENCH=regexp PKG=./engine COUNT=6) against a durable local Postgres (fsync and synchronous commit on; its own cluster)
 	db=$$(PG_DURABLE=1 $(DEV_DB)); TEST_DATABASE_URL="$$db" $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) -count $(COUNT) $(PKG)
 
 .PHONY: golden/record

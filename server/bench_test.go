@@ -39,8 +39,8 @@ func threeNodes(b *testing.B, saver checkpoints.Saver) engine.Compiled {
 }
 
 // pgServer is the API over Postgres as the Studio wires it: checkpoints,
-// thread registry, run log and assistants in one fresh schema. It logs
-// whether the database is durable (fsync and synchronous_commit).
+// thread registry, run log and assistants in one fresh schema (pgtest
+// logs whether the database is durable).
 func pgServer(b *testing.B) string {
 	url, _ := pgServerFloor(b)
 	return url
@@ -64,15 +64,6 @@ func pgServerFloor(b *testing.B) (string, time.Duration) {
 		}
 		commits = append(commits, time.Since(start))
 	}
-	var fsync, sync string
-	if err := pool.QueryRow(context.Background(), "SELECT current_setting('fsync'), current_setting('synchronous_commit')").Scan(&fsync, &sync); err != nil {
-		b.Fatal(err)
-	}
-	durable := "DURABLE"
-	if fsync != "on" || sync == "off" {
-		durable = "NOT durable (a test cluster: numbers are not comparable)"
-	}
-	b.Logf("Postgres: fsync=%s synchronous_commit=%s: %s", fsync, sync, durable)
 	saver := pgsaver.New(pool, nil)
 	m, err := runs.NewManager(map[string]engine.Compiled{"three": threeNodes(b, saver)},
 		runs.WithThreadStore(pgthreads.New(pool)), runs.WithRunLog(pgthreads.NewRunLog(pool)))

@@ -69,7 +69,27 @@ func Pool(tb testing.TB) *pgxpool.Pool {
 	if shared.err != nil {
 		tb.Fatalf("pgtest: open the test database: %v", shared.err)
 	}
+	if b, ok := tb.(*testing.B); ok {
+		reportDurability(b, shared.pool)
+	}
 	return shared.pool
+}
+
+// reportDurability says in a benchmark's output whether its Postgres
+// commits durably: numbers from the fast test cluster (fsync off) are not
+// comparable with a durable one's (scripts/dev-postgres PG_DURABLE=1,
+// which `make bench` uses).
+func reportDurability(b *testing.B, pool *pgxpool.Pool) {
+	var fsync, commit string
+	err := pool.QueryRow(context.Background(), "SELECT current_setting('fsync'), current_setting('synchronous_commit')").Scan(&fsync, &commit)
+	switch {
+	case err != nil:
+		b.Logf("Postgres durability unknown: %v", err)
+	case fsync == "on" && commit != "off":
+		b.Logf("Postgres: fsync=%s synchronous_commit=%s: durable", fsync, commit)
+	default:
+		b.Logf("Postgres: fsync=%s synchronous_commit=%s: NOT durable, a test cluster; use make bench", fsync, commit)
+	}
 }
 
 // Tx begins a transaction on the shared pool and rolls it back when the test
