@@ -1,0 +1,87 @@
+package main
+
+import "regexp"
+
+// metric names a figure: a benchmark (a regexp on its name without the
+// -GOMAXPROCS suffix) in a package (a path suffix), one of its units, and
+// a divisor (BenchmarkLoop1000's allocs/op are per 1001 supersteps).
+type metric struct {
+	pkg   string
+	bench *regexp.Regexp
+	unit  string
+	per   float64
+}
+
+// row is one line of the table: a figure of one of issue #20's targets,
+// compared with limit either directly or, when floor is set, as a ratio
+// to the floor's median measured in the same `go test` run.
+type row struct {
+	target  string // the issue's target number
+	what    string
+	fig     metric
+	floor   *metric
+	noFloor string // why there is no floor (when a target needs one that is not benchmarked yet)
+	atLeast bool   // the figure must be ≥ limit; otherwise ≤ limit
+	limit   float64
+	spread  bool // compare max/min over the runs instead of the median
+	ns      bool // the figure (and floor) are nanoseconds
+	unit    string
+	none    string // no benchmark yet: what is missing
+}
+
+func m(pkg, bench, unit string) metric {
+	return metric{pkg: pkg, bench: regexp.MustCompile(bench), unit: unit, per: 1}
+}
+
+func per(mt metric, n float64) metric { mt.per = n; return mt }
+
+const (
+	pgsaver = "checkpoints/pgsaver"
+	engine  = "engine"
+	pgstore = "store/pgstore"
+)
+
+// The floor of the Postgres superstep: one durable INSERT+COMMIT.
+var insertCommit = m(pgsaver, `^BenchmarkPGFloorInsertCommit$`, "ns/op")
+
+// targets are issue #20's targets in its order. A benchmark added for a
+// target replaces its "none" row here.
+var targets = []row{
+	{target: "1", what: "superstep on Postgres, sync", fig: m(pgsaver, `^BenchmarkPGSuperstepSync/putstep$`, "ns/superstep"),
+		floor: &insertCommit, limit: 1.1, ns: true},
+	{target: "1", what: "the same, floor interleaved in the benchmark", fig: m(pgsaver, `^BenchmarkPGSuperstepSync/putstep$`, "ns/superstep"),
+		floor: ptr(m(pgsaver, `^BenchmarkPGSuperstepSync/putstep$`, "ns/floor")), limit: 1.1, ns: true},
+	{target: "2", what: "supersteps/s, 64 threads, async, vs pgbench 64 clients", none: "no benchmark yet"},
+	{target: "3", what: "state at an old checkpoint (1,000-checkpoint thread)", fig: m(pgsaver, `^BenchmarkPGGetStateAt$`, "ns/op"),
+		floor:   ptr(m(pgsaver, `^BenchmarkPG(Floor\w*(PK|PrimaryKey|Lookup)\w*|GetStateAt\w*Floor\w*)$`, "ns/op")),
+		noFloor: "primary-key lookup: no benchmark yet", limit: 2, ns: true},
+	{target: "3", what: "storage vs raw bytes written", none: "no benchmark yet", limit: 3},
+	{target: "4", what: "history page, newest 50 of 1,000, metadata only", fig: m(pgsaver, `^BenchmarkPGHistoryPage(/page)?$`, "ns/op"),
+		floor:   ptr(m(pgsaver, `^BenchmarkPG(Floor\w*(History|Scan|Index)\w*|History\w*(Floor|Scan)\w*|HistoryPage/(floor|scan|index-?scan))$`, "ns/op")),
+		noFloor: "index scan: no benchmark yet", limit: 1.2, ns: true},
+	{target: "5", what: "store batched put (embedding included)", fig: m(pgstore, `^BenchmarkStorePutBatch$`, "items/s"),
+		atLeast: true, limit: 3000, unit: "items/s"},
+	{target: "5", what: "store search p50, one namespace + filter", fig: m(pgstore, `^BenchmarkStoreSearch100k/prefix\+filter$`, "p50-ms"),
+		limit: 3, unit: "ms"},
+	{target: "5", what: "store search recall@10, one namespace + filter", fig: m(pgstore, `^BenchmarkStoreSearch100k/prefix\+filter$`, "recall@10"),
+		atLeast: true, limit: 0.95},
+	{target: "5", what: "store search p50, whole store", fig: m(pgstore, `^BenchmarkStoreSearch100k/filter-only$`, "p50-ms"),
+		limit: 3, unit: "ms"},
+	{target: "5", what: "store search recall@10, whole store", fig: m(pgstore, `^BenchmarkStoreSearch100k/filter-only$`, "recall@10"),
+		atLeast: true, limit: 0.95},
+	{target: "6", what: "in-memory superstep", fig: m(engine, `^BenchmarkLoop1000$`, "ns/superstep"), limit: 250, ns: true},
+	{target: "6", what: "in-memory superstep, allocations", fig: per(m(engine, `^BenchmarkLoop1000$`, "allocs/op"), 1001),
+		limit: 1, unit: "allocs/superstep"},
+	{target: "6", what: "checkpointed superstep", fig: m(engine, `^BenchmarkLoop1000Checkpointed$`, "ns/superstep"), limit: 2000, ns: true},
+	{target: "6", what: "checkpointed superstep, bytes", fig: per(m(engine, `^BenchmarkLoop1000Checkpointed$`, "B/op"), 1001),
+		limit: 1024, unit: "B/superstep"},
+	{target: "6", what: "checkpointed superstep, max/min over runs", fig: m(engine, `^BenchmarkLoop1000Checkpointed$`, "ns/superstep"),
+		spread: true, limit: 1.5, ns: true},
+	{target: "6", what: "FanOut100", fig: m(engine, `^BenchmarkFanOut100$`, "ns/op"), limit: 40e3, ns: true},
+	{target: "6", what: "Send100", fig: m(engine, `^BenchmarkSend100$`, "ns/op"), limit: 40e3, ns: true},
+	{target: "6", what: "Chain10", fig: m(engine, `^BenchmarkChain10$`, "ns/op"), limit: 8e3, ns: true},
+	{target: "7", what: "Studio event p99, 100 tabs on one thread", none: "no benchmark yet (BenchmarkEventLatency20Tabs has 20 tabs)"},
+	{target: "7", what: "memory per idle thread", none: "no benchmark yet (BenchmarkIdleThreadMemory)"},
+}
+
+func ptr[T any](v T) *T { return &v }
