@@ -1,0 +1,281 @@
+package main
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"strings"
+	"testing"
+)
+
+// testdata/durable.txt is `make bench`-style output from this repository's
+// benchmarks on the durable cluster (count 3, benchtime 200ms, a loaded
+// 2-core machine); testdata/fast.txt is two of them on the fast test
+// cluster (fsync off).
+
+func load(t *testing.T, file string) *results {
+	t.Helper()
+	f, err := os.Open("testdata/" + file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	res, err := parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func parseString(t *testing.T, s string) *results {
+	t.Helper()
+	res, err := parse(strings.NewReader(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func readFile(t *testing.T, file string) string {
+	t.Helper()
+	b, err := os.ReadFile("testdata/" + file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestParse(t *testing.T) {
+	t.Parallel()
+	res := load(t, "durable.txt")
+	var names []string
+	for _, b := range res.benches {
+		names = append(names, b.name)
+		if len(b.runs) != 3 {
+			t.Errorf("%s: %d runs, want 3", b.name, len(b.runs))
+		}
+	}
+	want := "BenchmarkPGFloorInsertCommit BenchmarkPGSuperstepSync/putstep BenchmarkPGSuperstepSync/separate BenchmarkPGHistoryPage BenchmarkPGGetStateAt " +
+		"BenchmarkLoop1000 BenchmarkLoop1000Checkpointed BenchmarkFanOut100 BenchmarkSend100 BenchmarkChain10 BenchmarkStorePutBatch"
+	if got := strings.Join(names, " "); got != want {
+		t.Fatalf("benchmarks\n got %s\nwant %s", got, want)
+	}
+	step := res.benches[1]
+	if step.pkg != "github.com/superstep-dev/superstep/checkpoints/pgsaver" {
+		t.Errorf("package %q", step.pkg)
+	}
+	if r := step.runs[2]; r["ns/superstep"] != 592356 || r["ns/floor"] != 482363 || r["x-floor"] != 1.228 || r["allocs/op"] != 15894 {
+		t.Errorf("third putstep run %v", r)
+	}
+	durable := "Postgres: fsync=on synchronous_commit=on: durable"
+	for _, b := range res.benches {
+		pg := strings.Contains(b.name, "PG") || strings.Contains(b.name, "Store")
+		switch {
+		case pg && (len(b.durability) != 1 || b.durability[0] != durable):
+			t.Errorf("%s: durability %q, want %q once", b.name, b.durability, durable)
+		case !pg && b.durability != nil:
+			t.Errorf("%s opens no Postgres but has durability %q", b.name, b.durability)
+		}
+	}
+}
+
+func TestParseResultLine(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		line string
+		ok   bool
+	}{
+		{"BenchmarkChain10-2                	   21175	     12084 ns/op	        12.08 µs/run	    6089 B/op	      83 allocs/op", true},
+		{"BenchmarkChain10-2", false},                   // a name alone, as -v prints before logs
+		{"BenchmarkChain10-2 \t 21175 \t 12084", false}, // a value without its unit
+		{"BenchmarkChain10-2 \t many \t 12084 ns/op", false},
+		{"BenchmarkChain10-2 \t 10 \t fast ns/op", false},
+	} {
+		if _, _, ok := parseResult(tc.line); ok != tc.ok {
+			t.Errorf("parseResult(%q) ok = %v, want %v", tc.line, ok, tc.ok)
+		}
+	}
+}
+
+func TestMedianAndSpread(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		vs             []float64
+		median, spread float64
+	}{
+		{nil, 0, 0},
+		{[]float64{7}, 7, 1},
+		{[]float64{4004, 3283, 4933}, 4004, 4933.0 / 3283},
+		{[]float64{4, 1, 3, 2}, 2.5, 4},
+	} {
+		if got := median(tc.vs); got != tc.median {
+			t.Errorf("median(%v) = %v, want %v", tc.vs, got, tc.median)
+		}
+		if got := spread(tc.vs); math.Abs(got-tc.spread) > 1e-12 {
+			t.Errorf("spread(%v) = %v, want %v", tc.vs, got, tc.spread)
+		}
+	}
+	in := []float64{3, 1, 2}
+	median(in)
+	if in[0] != 3 || in[1] != 1 {
+		t.Errorf("median sorted its argument: %v", in)
+	}
+}
+
+// rowFor finds the row of targets whose description is what.
+func rowFor(t *testing.T, what string) row {
+	t.Helper()
+	for _, r := range targets {
+		if r.what == what {
+			return r
+		}
+	}
+	t.Fatalf("no target row %q", what)
+	return row{}
+}
+
+func TestEvaluate(t *testing.T) {
+	t.Parallel()
+	res := load(t, "durable.txt")
+	for _, tc := range []struct {
+		what string
+		want cell
+	}{
+		// Medians: 706212 ns/superstep over 2252812 ns/op (the floor
+		// benchmark, run just before on a loaded machine).
+		{"superstep on Postgres, sync", cell{bench: "`BenchmarkPGSuperstepSync/putstep`", figure: "706 µs (3 runs)",
+			floor: "2.25 ms `BenchmarkPGFloorInsertCommit` (3 runs)", ratio: "0.313×", limit: "≤ 1.1×", status: "met"}},
+		// 706212 over the interleaved floor's 603108.
+		{"the same, floor interleaved in the benchmark", cell{bench: "`BenchmarkPGSuperstepSync/putstep`", figure: "706 µs (3 runs)",
+			floor: "603 µs `ns/floor` (3 runs)", ratio: "1.171×", limit: "≤ 1.1×", status: "not met"}},
+		{"state at an old checkpoint (1,000-checkpoint thread)", cell{bench: "`BenchmarkPGGetStateAt`", figure: "1.23 ms (3 runs)",
+			floor: "primary-key lookup: no benchmark yet", ratio: "—", limit: "≤ 2×", status: "no floor"}},
+		{"history page, newest 50 of 1,000, metadata only", cell{bench: "`BenchmarkPGHistoryPage`", figure: "717 µs (3 runs)",
+			floor: "index scan: no benchmark yet", ratio: "—", limit: "≤ 1.2×", status: "no floor"}},
+		{"store batched put (embedding included)", cell{bench: "`BenchmarkStorePutBatch`", figure: "2095 items/s (3 runs)",
+			floor: "—", ratio: "—", limit: "≥ 3000 items/s", status: "not met"}},
+		{"store search recall@10, whole store", cell{bench: "`BenchmarkStoreSearch100k/filter-only`", figure: "—",
+			floor: "—", ratio: "—", limit: "≥ 0.95", status: "not in this output"}},
+		// 2764 allocs/op over 1001 supersteps.
+		{"in-memory superstep, allocations", cell{bench: "`BenchmarkLoop1000`", figure: "2.76 allocs/superstep (3 runs)",
+			floor: "—", ratio: "—", limit: "≤ 1 allocs/superstep", status: "not met"}},
+		// 1841824 B/op over 1001 supersteps.
+		{"checkpointed superstep, bytes", cell{bench: "`BenchmarkLoop1000Checkpointed`", figure: "1840 B/superstep (3 runs)",
+			floor: "—", ratio: "—", limit: "≤ 1024 B/superstep", status: "not met"}},
+		// 4933/3283 = 1.5026: just over, and printed so.
+		{"checkpointed superstep, max/min over runs", cell{bench: "`BenchmarkLoop1000Checkpointed`", figure: "3.28 µs–4.93 µs (3 runs)",
+			floor: "—", ratio: "1.503×", limit: "≤ 1.5×", status: "not met"}},
+		{"Chain10", cell{bench: "`BenchmarkChain10`", figure: "12.0 µs (3 runs)", floor: "—", ratio: "—", limit: "≤ 8 µs", status: "not met"}},
+		{"supersteps/s, 64 threads, async, vs pgbench 64 clients", cell{bench: "—", figure: "—", floor: "—", ratio: "—", limit: "—", status: "no benchmark yet"}},
+	} {
+		r := rowFor(t, tc.what)
+		got := evaluate(res, r)
+		got.runs = 0
+		tc.want.target, tc.want.what = r.target, r.what
+		if got != tc.want {
+			t.Errorf("%s\n got %+v\nwant %+v", tc.what, got, tc.want)
+		}
+	}
+}
+
+func TestEvaluateMet(t *testing.T) {
+	t.Parallel()
+	// The in-memory runs of durable.txt, 3× faster: under every limit
+	// but the spread's, which speed does not change.
+	var b strings.Builder
+	b.WriteString("pkg: github.com/superstep-dev/superstep/engine\n")
+	b.WriteString("BenchmarkLoop1000-2 \t 1000 \t 160000 ns/op \t 160 ns/superstep \t 900 allocs/op\n")
+	b.WriteString("BenchmarkLoop1000Checkpointed-2 \t 100 \t 1300000 ns/op \t 1300 ns/superstep \t 1000000 B/op\n")
+	res := parseString(t, b.String())
+	for what, want := range map[string]string{
+		"in-memory superstep":                       "met",
+		"in-memory superstep, allocations":          "met",
+		"checkpointed superstep":                    "met",
+		"checkpointed superstep, bytes":             "met",
+		"checkpointed superstep, max/min over runs": "met",
+	} {
+		if got := evaluate(res, rowFor(t, what)).status; got != want {
+			t.Errorf("%s: %q, want %q", what, got, want)
+		}
+	}
+}
+
+func TestEvaluateNotDurable(t *testing.T) {
+	t.Parallel()
+	res := load(t, "fast.txt")
+	got := evaluate(res, rowFor(t, "superstep on Postgres, sync"))
+	// 193705 ns/superstep over 1183337 ns/op would be met, but the cluster
+	// had fsync off.
+	if got.ratio != "0.164×" || got.status != "Postgres not durable, not comparable (met)" {
+		t.Errorf("got %+v", got)
+	}
+	var out bytes.Buffer
+	render(&out, res, targets)
+	if !strings.Contains(out.String(), "Postgres: fsync=off synchronous_commit=off: NOT durable, a test cluster; use make bench (2 benchmarks: BenchmarkPGFloorInsertCommit, BenchmarkPGSuperstepSync/putstep)") {
+		t.Errorf("the durability line is missing:\n%s", out.String())
+	}
+}
+
+func TestHistoryPageFloor(t *testing.T) {
+	t.Parallel()
+	// The history page's own runs again, renamed as its floor: the figure
+	// must still be the page (not the floor, whose name starts alike) and
+	// the ratio 1.
+	raw := readFile(t, "durable.txt")
+	var floor strings.Builder
+	floor.WriteString("pkg: github.com/superstep-dev/superstep/checkpoints/pgsaver\n")
+	for line := range strings.Lines(raw) {
+		if strings.HasPrefix(line, "BenchmarkPGHistoryPage-2") {
+			floor.WriteString(strings.Replace(line, "BenchmarkPGHistoryPage-2", "BenchmarkPGHistoryPageFloor-2", 1))
+		}
+	}
+	res := parseString(t, raw+floor.String())
+	got := evaluate(res, rowFor(t, "history page, newest 50 of 1,000, metadata only"))
+	if got.bench != "`BenchmarkPGHistoryPage`" || got.floor != "717 µs `BenchmarkPGHistoryPageFloor` (3 runs)" || got.ratio != "1.000×" || got.status != "met" {
+		t.Errorf("got %+v", got)
+	}
+}
+
+func TestEvaluateFailed(t *testing.T) {
+	t.Parallel()
+	res := parseString(t, `pkg: github.com/superstep-dev/superstep/engine
+--- FAIL: BenchmarkChain10-2
+    bench_test.go:172: [] context canceled
+FAIL
+`)
+	if got := evaluate(res, rowFor(t, "Chain10")).status; got != "failed" {
+		t.Errorf("status %q, want failed", got)
+	}
+}
+
+func TestRender(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	render(&out, load(t, "durable.txt"), targets)
+	s := out.String()
+	lines := strings.Split(s, "\n")
+	if !strings.HasPrefix(lines[0], "| # | target | benchmark | figure | floor | ratio | target | status |") {
+		t.Errorf("header %q", lines[0])
+	}
+	rows := 0
+	for _, l := range lines {
+		if strings.HasPrefix(l, "| ") && !strings.HasPrefix(l, "| #") {
+			rows++
+			if n := strings.Count(l, " | "); n != 7 {
+				t.Errorf("row with %d separators: %s", n, l)
+			}
+		}
+	}
+	if rows != len(targets) {
+		t.Errorf("%d rows, want one per target row (%d)", rows, len(targets))
+	}
+	for _, want := range []string{
+		"| 1 | superstep on Postgres, sync | `BenchmarkPGSuperstepSync/putstep` | 706 µs (3 runs) |",
+		"Some figures are medians of fewer than 5 runs",
+		"Postgres: fsync=on synchronous_commit=on: durable (6 benchmarks: BenchmarkPGFloorInsertCommit, ",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("output lacks %q:\n%s", want, s)
+		}
+	}
+}
