@@ -210,18 +210,81 @@ func historyThread(b *testing.B, s checkpoints.Saver, n int) []checkpoints.Confi
 	return cfgs
 }
 
+// sqlHistoryFloor is the index scan a history page needs and nothing more:
+// the newest 50 rows of one thread and namespace in the order of the
+// (thread_id, checkpoint_ns, seq DESC) index, with the columns a
+// metadata-only page returns (ids, parent id, checkpoint body, metadata).
+const sqlHistoryFloor = `SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint, c.metadata
+FROM checkpoints c WHERE c.thread_id = $1 AND c.checkpoint_ns = $2 ORDER BY c.seq DESC LIMIT $3`
+
+// historyFloor is the floor of a history page: sqlHistoryFloor read on the
+// same pool, each row's columns taken as the raw bytes the server sent
+// (no copy, no JSON decoding, nothing allocated per row by the caller).
+// It returns the number of rows so that the caller can check them.
+func historyFloor(b *testing.B, pool *pgxpool.Pool) int {
+	rows, err := pool.Query(context.Background(), sqlHistoryFloor, "history", "", 50)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n, size := 0, 0
+	for rows.Next() {
+		for _, v := range rows.RawValues() {
+			size += len(v)
+		}
+		n++
+	}
+	if err := rows.Err(); err != nil || size == 0 {
+		b.Fatalf("floor scan: %d bytes, %v", size, err)
+	}
+	return n
+}
+
+// BenchmarkPGHistoryPage lists the newest 50 of a thread's 1,000
+// checkpoints, metadata only, as the Studio's history page does.
+//
+// x-floor is its cost over historyFloor, the raw index scan of the same
+// rows and columns, interleaved with the pages (one floor scan after
+// every page) so that load on the machine moves both alike.
 func BenchmarkPGHistoryPage(b *testing.B) {
-	s := pgsaver.New(pgtest.Schema(b, nil), nil)
+	pool := pgtest.Schema(b, nil)
+	s := pgsaver.New(pool, nil)
 	historyThread(b, s, 1000)
 	ctx := context.Background()
+	var pageTime, floorTime time.Duration
 	b.ReportAllocs()
 	for b.Loop() {
+		start := time.Now()
 		page, err := s.List(ctx, checkpoints.ListQuery{ThreadID: "history"}, checkpoints.ListOptions{Limit: 50, MetadataOnly: true})
+		pageTime += time.Since(start)
 		if err != nil || len(page) != 50 {
 			b.Fatalf("%d tuples, %v", len(page), err)
 		}
+		start = time.Now()
+		n := historyFloor(b, pool)
+		floorTime += time.Since(start)
+		if n != 50 {
+			b.Fatalf("floor scan: %d rows", n)
+		}
 	}
-	b.ReportMetric(float64(b.Elapsed().Microseconds())/1e3/float64(b.N), "ms/page")
+	page := float64(pageTime.Nanoseconds()) / 1e6 / float64(b.N)
+	floor := float64(floorTime.Nanoseconds()) / 1e6 / float64(b.N)
+	b.ReportMetric(page, "ms/page")
+	b.ReportMetric(floor, "ms/floor")
+	b.ReportMetric(page/floor, "x-floor")
+}
+
+// BenchmarkPGHistoryPageFloor is historyFloor alone, the raw metadata-only
+// index scan BenchmarkPGHistoryPage is compared with.
+func BenchmarkPGHistoryPageFloor(b *testing.B) {
+	pool := pgtest.Schema(b, nil)
+	historyThread(b, pgsaver.New(pool, nil), 1000)
+	b.ReportAllocs()
+	for b.Loop() {
+		if n := historyFloor(b, pool); n != 50 {
+			b.Fatalf("floor scan: %d rows", n)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e6/float64(b.N), "ms/floor")
 }
 
 func BenchmarkPGGetStateAt(b *testing.B) {
