@@ -36,15 +36,6 @@ func parseString(t *testing.T, s string) *results {
 	return res
 }
 
-func readFile(t *testing.T, file string) string {
-	t.Helper()
-	b, err := os.ReadFile("testdata/" + file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 func TestParse(t *testing.T) {
 	t.Parallel()
 	res := load(t, "durable.txt")
