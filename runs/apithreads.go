@@ -95,6 +95,26 @@ func (m *Manager) DeleteThread(ctx context.Context, id string) error {
 			return err
 		}
 	}
+	// From here no run starts on the thread and no edit is made (a page's
+	// start in the same instant is refused as busy), until it is gone.
+	t, err := m.lockThread(ctx, id)
+	if err != nil {
+		return err
+	}
+	if t.info.Status == StatusRunning || t.updating {
+		m.mu.Unlock()
+		return fmt.Errorf("%w: thread %q got a new run while it was being deleted; delete it again", ErrThreadBusy, id)
+	}
+	t.updating = true
+	m.mu.Unlock()
+	deleted := false
+	defer func() {
+		if !deleted {
+			m.mu.Lock()
+			t.updating = false
+			m.mu.Unlock()
+		}
+	}()
 	if g, ok := m.graphs[info.Graph]; ok {
 		if err := g.Pregel().Checkpointer().DeleteThread(ctx, id); err != nil {
 			return fmt.Errorf("runs: delete the checkpoints of thread %q: %w", id, err)
@@ -113,11 +133,12 @@ func (m *Manager) DeleteThread(ctx context.Context, id string) error {
 		return fmt.Errorf("runs: delete thread %q: %w", id, err)
 	}
 	m.mu.Lock()
-	if t, ok := m.threads[id]; ok && t.info.Status != StatusRunning {
+	if cur, ok := m.threads[id]; ok && cur == t {
 		delete(m.threads, id)
 		delete(m.unsaved, t)
 		t.hub.closeAll()
 	}
+	deleted = true
 	m.mu.Unlock()
 	return nil
 }

@@ -1,10 +1,15 @@
 package server_test
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/superstep-dev/superstep/runs"
 	"github.com/superstep-dev/superstep/server"
@@ -101,5 +106,52 @@ func TestCrossSitePagesCannotDriveTheAPI(t *testing.T) {
 	// A program (no Origin, no Sec-Fetch-Site) is not a browser page.
 	if res := send(t, "POST", srv.URL+"/threads", map[string]string{"Content-Type": "application/json"}, `{}`); res.StatusCode != 200 {
 		t.Fatalf("the SDK's POST = %d", res.StatusCode)
+	}
+}
+
+// TestCrossSiteJoinCannotCancel: a page on another site that opens a
+// run's stream with cancel_on_disconnect and drops it does not cancel
+// the run; the same join from a program does.
+func TestCrossSiteJoinCannotCancel(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		headers map[string]string
+		status  string
+	}{
+		{"cross-site page", map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"}, "running"},
+		{"program", nil, "interrupted"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			g := newGate()
+			c := newServer(t, g)
+			thread := uuid.NewString()
+			run := c.json("POST", "/threads/"+thread+"/runs", map[string]any{"assistant_id": "linear", "input": map[string]any{}, "if_not_exists": "create"}, 200)
+			<-g.entered
+			ctx, cancel := context.WithCancel(context.Background())
+			req, _ := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("%s/threads/%s/runs/%s/stream?cancel_on_disconnect=1", c.base, thread, run["run_id"]), nil)
+			for k, v := range tc.headers {
+				req.Header.Set(k, v)
+			}
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cancel()
+			res.Body.Close()
+			deadline := time.Now().Add(2 * time.Second)
+			for {
+				got := c.json("GET", fmt.Sprintf("/threads/%s/runs/%s", thread, run["run_id"]), nil, 200)
+				if got["status"] == tc.status && (tc.status == "running" && time.Now().After(deadline) || tc.status != "running") {
+					break
+				}
+				if time.Now().After(deadline.Add(8 * time.Second)) {
+					t.Fatalf("after the dropped join the run is %v, want %s", got["status"], tc.status)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			close(g.release)
+		})
 	}
 }

@@ -870,7 +870,11 @@ func (a *API) joinStream(w http.ResponseWriter, r *http.Request) {
 		}
 		after, meta = n, n < 0
 	}
-	cancel := q1(r, "cancel_on_disconnect")
+	// A GET is not a state change to cross-origin protection, yet this
+	// one can cancel a run when it is dropped: a page on another site
+	// (which the browser marks cross-site) may read the stream, if CORS
+	// allows it, but never cancel through it.
+	cancel := q1(r, "cancel_on_disconnect") && !a.crossSite(r)
 	a.stream(w, r, thread, runID, run, after, meta, cancel)
 }
 

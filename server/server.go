@@ -161,6 +161,21 @@ func (a *API) guard(next http.Handler) http.Handler {
 	return middleware.Recoverer(h)
 }
 
+// crossSite reports whether r comes from a page on another site that is
+// not one of the allowed CORS origins.
+func (a *API) crossSite(r *http.Request) bool {
+	if r.Header.Get("Sec-Fetch-Site") != "cross-site" {
+		return false
+	}
+	origin := r.Header.Get("Origin")
+	for _, o := range a.cfg.CORSOrigins {
+		if o == "*" || o == origin {
+			return false
+		}
+	}
+	return true
+}
+
 // requireToken checks the Studio's token on every route but /ok (a load
 // balancer's probe), compared in constant time. The SDKs send it as
 // x-api-key.
