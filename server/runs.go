@@ -511,7 +511,9 @@ func (a *API) drain(thread string) {
 		if run.err != nil && !errors.Is(run.err, errCancelledQueued) && !errors.Is(run.err, errThreadDeleted) {
 			a.log.Error("api: a queued run did not start", "thread", thread, "run", run.id, "error", run.err)
 		}
-		close(run.started)
+		// Out of the queue before anyone waiting on started wakes: a
+		// caller that cancelled it then finds the thread's queue without
+		// it.
 		q.mu.Lock()
 		q.threads[thread] = q.threads[thread][1:]
 		delete(q.byID, run.id)
@@ -519,12 +521,15 @@ func (a *API) drain(thread string) {
 			// What a client asks of it later: it ended without running.
 			q.rememberEnded(run)
 		}
-		if len(q.threads[thread]) == 0 {
+		empty := len(q.threads[thread]) == 0
+		if empty {
 			delete(q.threads, thread)
-			q.mu.Unlock()
-			return
 		}
 		q.mu.Unlock()
+		close(run.started)
+		if empty {
+			return
+		}
 	}
 }
 
