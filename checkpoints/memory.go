@@ -559,7 +559,7 @@ func (m *Memory) List(ctx context.Context, q ListQuery, opts ListOptions) ([]*Tu
 			return nil, fmt.Errorf("%w: %v", ErrInvalidFilter, err)
 		}
 	}
-	match := func(c *memCP) bool { return filter == nil || contains(c.document(), filter) }
+	match := func(c *memCP) bool { return filter == nil || ContainsJSON(c.document(), filter) }
 
 	m.mu.RLock()
 	defer m.mu.RUnlock()

@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -342,93 +340,4 @@ func (p AssistantPatch) Apply(a Assistant, at time.Time) Assistant {
 	}
 	a.Updated = Stamp(at)
 	return a
-}
-
-// ContainsJSON reports whether have contains want as Postgres' jsonb @>
-// does, for values decoded from JSON (objects as map[string]any, arrays
-// as []any, numbers as json.Number or float64): an object contains
-// another when each of the other's keys is in it with a contained value;
-// an array contains another when each of the other's elements is
-// contained in one of its elements (a scalar also matches an array
-// holding it, at the top of a containment only); other values are equal.
-func ContainsJSON(have, want any) bool {
-	return contains(have, want, true)
-}
-
-func contains(have, want any, top bool) bool {
-	switch w := want.(type) {
-	case map[string]any:
-		h, ok := have.(map[string]any)
-		if !ok {
-			return false
-		}
-		for k, wv := range w {
-			hv, ok := h[k]
-			if !ok || !contains(hv, wv, false) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		h, ok := have.([]any)
-		if !ok {
-			return false
-		}
-		for _, wv := range w {
-			if !slices.ContainsFunc(h, func(hv any) bool { return containsElem(hv, wv) }) {
-				return false
-			}
-		}
-		return true
-	}
-	if h, ok := have.([]any); ok && top {
-		return slices.ContainsFunc(h, func(hv any) bool { return scalarEqual(hv, want) })
-	}
-	return scalarEqual(have, want)
-}
-
-// containsElem: inside an array, a scalar only matches an equal scalar
-// and containers match by containment.
-func containsElem(have, want any) bool {
-	switch want.(type) {
-	case map[string]any, []any:
-		return contains(have, want, false)
-	}
-	return scalarEqual(have, want)
-}
-
-func scalarEqual(a, b any) bool {
-	an, aok := number(a)
-	bn, bok := number(b)
-	if aok || bok {
-		return aok && bok && an == bn
-	}
-	switch a.(type) {
-	case map[string]any, []any:
-		return false
-	}
-	return reflect.DeepEqual(a, b)
-}
-
-// number reads a JSON number as a canonical decimal string, so 1, 1.0
-// and 1e0 compare equal as jsonb numerics do.
-func number(v any) (string, bool) {
-	var s string
-	switch n := v.(type) {
-	case json.Number:
-		s = n.String()
-	case float64:
-		s = fmt.Sprint(n)
-	case int:
-		s = fmt.Sprint(n)
-	case int64:
-		s = fmt.Sprint(n)
-	default:
-		return "", false
-	}
-	var f float64
-	if _, err := fmt.Sscan(s, &f); err != nil {
-		return strings.TrimSpace(s), true
-	}
-	return fmt.Sprint(f), true
 }

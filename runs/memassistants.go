@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/superstep-dev/superstep/checkpoints"
 )
 
 // MemoryAssistants is the in-memory AssistantStore, for a Studio without
@@ -152,7 +154,7 @@ func (s *MemoryAssistants) matching(ctx context.Context, q AssistantQuery) ([]As
 	var out []Assistant
 	for _, a := range s.m {
 		c := a.cur
-		if (q.Graph == "" || c.Graph == q.Graph) && (q.Name == "" || c.Name == q.Name) && ContainsJSON(c.Metadata, want) {
+		if (q.Graph == "" || c.Graph == q.Graph) && (q.Name == "" || c.Name == q.Name) && checkpoints.ContainsJSON(c.Metadata, want) {
 			out = append(out, c.Normalized())
 		}
 	}
@@ -216,7 +218,7 @@ func (s *MemoryAssistants) AssistantVersions(ctx context.Context, id string, q V
 	}
 	var out []Assistant
 	for i := len(cur.versions) - 1; i >= 0; i-- {
-		if v := cur.versions[i]; ContainsJSON(v.Metadata, want) {
+		if v := cur.versions[i]; checkpoints.ContainsJSON(v.Metadata, want) {
 			out = append(out, v.Normalized())
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/internal/pgtext"
 	"github.com/superstep-dev/superstep/internal/textcut"
 )
@@ -243,11 +244,11 @@ func (f ThreadFilter) matcher() func(ThreadRecord) bool {
 		if len(f.IDs) > 0 && !slices.Contains(f.IDs, rec.ID) {
 			return false
 		}
-		return want == nil || ContainsJSON(objectOrEmpty(rec.Metadata), want)
+		return want == nil || checkpoints.ContainsJSON(objectOrEmpty(rec.Metadata), want)
 	}
 }
 
-// objectOrEmpty keeps a nil object an object for ContainsJSON.
+// objectOrEmpty keeps a nil object an object for checkpoints.ContainsJSON.
 func objectOrEmpty(m map[string]any) any {
 	if m == nil {
 		return map[string]any{}

@@ -383,7 +383,7 @@ func (a *API) searchThreads(w http.ResponseWriter, r *http.Request) {
 				fail(w, r, a.log, err)
 				return
 			}
-			if !runs.ContainsJSON(plainValue(j["values"]), want) {
+			if !checkpoints.ContainsJSON(plainValue(j["values"]), want) {
 				continue
 			}
 			if total >= offset && len(out) < limit {
