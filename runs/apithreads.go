@@ -97,24 +97,11 @@ func (m *Manager) DeleteThread(ctx context.Context, id string) error {
 	}
 	// From here no run starts on the thread and no edit is made (a page's
 	// start in the same instant is refused as busy), until it is gone.
-	t, err := m.lockThread(ctx, id)
+	t, _, end, err := m.beginEdit(ctx, id, "it got a new run while it was being deleted; delete it again")
 	if err != nil {
 		return err
 	}
-	if t.info.Status == StatusRunning || t.updating {
-		m.mu.Unlock()
-		return fmt.Errorf("%w: thread %q got a new run while it was being deleted; delete it again", ErrThreadBusy, id)
-	}
-	t.updating = true
-	m.mu.Unlock()
-	deleted := false
-	defer func() {
-		if !deleted {
-			m.mu.Lock()
-			t.updating = false
-			m.mu.Unlock()
-		}
-	}()
+	defer end()
 	if g, ok := m.graphs[info.Graph]; ok {
 		if err := g.Pregel().Checkpointer().DeleteThread(ctx, id); err != nil {
 			return fmt.Errorf("runs: delete the checkpoints of thread %q: %w", id, err)
@@ -138,7 +125,6 @@ func (m *Manager) DeleteThread(ctx context.Context, id string) error {
 		delete(m.unsaved, t)
 		t.hub.closeAll()
 	}
-	deleted = true
 	m.mu.Unlock()
 	return nil
 }
@@ -186,22 +172,11 @@ func (m *Manager) PatchCheckpointMetadata(ctx context.Context, threadID string, 
 	if err := storable("metadata", metadata); err != nil {
 		return err
 	}
-	t, err := m.lockThread(ctx, threadID)
+	_, graph, end, err := m.beginEdit(ctx, threadID, "patch its checkpoint once it ends")
 	if err != nil {
 		return err
 	}
-	if t.info.Status == StatusRunning || t.updating {
-		m.mu.Unlock()
-		return fmt.Errorf("%w: thread %q has an active run; patch its checkpoint once it ends", ErrThreadBusy, threadID)
-	}
-	t.updating = true
-	graph := t.info.Graph
-	m.mu.Unlock()
-	defer func() {
-		m.mu.Lock()
-		t.updating = false
-		m.mu.Unlock()
-	}()
+	defer end()
 	g, ok := m.graphs[graph]
 	if !ok {
 		return fmt.Errorf("%w: thread %q has no checkpoint yet", ErrUnknownCheckpoint, threadID)

@@ -34,6 +34,28 @@ func (m *Manager) Checkpoint(ctx context.Context, threadID, checkpointID string)
 	return tup, nil
 }
 
+// beginEdit claims a thread for a change no run may overlap (a state
+// edit, a checkpoint's metadata patch, a delete): while it holds, runs
+// and other edits are refused with ErrThreadBusy. A run that is active,
+// or an edit under way, refuses the claim, with advice saying what to do.
+// It returns the thread, its graph, and end, which lets the thread go.
+func (m *Manager) beginEdit(ctx context.Context, threadID, advice string) (t *thread, graph string, end func(), err error) {
+	t, err = m.lockThread(ctx, threadID)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	defer m.mu.Unlock()
+	if t.info.Status == StatusRunning || t.updating {
+		return nil, "", nil, fmt.Errorf("%w: thread %q has an active run or another change under way; %s", ErrThreadBusy, threadID, advice)
+	}
+	t.updating = true
+	return t, t.info.Graph, func() {
+		m.mu.Lock()
+		t.updating = false
+		m.mu.Unlock()
+	}, nil
+}
+
 // UpdateState applies values to the thread's checkpoint checkpointID
 // ("" for the latest) as if node asNode had returned them ("" lets the
 // engine infer the node), writing a new checkpoint; on an older
@@ -48,22 +70,11 @@ func (m *Manager) Checkpoint(ctx context.Context, threadID, checkpointID string)
 // what a resume would answer; RunFrom(ctx, thread, "") continues from the
 // edit.
 func (m *Manager) UpdateState(ctx context.Context, threadID, checkpointID string, values map[string]any, asNode string) (string, error) {
-	t, err := m.lockThread(ctx, threadID)
+	t, graph, end, err := m.beginEdit(ctx, threadID, "wait for it or cancel it before editing its state")
 	if err != nil {
 		return "", err
 	}
-	if t.info.Status == StatusRunning || t.updating {
-		m.mu.Unlock()
-		return "", fmt.Errorf("%w: thread %q has an active run; wait for it or cancel it before editing its state", ErrThreadBusy, threadID)
-	}
-	t.updating = true
-	graph := t.info.Graph
-	m.mu.Unlock()
-	defer func() {
-		m.mu.Lock()
-		t.updating = false
-		m.mu.Unlock()
-	}()
+	defer end()
 
 	g, err := m.Graph(graph)
 	if err != nil {
