@@ -55,15 +55,11 @@ func (a *API) createRun(mode createMode) http.HandlerFunc {
 			fail(w, r, a.log, err)
 			return
 		}
-		var body runCreate
-		b, err := decodeBodyRaw(r, &body, false)
+		raw, body, err := decodeRunCreate(r)
 		if err != nil {
 			fail(w, r, a.log, err)
 			return
 		}
-		// The request's arguments, kept with the run as its kwargs.
-		var raw map[string]any
-		_ = json.Unmarshal(b, &raw)
 		p, err := plan(raw, body, mode == modeStream)
 		if err != nil {
 			fail(w, r, a.log, err)
@@ -74,23 +70,43 @@ func (a *API) createRun(mode createMode) http.HandlerFunc {
 			fail(w, r, a.log, err)
 			return
 		}
-		// From here the run exists: no status the SDK would retry.
-		w.Header().Set("Content-Location", "/threads/"+thread+"/runs/"+run.id)
-		switch mode {
-		case modeBackground:
-			rec, err := a.runObject(r.Context(), thread, run.id)
-			if err != nil {
-				rec = run.pendingJSON(thread)
-			}
-			writeJSON(w, http.StatusOK, rec)
-		case modeWait:
-			a.waitAndAnswer(w, r, thread, run)
-		case modeStream:
-			if body.StreamResumable {
-				w.Header().Set("Location", "/threads/"+thread+"/runs/"+run.id+"/stream")
-			}
-			a.stream(w, r, thread, run.id, run, -1, true, p.cancelOnDrop)
+		a.answerRun(w, r, mode, "/threads/"+thread+"/runs/"+run.id, thread, run, p)
+	}
+}
+
+// decodeRunCreate reads a run-create body, and the same body as a map:
+// the request's arguments, kept with the run as its kwargs.
+func decodeRunCreate(r *http.Request) (map[string]any, runCreate, error) {
+	var body runCreate
+	b, err := decodeBodyRaw(r, &body, false)
+	if err != nil {
+		return nil, body, err
+	}
+	var raw map[string]any
+	_ = json.Unmarshal(b, &raw)
+	return raw, body, nil
+}
+
+// answerRun answers a created run as its route does: the Run object
+// (background), its final values (wait) or its events (stream). From here
+// the run exists, so nothing answers a status the SDK would retry.
+// location is where the run is found (Content-Location).
+func (a *API) answerRun(w http.ResponseWriter, r *http.Request, mode createMode, location, thread string, run *apiRun, p *runPlan) {
+	w.Header().Set("Content-Location", location)
+	switch mode {
+	case modeBackground:
+		rec, err := a.runObject(r.Context(), thread, run.id)
+		if err != nil {
+			rec = run.pendingJSON(thread)
 		}
+		writeJSON(w, http.StatusOK, rec)
+	case modeWait:
+		a.waitAndAnswer(w, r, thread, run)
+	case modeStream:
+		if p.body.StreamResumable {
+			w.Header().Set("Location", location+"/stream")
+		}
+		a.stream(w, r, thread, run.id, run, -1, true, p.cancelOnDrop)
 	}
 }
 

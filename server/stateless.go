@@ -56,38 +56,18 @@ func (s *statelessRuns) drop(run string) {
 
 func (a *API) createStateless(mode createMode) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		var body runCreate
-		b, err := decodeBodyRaw(r, &body, false)
+		raw, body, err := decodeRunCreate(r)
 		if err != nil {
 			fail(w, r, a.log, err)
 			return
 		}
-		var raw map[string]any
-		_ = json.Unmarshal(b, &raw)
 		run, thread, p, err := a.startStateless(r.Context(), raw, body, mode == modeStream)
 		if err != nil {
 			fail(w, r, a.log, err)
 			return
 		}
-		w.Header().Set("Content-Location", "/runs/"+run.id)
-		switch mode {
-		case modeBackground:
-			rec, err := a.runObject(r.Context(), thread, run.id)
-			if err != nil {
-				rec = run.pendingJSON(thread)
-			}
-			writeJSON(w, http.StatusOK, rec)
-			go a.finishStateless(thread, run, p)
-		case modeWait:
-			a.waitAndAnswer(w, r, thread, run)
-			go a.finishStateless(thread, run, p)
-		case modeStream:
-			if body.StreamResumable {
-				w.Header().Set("Location", "/runs/"+run.id+"/stream")
-			}
-			a.stream(w, r, thread, run.id, run, -1, true, p.cancelOnDrop)
-			go a.finishStateless(thread, run, p)
-		}
+		a.answerRun(w, r, mode, "/runs/"+run.id, thread, run, p)
+		go a.finishStateless(thread, run, p)
 	}
 }
 
