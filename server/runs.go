@@ -770,7 +770,7 @@ func (a *API) cancelRun(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, a.log, invalid("action", "%q: use interrupt or rollback", action))
 		return
 	}
-	wait := q.Get("wait") == "1" || q.Get("wait") == "true"
+	wait, _ := flagParam(r, "wait")
 	if qr, ok := a.queued(runID); ok && qr.req.Thread == thread {
 		// Not started: it never will (unless it was starting just now;
 		// then it is the active run, cancelled below).
@@ -895,14 +895,12 @@ func (a *API) joinStream(w http.ResponseWriter, r *http.Request) {
 	// one can cancel a run when it is dropped: a page on another site
 	// (which the browser marks cross-site) may read the stream, if CORS
 	// allows it, but never cancel through it.
-	cancel := q1(r, "cancel_on_disconnect") && !a.crossSite(r)
+	// The SDK writes 0 or 1; anything else reads as no.
+	cancel, _ := flagParam(r, "cancel_on_disconnect")
+	cancel = cancel && !a.crossSite(r)
 	a.stream(w, r, thread, runID, run, after, meta, cancel)
 }
 
-func q1(r *http.Request, name string) bool {
-	v := r.URL.Query().Get(name)
-	return v == "1" || v == "true"
-}
 
 func runParams(r *http.Request) (string, string, error) {
 	thread, runID := chi.URLParam(r, "thread_id"), chi.URLParam(r, "run_id")

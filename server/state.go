@@ -40,15 +40,11 @@ func (a *API) threadGraph(ctx context.Context, thread string) (engine.Compiled, 
 	return a.cfg.Runs.Graph(info.Graph)
 }
 
+// flagParam reads an optional boolean query parameter (boolParam):
+// absent is false.
 func flagParam(r *http.Request, name string) (bool, error) {
-	switch v := r.URL.Query().Get(name); v {
-	case "", "false", "0":
-		return false, nil
-	case "true", "1":
-		return true, nil
-	default:
-		return false, invalid(name, "%q: want true or false", v)
-	}
+	b, err := boolParam(r.URL.Query().Get(name), name)
+	return b != nil && *b, err
 }
 
 // getState answers a thread's state: the latest, or at a checkpoint id
