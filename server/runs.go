@@ -901,7 +901,6 @@ func (a *API) joinStream(w http.ResponseWriter, r *http.Request) {
 	a.stream(w, r, thread, runID, run, after, meta, cancel)
 }
 
-
 func runParams(r *http.Request) (string, string, error) {
 	thread, runID := chi.URLParam(r, "thread_id"), chi.URLParam(r, "run_id")
 	if err := checkThreadID("thread_id", thread); err != nil {
