@@ -336,22 +336,38 @@ func (a *API) stopRun(ctx context.Context, thread, runID string, rollback bool) 
 	if info.Status != runs.StatusRunning || runID != "" && info.RunID != runID {
 		return nil
 	}
-	active := info.RunID
+	finish, err := a.cancelActive(ctx, thread, info.RunID, rollback)
+	if err != nil {
+		return err
+	}
+	return finish(ctx)
+}
+
+// cancelActive cancels the thread's active run runID now and returns
+// finish, which waits for it to end and, with rollback, deletes it and its
+// checkpoints. A rollback holds the thread's queued runs until finish has
+// run, so none starts on checkpoints about to go.
+func (a *API) cancelActive(ctx context.Context, thread, runID string, rollback bool) (finish func(context.Context) error, err error) {
+	release := func() {}
 	if rollback {
-		defer a.holdQueue(thread)()
+		release = a.holdQueue(thread)
 	}
 	if err := a.cfg.Runs.Cancel(ctx, thread); err != nil && !errors.Is(err, runs.ErrNotRunning) {
-		return err
+		release()
+		return nil, err
 	}
-	if _, err := a.cfg.Runs.Wait(ctx, thread); err != nil {
-		return err
-	}
-	if rollback {
-		if err := a.cfg.Runs.DeleteRun(ctx, thread, active, true); err != nil && !errors.Is(err, runs.ErrUnknownRun) {
+	return func(ctx context.Context) error {
+		defer release()
+		if _, err := a.cfg.Runs.Wait(ctx, thread); err != nil {
 			return err
 		}
-	}
-	return nil
+		if rollback {
+			if err := a.cfg.Runs.DeleteRun(ctx, thread, runID, true); err != nil && !errors.Is(err, runs.ErrUnknownRun) {
+				return err
+			}
+		}
+		return nil
+	}, nil
 }
 
 // The queues of runs waiting for their thread (enqueue, after_seconds).
@@ -799,26 +815,10 @@ func (a *API) cancelRun(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, a.log, conflict("run %q has ended; there is nothing to cancel", runID))
 		return
 	}
-	// A rollback holds the thread's queued runs until the run's
-	// checkpoints are gone, so none starts on them.
-	release := func() {}
-	if action == "rollback" {
-		release = a.holdQueue(thread)
-	}
-	if err := a.cfg.Runs.Cancel(r.Context(), thread); err != nil && !errors.Is(err, runs.ErrNotRunning) {
-		release()
+	finish, err := a.cancelActive(r.Context(), thread, runID, action == "rollback")
+	if err != nil {
 		fail(w, r, a.log, err)
 		return
-	}
-	finish := func(ctx context.Context) error {
-		defer release()
-		if _, err := a.cfg.Runs.Wait(ctx, thread); err != nil {
-			return err
-		}
-		if action == "rollback" {
-			return a.cfg.Runs.DeleteRun(ctx, thread, runID, true)
-		}
-		return nil
 	}
 	if !wait {
 		go func() {
