@@ -164,11 +164,11 @@ func TestE2ETryItRunsTheExampleInput(t *testing.T) {
 		if err := chromedp.Do(ctx, chromedp.Navigate(f.srv.URL+"/graphs/"+tc.graph), chromedp.WaitReady(chromedp.ID("try-it"))); err != nil {
 			t.Fatal(err)
 		}
-		input, err := chromedp.Run(ctx, chromedp.Value(chromedp.CSS(`#start-form textarea[name="input"]`)))
+		input, err := formValue(ctx, `#start-form textarea[name="input"]`)
 		if err != nil || !strings.Contains(input, tc.wantText) {
 			t.Fatalf("%s: the start form holds %q (%v), want the example input with %s", tc.graph, input, err, tc.wantText)
 		}
-		limit, err := chromedp.Run(ctx, chromedp.Value(chromedp.CSS(`#start-form input[name="recursion_limit"]`)))
+		limit, err := formValue(ctx, `#start-form input[name="recursion_limit"]`)
 		if err != nil || limit != "25" {
 			t.Errorf("%s: recursion limit prefilled %q (%v), want 25", tc.graph, limit, err)
 		}
@@ -266,7 +266,7 @@ func TestE2EStartFormErrorsKeepTheInput(t *testing.T) {
 	); err != nil {
 		t.Fatal(err)
 	}
-	kept, err := chromedp.Run(ctx, chromedp.Value(chromedp.CSS(`#start-form textarea[name="input"]`)))
+	kept, err := formValue(ctx, `#start-form textarea[name="input"]`)
 	if err != nil || kept != bad {
 		t.Errorf("after the 400 the form holds %q (%v), want what was typed", kept, err)
 	}
@@ -393,7 +393,7 @@ func TestE2EStorePutOptionsAndConfirmedDelete(t *testing.T) {
 	); err != nil {
 		t.Fatal(err)
 	}
-	if v, err := chromedp.Run(ctx, chromedp.Value(chromedp.ID("put-index-paths"))); err != nil || v != "text[[[" {
+	if v, err := formValue(ctx, `#put-index-paths`); err != nil || v != "text[[[" {
 		t.Errorf("after a refused put the paths field holds %q (%v)", v, err)
 	}
 
@@ -507,4 +507,20 @@ func TestE2ENarrowWindowAndDarkMode(t *testing.T) {
 		t.Errorf("dark mode: table background %s, text %s (%v)", panel[0], panel[1], err)
 	}
 	screenshot(t, ctx, "thread-dark-400px.png")
+}
+
+// formValue reads the value of the form field sel matches through the
+// page's own DOM at the moment of reading: a node id chromedp resolved a
+// moment before goes stale when the page is replaced in between (a form
+// post's answer; seen in CI as "No node with given id").
+func formValue(ctx context.Context, sel string) (string, error) {
+	js := fmt.Sprintf(`(() => { const el = document.querySelector(%q); return el ? el.value : null; })()`, sel)
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[*string](js))
+	if err != nil {
+		return "", err
+	}
+	if v == nil {
+		return "", fmt.Errorf("no element matches %s", sel)
+	}
+	return *v, nil
 }
