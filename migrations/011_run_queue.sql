@@ -1,0 +1,72 @@
+-- Durable runs shared by several Studio replicas on one database (issue
+-- #19). A thread's lease row says which replica executes its active run and
+-- carries the fence that every checkpoint write of that run must present;
+-- the run queue holds the requests of the thread's active and pending runs,
+-- so that any replica can continue or start them; studio_events keeps a
+-- run's stream events for clients that join on another replica. River's own
+-- tables (the recovery tickets) are installed next to these by package
+-- migrations, after this file.
+CREATE TABLE studio_thread_leases (
+    thread_id  text COLLATE "C" PRIMARY KEY,
+    -- Only grows, so a write carrying an older fence can always be told
+    -- apart; the row is kept while the thread lives for that reason.
+    fence      bigint NOT NULL DEFAULT 0,
+    run_id     text COLLATE "C",
+    job_id     bigint,
+    -- '' while the run waits for a worker to take it over.
+    holder     text COLLATE "C" NOT NULL DEFAULT '',
+    -- The database's now() + ttl: replicas' clocks are never compared.
+    expires_at timestamptz
+);
+
+-- The reaper looks for expired leases among held ones only.
+CREATE INDEX studio_thread_leases_held ON studio_thread_leases (expires_at) WHERE holder <> '';
+
+CREATE TABLE studio_run_queue (
+    run_id     text COLLATE "C" PRIMARY KEY,
+    thread_id  text COLLATE "C" NOT NULL,
+    seq        bigserial NOT NULL,
+    state      text NOT NULL CHECK (state IN ('pending', 'active')),
+    request    jsonb NOT NULL,
+    cancel     text NOT NULL DEFAULT '' CHECK (cancel IN ('', 'cancel', 'rollback')),
+    attempts   int NOT NULL DEFAULT 0,
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE UNIQUE INDEX studio_run_queue_one_active ON studio_run_queue (thread_id) WHERE state = 'active';
+CREATE INDEX studio_run_queue_pending ON studio_run_queue (thread_id, seq) WHERE state = 'pending';
+
+-- studio_fence is called first in every fenced checkpoint write's
+-- transaction: it fails with SQLSTATE SSF01 unless the thread's lease is held
+-- at exactly that fence, and holds FOR SHARE on the lease row until the
+-- write commits, so a takeover (an UPDATE of the row) waits for an
+-- in-flight write instead of racing it. search_path is pinned to the
+-- migrated schema so callers with another search_path check the right table.
+CREATE FUNCTION studio_fence(p_thread text, p_fence bigint) RETURNS void
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    PERFORM 1 FROM studio_thread_leases
+     WHERE thread_id = p_thread AND fence = p_fence AND holder <> ''
+       FOR SHARE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'fenced out: thread % is not held at fence %', p_thread, p_fence
+            USING ERRCODE = 'SSF01';
+    END IF;
+END
+$$;
+
+CREATE TABLE studio_events (
+    thread_id text COLLATE "C" NOT NULL,
+    seq       bigint NOT NULL,
+    run_id    text COLLATE "C" NOT NULL,
+    body      jsonb NOT NULL,
+    at        timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (thread_id, seq)
+);
+---- create above / drop below ----
+DROP TABLE studio_events;
+DROP FUNCTION studio_fence(text, bigint);
+DROP TABLE studio_run_queue;
+DROP TABLE studio_thread_leases;
