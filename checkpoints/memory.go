@@ -15,7 +15,8 @@ import (
 // out, so callers can never change what it stores. Channel values are
 // stored once per (thread, namespace, channel, version), as upstream, and
 // shared by the checkpoints that carry that version. PutStep and PutFrame
-// take ownership of what they are given instead of copying it.
+// take ownership of what they are given instead of copying it. It ignores
+// fences (WithFence): one process has no other replica to fence out.
 type Memory struct {
 	mu      sync.RWMutex
 	threads map[string]*memThread

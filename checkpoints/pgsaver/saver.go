@@ -38,6 +38,16 @@
 // statement. PutWrites is one statement. PutStep (checkpoints.StepSaver)
 // sends a superstep's writes and its checkpoint in one round trip.
 //
+// # Fences
+//
+// A write whose context carries a checkpoints.Fence (checkpoints.WithFence)
+// runs SELECT studio_fence(thread, token) (migrations/011_run_queue.sql)
+// as the first statement of its batch, so in its transaction: the write
+// commits only if the thread's lease is held at that fence, and holds the
+// lease row FOR SHARE until it does, so a takeover waits for it. A refused
+// write returns checkpoints.ErrFenced and writes nothing; it is never
+// retried. Deletes and other maintenance are not fenced.
+//
 // Per-thread maintenance (delete, prune, delete for runs) deletes blobs no
 // checkpoint reads. It takes an exclusive advisory lock per thread, and a
 // Put that references blobs takes the same lock shared before it reads or
@@ -139,6 +149,34 @@ func threadLock(thread string) int32 { return int32(xxh3.HashString(thread)) }
 // sqlLockShared is taken by a Put that references blobs, in the same
 // implicit transaction and before the statements that read or write them.
 const sqlLockShared = `SELECT pg_advisory_xact_lock_shared($1::int, $2::int)`
+
+// sqlFence refuses the transaction unless the thread's lease is held at
+// the fence (SQLSTATE SSF01), and locks the lease row FOR SHARE.
+const sqlFence = `SELECT studio_fence($1, $2)`
+
+// fenceFor returns the fence ctx carries for a write to thread (nil: none).
+// A fence for another thread is a caller's bug: checking it would refuse
+// or admit the write on the wrong lease.
+func fenceFor(ctx context.Context, thread string) (*checkpoints.Fence, error) {
+	f, ok := checkpoints.FenceFrom(ctx)
+	if !ok {
+		return nil, nil
+	}
+	if f.Thread != thread {
+		return nil, fmt.Errorf("pgsaver: the context carries a fence for thread %q, but the write is to thread %q", f.Thread, thread)
+	}
+	return &f, nil
+}
+
+// fenced maps studio_fence's refusal to checkpoints.ErrFenced, keeping
+// the server's message (thread and fence) in the chain.
+func fenced(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "SSF01" {
+		return fmt.Errorf("%w: %w", checkpoints.ErrFenced, err)
+	}
+	return err
+}
 
 // sqlWrites saves pending writes of any number of tasks: regular writes
 // are first-write-wins, special ones (negative idx) are replaced.
@@ -246,7 +284,11 @@ func (s *Saver) Put(ctx context.Context, cfg checkpoints.Config, cp *checkpoints
 	if err != nil {
 		return checkpoints.Config{}, err
 	}
-	if err := s.retry(ctx, func(ctx context.Context) error { return s.put(ctx, p, nil) }, s.checkpointLanded(p.Config)); err != nil {
+	fence, err := fenceFor(ctx, p.Config.ThreadID)
+	if err != nil {
+		return checkpoints.Config{}, err
+	}
+	if err := s.retry(ctx, func(ctx context.Context) error { return s.put(ctx, p, nil, fence) }, s.checkpointLanded(p.Config)); err != nil {
 		return checkpoints.Config{}, fmt.Errorf("pgsaver: put checkpoint %s: %w", cp.ID, err)
 	}
 	return p.Config, nil
@@ -281,6 +323,10 @@ func (s *Saver) PutStep(ctx context.Context, cfg checkpoints.Config, writes []ch
 	if err := checkpoints.ValidateStep(cfg, writes); err != nil {
 		return checkpoints.Config{}, err
 	}
+	fence, err := fenceFor(ctx, p.Config.ThreadID)
+	if err != nil {
+		return checkpoints.Config{}, err
+	}
 	var rows *writeRows
 	for _, tw := range writes {
 		if len(tw.Writes) > 0 {
@@ -290,20 +336,20 @@ func (s *Saver) PutStep(ctx context.Context, cfg checkpoints.Config, writes []ch
 			rows.add(tw.TaskID, tw.TaskPath, tw.Writes)
 		}
 	}
-	if err := s.retry(ctx, func(ctx context.Context) error { return s.put(ctx, p, rows) }, s.checkpointLanded(p.Config)); err != nil {
+	if err := s.retry(ctx, func(ctx context.Context) error { return s.put(ctx, p, rows, fence) }, s.checkpointLanded(p.Config)); err != nil {
 		return checkpoints.Config{}, fmt.Errorf("pgsaver: put step with checkpoint %s: %w", cp.ID, err)
 	}
 	return p.Config, nil
 }
 
-func (s *Saver) put(ctx context.Context, p *checkpoints.PreparedPut, writes *writeRows) error {
+func (s *Saver) put(ctx context.Context, p *checkpoints.PreparedPut, writes *writeRows, fence *checkpoints.Fence) error {
 	thread := p.Config.ThreadID
 	useMemory, upsert := true, false
-	plan := s.plan(p, writes, useMemory, upsert)
+	plan := s.plan(p, writes, fence, useMemory, upsert)
 	err := s.exec(ctx, plan)
 	if isSavedAgain(err) {
 		upsert = true
-		plan = s.plan(p, writes, useMemory, upsert)
+		plan = s.plan(p, writes, fence, useMemory, upsert)
 		err = s.exec(ctx, plan)
 	}
 	if errors.Is(err, errStaleCache) || isBaseMissing(err) {
@@ -311,7 +357,7 @@ func (s *Saver) put(ctx context.Context, p *checkpoints.PreparedPut, writes *wri
 		// everything on the server and store full values.
 		s.forget(thread)
 		useMemory = false
-		plan = s.plan(p, writes, useMemory, upsert)
+		plan = s.plan(p, writes, fence, useMemory, upsert)
 		err = s.exec(ctx, plan)
 	}
 	if err != nil {
@@ -380,7 +426,7 @@ func (r *refRows) Swap(i, j int) {
 	r.inline[i], r.inline[j] = r.inline[j], r.inline[i]
 }
 
-func (s *Saver) plan(p *checkpoints.PreparedPut, writes *writeRows, useMemory, upsert bool) *putPlan {
+func (s *Saver) plan(p *checkpoints.PreparedPut, writes *writeRows, fence *checkpoints.Fence, useMemory, upsert bool) *putPlan {
 	thread, ns := p.Config.ThreadID, p.Config.Namespace
 	plan := &putPlan{batch: &pgx.Batch{}, id: p.Config.CheckpointID, versions: p.Checkpoint.ChannelVersions}
 	refs := make(map[string]valueRef, len(p.Checkpoint.ChannelVersions))
@@ -493,6 +539,11 @@ func (s *Saver) plan(p *checkpoints.PreparedPut, writes *writeRows, useMemory, u
 	}
 
 	b := plan.batch
+	if fence != nil {
+		// First: a refused fence aborts the batch before anything else
+		// runs or locks.
+		b.Queue(sqlFence, fence.Thread, fence.Token)
+	}
 	if len(bHash) > 0 || len(carried) > 0 || !resolved {
 		b.Queue(sqlLockShared, lockClass, threadLock(thread))
 	}
@@ -590,13 +641,13 @@ func isSavedAgain(err error) bool {
 }
 
 // mapPutError turns the NOT NULL failure sqlPutBlobs raises on purpose
-// into errStaleCache.
+// into errStaleCache, and a refused fence into checkpoints.ErrFenced.
 func mapPutError(err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23502" && pgErr.TableName == "checkpoints" && pgErr.ColumnName == "seq" {
 		return errStaleCache
 	}
-	return err
+	return fenced(err)
 }
 
 func isBaseMissing(err error) bool {
@@ -654,13 +705,30 @@ func (s *Saver) PutWrites(ctx context.Context, cfg checkpoints.Config, writes []
 	if len(writes) == 0 {
 		return nil
 	}
+	fence, err := fenceFor(ctx, cfg.ThreadID)
+	if err != nil {
+		return err
+	}
 	var r writeRows
 	r.add(taskID, taskPath, writes)
 	run := func(ctx context.Context) error {
-		_, err := s.pool.Exec(ctx, sqlWrites, cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, r.task, r.path, r.idx, r.ch, r.val)
-		return err
+		if fence == nil {
+			_, err := s.pool.Exec(ctx, sqlWrites, cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, r.task, r.path, r.idx, r.ch, r.val)
+			return err
+		}
+		// A batch is one implicit transaction: the fence's check and
+		// row lock cover the insert.
+		b := &pgx.Batch{}
+		b.Queue(sqlFence, fence.Thread, fence.Token)
+		b.Queue(sqlWrites, cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, r.task, r.path, r.idx, r.ch, r.val)
+		return fenced(s.pool.SendBatch(ctx, b).Close())
 	}
-	// The statement is one transaction: all its rows are there, or none.
+	// The statement (with its fence, the batch) is one transaction: all
+	// its rows are there, or none.
+	// Under a fence, rows found here either committed under it or are
+	// the identical rows of the replica that took over: what this call
+	// meant to write either way, and a fenced-out caller's next write is
+	// refused.
 	landed := func(ctx context.Context) (bool, error) {
 		var n int
 		err := s.pool.QueryRow(ctx, sqlWritesLanded, cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, r.task, r.idx, r.ch, r.val).Scan(&n)

@@ -135,7 +135,9 @@ func later(a, b time.Time) time.Time {
 // Transient reports whether err is a fault that goes away on its own: the
 // connection refused, reset or closed; the server shutting down, starting
 // up or out of connections; a serialization failure or a deadlock. A
-// cancelled or expired context is not transient.
+// cancelled or expired context is not transient, nor is a write refused by
+// its fence (SQLSTATE SSF01, checkpoints.ErrFenced): the lease it needs
+// has passed to another replica for good.
 func Transient(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false

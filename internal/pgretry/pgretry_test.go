@@ -132,3 +132,28 @@ func TestDoRerunsAWriteTheServerRolledBack(t *testing.T) {
 		t.Fatalf("err %v after %d runs and %d landed checks; want success on the second run, no check", err, runs, checks)
 	}
 }
+
+// A fenced-out write (studio_fence's SQLSTATE SSF01: another replica took
+// the thread over) can never succeed: it is returned at once, also when it
+// is what the rerun of a write of unknown outcome meets.
+func TestDoNeverRetriesAFencedWrite(t *testing.T) {
+	t.Parallel()
+	fenced := &pgconn.PgError{Code: "SSF01", Message: "fenced out: thread t is not held at fence 3"}
+	if Transient(fenced) {
+		t.Fatal("SSF01 is transient; a fenced-out replica would keep writing")
+	}
+	runs, checks := 0, 0
+	err := Do(context.Background(), 5*time.Second, Op{
+		Run: func(context.Context) error {
+			runs++
+			if runs == 1 {
+				return errUnknownOutcome
+			}
+			return fenced
+		},
+		Landed: func(context.Context) (bool, error) { checks++; return false, nil },
+	})
+	if !errors.Is(err, fenced) || runs != 2 || checks != 1 {
+		t.Fatalf("err %v after %d runs and %d landed checks; want SSF01 on the second run, after one check", err, runs, checks)
+	}
+}

@@ -1,0 +1,163 @@
+package pgsaver_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/superstep-dev/superstep/checkpoints"
+	"github.com/superstep-dev/superstep/checkpoints/pgsaver"
+	"github.com/superstep-dev/superstep/internal/pgtest"
+)
+
+// rowCounts counts a thread's checkpoints, writes and blobs.
+func rowCounts(t *testing.T, pool *pgxpool.Pool, thread string) [3]int {
+	t.Helper()
+	var n [3]int
+	err := pool.QueryRow(context.Background(), `SELECT
+		(SELECT count(*) FROM checkpoints WHERE thread_id = $1),
+		(SELECT count(*) FROM checkpoint_writes WHERE thread_id = $1),
+		(SELECT count(*) FROM checkpoint_blobs WHERE thread_id = $1)`, thread).Scan(&n[0], &n[1], &n[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// bigValue is kept in a blob, so a put of it takes the blob path.
+const bigValue = `"` + "a value long enough to be kept in a blob rather than inline, " +
+	"since it is more than one hundred and twenty-eight bytes of JSON in all" + `"`
+
+// TestFencedWrites: writes carrying the lease's fence land; once another
+// replica has taken the thread over (the fence bumped), every write path
+// with the old fence fails with ErrFenced and writes nothing, while writes
+// without a fence are unaffected.
+func TestFencedWrites(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.Schema(t, nil)
+	s := pgsaver.New(pool, nil)
+	if _, err := pool.Exec(ctx, `INSERT INTO studio_thread_leases (thread_id, fence, holder, expires_at) VALUES ('t', 3, 'replica-a', now() + interval '1 minute')`); err != nil {
+		t.Fatal(err)
+	}
+	held := checkpoints.WithFence(ctx, checkpoints.Fence{Thread: "t", Token: 3})
+	one := []checkpoints.Write{{Channel: "n", Value: json.RawMessage("1")}}
+	step := []checkpoints.TaskWrites{{TaskID: "step-task", Writes: one}}
+
+	root, err := s.Put(held, checkpoints.Config{ThreadID: "t"}, stepCheckpoint(map[string]string{"n": "0"}, map[string]int64{"n": 1}),
+		checkpoints.Metadata{Source: checkpoints.SourceInput, Step: -1}, map[string]int64{"n": 1})
+	if err != nil {
+		t.Fatalf("Put with the holder's fence: %v", err)
+	}
+	if err := s.PutWrites(held, root, one, "task", ""); err != nil {
+		t.Fatalf("PutWrites with the holder's fence: %v", err)
+	}
+	head, err := s.PutStep(held, root, step, stepCheckpoint(map[string]string{"n": "1", "doc": bigValue}, map[string]int64{"n": 2, "doc": 1}),
+		checkpoints.Metadata{Source: checkpoints.SourceLoop}, map[string]int64{"n": 2, "doc": 1})
+	if err != nil {
+		t.Fatalf("PutStep with the holder's fence: %v", err)
+	}
+	if got, want := rowCounts(t, pool, "t"), [3]int{2, 2, 1}; got != want {
+		t.Fatalf("rows (checkpoints, writes, blobs) after the holder's writes = %v, want %v", got, want)
+	}
+
+	if _, err := pool.Exec(ctx, `UPDATE studio_thread_leases SET fence = 4 WHERE thread_id = 't'`); err != nil {
+		t.Fatal(err)
+	}
+	before := rowCounts(t, pool, "t")
+	// A fresh saver remembers nothing, so its put is resolved on the
+	// server: the third shape of put batch.
+	for name, sv := range map[string]*pgsaver.Saver{"warm": s, "cold": pgsaver.New(pool, nil)} {
+		puts := map[string]func() error{
+			"Put inline": func() error {
+				_, err := sv.Put(held, head, stepCheckpoint(map[string]string{"n": "2"}, map[string]int64{"n": 3, "doc": 1}),
+					checkpoints.Metadata{Source: checkpoints.SourceLoop, Step: 1}, map[string]int64{"n": 3})
+				return err
+			},
+			"Put blob": func() error {
+				_, err := sv.Put(held, head, stepCheckpoint(map[string]string{"doc": bigValue[:len(bigValue)-1] + `!"`}, map[string]int64{"n": 2, "doc": 2}),
+					checkpoints.Metadata{Source: checkpoints.SourceLoop, Step: 1}, map[string]int64{"doc": 2})
+				return err
+			},
+			"PutStep": func() error {
+				_, err := sv.PutStep(held, head, step, stepCheckpoint(map[string]string{"n": "2"}, map[string]int64{"n": 3, "doc": 1}),
+					checkpoints.Metadata{Source: checkpoints.SourceLoop, Step: 1}, map[string]int64{"n": 3})
+				return err
+			},
+			"PutWrites": func() error { return sv.PutWrites(held, head, one, "late-task", "") },
+		}
+		for op, put := range puts {
+			err := put()
+			if !errors.Is(err, checkpoints.ErrFenced) {
+				t.Errorf("%s %s with a stale fence = %v, want ErrFenced", name, op, err)
+			} else if !strings.Contains(err.Error(), `"t"`) && !strings.Contains(err.Error(), "thread t ") {
+				t.Errorf("%s %s: %q does not name the thread", name, op, err)
+			}
+		}
+	}
+	if got := rowCounts(t, pool, "t"); got != before {
+		t.Fatalf("fenced-out writes wrote rows: (checkpoints, writes, blobs) %v, before %v", got, before)
+	}
+
+	// Without a fence (a Studio page's state update, say), and with the
+	// new holder's fence, writes go through.
+	if err := s.PutWrites(ctx, head, one, "unfenced-task", ""); err != nil {
+		t.Fatalf("PutWrites without a fence: %v", err)
+	}
+	newHolder := checkpoints.WithFence(ctx, checkpoints.Fence{Thread: "t", Token: 4})
+	if _, err := s.Put(newHolder, head, stepCheckpoint(map[string]string{"n": "2"}, map[string]int64{"n": 3, "doc": 1}),
+		checkpoints.Metadata{Source: checkpoints.SourceLoop, Step: 1}, map[string]int64{"n": 3}); err != nil {
+		t.Fatalf("Put with the new holder's fence: %v", err)
+	}
+	if got, want := rowCounts(t, pool, "t"), [3]int{before[0] + 1, before[1] + 1, before[2]}; got != want {
+		t.Fatalf("rows after the unfenced and new holder's writes = %v, want %v", got, want)
+	}
+}
+
+// TestFenceOfAnotherThreadIsRefused: a fence names the thread it guards;
+// using it for a write to another thread is a bug the saver reports
+// instead of checking the wrong lease.
+func TestFenceOfAnotherThreadIsRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.Schema(t, nil)
+	s := pgsaver.New(pool, nil)
+	if _, err := pool.Exec(ctx, `INSERT INTO studio_thread_leases (thread_id, fence, holder) VALUES ('mine', 1, 'replica-a')`); err != nil {
+		t.Fatal(err)
+	}
+	fctx := checkpoints.WithFence(ctx, checkpoints.Fence{Thread: "mine", Token: 1})
+	cfg := checkpoints.Config{ThreadID: "other", CheckpointID: checkpoints.NewID()}
+	_, putErr := s.Put(fctx, checkpoints.Config{ThreadID: "other"}, stepCheckpoint(map[string]string{"n": "0"}, map[string]int64{"n": 1}),
+		checkpoints.Metadata{Source: checkpoints.SourceInput, Step: -1}, map[string]int64{"n": 1})
+	_, stepErr := s.PutStep(fctx, cfg, nil, stepCheckpoint(map[string]string{"n": "0"}, map[string]int64{"n": 1}),
+		checkpoints.Metadata{Source: checkpoints.SourceInput, Step: -1}, map[string]int64{"n": 1})
+	writesErr := s.PutWrites(fctx, cfg, []checkpoints.Write{{Channel: "n", Value: json.RawMessage("1")}}, "task", "")
+	for op, err := range map[string]error{"Put": putErr, "PutStep": stepErr, "PutWrites": writesErr} {
+		if err == nil || errors.Is(err, checkpoints.ErrFenced) || !strings.Contains(err.Error(), `"mine"`) || !strings.Contains(err.Error(), `"other"`) {
+			t.Errorf("%s to thread other with thread mine's fence = %v; want an error naming both threads", op, err)
+		}
+	}
+	if got := rowCounts(t, pool, "other"); got != [3]int{} {
+		t.Fatalf("rows written to thread other: %v", got)
+	}
+}
+
+// TestMemorySaverIgnoresFences: fences are a Postgres concept; the memory
+// saver, one process, writes whatever fence the context carries.
+func TestMemorySaverIgnoresFences(t *testing.T) {
+	t.Parallel()
+	fctx := checkpoints.WithFence(context.Background(), checkpoints.Fence{Thread: "elsewhere", Token: 7})
+	m := checkpoints.NewMemory()
+	cfg, err := m.Put(fctx, checkpoints.Config{ThreadID: "t"}, stepCheckpoint(map[string]string{"n": "0"}, map[string]int64{"n": 1}),
+		checkpoints.Metadata{Source: checkpoints.SourceInput, Step: -1}, map[string]int64{"n": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.PutWrites(fctx, cfg, []checkpoints.Write{{Channel: "n", Value: json.RawMessage("1")}}, "task", ""); err != nil {
+		t.Fatal(err)
+	}
+}
