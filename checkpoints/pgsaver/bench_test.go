@@ -94,9 +94,11 @@ func counterLoop(b *testing.B, saver checkpoints.Saver) *engine.Graph[counterSta
 // so each superstep is one PutStep, one round trip and one commit.
 // "separate" hides PutStep, as a saver without it would: a PutWrites and
 // a Put per superstep, two round trips and two commits, so at least twice
-// the floor.
+// the floor. "putstep-fenced" is "putstep" as a durable run does it: every
+// PutStep carries the thread's lease fence, checked by studio_fence in
+// the same round trip.
 func BenchmarkPGSuperstepSync(b *testing.B) {
-	for _, mode := range []string{"putstep", "separate"} {
+	for _, mode := range []string{"putstep", "separate", "putstep-fenced"} {
 		b.Run(mode, func(b *testing.B) {
 			pool := pgtest.Schema(b, nil)
 			var saver checkpoints.Saver = pgsaver.New(pool, nil)
@@ -111,8 +113,16 @@ func BenchmarkPGSuperstepSync(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				runs++
+				thread := fmt.Sprintf("sync-%d", runs)
+				rctx := ctx
+				if mode == "putstep-fenced" {
+					if _, err := pool.Exec(ctx, `INSERT INTO studio_thread_leases (thread_id, fence, holder, expires_at) VALUES ($1, 1, 'bench', now() + interval '1 hour')`, thread); err != nil {
+						b.Fatal(err)
+					}
+					rctx = checkpoints.WithFence(ctx, checkpoints.Fence{Thread: thread, Token: 1})
+				}
 				start := time.Now()
-				out, err := cg.Invoke(ctx, engine.Update{"n": 0}, &engine.RunOptions{ThreadID: fmt.Sprintf("sync-%d", runs), Durability: engine.DurabilitySync})
+				out, err := cg.Invoke(rctx, engine.Update{"n": 0}, &engine.RunOptions{ThreadID: thread, Durability: engine.DurabilitySync})
 				stepTime += time.Since(start)
 				if err != nil || out.N != loopSteps {
 					b.Fatalf("run %d: %+v, %v", runs, out, err)
