@@ -171,6 +171,11 @@ type Manager struct {
 	partLogs   map[string]*PartLog
 	endedParts []string
 	endedBytes int
+	// queue, when set, makes runs durable and shared with other
+	// processes (WithQueue); renewEvery is how often a running run's
+	// lease is renewed (and a cancel from another process is noticed).
+	queue      Queue
+	renewEvery time.Duration
 }
 
 type thread struct {
@@ -188,6 +193,9 @@ type thread struct {
 	// checkpoint or planned a step; cancelAsked is a Cancel that came
 	// then, carried out once the run has started (see Cancel).
 	starting, cancelAsked bool
+	// fence is the fencing token of the active run's lease (WithQueue),
+	// 0 without one: the registry and run-log writes of the run carry it.
+	fence int64
 	// saveMu orders writes of this thread's record to the store: each
 	// write takes the record as it is once it holds the lock, so the last
 	// write is never an older record than an earlier one.
@@ -246,7 +254,9 @@ func NewManager(graphs map[string]engine.Compiled, opts ...ManagerOption) (*Mana
 	}
 	// Orphans a slow or failing settle leaves are settled on a later beat:
 	// a Studio starts whatever its predecessor left.
-	if err := m.settleOrphans(ctx); err != nil {
+	if m.queue != nil {
+		// Runs of stopped processes are taken over, not settled.
+	} else if err := m.settleOrphans(ctx); err != nil {
 		m.report(err)
 	}
 	m.base, m.stop = context.WithCancel(context.Background())
@@ -324,7 +334,7 @@ func (m *Manager) ListThreads(ctx context.Context, f ThreadFilter) ([]Thread, er
 	out := make([]Thread, 0, len(recs))
 	m.mu.Lock()
 	for _, rec := range recs {
-		if _, held := m.threads[rec.ID]; !held {
+		if t, held := m.threads[rec.ID]; !held || (m.queue != nil && !t.holdsTruth()) {
 			out = append(out, fromRecord(rec))
 		}
 	}
@@ -332,6 +342,9 @@ func (m *Manager) ListThreads(ctx context.Context, f ThreadFilter) ([]Thread, er
 	// held, whether or not the registry listed it, so a thread whose
 	// live update is newer than its record is not cut by the limit.
 	for _, t := range m.threads {
+		if m.queue != nil && !t.holdsTruth() {
+			continue // the registry's record is the truth
+		}
 		th := t.snapshot()
 		th.Pending = nil
 		if matches(th) {
@@ -476,6 +489,17 @@ func (m *Manager) Cancel(ctx context.Context, threadID string) error {
 		return err
 	}
 	defer m.mu.Unlock()
+	if t.cancel == nil && m.queue != nil {
+		// The run, if any, is in another process: it learns of the
+		// cancel when it next renews its lease.
+		m.mu.Unlock()
+		err := m.queue.Cancel(ctx, threadID)
+		m.mu.Lock()
+		if errors.Is(err, ErrNotRunning) {
+			return fmt.Errorf("%w: thread %q has no active run", ErrNotRunning, threadID)
+		}
+		return err
+	}
 	if t.info.Status != StatusRunning || t.cancel == nil {
 		return fmt.Errorf("%w: thread %q is %s", ErrNotRunning, threadID, t.info.Status)
 	}
@@ -584,6 +608,15 @@ type launchRequest struct {
 	metadata  map[string]any
 	stream    *StreamSpec
 	meta      *RunMeta
+	// lease is the thread's lease a takeover holds (nil: claimed by
+	// launch when the Manager has a queue). takeover marks a run taken
+	// over from another process, continuing one that had saved a
+	// checkpoint; started is the run's original start and prior its
+	// record so far.
+	lease                *Lease
+	takeover, continuing bool
+	started              *time.Time
+	prior                *RunRecord
 }
 
 // launch claims the thread, starts the run in the background and waits
@@ -603,7 +636,31 @@ func (m *Manager) launch(ctx context.Context, req launchRequest) (Thread, error)
 		}
 		from = head
 	}
-	rec := newRecorder(RunRecord{Thread: threadID, RunID: runID, Kind: req.kind, From: from, Origin: req.origin, Started: Stamp(m.now()), Status: StatusRunning, Answers: req.answers, Meta: req.meta})
+	startedAt := Stamp(m.now())
+	if req.started != nil {
+		startedAt = *req.started
+	}
+	runRec := RunRecord{Thread: threadID, RunID: runID, Kind: req.kind, From: from, Origin: req.origin, Started: startedAt, Status: StatusRunning, Answers: req.answers, Meta: req.meta}
+	if req.prior != nil {
+		runRec = *req.prior
+	}
+	rec := newRecorder(runRec)
+	lease := req.lease
+	if m.queue != nil && lease == nil {
+		// The claim in the database is the truth for "one active run
+		// per thread" across processes; the checks below still refuse
+		// what this process knows to be wrong, and give the claim back.
+		l, err := m.claim(ctx, req, runID, from, startedAt)
+		if err != nil {
+			return Thread{}, err
+		}
+		lease = &l
+	}
+	release := func() {
+		if lease != nil && req.lease == nil {
+			m.release(*lease)
+		}
+	}
 	// A thread of an earlier process (or an evicted one) is loaded
 	// first, so the checks below (its graph, whether it waits on
 	// resumeOf) see its record.
@@ -613,11 +670,13 @@ func (m *Manager) launch(ctx context.Context, req launchRequest) (Thread, error)
 	case errors.Is(err, ErrUnknownThread) && req.mustExist:
 		// Deleted since the caller looked (a queued API run whose thread
 		// went): not brought back.
+		release()
 		return Thread{}, err
 	case errors.Is(err, ErrUnknownThread):
 		m.mu.Lock()
 		t, existed = m.threads[threadID] // started meanwhile
 	case err != nil:
+		release()
 		return Thread{}, err
 	}
 	// prev is the thread as it was, restored if the run is rejected.
@@ -628,25 +687,45 @@ func (m *Manager) launch(ctx context.Context, req launchRequest) (Thread, error)
 		prev, prevChanges = &p, t.changes
 		if t.info.Graph != graph && t.info.Graph != "" {
 			m.mu.Unlock()
+			release()
 			return Thread{}, fmt.Errorf("%w: thread %q runs graph %q, not %q", ErrGraphMismatch, threadID, t.info.Graph, graph)
 		}
-		if t.info.Status == StatusRunning || t.updating {
+		// With a lease, a "running" this process did not start is what it
+		// last read of another process's run, which has ended since (the
+		// lease says so); without one, it is the truth.
+		busy := t.info.Status == StatusRunning && (lease == nil || t.cancel != nil)
+		if busy || t.updating {
 			m.mu.Unlock()
+			release()
 			return Thread{}, fmt.Errorf("%w: thread %q already has an active run; wait for it or cancel it", ErrThreadBusy, threadID)
 		}
-		if resumeOf != "" && (t.info.RunID != resumeOf || t.info.Status != StatusInterrupted) {
+		if resumeOf != "" && !req.takeover && (t.info.RunID != resumeOf || t.info.Status != StatusInterrupted) {
 			m.mu.Unlock()
+			release()
 			return Thread{}, fmt.Errorf("%w: thread %q was resumed by someone else", ErrNotInterrupted, threadID)
+		}
+		if req.takeover && prev.Status == StatusRunning && prev.RunID == runID {
+			// The record as the run left it is not what a rejected
+			// takeover goes back to (see Takeover).
+			prev.Status = StatusError
 		}
 	} else {
 		t = &thread{hub: newHub()}
 		m.threads[threadID] = t
 		m.touch(t)
 	}
-	runCtx, cancel := context.WithCancel(m.base)
+	runCtx, cancelCause := context.WithCancelCause(m.base)
+	cancel := func() { cancelCause(context.Canceled) }
+	if lease != nil {
+		runCtx = checkpoints.WithFence(runCtx, checkpoints.Fence{Thread: threadID, Token: lease.Fence})
+	}
 	t.cancel, t.done = cancel, make(chan struct{})
 	t.run = rec
-	t.starting, t.cancelAsked = true, false
+	t.starting, t.cancelAsked = !req.takeover || !req.continuing, false
+	t.fence = 0
+	if lease != nil {
+		t.fence = lease.Fence
+	}
 	created := t.info.Created
 	if created.IsZero() {
 		created = Stamp(m.now())
@@ -657,12 +736,18 @@ func (m *Manager) launch(ctx context.Context, req launchRequest) (Thread, error)
 	done := t.done
 	m.mu.Unlock()
 
+	var fence int64
+	if lease != nil {
+		fence = lease.Fence
+	}
 	started := make(chan struct{})
 	var startOnce sync.Once
 	markStarted := func() { startOnce.Do(func() { close(started) }) }
 	// progressed is set (by the listener, before Invoke returns) once
 	// the run saved a checkpoint or planned a step.
-	var progressed bool
+	// A takeover that continues the run from its checkpoints got going
+	// long ago.
+	progressed := req.continuing
 	conv := newRunEvents(threadID, runID)
 	var parts *PartLog
 	var project func(engine.Event)
@@ -696,7 +781,7 @@ func (m *Manager) launch(ctx context.Context, req launchRequest) (Thread, error)
 					// here, in the run's own goroutine, so it always
 					// precedes the write of how the run ended.)
 					m.persist(t)
-					m.saveRun(rec.snapshot())
+					m.saveRunFenced(rec.snapshot(), threadID, fence)
 					m.mu.Lock()
 					t.starting = false
 					if t.cancelAsked {
@@ -723,7 +808,10 @@ func (m *Manager) launch(ctx context.Context, req launchRequest) (Thread, error)
 					rec.observe(evs[i])
 				}
 				t.hub.publish(evs...)
-				if _, ok := ev.(engine.RunStarted); ok && len(req.answers) > 0 {
+				if _, ok := ev.(engine.RunStarted); ok && req.takeover {
+					t.hub.publish(Event{Kind: KindRunTakeover, Thread: threadID, RunID: runID, Attempt: lease.Attempt, Time: m.now()})
+				}
+				if _, ok := ev.(engine.RunStarted); ok && len(req.answers) > 0 && !req.takeover {
 					t.hub.publish(answerEvents(threadID, runID, req.answers)...)
 				}
 			}
@@ -734,12 +822,20 @@ func (m *Manager) launch(ctx context.Context, req launchRequest) (Thread, error)
 	}
 	var runErr error
 	m.wg.Add(1)
+	if lease != nil {
+		m.wg.Add(1)
+		go m.renew(runCtx, t, *lease, cancelCause)
+	}
 	go func() {
 		defer m.wg.Done()
 		defer cancel()
 		_, err := g.Pregel().Invoke(runCtx, input, ro)
 		runErr = err
-		m.finish(t, rec, err, !progressed, prev, prevChanges)
+		if lease != nil && m.leaseGone(runCtx, err, t, *lease) {
+			// Another process runs it now (or will: this one stops).
+		} else {
+			m.finish(t, rec, err, !progressed, prev, prevChanges, lease)
+		}
 		if parts != nil {
 			m.partsEnded(runID, parts, req.stream.Keep)
 		}
@@ -785,8 +881,15 @@ func rejection(err error) error {
 // an existing one (prev) gets its previous record back. Either way the
 // registry already holds what it should (nothing, or prev), so nothing
 // is written.
-func (m *Manager) finish(t *thread, rec *recorder, err error, rejected bool, prev *Thread, prevChanges uint64) {
+//
+// With a lease, the lease is released once the run's end is written, and
+// only then is the end told: whoever sees it may start the next run at
+// once, in any process.
+func (m *Manager) finish(t *thread, rec *recorder, err error, rejected bool, prev *Thread, prevChanges uint64, lease *Lease) {
 	runID := rec.rec.RunID
+	if rejected && err != nil && lease != nil {
+		m.release(*lease)
+	}
 	m.mu.Lock()
 	threadID := t.info.ID
 	if rejected && err != nil {
@@ -809,7 +912,7 @@ func (m *Manager) finish(t *thread, rec *recorder, err error, rejected bool, pre
 		} else {
 			delete(m.unsaved, t)
 		}
-		t.cancel, t.run, t.starting = nil, nil, false
+		t.cancel, t.run, t.starting, t.fence = nil, nil, false, 0
 		t.hub.publish(Event{Kind: KindRunFinished, Thread: threadID, RunID: runID, Status: status, Error: "rejected: " + err.Error(), Time: m.now()})
 		if prev == nil && m.threads[threadID] == t {
 			// The thread never existed: its subscribers are told, then
@@ -843,7 +946,9 @@ func (m *Manager) finish(t *thread, rec *recorder, err error, rejected bool, pre
 	default:
 		info.Status, info.Error = StatusError, cleanText(err.Error())
 	}
-	t.cancel = nil
+	if lease == nil {
+		t.cancel = nil
+	}
 	if info.Error != "" {
 		// The engine says nothing of the tasks a failure or a cancel cut
 		// short: they were cancelled, and the page says so.
@@ -860,12 +965,30 @@ func (m *Manager) finish(t *thread, rec *recorder, err error, rejected bool, pre
 	// go: a next run's events must come after this one's end, and the
 	// write must be of this run's end, not of whatever claims the thread
 	// next.
-	t.hub.publish(ev)
+	if lease == nil {
+		t.hub.publish(ev)
+	}
 	threadRec, changes := m.record(t.info), t.changes
+	fence := t.fence
 	m.mu.Unlock()
 	m.write(t, threadRec, changes)
 	// Until its record is written, a page reads the run from rec.
-	m.saveRun(rec.snapshot())
+	m.saveRunFenced(rec.snapshot(), threadID, fence)
+	if lease != nil {
+		lost := m.release(*lease) != nil
+		m.mu.Lock()
+		t.cancel, t.fence = nil, 0
+		if lost {
+			// Another process took the run over while this one ended it:
+			// the end written here was refused by the fence, and what
+			// this process holds is not the thread's truth any more.
+			t.saved = t.changes
+			delete(m.unsaved, t)
+		} else {
+			t.hub.publish(ev)
+		}
+		m.mu.Unlock()
+	}
 	t.hub.settle()
 	// The thread may be idle now: the bounds count it.
 	m.mu.Lock()
@@ -1040,6 +1163,9 @@ func (m *Manager) lockThread(ctx context.Context, id string) (*thread, error) {
 		m.mu.Lock()
 		if t, ok := m.threads[id]; ok {
 			m.touch(t)
+			if m.queue != nil && !t.holdsTruth() {
+				return m.refresh(ctx, t)
+			}
 			return t, nil
 		}
 		evictions := m.evictions
@@ -1119,6 +1245,44 @@ func (m *Manager) loadThread(ctx context.Context, id string, evictions uint64, r
 	return t, nil
 }
 
+// holdsTruth reports whether what this process holds of t is the
+// thread's truth: a run or an edit of its own, or a change the registry
+// has yet to take. Otherwise, with a queue, another process may have
+// changed the thread since, and the registry is the truth. m.mu is held.
+func (t *thread) holdsTruth() bool {
+	return t.cancel != nil || t.updating || t.changes != t.saved
+}
+
+// refresh reads t's record again from the registry (see holdsTruth) and
+// returns t with m.mu held, as lockThread does; m.mu is held on entry.
+func (m *Manager) refresh(ctx context.Context, t *thread) (*thread, error) {
+	id, changes := t.info.ID, t.changes
+	m.mu.Unlock()
+	rec, err := m.store.GetThread(ctx, id)
+	if errors.Is(err, ErrUnknownThread) {
+		m.mu.Lock() // deleted meanwhile, or not yet written: as held
+		return t, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("runs: read thread %q: %w", id, err)
+	}
+	info := fromRecord(rec)
+	if info.Status == StatusInterrupted {
+		if g, ok := m.graphs[info.Graph]; ok {
+			snap, err := g.Pregel().GetState(ctx, checkpoints.Config{ThreadID: id})
+			if err != nil {
+				return nil, fmt.Errorf("runs: read the pending interrupts of thread %q: %w", id, err)
+			}
+			info.Pending = slices.Clone(snap.Interrupts)
+		}
+	}
+	m.mu.Lock()
+	if !t.holdsTruth() && t.changes == changes {
+		t.info = info
+	}
+	return t, nil
+}
+
 // touch marks t as just used. m.mu is held.
 func (m *Manager) touch(t *thread) {
 	m.clock++
@@ -1185,7 +1349,17 @@ func (m *Manager) persist(t *thread) {
 func (m *Manager) write(t *thread, rec ThreadRecord, changes uint64) {
 	ctx, cancel := storeContext()
 	defer cancel()
+	m.mu.Lock()
+	fence := t.fence
+	m.mu.Unlock()
+	ctx = fenced(ctx, rec.ID, fence)
 	if err := m.save(ctx, t, rec, changes); err != nil {
+		if errors.Is(err, checkpoints.ErrFenced) {
+			// Another process holds the thread now: its record is the
+			// thread's, and this one is never written.
+			m.report(fmt.Errorf("runs: save thread %q (%s): %w", rec.ID, rec.Status, err))
+			return
+		}
 		m.report(fmt.Errorf("runs: save thread %q (%s), will retry: %w", rec.ID, rec.Status, err))
 		m.mu.Lock()
 		m.unsaved[t] = struct{}{}
@@ -1300,6 +1474,8 @@ func (m *Manager) beat() {
 		ctx, cancel := context.WithTimeout(context.Background(), HeartbeatInterval)
 		if err := m.store.Heartbeat(ctx, m.owner, m.now()); err != nil {
 			m.report(fmt.Errorf("runs: heartbeat: %w", err))
+		} else if m.queue != nil {
+			// Runs of stopped processes are taken over (Queue).
 		} else if err := m.settleOrphans(ctx); err != nil {
 			m.report(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -153,10 +154,19 @@ func (r *recorder) end(status Status, errText string, at time.Time) {
 // not lose what the live tab showed. Writes of different runs go on at
 // once; the run log keeps a run's end whatever order its records land
 // in (RunLog.SaveRun).
-func (m *Manager) saveRun(rec RunRecord) {
+func (m *Manager) saveRun(rec RunRecord) { m.saveRunFenced(rec, rec.Thread, 0) }
+
+// saveRunFenced is saveRun for a run holding a lease with the given
+// fencing token (0 for none): a record refused by the fence (another
+// process took the run over) is dropped, never written again.
+func (m *Manager) saveRunFenced(rec RunRecord, thread string, fence int64) {
 	ctx, cancel := storeContext()
 	defer cancel()
-	err := m.runLog.SaveRun(ctx, rec)
+	err := m.runLog.SaveRun(fenced(ctx, thread, fence), rec)
+	if errors.Is(err, checkpoints.ErrFenced) {
+		m.report(fmt.Errorf("runs: save run %q of thread %q: %w", rec.RunID, rec.Thread, err))
+		return
+	}
 	key := [2]string{rec.Thread, rec.RunID}
 	m.mu.Lock()
 	if err != nil {

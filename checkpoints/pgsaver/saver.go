@@ -70,6 +70,7 @@ import (
 	"github.com/zeebo/xxh3"
 
 	"github.com/superstep-dev/superstep/checkpoints"
+	"github.com/superstep-dev/superstep/internal/pgfence"
 	"github.com/superstep-dev/superstep/internal/pgretry"
 )
 
@@ -149,34 +150,6 @@ func threadLock(thread string) int32 { return int32(xxh3.HashString(thread)) }
 // sqlLockShared is taken by a Put that references blobs, in the same
 // implicit transaction and before the statements that read or write them.
 const sqlLockShared = `SELECT pg_advisory_xact_lock_shared($1::int, $2::int)`
-
-// sqlFence refuses the transaction unless the thread's lease is held at
-// the fence (SQLSTATE SSF01), and locks the lease row FOR SHARE.
-const sqlFence = `SELECT studio_fence($1, $2)`
-
-// fenceFor returns the fence ctx carries for a write to thread (nil: none).
-// A fence for another thread is a caller's bug: checking it would refuse
-// or admit the write on the wrong lease.
-func fenceFor(ctx context.Context, thread string) (*checkpoints.Fence, error) {
-	f, ok := checkpoints.FenceFrom(ctx)
-	if !ok {
-		return nil, nil
-	}
-	if f.Thread != thread {
-		return nil, fmt.Errorf("pgsaver: the context carries a fence for thread %q, but the write is to thread %q", f.Thread, thread)
-	}
-	return &f, nil
-}
-
-// fenced maps studio_fence's refusal to checkpoints.ErrFenced, keeping
-// the server's message (thread and fence) in the chain.
-func fenced(err error) error {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "SSF01" {
-		return fmt.Errorf("%w: %w", checkpoints.ErrFenced, err)
-	}
-	return err
-}
 
 // sqlWrites saves pending writes of any number of tasks: regular writes
 // are first-write-wins, special ones (negative idx) are replaced.
@@ -284,7 +257,7 @@ func (s *Saver) Put(ctx context.Context, cfg checkpoints.Config, cp *checkpoints
 	if err != nil {
 		return checkpoints.Config{}, err
 	}
-	fence, err := fenceFor(ctx, p.Config.ThreadID)
+	fence, err := pgfence.For(ctx, p.Config.ThreadID)
 	if err != nil {
 		return checkpoints.Config{}, err
 	}
@@ -323,7 +296,7 @@ func (s *Saver) PutStep(ctx context.Context, cfg checkpoints.Config, writes []ch
 	if err := checkpoints.ValidateStep(cfg, writes); err != nil {
 		return checkpoints.Config{}, err
 	}
-	fence, err := fenceFor(ctx, p.Config.ThreadID)
+	fence, err := pgfence.For(ctx, p.Config.ThreadID)
 	if err != nil {
 		return checkpoints.Config{}, err
 	}
@@ -542,7 +515,7 @@ func (s *Saver) plan(p *checkpoints.PreparedPut, writes *writeRows, fence *check
 	if fence != nil {
 		// First: a refused fence aborts the batch before anything else
 		// runs or locks.
-		b.Queue(sqlFence, fence.Thread, fence.Token)
+		b.Queue(pgfence.SQL, fence.Thread, fence.Token)
 	}
 	if len(bHash) > 0 || len(carried) > 0 || !resolved {
 		b.Queue(sqlLockShared, lockClass, threadLock(thread))
@@ -647,7 +620,7 @@ func mapPutError(err error) error {
 	if errors.As(err, &pgErr) && pgErr.Code == "23502" && pgErr.TableName == "checkpoints" && pgErr.ColumnName == "seq" {
 		return errStaleCache
 	}
-	return fenced(err)
+	return pgfence.Map(err)
 }
 
 func isBaseMissing(err error) bool {
@@ -705,7 +678,7 @@ func (s *Saver) PutWrites(ctx context.Context, cfg checkpoints.Config, writes []
 	if len(writes) == 0 {
 		return nil
 	}
-	fence, err := fenceFor(ctx, cfg.ThreadID)
+	fence, err := pgfence.For(ctx, cfg.ThreadID)
 	if err != nil {
 		return err
 	}
@@ -719,9 +692,9 @@ func (s *Saver) PutWrites(ctx context.Context, cfg checkpoints.Config, writes []
 		// A batch is one implicit transaction: the fence's check and
 		// row lock cover the insert.
 		b := &pgx.Batch{}
-		b.Queue(sqlFence, fence.Thread, fence.Token)
+		b.Queue(pgfence.SQL, fence.Thread, fence.Token)
 		b.Queue(sqlWrites, cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, r.task, r.path, r.idx, r.ch, r.val)
-		return fenced(s.pool.SendBatch(ctx, b).Close())
+		return pgfence.Map(s.pool.SendBatch(ctx, b).Close())
 	}
 	// The statement (with its fence, the batch) is one transaction: all
 	// its rows are there, or none.

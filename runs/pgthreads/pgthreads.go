@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/superstep-dev/superstep/internal/pgfence"
 	"github.com/superstep-dev/superstep/internal/pgretry"
 	"github.com/superstep-dev/superstep/runs"
 )
@@ -28,6 +29,7 @@ type DB interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 // Store is the Postgres runs.ThreadStore. It is as safe for concurrent use
@@ -90,11 +92,10 @@ func (s *Store) SaveThread(ctx context.Context, rec runs.ThreadRecord) error {
 		rec.Created = runs.Stamp(time.Now())
 	}
 	save := func(ctx context.Context) error {
-		_, err := s.db.Exec(ctx, sqlSave, rec.ID, rec.Graph, string(rec.Status), rec.RunID, rec.Error,
+		return pgfence.Exec(ctx, s.db, rec.ID, sqlSave, rec.ID, rec.Graph, string(rec.Status), rec.RunID, rec.Error,
 			rec.Updated, list(rec.Before), list(rec.After),
 			list(rec.Options.InterruptBefore), list(rec.Options.InterruptAfter), int32(rec.Options.RecursionLimit), rec.Owner,
 			meta, rec.Created, orNull(rec.StateUpdated))
-		return err
 	}
 	// A save whose outcome is unknown landed when the row reads back as
 	// this record (but for Created, which a saved thread keeps); only

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/superstep-dev/superstep/internal/pgfence"
 	"github.com/superstep-dev/superstep/runs"
 )
 
@@ -51,9 +52,8 @@ func (l *RunLog) SaveRun(ctx context.Context, rec runs.RunRecord) error {
 		}
 	}
 	save := func(ctx context.Context) error {
-		_, err := l.db.Exec(ctx, sqlSaveRun, rec.Thread, rec.RunID, string(rec.Kind), rec.From, rec.Origin,
+		return pgfence.Exec(ctx, l.db, rec.Thread, sqlSaveRun, rec.Thread, rec.RunID, string(rec.Kind), rec.From, rec.Origin,
 			rec.Started, ended, string(rec.Status), rec.Error, tasks, answers, api)
-		return err
 	}
 	// A save whose outcome is unknown landed when the run's row holds this
 	// record's status and end (a run is saved when it starts, then when it

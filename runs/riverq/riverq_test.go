@@ -1,0 +1,323 @@
+package riverq_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/superstep-dev/superstep/checkpoints"
+	"github.com/superstep-dev/superstep/checkpoints/pgsaver"
+	"github.com/superstep-dev/superstep/engine"
+	"github.com/superstep-dev/superstep/internal/pgtest"
+	"github.com/superstep-dev/superstep/runs"
+	"github.com/superstep-dev/superstep/runs/pgthreads"
+	"github.com/superstep-dev/superstep/runs/riverq"
+)
+
+type countState struct {
+	N   int      `json:"n"`
+	Log []string `json:"log" reduce:"append"`
+}
+
+// steps is how many times the counting graph's node runs.
+const steps = 5
+
+// effects counts each step's executions across every process of a test
+// (the side effects a takeover may repeat).
+type effects struct {
+	mu sync.Mutex
+	n  map[int]int
+}
+
+func (e *effects) add(step int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.n == nil {
+		e.n = map[int]int{}
+	}
+	e.n[step]++
+}
+
+func (e *effects) get(step int) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.n[step]
+}
+
+// process is one Studio process: its own saver, registry, queue and
+// Manager on the shared schema. hang, when set, is the step at which
+// this process's node blocks until release is closed or its run's
+// context ends (ignoring it when deaf is set: a paused process).
+type process struct {
+	m       *runs.Manager
+	q       *riverq.Queue
+	hang    int
+	deaf    bool
+	entered chan struct{}
+	release chan struct{}
+	paused  atomic.Bool // stops renewing (pausedQueue)
+}
+
+// pausedQueue is a process's queue whose renewals stop while the
+// process is paused, as a SIGSTOPped process's would.
+type pausedQueue struct {
+	*riverq.Queue
+	p *process
+}
+
+func (q pausedQueue) Renew(ctx context.Context, l runs.Lease) (bool, error) {
+	if q.p.paused.Load() {
+		return false, nil
+	}
+	return q.Queue.Renew(ctx, l)
+}
+
+func start(t *testing.T, pool *pgxpool.Pool, id string, fx *effects, hang int, deaf bool) *process {
+	t.Helper()
+	p := &process{hang: hang, deaf: deaf, entered: make(chan struct{}, 1), release: make(chan struct{})}
+	sg := engine.NewStateGraph[countState]()
+	sg.AddNode("count", func(ctx context.Context, s countState) (engine.Output, error) {
+		step := s.N + 1
+		if step == p.hang {
+			p.entered <- struct{}{}
+			if p.deaf {
+				<-p.release
+			} else {
+				select {
+				case <-p.release:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
+		}
+		fx.add(step)
+		return engine.Update{"n": step, "log": fmt.Sprintf("%s:%d", id, step)}, nil
+	})
+	sg.AddEdge(engine.Start, "count")
+	sg.AddConditionalEdges("count", func(_ context.Context, s countState) (engine.Route, error) {
+		if s.N >= steps {
+			return engine.To(engine.End), nil
+		}
+		return engine.To("count"), nil
+	}, nil)
+	g, err := sg.Compile(engine.CompileOptions{Checkpointer: pgsaver.New(pool, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := riverq.New(pool, riverq.Config{ID: id, LeaseTTL: time.Second, ReapEvery: 100 * time.Millisecond,
+		OnError: func(err error) { t.Logf("%s: %v", id, err) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.q = q
+	m, err := runs.NewManager(map[string]engine.Compiled{"count": g},
+		runs.WithThreadStore(pgthreads.New(pool)), runs.WithRunLog(pgthreads.NewRunLog(pool)),
+		runs.WithQueue(pausedQueue{q, p}), runs.WithRenewEvery(100*time.Millisecond),
+		runs.WithErrorHandler(func(err error) { t.Logf("%s: %v", id, err) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.m = m
+	if err := q.Start(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		select {
+		case <-p.release:
+		default:
+			close(p.release)
+		}
+		m.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = q.Stop(ctx)
+	})
+	return p
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func finalState(t *testing.T, m *runs.Manager, thread string) countState {
+	t.Helper()
+	g, err := m.Graph("count")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := g.Pregel().GetState(context.Background(), checkpoints.Config{ThreadID: thread})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(st.Values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s countState
+	if err := json.Unmarshal(raw, &s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestPausedProcessIsTakenOverAndFencedOut: process A hangs in step 3 and
+// stops renewing its lease (as a paused process would); process B's
+// reaper finds the lease expired and B's worker continues the run from
+// A's last checkpoint to the end. When A wakes, its write is refused by
+// the fence: nothing it does after the takeover lands, and the thread
+// ends as if nothing happened, with step 3 done twice and no other step
+// repeated.
+func TestPausedProcessIsTakenOverAndFencedOut(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Schema(t, nil)
+	fx := &effects{}
+	a := start(t, pool, "a", fx, 3, true)
+	b := start(t, pool, "b", fx, 0, false)
+	ctx := context.Background()
+
+	if _, err := a.m.Start(ctx, "count", "t1", nil, runs.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	<-a.entered
+	a.paused.Store(true)
+	// B refuses a second run while A's lease lives, and after.
+	if _, err := b.m.Start(ctx, "count", "t1", nil, runs.StartOptions{}); !errors.Is(err, runs.ErrThreadBusy) {
+		t.Fatalf("second run on another process: %v, want ErrThreadBusy", err)
+	}
+	waitFor(t, "B to finish the run", 15*time.Second, func() bool {
+		th, err := b.m.Thread(ctx, "t1")
+		return err == nil && th.Status == runs.StatusIdle
+	})
+	close(a.release) // A wakes and tries to write step 3
+	waitFor(t, "A to give the run up", 10*time.Second, func() bool {
+		th, err := a.m.Thread(ctx, "t1")
+		return err == nil && th.Status == runs.StatusIdle
+	})
+
+	s := finalState(t, b.m, "t1")
+	if s.N != steps {
+		t.Fatalf("final n = %d, want %d (log %v)", s.N, steps, s.Log)
+	}
+	want := []string{"a:1", "a:2", "b:3", "b:4", "b:5"}
+	if fmt.Sprint(s.Log) != fmt.Sprint(want) {
+		t.Fatalf("log %v, want %v: A's late step 3 must not land", s.Log, want)
+	}
+	for step := 1; step <= steps; step++ {
+		want := 1
+		if step == 3 {
+			want = 2 // cut in A, done again in B
+		}
+		if got := fx.get(step); got != want {
+			t.Errorf("step %d ran %d times, want %d", step, got, want)
+		}
+	}
+	th, err := a.m.Thread(ctx, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if th.Status != runs.StatusIdle || th.Error != "" {
+		t.Fatalf("thread as A reads it: %+v", th)
+	}
+	// Every checkpoint has its parent: no fork from A's late write.
+	g, _ := b.m.Graph("count")
+	tups, err := g.Pregel().Checkpointer().List(ctx, checkpoints.ListQuery{ThreadID: "t1"}, checkpoints.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	for _, tup := range tups {
+		ids[tup.Config.CheckpointID] = true
+	}
+	for _, tup := range tups {
+		if p := tup.ParentConfig; p != nil && !ids[p.CheckpointID] {
+			t.Errorf("checkpoint %s has a missing parent %s", tup.Config.CheckpointID, p.CheckpointID)
+		}
+	}
+	if len(tups) != steps+2 { // the input, then one per step
+		t.Errorf("%d checkpoints, want %d", len(tups), steps+2)
+	}
+	// The thread is free again, in every process.
+	if _, ok, err := b.q.Active(ctx, "t1"); err != nil || ok {
+		t.Fatalf("active run after the end: %v %v", ok, err)
+	}
+	if _, err := a.m.Start(ctx, "count", "t2", nil, runs.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCancelReachesAnotherProcess: a cancel asked in B stops the run A
+// executes, within a second.
+func TestCancelReachesAnotherProcess(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Schema(t, nil)
+	fx := &effects{}
+	a := start(t, pool, "a", fx, 2, false)
+	b := start(t, pool, "b", fx, 0, false)
+	ctx := context.Background()
+	if _, err := a.m.Start(ctx, "count", "c1", nil, runs.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	<-a.entered
+	asked := time.Now()
+	if err := b.m.Cancel(ctx, "c1"); err != nil {
+		t.Fatal(err)
+	}
+	th, err := a.m.Wait(ctx, "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(asked); took > time.Second {
+		t.Errorf("the cancel took %s to stop the run", took)
+	}
+	if th.Status != runs.StatusIdle || th.Error != "cancelled" {
+		t.Fatalf("after the cancel: %+v", th)
+	}
+	if err := b.m.Cancel(ctx, "c1"); !errors.Is(err, runs.ErrNotRunning) {
+		t.Fatalf("cancel of an ended run: %v", err)
+	}
+}
+
+// TestCloseHandsRunsBack: a process that closes mid-run hands the run
+// back at once, and another finishes it without waiting for the lease
+// to expire.
+func TestCloseHandsRunsBack(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Schema(t, nil)
+	fx := &effects{}
+	a := start(t, pool, "a", fx, 2, false)
+	b := start(t, pool, "b", fx, 0, false)
+	ctx := context.Background()
+	if _, err := a.m.Start(ctx, "count", "h1", nil, runs.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	<-a.entered
+	closed := time.Now()
+	if err := a.q.Shutdown(ctx, a.m); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "B to finish the handed-back run", 10*time.Second, func() bool {
+		th, err := b.m.Thread(ctx, "h1")
+		return err == nil && th.Status == runs.StatusIdle
+	})
+	if took := time.Since(closed); took > 900*time.Millisecond {
+		t.Errorf("the hand-back took %s: the lease expiry (1s) was awaited", took)
+	}
+	if s := finalState(t, b.m, "h1"); s.N != steps {
+		t.Fatalf("final n = %d", s.N)
+	}
+}
