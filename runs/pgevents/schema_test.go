@@ -136,3 +136,16 @@ func appendN(tb testing.TB, pool *pgxpool.Pool, thread string, first, last int64
 		}
 	}
 }
+
+// waitFor polls cond, which depends on another connection or goroutine,
+// until it holds.
+func waitFor(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("waited 15 s for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
