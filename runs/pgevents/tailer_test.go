@@ -221,3 +221,24 @@ func TestSlowFollowerDoesNotDelayOtherThreads(t *testing.T) {
 	unblock()
 	checkSeqs(t, slow.waitRows(t, 3), 1, 3, numBody)
 }
+
+// TestFollowersOfOneThreadKeepTheirOwnCursors: one read serves followers
+// that started at different places; each gets only what it asked for.
+func TestFollowersOfOneThreadKeepTheirOwnCursors(t *testing.T) {
+	t.Parallel()
+	a, b := setup(t)
+	tl := newTailer(t, a, nil)
+	var from7, from2 collector
+	defer tl.Follow("t", 7, from7.add)()
+	defer tl.Follow("t", 2, from2.add)()
+	listenerPID(t, b)
+	w := pgevents.NewWriter(b, "t", "r", 0, nil)
+	for n := int64(1); n <= 10; n++ {
+		w.Add([]byte(numBody(n)))
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkSeqs(t, from2.waitRows(t, 8), 3, 10, numBody)
+	checkSeqs(t, from7.waitRows(t, 3), 8, 10, numBody)
+}
