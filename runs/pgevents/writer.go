@@ -149,15 +149,17 @@ func (w *Writer) loop() {
 }
 
 // append writes one batch, retrying while Postgres cannot have received
-// it (a broken or refused connection): an append that might have
-// committed is never repeated, since it would write the events twice.
+// it (a connection that could not be made, or broke before the batch was
+// sent): an append that might have committed is never repeated, since it
+// would write the events twice.
 func (w *Writer) append(batch [][]byte) error {
 	ctx, cancel := context.WithTimeout(context.Background(), w.opts.Timeout)
 	defer cancel()
 	wait := 5 * time.Millisecond
 	for {
 		_, _, err := Append(ctx, w.db, w.thread, w.run, w.fence, batch)
-		if err == nil || errors.Is(err, ErrFenced) || !pgconn.SafeToRetry(err) {
+		var connect *pgconn.ConnectError
+		if err == nil || errors.Is(err, ErrFenced) || !(pgconn.SafeToRetry(err) || errors.As(err, &connect)) {
 			return err
 		}
 		select {

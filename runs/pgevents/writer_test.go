@@ -6,6 +6,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/superstep-dev/superstep/internal/pgtest"
 	"github.com/superstep-dev/superstep/runs/pgevents"
 )
 
@@ -108,4 +111,30 @@ func TestWriterStopsWhenFenced(t *testing.T) {
 	}
 	rows, _ := pgevents.Read(ctx, a, "t", 0, 0)
 	checkSeqs(t, rows, 1, 1, numBody)
+}
+
+func TestWriterRetriesRefusedConnections(t *testing.T) {
+	t.Parallel()
+	a, _ := setup(t)
+	proxy := pgtest.NewProxy(t)
+	cfg := a.Config().Copy()
+	cfg.ConnConfig.DialFunc = proxy.Dial
+	flaky, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer flaky.Close()
+	proxy.Refuse(3)
+	w := pgevents.NewWriter(flaky, "t", "r", 0, nil)
+	for n := int64(1); n <= 10; n++ {
+		w.Add([]byte(numBody(n)))
+	}
+	if err := w.Close(); err != nil {
+		t.Fatalf("a writer whose first connections were refused: %v", err)
+	}
+	if _, refused := proxy.Counts(); refused != 3 {
+		t.Fatalf("the proxy refused %d connections, want 3", refused)
+	}
+	rows, _ := pgevents.Read(context.Background(), a, "t", 0, 0)
+	checkSeqs(t, rows, 1, 10, numBody)
 }
