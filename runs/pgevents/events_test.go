@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/superstep-dev/superstep/runs/pgevents"
 )
@@ -177,4 +180,44 @@ func TestPruneKeepsNewestRows(t *testing.T) {
 	appendN(t, a, "t", 11, 11)
 	rows, _ = pgevents.Read(ctx, a, "t", 0, 0)
 	checkSeqs(t, rows, 10, 11, numBody)
+}
+
+// TestConcurrentAppendsToOneThread: unfenced appends from two replicas at
+// once each get seqs of their own, with no gap, and a follower reading
+// meanwhile never sees a later row before an earlier one commits.
+func TestConcurrentAppendsToOneThread(t *testing.T) {
+	t.Parallel()
+	a, b := setup(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for _, pool := range []*pgxpool.Pool{a, b, a, b} {
+		wg.Go(func() {
+			for range 50 {
+				if _, _, err := pgevents.Append(ctx, pool, "t", "r", 0, [][]byte{[]byte(`{}`), []byte(`{}`)}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	var cursor int64
+	var gaps int
+	for cursor < 400 && !t.Failed() {
+		rows, err := pgevents.Read(ctx, b, "t", cursor, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			if r.Seq != cursor+1 {
+				gaps++
+			}
+			cursor = r.Seq
+		}
+	}
+	wg.Wait()
+	if gaps > 0 {
+		t.Fatalf("a reader saw %d gaps in the log while appends ran", gaps)
+	}
+	rows, _ := pgevents.Read(ctx, a, "t", 0, 0)
+	checkSeqs(t, rows, 1, 400, func(int64) string { return `{}` })
 }

@@ -242,3 +242,27 @@ func TestFollowersOfOneThreadKeepTheirOwnCursors(t *testing.T) {
 	checkSeqs(t, from2.waitRows(t, 8), 3, 10, numBody)
 	checkSeqs(t, from7.waitRows(t, 3), 8, 10, numBody)
 }
+
+func TestFollowerMayStopItself(t *testing.T) {
+	t.Parallel()
+	a, b := setup(t)
+	tl := newTailer(t, a, nil)
+	var once, stays collector
+	var stop func()
+	var mu sync.Mutex
+	mu.Lock()
+	stop = tl.Follow("t", 0, func(rows []pgevents.Row) {
+		once.add(rows)
+		mu.Lock()
+		defer mu.Unlock()
+		stop()
+	})
+	mu.Unlock()
+	defer tl.Follow("t", 0, stays.add)()
+	appendN(t, b, "t", 1, 1)
+	checkSeqs(t, once.waitRows(t, 1), 1, 1, numBody)
+	stays.waitRows(t, 1)
+	appendN(t, b, "t", 2, 3)
+	checkSeqs(t, stays.waitRows(t, 3), 1, 3, numBody)
+	checkSeqs(t, once.snapshot(), 1, 1, numBody)
+}
