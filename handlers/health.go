@@ -31,11 +31,15 @@ type Health struct {
 	// DB is pinged on every request; nil when no database is configured.
 	DB     Pinger
 	Logger *slog.Logger
+	// Queue reports the durable run queue's state (nil without one); it
+	// is shown to authenticated callers, with the backends.
+	Queue func(ctx context.Context) (any, error)
 }
 
 type healthResponse struct {
 	Status   string    `json:"status"`
 	Backends *Backends `json:"backends,omitempty"`
+	Runs     any       `json:"runs,omitempty"`
 	Error    string    `json:"error,omitempty"`
 }
 
@@ -56,6 +60,15 @@ func (h Health) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				resp.Error = "database unreachable: " + err.Error()
 			}
 			code = http.StatusServiceUnavailable
+		}
+	}
+	if h.Queue != nil && code == http.StatusOK && detail {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if st, err := h.Queue(ctx); err != nil {
+			logger(h.Logger).Error("healthz: read the run queue", slog.Any("error", err))
+		} else {
+			resp.Runs = st
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")

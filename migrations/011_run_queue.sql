@@ -21,6 +21,8 @@ CREATE TABLE studio_thread_leases (
 
 -- The reaper looks for expired leases among held ones only.
 CREATE INDEX studio_thread_leases_held ON studio_thread_leases (expires_at) WHERE holder <> '';
+-- /healthz counts the active runs (held or waiting for a worker) by holder.
+CREATE INDEX studio_thread_leases_active ON studio_thread_leases (holder) WHERE run_id IS NOT NULL;
 
 CREATE TABLE studio_run_queue (
     run_id     text COLLATE "C" PRIMARY KEY,

@@ -12,6 +12,8 @@ import (
 	"github.com/jackc/tern/v2/migrate"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
+
+	"github.com/superstep-dev/superstep/internal/logfilter"
 )
 
 //go:embed *.sql
@@ -94,7 +96,7 @@ func To(ctx context.Context, pool *pgxpool.Pool, target int32) error {
 			// schema (a test's own, say) and not wherever its search_path
 			// finds a river_migration first.
 			Schema: schema,
-			Logger: slog.New(warnings{slog.Default().Handler()}),
+			Logger: slog.New(logfilter.Warnings(slog.Default().Handler())),
 		})
 		if err != nil {
 			return fmt.Errorf("migrations: river migrator: %w", err)
@@ -167,18 +169,3 @@ func withMigrator(ctx context.Context, pool *pgxpool.Pool, fn func(m *migrate.Mi
 	}
 	return fn(m, schema)
 }
-
-// warnings passes on only warnings and errors: river logs every migration
-// it applies, and every Up (each Studio start, each test schema) would
-// print them.
-type warnings struct{ slog.Handler }
-
-func (h warnings) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= slog.LevelWarn && h.Handler.Enabled(ctx, l)
-}
-
-func (h warnings) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return warnings{h.Handler.WithAttrs(attrs)}
-}
-
-func (h warnings) WithGroup(name string) slog.Handler { return warnings{h.Handler.WithGroup(name)} }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/superstep-dev/superstep/cache"
@@ -25,6 +26,7 @@ import (
 	"github.com/superstep-dev/superstep/models/promptcache"
 	"github.com/superstep-dev/superstep/runs"
 	"github.com/superstep-dev/superstep/runs/pgthreads"
+	"github.com/superstep-dev/superstep/runs/riverq"
 	"github.com/superstep-dev/superstep/server"
 	"github.com/superstep-dev/superstep/store"
 	"github.com/superstep-dev/superstep/store/embed"
@@ -74,6 +76,9 @@ type Config struct {
 	// when DatabaseURL is set, and the thread page's prompt-cache panel
 	// reads them after a restart. Give Prices to see costs and savings.
 	PromptCache promptcache.Config
+	// Runs tunes durable runs (with DatabaseURL; see package
+	// runs/riverq): zero values give the defaults.
+	Runs RunsConfig
 	// DBRetryWindow is how long a checkpoint, store, node-cache, registry
 	// or run-log read or write that met a transient database fault (connection refused or
 	// reset, a server restart, a serialization failure) is retried before
@@ -122,6 +127,8 @@ type Studio struct {
 	pool     *pgxpool.Pool
 	closers  []func()
 	runs     *runs.Manager
+	queue    *riverq.Queue
+	log      *slog.Logger
 	handler  http.Handler
 	// pages and api are the two routers behind handler.
 	pages, api *chi.Mux
@@ -134,7 +141,7 @@ func Open(ctx context.Context, cfg Config) (*Studio, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Studio{backends: handlers.Backends{Checkpoints: "memory", Store: "memory", Cache: "memory"}}
+	s := &Studio{backends: handlers.Backends{Checkpoints: "memory", Store: "memory", Cache: "memory"}, log: log}
 	var db handlers.Pinger
 	var b Backends
 	// The thread registry lives with the checkpoints: in Postgres the
@@ -239,12 +246,36 @@ func Open(ctx context.Context, cfg Config) (*Studio, error) {
 			return nil, fmt.Errorf("studio: Inputs has an input for %q, which is not one of the graphs", name)
 		}
 	}
-	mgr, err := runs.NewManager(graphs, runs.WithThreadStore(threads), runs.WithRunLog(runLog), runs.WithErrorHandler(func(err error) {
+	opts := []runs.ManagerOption{runs.WithThreadStore(threads), runs.WithRunLog(runLog), runs.WithErrorHandler(func(err error) {
 		log.Error("thread registry", slog.Any("error", err))
-	}))
+	})}
+	var queue *riverq.Queue
+	if s.pool != nil {
+		id := cfg.Runs.ID
+		if id == "" {
+			id = uuid.NewString()
+		}
+		queue, err = riverq.New(s.pool, riverq.Config{ID: id, LeaseTTL: cfg.Runs.LeaseTTL, ReapEvery: cfg.Runs.ReapEvery,
+			Workers: cfg.Runs.Workers, Logger: log.With(slog.String("component", "river")),
+			OnError: func(err error) { log.Error("run queue", slog.Any("error", err)) }})
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("studio: %w", err)
+		}
+		opts = append(opts, runs.WithQueue(queue), runs.WithRenewEvery(cfg.Runs.RenewEvery))
+	}
+	mgr, err := runs.NewManager(graphs, opts...)
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("studio: %w", err)
+	}
+	if queue != nil {
+		if err := queue.Start(ctx, mgr); err != nil {
+			mgr.Close()
+			s.Close()
+			return nil, fmt.Errorf("studio: %w", err)
+		}
+		s.queue = queue
 	}
 
 	s.runs = mgr
@@ -255,7 +286,11 @@ func Open(ctx context.Context, cfg Config) (*Studio, error) {
 	}
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer)
-	r.Method(http.MethodGet, "/healthz", handlers.Health{Backends: s.backends, DB: pingOrNil(db), Logger: log})
+	health := handlers.Health{Backends: s.backends, DB: pingOrNil(db), Logger: log}
+	if queue != nil {
+		health.Queue = func(ctx context.Context) (any, error) { return queue.Stats(ctx) }
+	}
+	r.Method(http.MethodGet, "/healthz", health)
 	r.Method(http.MethodGet, "/", handlers.Index{Backends: s.backends, Logger: log})
 	handlers.Routes{Runs: mgr, Store: b.Store, Cache: b.Cache, PromptCache: b.PromptCache, Logger: log, Sockets: cfg.Sockets, Inputs: cfg.Inputs}.Mount(r)
 	pages := handlers.Secure(handlers.RequireToken(cfg.AuthToken, r))
@@ -276,6 +311,29 @@ func Open(ctx context.Context, cfg Config) (*Studio, error) {
 	return s, nil
 }
 
+// RunsConfig tunes durable runs. With a database every run is claimed in
+// Postgres with a lease this process renews; when a process dies (or
+// stalls past LeaseTTL) another one sharing the database takes its runs
+// over and continues them from their last checkpoints.
+type RunsConfig struct {
+	// ID names this process among the replicas (default: a fresh
+	// uuid); it shows in /healthz.
+	ID string
+	// LeaseTTL is how long a silent process keeps its runs (default
+	// riverq.DefaultLeaseTTL); RenewEvery how often it renews them, and
+	// notices a cancel asked in another process (default
+	// runs.DefaultRenewEvery); ReapEvery how often it looks for
+	// expired leases (default riverq.DefaultReapEvery).
+	LeaseTTL, RenewEvery, ReapEvery time.Duration
+	// Workers caps the runs this process takes over at once (default
+	// riverq.DefaultWorkers).
+	Workers int
+}
+
+// shutdownGrace bounds how long Close waits for river to stop once the
+// runs are handed back.
+const shutdownGrace = 10 * time.Second
+
 // Routers are the Studio's two routers: its pages and the Agent Server
 // API (for route listings and tests).
 func (s *Studio) Routers() (pages, api *chi.Mux) { return s.pages, s.api }
@@ -294,8 +352,20 @@ func (s *Studio) Persistence() Backends { return s.b }
 
 // Close cancels active runs and releases the backends and the database
 // pool, if any.
+//
+// With a database, the runs this process executes are handed back for
+// other processes sharing the database to continue at once (a Studio
+// stopping is not a run failing); the hand-back waits at most
+// shutdownGrace for river to stop.
 func (s *Studio) Close() {
-	if s.runs != nil {
+	switch {
+	case s.queue != nil:
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		if err := s.queue.Shutdown(ctx, s.runs); err != nil {
+			s.log.Error("stop the run queue", slog.Any("error", err))
+		}
+		cancel()
+	case s.runs != nil:
 		s.runs.Close()
 	}
 	for _, c := range s.closers {

@@ -45,6 +45,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/superstep-dev/superstep/internal/logfilter"
 	"github.com/superstep-dev/superstep/runs"
 )
 
@@ -70,7 +71,7 @@ type Config struct {
 	ReapEvery time.Duration
 	// Workers caps the runs this process takes over at once.
 	Workers int
-	// Logger receives river's logs (nil: discarded).
+	// Logger receives river's warnings and errors (nil: discarded).
 	Logger *slog.Logger
 	// OnError receives the reaper's errors (nil: dropped).
 	OnError func(error)
@@ -132,6 +133,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Queue, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	cfg.Logger = slog.New(logfilter.Warnings(cfg.Logger.Handler()))
 	q := &Queue{pool: pool, cfg: cfg}
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, &runWorker{q: q}); err != nil {
@@ -340,6 +342,28 @@ func (q *Queue) Active(ctx context.Context, thread string) (string, bool, error)
 		return "", false, err
 	}
 	return *run, true, nil
+}
+
+// Stats is how the queue stands, for /healthz.
+type Stats struct {
+	// Replica is this process's id.
+	Replica string `json:"replica"`
+	// Active counts the runs going on in every process; Waiting those
+	// of them waiting for a worker (handed back, or their process died).
+	Active  int `json:"active"`
+	Waiting int `json:"waiting"`
+	// Executing counts the runs this process holds; Workers is how many
+	// runs it takes over at once.
+	Executing int `json:"executing"`
+	Workers   int `json:"workers"`
+}
+
+// Stats reads how the queue stands.
+func (q *Queue) Stats(ctx context.Context) (Stats, error) {
+	s := Stats{Replica: q.cfg.ID, Workers: q.cfg.Workers}
+	err := q.pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE holder = ''), count(*) FILTER (WHERE holder = $1)
+		FROM studio_thread_leases WHERE run_id IS NOT NULL`, q.cfg.ID).Scan(&s.Active, &s.Waiting, &s.Executing)
+	return s, err
 }
 
 // reap hands the runs of expired leases on, every ReapEvery (jittered,
