@@ -28,6 +28,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -96,6 +97,35 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 		window = v
 		return nil
 	})
+	fs.StringVar(&cfg.Runs.ID, "replica-id", getenv("STUDIO_REPLICA_ID"), "this process's name among replicas sharing the database; empty = a fresh uuid (env STUDIO_REPLICA_ID)")
+	for _, d := range []struct {
+		flag, env, usage string
+		dst              *time.Duration
+	}{
+		{"lease-ttl", "STUDIO_LEASE_TTL", "how long a silent replica keeps its runs before another takes them over (default 10s)", &cfg.Runs.LeaseTTL},
+		{"lease-renew", "STUDIO_LEASE_RENEW", "how often a replica renews its runs' leases and notices cancels from other replicas (default 500ms)", &cfg.Runs.RenewEvery},
+		{"reap-every", "STUDIO_REAP_EVERY", "how often a replica looks for runs whose replica died (default 500ms)", &cfg.Runs.ReapEvery},
+	} {
+		v := getenv(d.env)
+		fs.Func(d.flag, d.usage+" (env "+d.env+")", func(s string) error { v = s; return parseDuration(d.flag, s, d.dst) })
+		if v != "" {
+			if err := parseDuration(d.env, v, d.dst); err != nil {
+				fmt.Fprintln(stderr, "studio:", err)
+				return cfg, err
+			}
+		}
+	}
+	workers := 0
+	if v := getenv("STUDIO_RUN_WORKERS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			err = fmt.Errorf("STUDIO_RUN_WORKERS %q: use a whole number (0 for the default, 32)", v)
+			fmt.Fprintln(stderr, "studio:", err)
+			return cfg, err
+		}
+		workers = n
+	}
+	fs.IntVar(&cfg.Runs.Workers, "run-workers", workers, "how many runs of dead replicas this replica takes over at once; 0 = the default, 32 (env STUDIO_RUN_WORKERS)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -114,6 +144,16 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 		return cfg, fmt.Errorf("unexpected arguments")
 	}
 	return cfg, nil
+}
+
+// parseDuration reads a positive duration setting.
+func parseDuration(name, v string, dst *time.Duration) error {
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return fmt.Errorf("%s %q: use a positive duration such as 500ms or 10s", name, v)
+	}
+	*dst = d
+	return nil
 }
 
 // splitList reads a comma-separated flag, dropping blanks.

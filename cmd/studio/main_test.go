@@ -121,3 +121,31 @@ func TestEveryRegisteredGraphHasAnInput(t *testing.T) {
 		t.Fatalf("cve-agent from its input: %v, want the review interrupt", err)
 	}
 }
+
+// TestParseConfigDurableRuns: the replica's id, lease timings and worker
+// count come from flags or their environment variables; a bad value is
+// refused with what was wrong.
+func TestParseConfigDurableRuns(t *testing.T) {
+	env := map[string]string{"STUDIO_REPLICA_ID": "r1", "STUDIO_LEASE_TTL": "3s", "STUDIO_RUN_WORKERS": "4"}
+	cfg, err := parseConfig([]string{"-lease-renew", "250ms", "-reap-every", "1s"}, func(k string) string { return env[k] }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := cfg.Runs; r.ID != "r1" || r.LeaseTTL != 3*time.Second || r.RenewEvery != 250*time.Millisecond || r.ReapEvery != time.Second || r.Workers != 4 {
+		t.Fatalf("runs config %+v", r)
+	}
+	for _, bad := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"-lease-ttl", "0s"}, nil, "lease-ttl"},
+		{nil, map[string]string{"STUDIO_LEASE_TTL": "long"}, "STUDIO_LEASE_TTL"},
+		{nil, map[string]string{"STUDIO_RUN_WORKERS": "many"}, "STUDIO_RUN_WORKERS"},
+	} {
+		_, err := parseConfig(bad.args, func(k string) string { return bad.env[k] }, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%v %v: err %v, want one naming %s", bad.args, bad.env, err, bad.want)
+		}
+	}
+}
