@@ -27,8 +27,8 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"strings"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
