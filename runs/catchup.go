@@ -38,6 +38,7 @@ func (m *Manager) Subscribe(ctx context.Context, threadID string) (catchup []Eve
 	h := t.hub
 	sub, cursor, streaming := h.subscribeAt()
 	m.mu.Unlock()
+	m.follow(ctx, t)
 	catchup, err = m.history(ctx, threadID, h, streaming)
 	if err != nil {
 		sub.Close()
@@ -72,6 +73,7 @@ func (m *Manager) SubscribeFrom(ctx context.Context, threadID, cursor string) (c
 	if errors.Is(err, errCursorGone) {
 		return m.Subscribe(ctx, threadID)
 	}
+	m.follow(ctx, t)
 	caught, err := m.caughtUp(ctx, threadID, at)
 	if err != nil {
 		sub.Close()
@@ -96,6 +98,9 @@ func (m *Manager) History(ctx context.Context, threadID string) ([]Event, string
 	}
 	h := t.hub
 	m.mu.Unlock()
+	// Followed from before the cursor: the tab that subscribes from it
+	// next gets other processes' events after it from this hub.
+	m.follow(ctx, t)
 	cursor := h.cursor()
 	evs, err := m.history(ctx, threadID, h, h.streamingNow())
 	return evs, cursor, err

@@ -70,6 +70,9 @@ type hub struct {
 	logBytes int
 	// chunks are the replies still streaming (see KindMessageChunk).
 	chunks streams
+	// sink, while set, receives every published event's JSON: the
+	// event log other processes follow (WithEventLog).
+	sink func([]byte)
 }
 
 func newHub() *hub {
@@ -181,7 +184,21 @@ func (h *hub) retained() []Event {
 	return append([]Event(nil), h.log...)
 }
 
-func (h *hub) publish(evs ...Event) {
+func (h *hub) publish(evs ...Event) { h.publishFrom(false, evs) }
+
+// setSink sets (or, with nil, clears) the hub's sink.
+func (h *hub) setSink(f func([]byte)) {
+	h.mu.Lock()
+	h.sink = f
+	h.mu.Unlock()
+}
+
+// publishRemote publishes events another process published (and
+// annotated) to its hub: this hub's tracker, which never saw the run,
+// leaves them as they are.
+func (h *hub) publishRemote(evs ...Event) { h.publishFrom(true, evs) }
+
+func (h *hub) publishFrom(remote bool, evs []Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, ev := range evs {
@@ -198,11 +215,16 @@ func (h *hub) publish(evs ...Event) {
 		case ev.Kind == KindRunFinished:
 			h.chunks.settle(-1)
 		}
-		h.track.annotate(&ev)
+		if !remote {
+			h.track.annotate(&ev)
+		}
 		h.seq++
 		ev.Seq = h.seq
-		if len(h.subs) > 0 {
+		if len(h.subs) > 0 || h.sink != nil {
 			ev.encoded, _ = json.Marshal(ev) // Event holds only plain data
+		}
+		if h.sink != nil {
+			h.sink(ev.encoded)
 		}
 		h.retain(ev)
 		for s := range h.subs {

@@ -2,6 +2,7 @@ package runs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -124,7 +125,10 @@ func (m *Manager) leaseGone(runCtx context.Context, err error, t *thread, l Leas
 		}
 		cancel()
 	}
+	m.closeWriter(t, nil)
 	m.mu.Lock()
+	// The new holder's events of this run are not this process's.
+	t.localRun = ""
 	t.cancel, t.run, t.starting, t.fence = nil, nil, false, 0
 	t.saved = t.changes
 	delete(m.unsaved, t)
@@ -208,4 +212,73 @@ func (m *Manager) priorRecord(ctx context.Context, qr QueuedRun) *RunRecord {
 	r := recs[i]
 	r.Ended, r.Status, r.Error = time.Time{}, StatusRunning, ""
 	return &r
+}
+
+// closeWriter stops the active run's events going to the event log,
+// writing last (when given) after them, and flushes what was added. A
+// write refused by the fence is not reported: the run's new holder
+// writes its events.
+func (m *Manager) closeWriter(t *thread, last *Event) {
+	m.mu.Lock()
+	w := t.writer
+	t.writer = nil
+	m.mu.Unlock()
+	if w == nil {
+		return
+	}
+	t.hub.setSink(nil)
+	if last != nil {
+		ev := *last
+		ev.Seq = 0
+		if b, err := json.Marshal(ev); err == nil {
+			w.Add(b)
+		}
+	}
+	if err := w.Close(); err != nil && !errors.Is(err, checkpoints.ErrFenced) {
+		m.report(fmt.Errorf("runs: write the events of thread %q to the event log: %w", t.info.ID, err))
+	}
+}
+
+// follow makes t's hub receive the events other processes write to the
+// event log from now on (WithEventLog), once: called when a tab
+// subscribes, before its catch-up is read, so nothing between the two is
+// missed (events in both are applied idempotently). It lasts until the
+// thread is let go (evictLocked, Close).
+func (m *Manager) follow(ctx context.Context, t *thread) {
+	if m.events == nil {
+		return
+	}
+	m.mu.Lock()
+	if t.unfollow != nil {
+		m.mu.Unlock()
+		return
+	}
+	t.unfollow = func() {} // claimed; a subscribed thread is not evicted meanwhile
+	id := t.info.ID
+	m.mu.Unlock()
+	last, err := m.events.Last(ctx, id)
+	if err != nil {
+		m.report(fmt.Errorf("runs: follow the events of thread %q: %w", id, err))
+		m.mu.Lock()
+		t.unfollow = nil
+		m.mu.Unlock()
+		return
+	}
+	stop := m.events.Follow(id, last, func(runID string, body []byte) {
+		var ev Event
+		if json.Unmarshal(body, &ev) != nil {
+			return
+		}
+		m.mu.Lock()
+		local := runID == t.localRun
+		m.mu.Unlock()
+		if local {
+			return // published here as it happened
+		}
+		ev.Thread, ev.Seq = id, 0
+		t.hub.publishRemote(ev)
+	})
+	m.mu.Lock()
+	t.unfollow = stop
+	m.mu.Unlock()
 }

@@ -176,6 +176,8 @@ type Manager struct {
 	// lease is renewed (and a cancel from another process is noticed).
 	queue      Queue
 	renewEvery time.Duration
+	// events shares events with other processes (WithEventLog).
+	events EventLog
 }
 
 type thread struct {
@@ -193,6 +195,13 @@ type thread struct {
 	// checkpoint or planned a step; cancelAsked is a Cancel that came
 	// then, carried out once the run has started (see Cancel).
 	starting, cancelAsked bool
+	// unfollow stops following the thread's events written by other
+	// processes (WithEventLog); localRun is the run this process last
+	// executed, whose events it has already (it wrote them).
+	unfollow func()
+	localRun string
+	// writer writes the active run's events to the event log.
+	writer EventWriter
 	// fence is the fencing token of the active run's lease (WithQueue),
 	// 0 without one: the registry and run-log writes of the run carry it.
 	fence int64
@@ -541,6 +550,14 @@ func (m *Manager) Wait(ctx context.Context, threadID string) (Thread, error) {
 func (m *Manager) Close() {
 	m.closeOnce.Do(func() {
 		m.stop()
+		m.mu.Lock()
+		for _, t := range m.threads {
+			if t.unfollow != nil {
+				t.unfollow()
+				t.unfollow = nil
+			}
+		}
+		m.mu.Unlock()
 		m.wg.Wait()
 		close(m.closing)
 		m.writer.Wait()
@@ -725,6 +742,10 @@ func (m *Manager) launch(ctx context.Context, req launchRequest) (Thread, error)
 	t.fence = 0
 	if lease != nil {
 		t.fence = lease.Fence
+		if m.events != nil {
+			t.writer, t.localRun = m.events.Writer(threadID, runID, lease.Fence), runID
+			t.hub.setSink(t.writer.Add)
+		}
 	}
 	created := t.info.Created
 	if created.IsZero() {
@@ -888,6 +909,7 @@ func rejection(err error) error {
 func (m *Manager) finish(t *thread, rec *recorder, err error, rejected bool, prev *Thread, prevChanges uint64, lease *Lease) {
 	runID := rec.rec.RunID
 	if rejected && err != nil && lease != nil {
+		m.closeWriter(t, nil)
 		m.release(*lease)
 	}
 	m.mu.Lock()
@@ -975,6 +997,9 @@ func (m *Manager) finish(t *thread, rec *recorder, err error, rejected bool, pre
 	// Until its record is written, a page reads the run from rec.
 	m.saveRunFenced(rec.snapshot(), threadID, fence)
 	if lease != nil {
+		// The end goes into the event log under the lease, before it is
+		// released: other processes' tabs see it as this one's do.
+		m.closeWriter(t, &ev)
 		lost := m.release(*lease) != nil
 		m.mu.Lock()
 		t.cancel, t.fence = nil, 0
@@ -1327,6 +1352,9 @@ func (m *Manager) evictLocked(keep *thread) {
 			break
 		}
 		delete(m.threads, it.id)
+		if it.t.unfollow != nil {
+			it.t.unfollow()
+		}
 		m.evictions++
 		m.evicted[m.evictions%uint64(len(m.evicted))] = it.id
 		n, total = n-1, total-it.bytes

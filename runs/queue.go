@@ -164,3 +164,32 @@ func DecodeQueuedRun(b []byte) (QueuedRun, error) {
 func WithQueue(q Queue) ManagerOption {
 	return func(m *Manager) { m.queue = q }
 }
+
+// EventLog shares threads' events between processes (WithEventLog): the
+// process executing a run writes the events its tabs see, under the
+// run's lease; another process with tabs open on the thread follows them
+// and shows them live (runs/riverq.EventLog keeps them in Postgres and
+// wakes followers with NOTIFY).
+type EventLog interface {
+	// Writer writes one run's events, in order, under its lease's fence;
+	// Add never waits on the database. Close flushes what was added.
+	Writer(thread, runID string, fence int64) EventWriter
+	// Last is the seq of the thread's latest event (0 for none).
+	Last(ctx context.Context, thread string) (int64, error)
+	// Follow calls fn with every event of the thread written after seq
+	// after, in order, until stop is called.
+	Follow(thread string, after int64, fn func(runID string, body []byte)) (stop func())
+}
+
+// EventWriter is a run's writer to an EventLog.
+type EventWriter interface {
+	Add(body []byte)
+	Close() error
+}
+
+// WithEventLog shares the threads' events with other processes through
+// l (with WithQueue): a tab open on one process sees, live and in order,
+// the events of a run another process executes.
+func WithEventLog(l EventLog) ManagerOption {
+	return func(m *Manager) { m.events = l }
+}

@@ -262,7 +262,9 @@ func Open(ctx context.Context, cfg Config) (*Studio, error) {
 			s.Close()
 			return nil, fmt.Errorf("studio: %w", err)
 		}
-		opts = append(opts, runs.WithQueue(queue), runs.WithRenewEvery(cfg.Runs.RenewEvery))
+		events := riverq.NewEventLog(s.pool, func(err error) { log.Error("event log", slog.Any("error", err)) })
+		s.closers = append(s.closers, events.Close)
+		opts = append(opts, runs.WithQueue(queue), runs.WithRenewEvery(cfg.Runs.RenewEvery), runs.WithEventLog(events))
 	}
 	mgr, err := runs.NewManager(graphs, opts...)
 	if err != nil {

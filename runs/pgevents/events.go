@@ -105,6 +105,20 @@ func Read(ctx context.Context, db Querier, thread string, after int64, limit int
 	return out, nil
 }
 
+// Last returns the seq of thread's newest event, 0 when it has none: a
+// follower that starts after it gets every event from now on.
+func Last(ctx context.Context, db Querier, thread string) (int64, error) {
+	rows, err := db.Query(ctx, `SELECT coalesce(max(seq), 0) FROM studio_events WHERE thread_id = $1`, thread)
+	if err != nil {
+		return 0, fmt.Errorf("pgevents: read the last event of thread %q: %w", thread, err)
+	}
+	last, err := pgx.CollectExactlyOneRow(rows, pgx.RowTo[int64])
+	if err != nil {
+		return 0, fmt.Errorf("pgevents: read the last event of thread %q: %w", thread, err)
+	}
+	return last, nil
+}
+
 // Prune deletes the events older than olderThan, except each thread's
 // newest keepPerThread and, always, its newest one: seq continues from
 // the newest row, so a thread's log must never become empty while

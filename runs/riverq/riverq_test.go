@@ -117,9 +117,11 @@ func start(t *testing.T, pool *pgxpool.Pool, id string, fx *effects, hang int, d
 		t.Fatal(err)
 	}
 	p.q = q
+	events := riverq.NewEventLog(pool, func(err error) { t.Logf("%s: events: %v", id, err) })
+	t.Cleanup(events.Close)
 	m, err := runs.NewManager(map[string]engine.Compiled{"count": g},
 		runs.WithThreadStore(pgthreads.New(pool)), runs.WithRunLog(pgthreads.NewRunLog(pool)),
-		runs.WithQueue(pausedQueue{q, p}), runs.WithRenewEvery(100*time.Millisecond),
+		runs.WithQueue(pausedQueue{q, p}), runs.WithRenewEvery(100*time.Millisecond), runs.WithEventLog(events),
 		runs.WithErrorHandler(func(err error) { t.Logf("%s: %v", id, err) }))
 	if err != nil {
 		t.Fatal(err)
@@ -319,5 +321,57 @@ func TestCloseHandsRunsBack(t *testing.T) {
 	}
 	if s := finalState(t, b.m, "h1"); s.N != steps {
 		t.Fatalf("final n = %d", s.N)
+	}
+}
+
+// TestTabsOnTwoProcessesSeeOneRun: a subscriber on process B sees, live
+// and in order, the events of a run process A executes: the same events
+// A's own subscriber sees, ending with the run's end.
+func TestTabsOnTwoProcessesSeeOneRun(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Schema(t, nil)
+	fx := &effects{}
+	a := start(t, pool, "a", fx, 2, false)
+	b := start(t, pool, "b", fx, 0, false)
+	ctx := context.Background()
+	if _, err := a.m.Start(ctx, "count", "e1", nil, runs.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	<-a.entered // the run is in step 2: both tabs open now
+	_, subA, err := a.m.Subscribe(ctx, "e1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer subA.Close()
+	_, subB, err := b.m.Subscribe(ctx, "e1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer subB.Close()
+	close(a.release)
+	read := func(sub *runs.Subscription) []string {
+		var got []string
+		timeout := time.After(15 * time.Second)
+		for {
+			select {
+			case ev := <-sub.C:
+				got = append(got, fmt.Sprintf("%s/%d/%s", ev.Kind, ev.Step, ev.Node))
+				if ev.Kind == runs.KindRunFinished {
+					if ev.Status != runs.StatusIdle {
+						t.Errorf("run_finished with status %s", ev.Status)
+					}
+					return got
+				}
+			case <-timeout:
+				t.Fatalf("no run_finished after %v", got)
+			}
+		}
+	}
+	gotA, gotB := read(subA), read(subB)
+	if fmt.Sprint(gotA) != fmt.Sprint(gotB) {
+		t.Fatalf("tab on B saw\n%v\ntab on A saw\n%v", gotB, gotA)
+	}
+	if len(gotB) < 3*steps {
+		t.Fatalf("tab on B saw only %v", gotB)
 	}
 }
