@@ -533,8 +533,14 @@ func (m *Manager) Wait(ctx context.Context, threadID string) (Thread, error) {
 		return Thread{}, err
 	}
 	done := t.done
+	remote := m.queue != nil && t.cancel == nil
 	m.mu.Unlock()
-	if done != nil {
+	if remote {
+		// Not running here: another process may be running it.
+		if err := m.waitElsewhere(ctx, threadID); err != nil {
+			return Thread{}, err
+		}
+	} else if done != nil {
 		select {
 		case <-done:
 		case <-ctx.Done():
@@ -542,6 +548,27 @@ func (m *Manager) Wait(ctx context.Context, threadID string) (Thread, error) {
 		}
 	}
 	return m.Thread(ctx, threadID)
+}
+
+// waitElsewhere waits until the thread has no active run in any process
+// (Queue.Active), polling with a growing pause.
+func (m *Manager) waitElsewhere(ctx context.Context, threadID string) error {
+	pause := 10 * time.Millisecond
+	for {
+		_, active, err := m.queue.Active(ctx, threadID)
+		if err != nil {
+			return fmt.Errorf("runs: wait for the run of thread %q: %w", threadID, err)
+		}
+		if !active {
+			return nil
+		}
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		pause = min(pause*2, 200*time.Millisecond)
+	}
 }
 
 // Close cancels every active run and waits for them to end, then makes a

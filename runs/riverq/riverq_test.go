@@ -375,3 +375,43 @@ func TestTabsOnTwoProcessesSeeOneRun(t *testing.T) {
 		t.Fatalf("tab on B saw only %v", gotB)
 	}
 }
+
+// TestWaitCoversRunsOfOtherProcesses: Wait on B returns once the run A
+// executes has ended, with the thread as it ended; and a run B starts
+// right after finds the thread free.
+func TestWaitCoversRunsOfOtherProcesses(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Schema(t, nil)
+	fx := &effects{}
+	a := start(t, pool, "a", fx, 2, false)
+	b := start(t, pool, "b", fx, 0, false)
+	ctx := context.Background()
+	if _, err := a.m.Start(ctx, "count", "w1", nil, runs.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	<-a.entered
+	waited := make(chan runs.Thread, 1)
+	go func() {
+		th, err := b.m.Wait(ctx, "w1")
+		if err != nil {
+			t.Error(err)
+		}
+		waited <- th
+	}()
+	select {
+	case th := <-waited:
+		t.Fatalf("Wait returned while the run was held in step 2: %+v", th)
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(a.release)
+	th := <-waited
+	if th.Status != runs.StatusIdle || th.Error != "" {
+		t.Fatalf("after Wait: %+v", th)
+	}
+	if s := finalState(t, b.m, "w1"); s.N != steps {
+		t.Fatalf("n = %d when Wait returned", s.N)
+	}
+	if _, err := b.m.Start(ctx, "count", "w1", nil, runs.StartOptions{}); err != nil {
+		t.Fatalf("a run right after Wait: %v", err)
+	}
+}
