@@ -852,13 +852,15 @@ func (m *Manager) launch(ctx context.Context, req launchRequest) (Thread, error)
 						// The run log's start time, so a reload titles the
 						// run as the live tab did.
 						evs[i].RunKind, evs[i].Origin, evs[i].Time = req.kind, originText(req.origin), rec.rec.Started
+						if req.takeover {
+							// Not a second start of the run: a tab shows the
+							// run it has been showing go on.
+							evs[i].Kind, evs[i].Attempt, evs[i].Time = KindRunTakeover, lease.Attempt, m.now()
+						}
 					}
 					rec.observe(evs[i])
 				}
 				t.hub.publish(evs...)
-				if _, ok := ev.(engine.RunStarted); ok && req.takeover {
-					t.hub.publish(Event{Kind: KindRunTakeover, Thread: threadID, RunID: runID, Attempt: lease.Attempt, Time: m.now()})
-				}
 				if _, ok := ev.(engine.RunStarted); ok && len(req.answers) > 0 && !req.takeover {
 					t.hub.publish(answerEvents(threadID, runID, req.answers)...)
 				}

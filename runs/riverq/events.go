@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -19,7 +20,18 @@ type EventLog struct {
 	pool    *pgxpool.Pool
 	tailer  *pgevents.Tailer
 	onError func(error)
+	stop    context.CancelFunc
+	pruned  chan struct{}
 }
+
+// Retention of the event log: each thread keeps its newest KeepEvents
+// events, and older ones for KeepFor; every Studio prunes every
+// PruneEvery (deleting the same rows twice is harmless).
+const (
+	KeepEvents = 1000
+	KeepFor    = 24 * time.Hour
+	PruneEvery = time.Minute
+)
 
 var _ runs.EventLog = (*EventLog)(nil)
 
@@ -30,11 +42,35 @@ func NewEventLog(pool *pgxpool.Pool, onError func(error)) *EventLog {
 	if onError == nil {
 		onError = func(error) {}
 	}
-	return &EventLog{pool: pool, onError: onError, tailer: pgevents.NewTailer(pool, &pgevents.TailerOptions{OnError: onError})}
+	ctx, stop := context.WithCancel(context.Background())
+	l := &EventLog{pool: pool, onError: onError, tailer: pgevents.NewTailer(pool, &pgevents.TailerOptions{OnError: onError}),
+		stop: stop, pruned: make(chan struct{})}
+	go l.prune(ctx)
+	return l
 }
 
-// Close stops following.
-func (l *EventLog) Close() { l.tailer.Close() }
+// Close stops following and pruning.
+func (l *EventLog) Close() {
+	l.stop()
+	<-l.pruned
+	l.tailer.Close()
+}
+
+func (l *EventLog) prune(ctx context.Context) {
+	defer close(l.pruned)
+	tick := time.NewTicker(PruneEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if _, err := pgevents.Prune(ctx, l.pool, KeepEvents, KeepFor); err != nil && ctx.Err() == nil {
+			l.onError(fmt.Errorf("riverq: prune the event log: %w", err))
+		}
+	}
+}
 
 // Writer implements runs.EventLog.
 func (l *EventLog) Writer(thread, runID string, fence int64) runs.EventWriter {

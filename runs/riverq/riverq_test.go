@@ -253,6 +253,15 @@ func TestPausedProcessIsTakenOverAndFencedOut(t *testing.T) {
 	if len(tups) != steps+2 { // the input, then one per step
 		t.Errorf("%d checkpoints, want %d", len(tups), steps+2)
 	}
+	// The event log tells of the takeover, once, and of one start.
+	var takeovers, starts int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE body->>'kind' = 'run_takeover'),
+		count(*) FILTER (WHERE body->>'kind' = 'run_started') FROM studio_events WHERE thread_id = 't1'`).Scan(&takeovers, &starts); err != nil {
+		t.Fatal(err)
+	}
+	if takeovers != 1 || starts != 1 {
+		t.Errorf("event log: %d run_takeover and %d run_started events, want 1 and 1", takeovers, starts)
+	}
 	// The thread is free again, in every process.
 	if _, ok, err := b.q.Active(ctx, "t1"); err != nil || ok {
 		t.Fatalf("active run after the end: %v %v", ok, err)
