@@ -184,7 +184,7 @@ func (h *hub) retained() []Event {
 	return append([]Event(nil), h.log...)
 }
 
-func (h *hub) publish(evs ...Event) { h.publishFrom(false, evs) }
+func (h *hub) publish(evs ...Event) { h.publishFrom(false, true, evs) }
 
 // setSink sets (or, with nil, clears) the hub's sink.
 func (h *hub) setSink(f func([]byte)) {
@@ -196,9 +196,15 @@ func (h *hub) setSink(f func([]byte)) {
 // publishRemote publishes events another process published (and
 // annotated) to its hub: this hub's tracker, which never saw the run,
 // leaves them as they are.
-func (h *hub) publishRemote(evs ...Event) { h.publishFrom(true, evs) }
+func (h *hub) publishRemote(evs ...Event) { h.publishFrom(true, true, evs) }
 
-func (h *hub) publishFrom(remote bool, evs []Event) {
+// backfill retains events another process published before this hub
+// followed it, without sending them to the subscribers (who have them,
+// or their outcome, in their catch-up): a catch-up reads their details
+// (triggers, durations) from the log as it does for live ones.
+func (h *hub) backfill(evs ...Event) { h.publishFrom(true, false, evs) }
+
+func (h *hub) publishFrom(remote, deliver bool, evs []Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, ev := range evs {
@@ -220,13 +226,16 @@ func (h *hub) publishFrom(remote bool, evs []Event) {
 		}
 		h.seq++
 		ev.Seq = h.seq
-		if len(h.subs) > 0 || h.sink != nil {
+		if (deliver && len(h.subs) > 0) || h.sink != nil {
 			ev.encoded, _ = json.Marshal(ev) // Event holds only plain data
 		}
 		if h.sink != nil {
 			h.sink(ev.encoded)
 		}
 		h.retain(ev)
+		if !deliver {
+			continue
+		}
 		for s := range h.subs {
 			select {
 			case s.c <- ev:

@@ -256,13 +256,29 @@ func (m *Manager) follow(ctx context.Context, t *thread) {
 	t.unfollow = func() {} // claimed; a subscribed thread is not evicted meanwhile
 	id := t.info.ID
 	m.mu.Unlock()
-	last, err := m.events.Last(ctx, id)
+	runID, bodies, last, err := m.events.Recent(ctx, id, RetainEvents)
 	if err != nil {
 		m.report(fmt.Errorf("runs: follow the events of thread %q: %w", id, err))
 		m.mu.Lock()
 		t.unfollow = nil
 		m.mu.Unlock()
 		return
+	}
+	m.mu.Lock()
+	local := runID == t.localRun
+	m.mu.Unlock()
+	if !local {
+		// The run's events from before this process followed the log:
+		// its catch-ups show their details as the executing process's do.
+		evs := make([]Event, 0, len(bodies))
+		for _, b := range bodies {
+			var ev Event
+			if json.Unmarshal(b, &ev) == nil {
+				ev.Thread, ev.Seq = id, 0
+				evs = append(evs, ev)
+			}
+		}
+		t.hub.backfill(evs...)
 	}
 	stop := m.events.Follow(id, last, func(runID string, body []byte) {
 		var ev Event

@@ -174,8 +174,10 @@ type EventLog interface {
 	// Writer writes one run's events, in order, under its lease's fence;
 	// Add never waits on the database. Close flushes what was added.
 	Writer(thread, runID string, fence int64) EventWriter
-	// Last is the seq of the thread's latest event (0 for none).
-	Last(ctx context.Context, thread string) (int64, error)
+	// Recent returns the events of the run the thread's log ends with
+	// (the run going on, or the last one), at most limit of the latest,
+	// and the seq of the log's last event (0 for none).
+	Recent(ctx context.Context, thread string, limit int) (runID string, bodies [][]byte, last int64, err error)
 	// Follow calls fn with every event of the thread written after seq
 	// after, in order, until stop is called.
 	Follow(thread string, after int64, fn func(runID string, body []byte)) (stop func())

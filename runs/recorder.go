@@ -148,17 +148,16 @@ func (r *recorder) end(status Status, errText string, at time.Time) {
 	r.rec.Status, r.rec.Error, r.rec.Ended = status, errText, at
 }
 
-// saveRun writes a run's record. A failure goes to the error handler and
+// saveRunFenced writes a run's record. A failure goes to the error handler and
 // the record to the registry writer, which stores it (or a later record
 // of the same run) once the run log takes writes again, so a reload does
 // not lose what the live tab showed. Writes of different runs go on at
 // once; the run log keeps a run's end whatever order its records land
 // in (RunLog.SaveRun).
-func (m *Manager) saveRun(rec RunRecord) { m.saveRunFenced(rec, rec.Thread, 0) }
-
-// saveRunFenced is saveRun for a run holding a lease with the given
-// fencing token (0 for none): a record refused by the fence (another
-// process took the run over) is dropped, never written again.
+//
+// A run holding a lease writes with its fencing token (0 for none): a
+// record refused by the fence (another process took the run over) is
+// dropped, never written again.
 func (m *Manager) saveRunFenced(rec RunRecord, thread string, fence int64) {
 	ctx, cancel := storeContext()
 	defer cancel()

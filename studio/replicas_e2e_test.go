@@ -279,16 +279,10 @@ func TestE2ETwoReplicasTwoTabsOneRun(t *testing.T) {
 	if page.Status != "idle" || page.DataStatus != "idle" || len(page.Timeline) < 5 || len(page.Values) == 0 {
 		t.Errorf("tab 1 (on A) shows %s; want the run idle with its tasks and values", shown[0])
 	}
-	// KNOWN RUNTIME BUG (reported to the lead, runs/ not changed here):
-	// this fails on the timeline row of "hold", whose triggers column
-	// ("branch:to:hold") tab 2 lacks. A thread page's rows get their
-	// triggers only from the live events the rendering process's hub
-	// retained (runs.mergeDetails): neither the checkpoint catch-up nor
-	// the run log (TaskOutcome has no triggers) gives them, so B, which
-	// followed the run's events only from when tab 2 opened, renders the
-	// tasks planned before without triggers (as does any replica that
-	// did not follow the run, or A after a restart), while A renders them
-	// all.
+	// B's page gets the details of the tasks planned before its tab
+	// opened (the triggers column) from the event log: following the
+	// thread, B's hub takes in the run's earlier events first
+	// (runs.Manager.follow). Without that, tab 2 lacked "branch:to:hold".
 	samePage(t, "tab 1 (on A)", shown[0], "tab 2 (on B)", shown[1])
 
 	// The run is over: no replica executes it any more (the lease is

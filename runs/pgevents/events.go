@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -105,18 +106,29 @@ func Read(ctx context.Context, db Querier, thread string, after int64, limit int
 	return out, nil
 }
 
-// Last returns the seq of thread's newest event, 0 when it has none: a
-// follower that starts after it gets every event from now on.
-func Last(ctx context.Context, db Querier, thread string) (int64, error) {
-	rows, err := db.Query(ctx, `SELECT coalesce(max(seq), 0) FROM studio_events WHERE thread_id = $1`, thread)
+// Recent returns the latest events of the run thread's log ends with,
+// at most limit of them (after the last event of any other run), in seq
+// order, and the seq of the log's newest event (0 when it has none): a
+// follower that starts after it gets every event from then on.
+func Recent(ctx context.Context, db Querier, thread string, limit int) ([]Row, int64, error) {
+	rows, err := db.Query(ctx, sqlRecent, thread, limit)
 	if err != nil {
-		return 0, fmt.Errorf("pgevents: read the last event of thread %q: %w", thread, err)
+		return nil, 0, fmt.Errorf("pgevents: read the recent events of thread %q: %w", thread, err)
 	}
-	last, err := pgx.CollectExactlyOneRow(rows, pgx.RowTo[int64])
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Row, error) {
+		var row Row
+		err := r.Scan(&row.Seq, &row.RunID, &row.Body, &row.At)
+		return row, err
+	})
 	if err != nil {
-		return 0, fmt.Errorf("pgevents: read the last event of thread %q: %w", thread, err)
+		return nil, 0, fmt.Errorf("pgevents: read the recent events of thread %q: %w", thread, err)
 	}
-	return last, nil
+	slices.Reverse(out)
+	var last int64
+	if len(out) > 0 {
+		last = out[len(out)-1].Seq
+	}
+	return out, last, nil
 }
 
 // Prune deletes the events older than olderThan, except each thread's

@@ -55,3 +55,16 @@ USING (SELECT thread_id, max(seq) AS top FROM studio_events GROUP BY thread_id) 
 WHERE e.thread_id = m.thread_id
   AND e.seq <= m.top - greatest($1::bigint, 1)
   AND e.at < now() - make_interval(secs => $2::float8)`
+
+// sqlRecent reads, newest first, the events of the run the thread's log
+// ends with, back to the last event of another run.
+const sqlRecent = `
+WITH latest AS (
+  SELECT seq, run_id FROM studio_events WHERE thread_id = $1 ORDER BY seq DESC LIMIT 1
+), before AS (
+  SELECT coalesce(max(e.seq), 0) AS seq FROM studio_events e, latest
+  WHERE e.thread_id = $1 AND e.run_id <> latest.run_id
+)
+SELECT e.seq, e.run_id, e.body, e.at FROM studio_events e, before
+WHERE e.thread_id = $1 AND e.seq > before.seq
+ORDER BY e.seq DESC LIMIT $2`

@@ -77,9 +77,17 @@ func (l *EventLog) Writer(thread, runID string, fence int64) runs.EventWriter {
 	return fencedWriter{pgevents.NewWriter(l.pool, thread, runID, fence, nil)}
 }
 
-// Last implements runs.EventLog.
-func (l *EventLog) Last(ctx context.Context, thread string) (int64, error) {
-	return pgevents.Last(ctx, l.pool, thread)
+// Recent implements runs.EventLog.
+func (l *EventLog) Recent(ctx context.Context, thread string, limit int) (string, [][]byte, int64, error) {
+	rows, last, err := pgevents.Recent(ctx, l.pool, thread, limit)
+	if err != nil || len(rows) == 0 {
+		return "", nil, last, err
+	}
+	bodies := make([][]byte, len(rows))
+	for i, r := range rows {
+		bodies[i] = r.Body
+	}
+	return rows[0].RunID, bodies, last, nil
 }
 
 // Follow implements runs.EventLog.

@@ -377,7 +377,11 @@ func TestTabsOnTwoProcessesSeeOneRun(t *testing.T) {
 		}
 	}
 	gotA, gotB := read(subA), read(subB)
-	if fmt.Sprint(gotA) != fmt.Sprint(gotB) {
+	// B's subscription starts at the log's end when it subscribed, which
+	// may lag A's hub by a flush: B may also get a few earlier events
+	// (applied idempotently, as a catch-up's repeats are). From there on
+	// both see the same events in the same order.
+	if len(gotB) < len(gotA) || fmt.Sprint(gotB[len(gotB)-len(gotA):]) != fmt.Sprint(gotA) {
 		t.Fatalf("tab on B saw\n%v\ntab on A saw\n%v", gotB, gotA)
 	}
 	if len(gotB) < 3*steps {
