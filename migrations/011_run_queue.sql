@@ -38,26 +38,44 @@ CREATE TABLE studio_run_queue (
 CREATE UNIQUE INDEX studio_run_queue_one_active ON studio_run_queue (thread_id) WHERE state = 'active';
 CREATE INDEX studio_run_queue_pending ON studio_run_queue (thread_id, seq) WHERE state = 'pending';
 
--- studio_fence is called first in every fenced checkpoint write's
--- transaction: it fails with SQLSTATE SSF01 unless the thread's lease is held
--- at exactly that fence, and holds FOR SHARE on the lease row until the
--- write commits, so a takeover (an UPDATE of the row) waits for an
--- in-flight write instead of racing it. search_path is pinned to the
--- migrated schema so callers with another search_path check the right table.
+-- studio_fence is called first in every fenced write's transaction: it
+-- fails with SQLSTATE SSF01 unless the thread's lease is held at exactly
+-- that fence. It takes the thread's lease lock shared (a transaction-level
+-- advisory lock, which writes nothing: a row lock FOR SHARE would write the
+-- lease row on every checkpoint), and every change of a lease's holder or
+-- fence takes it exclusively (studio_lease_changes, below), so a takeover
+-- waits for in-flight writes instead of racing them, and every write after
+-- it sees the new fence. search_path is pinned to the migrated schema so
+-- callers with another search_path check the right table.
 CREATE FUNCTION studio_fence(p_thread text, p_fence bigint) RETURNS void
 LANGUAGE plpgsql
 SET search_path FROM CURRENT
 AS $$
 BEGIN
+    PERFORM pg_advisory_xact_lock_shared(1937007974, hashtext(p_thread));
     PERFORM 1 FROM studio_thread_leases
-     WHERE thread_id = p_thread AND fence = p_fence AND holder <> ''
-       FOR SHARE;
+     WHERE thread_id = p_thread AND fence = p_fence AND holder <> '';
     IF NOT FOUND THEN
         RAISE EXCEPTION 'fenced out: thread % is not held at fence %', p_thread, p_fence
             USING ERRCODE = 'SSF01';
     END IF;
 END
 $$;
+
+-- The lease lock's exclusive side (class 1937007974 is "sfen"), taken by
+-- whatever changes a lease's holder or fence, before the change.
+CREATE FUNCTION studio_lease_changes() RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock(1937007974, hashtext(NEW.thread_id));
+    RETURN NEW;
+END
+$$;
+
+CREATE TRIGGER studio_lease_changes BEFORE UPDATE ON studio_thread_leases
+FOR EACH ROW WHEN (OLD.fence IS DISTINCT FROM NEW.fence OR OLD.holder IS DISTINCT FROM NEW.holder)
+EXECUTE FUNCTION studio_lease_changes();
 
 CREATE TABLE studio_events (
     thread_id text COLLATE "C" NOT NULL,
@@ -70,5 +88,7 @@ CREATE TABLE studio_events (
 ---- create above / drop below ----
 DROP TABLE studio_events;
 DROP FUNCTION studio_fence(text, bigint);
+DROP TRIGGER studio_lease_changes ON studio_thread_leases;
+DROP FUNCTION studio_lease_changes();
 DROP TABLE studio_run_queue;
 DROP TABLE studio_thread_leases;
