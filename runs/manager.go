@@ -263,9 +263,7 @@ func NewManager(graphs map[string]engine.Compiled, opts ...ManagerOption) (*Mana
 	}
 	// Orphans a slow or failing settle leaves are settled on a later beat:
 	// a Studio starts whatever its predecessor left.
-	if m.queue != nil {
-		// Runs of stopped processes are taken over, not settled.
-	} else if err := m.settleOrphans(ctx); err != nil {
+	if err := m.settleOrphans(ctx); err != nil {
 		m.report(err)
 	}
 	m.base, m.stop = context.WithCancel(context.Background())
@@ -1077,6 +1075,16 @@ func (m *Manager) settleOrphans(ctx context.Context) error {
 		if ctx.Err() != nil {
 			break // the rest wait for the next beat
 		}
+		if m.queue != nil {
+			// A run in the queue is taken over, not settled: only a run
+			// of a process that ran without one (before an upgrade) is.
+			if _, active, err := m.queue.Active(ctx, rec.ID); err != nil || active {
+				if err != nil {
+					errs = append(errs, fmt.Errorf("runs: settle thread %q of a stopped process: %w", rec.ID, err))
+				}
+				continue
+			}
+		}
 		owner, runID := rec.Owner, rec.RunID
 		rec.Status, rec.Error, rec.Owner, rec.Updated = StatusError, StoppedReason, "", at
 		var pending []engine.Interruption
@@ -1531,8 +1539,6 @@ func (m *Manager) beat() {
 		ctx, cancel := context.WithTimeout(context.Background(), HeartbeatInterval)
 		if err := m.store.Heartbeat(ctx, m.owner, m.now()); err != nil {
 			m.report(fmt.Errorf("runs: heartbeat: %w", err))
-		} else if m.queue != nil {
-			// Runs of stopped processes are taken over (Queue).
 		} else if err := m.settleOrphans(ctx); err != nil {
 			m.report(err)
 		}

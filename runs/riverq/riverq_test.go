@@ -428,3 +428,35 @@ func TestWaitCoversRunsOfOtherProcesses(t *testing.T) {
 		t.Fatalf("a run right after Wait: %v", err)
 	}
 }
+
+// TestOrphansWithoutALeaseAreStillSettled: a thread a process without a
+// queue left running (a Studio from before durable runs, stopped) has no
+// lease, so no process takes it over: a process with a queue settles it
+// as before. A running thread whose run holds a lease is left to its
+// takeover.
+func TestOrphansWithoutALeaseAreStillSettled(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Schema(t, nil)
+	ctx := context.Background()
+	store := pgthreads.New(pool)
+	at := runs.Stamp(time.Now().Add(-time.Hour))
+	for _, id := range []string{"old", "leased"} {
+		if err := store.SaveThread(ctx, runs.ThreadRecord{ID: id, Graph: "count", Status: runs.StatusRunning, RunID: "r-" + id, Updated: at, Owner: "gone"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO studio_thread_leases (thread_id, fence, run_id, holder) VALUES ('leased', 1, 'r-leased', '')`); err != nil {
+		t.Fatal(err)
+	}
+	p := start(t, pool, "a", &effects{}, 0, false)
+	th, err := p.m.Thread(ctx, "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if th.Status != runs.StatusError || th.Error != runs.StoppedReason {
+		t.Fatalf("the orphan without a lease: %+v, want settled as stopped", th)
+	}
+	if th, err := p.m.Thread(ctx, "leased"); err != nil || th.Status != runs.StatusRunning {
+		t.Fatalf("the thread whose run holds a lease: %+v %v, want running (left to its takeover)", th, err)
+	}
+}
