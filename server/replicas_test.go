@@ -185,3 +185,39 @@ func TestRejectAtOnceOnTwoReplicas(t *testing.T) {
 		<-g.entered
 	}
 }
+
+// TestJoinStreamOnAnotherReplicaEndsWithTheRun: a client joining the
+// stream of a run another replica executes gets the stream's end once the
+// run has ended, not at once.
+func TestJoinStreamOnAnotherReplicaEndsWithTheRun(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Schema(t, nil)
+	g := newGate()
+	a, b := replica(t, pool, "a", g), replica(t, pool, "b", g)
+	thread := uuid.NewString()
+	run := a.json("POST", "/threads/"+thread+"/runs", map[string]any{"assistant_id": "linear", "input": map[string]any{}, "if_not_exists": "create"}, 200)
+	<-g.entered
+	ended := make(chan time.Time, 1)
+	go func() {
+		code, _, body := b.do("GET", fmt.Sprintf("/threads/%s/runs/%s/stream", thread, run["run_id"]), nil)
+		if code != 200 {
+			t.Errorf("join stream = %d %s", code, body)
+		}
+		ended <- time.Now()
+	}()
+	select {
+	case <-ended:
+		t.Fatal("the joined stream ended while the run was still going on the other replica")
+	case <-time.After(500 * time.Millisecond):
+	}
+	released := time.Now()
+	close(g.release)
+	select {
+	case at := <-ended:
+		if at.Before(released) {
+			t.Fatal("the joined stream ended before the run did")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the joined stream did not end with the run")
+	}
+}

@@ -952,8 +952,26 @@ func (a *API) stream(w http.ResponseWriter, r *http.Request, thread, runID strin
 	}
 	log, ok := a.cfg.Runs.Parts(runID)
 	if !ok {
-		// A run of the Studio's pages, or one whose parts are no longer
-		// kept: its end is all there is to say.
+		// A run of the Studio's pages, one whose parts are no longer
+		// kept, or one another replica runs: its end is all there is to
+		// say, once it has ended.
+		for {
+			wctx, cancel := context.WithTimeout(ctx, HeartbeatInterval)
+			_, err := a.cfg.Runs.Wait(wctx, thread)
+			cancel()
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				a.dropped(thread, runID, cancelOnDrop)
+				return
+			}
+			if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+				break // the thread went: its end is what the record says
+			}
+			_, _ = w.Write([]byte(": heartbeat\n\n"))
+			flush()
+		}
 		a.endStream(ctx, w, thread, runID)
 		return
 	}
