@@ -226,10 +226,12 @@ func (h *hub) publishFrom(remote, deliver bool, evs []Event) {
 		}
 		h.seq++
 		ev.Seq = h.seq
-		if (deliver && len(h.subs) > 0) || h.sink != nil {
+		if (deliver && len(h.subs) > 0) || (h.sink != nil && !remote) {
 			ev.encoded, _ = json.Marshal(ev) // Event holds only plain data
 		}
-		if h.sink != nil {
+		if h.sink != nil && !remote {
+			// Only this process's own events: another's are in the log
+			// already, under their run.
 			h.sink(ev.encoded)
 		}
 		h.retain(ev)

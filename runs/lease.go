@@ -22,6 +22,11 @@ func WithRenewEvery(d time.Duration) ManagerOption {
 	return func(m *Manager) { m.renewEvery = d }
 }
 
+// errCancelled is the cause of a run cancelled by someone (Cancel, a
+// cancel from another process), as against one cut by its Manager
+// closing.
+var errCancelled = errors.New("runs: cancelled")
+
 // KindRunTakeover: a process took over a run whose process stopped (or
 // lost its lease) and continues it from its last checkpoint. Attempt is
 // the takeover's count (2 for the first).
@@ -113,10 +118,15 @@ func (m *Manager) renew(ctx context.Context, t *thread, l Lease, stop context.Ca
 // is read again from the registry when next looked at.
 func (m *Manager) leaseGone(runCtx context.Context, err error, t *thread, l Lease) bool {
 	lost := errors.Is(err, checkpoints.ErrFenced) || errors.Is(context.Cause(runCtx), ErrLeaseLost)
-	stopping := !lost && m.base.Err() != nil
+	// Stopping: the run was cut by this process closing, not ended on
+	// its own (interrupted, failed, finished) nor cancelled by someone,
+	// which are recorded as such (finish).
+	stopping := !lost && m.base.Err() != nil && errors.Is(err, context.Canceled) && !errors.Is(context.Cause(runCtx), errCancelled)
 	if !lost && !stopping {
 		return false
 	}
+	// The events written so far go first, while the lease still holds.
+	m.closeWriter(t, nil)
 	if stopping {
 		ctx, cancel := storeContext()
 		if err := m.queue.HandBack(ctx, l); err != nil && !errors.Is(err, ErrLeaseLost) {
@@ -125,7 +135,6 @@ func (m *Manager) leaseGone(runCtx context.Context, err error, t *thread, l Leas
 		}
 		cancel()
 	}
-	m.closeWriter(t, nil)
 	m.mu.Lock()
 	// The new holder's events of this run are not this process's.
 	t.localRun = ""
@@ -153,8 +162,13 @@ func (m *Manager) Takeover(ctx context.Context, qr QueuedRun, l Lease) error {
 		return errors.New("runs: the Manager is closing: the run is left to another process")
 	}
 	g, err := m.Graph(qr.Graph)
-	if err != nil {
-		return err
+	switch {
+	case err != nil && qr.Cancel:
+		return m.endQueued(ctx, qr, l, StatusIdle, "cancelled")
+	case err != nil && l.Attempt >= MaxTakeovers:
+		return m.endQueued(ctx, qr, l, StatusError, fmt.Sprintf("no Studio serving graph %q took the run over in %d attempts", qr.Graph, l.Attempt))
+	case err != nil:
+		return err // handed back: another process may serve the graph
 	}
 	req := launchRequest{g: g, graph: qr.Graph, thread: qr.Thread, opts: qr.Options, checkpointID: qr.CheckpointID,
 		origin: qr.Origin, kind: qr.Kind, answers: qr.Answers, runID: qr.RunID, metadata: qr.Metadata, meta: qr.Meta,
@@ -174,6 +188,22 @@ func (m *Manager) Takeover(ctx context.Context, qr QueuedRun, l Lease) error {
 	}
 	if st.Config.CheckpointID != "" && st.Metadata.RunID == qr.RunID {
 		req.continuing, req.input, req.checkpointID = true, nil, ""
+		// A nil input acknowledges breakpoints (it is how a person
+		// continues past one): a run that had stopped, or was about to
+		// stop, is ended here as it would have ended, never continued.
+		end, ended, err := endOf(ctx, g, st, qr.Options)
+		if err != nil {
+			return err
+		}
+		if ended {
+			req.ended = &end
+		}
+	}
+	if qr.Cancel && req.ended == nil {
+		// Cancelled while it waited for a process: it ends as cancelled,
+		// as it would have where it ran.
+		var cancelled error = context.Canceled
+		req.ended, req.continuing = &cancelled, true
 	}
 	// The run log's record of the run so far is continued.
 	prior := m.priorRecord(ctx, qr)
@@ -195,6 +225,87 @@ func (m *Manager) Takeover(ctx context.Context, qr QueuedRun, l Lease) error {
 		}
 	}
 	return nil
+}
+
+// MaxTakeovers is how many times a run is taken over by processes that
+// cannot run it (they do not serve its graph: a rolling deploy that
+// renamed it) before it is ended as failed, rather than keep its thread
+// busy for ever.
+const MaxTakeovers = 10
+
+// endQueued ends a queued run this process holds but cannot run (its
+// graph is not served here) with status and errText, in the registry and
+// the run log, under the lease, then releases it.
+func (m *Manager) endQueued(ctx context.Context, qr QueuedRun, l Lease, status Status, errText string) error {
+	fctx := fenced(ctx, qr.Thread, l.Fence)
+	at := Stamp(m.now())
+	if rec, err := m.store.GetThread(ctx, qr.Thread); err == nil {
+		rec.Status, rec.Error, rec.Owner, rec.Updated, rec.RunID = status, errText, "", at, qr.RunID
+		rec.Before, rec.After = nil, nil
+		if err := m.store.SaveThread(fctx, rec); err != nil {
+			return fmt.Errorf("runs: end run %q of thread %q: %w", qr.RunID, qr.Thread, err)
+		}
+	} else if !errors.Is(err, ErrUnknownThread) {
+		return fmt.Errorf("runs: end run %q of thread %q: %w", qr.RunID, qr.Thread, err)
+	}
+	run := RunRecord{Thread: qr.Thread, RunID: qr.RunID, Kind: qr.Kind, From: qr.From, Origin: qr.Origin, Started: qr.Started, Answers: qr.Answers, Meta: qr.Meta}
+	if prior := m.priorRecord(ctx, qr); prior != nil {
+		run = *prior
+	}
+	run.Status, run.Error, run.Ended = status, errText, at
+	if err := m.runLog.SaveRun(fctx, run); err != nil {
+		return fmt.Errorf("runs: end run %q of thread %q: %w", qr.RunID, qr.Thread, err)
+	}
+	if err := m.queue.Finish(ctx, l); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	if t, ok := m.threads[qr.Thread]; ok && t.cancel == nil {
+		t.info.Status, t.info.Error, t.info.Updated = status, errText, at
+		t.hub.publish(Event{Kind: KindRunFinished, Thread: qr.Thread, RunID: qr.RunID, Status: status, Error: errText, Time: at})
+	}
+	m.mu.Unlock()
+	return nil
+}
+
+// endOf reports whether a run whose head checkpoint is st had ended, or
+// was bound to end at st before running anything more, and how: at an
+// interrupt, at a breakpoint before st's next tasks, at a breakpoint after
+// the tasks of the step that wrote st, or finished. end is the error its
+// Invoke would have returned (nil when it finished).
+func endOf(ctx context.Context, g engine.Compiled, st *engine.StateSnapshot, opts StartOptions) (end error, ended bool, err error) {
+	hits := func(names, bp []string) []string {
+		var out []string
+		for _, n := range names {
+			if slices.Contains(bp, "*") || slices.Contains(bp, n) {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	switch {
+	case len(st.Interrupts) > 0:
+		return &engine.Interrupted{Interrupts: slices.Clone(st.Interrupts)}, true, nil
+	case st.WritesPending:
+		return nil, false, nil
+	}
+	if before := hits(st.Next, opts.InterruptBefore); len(before) > 0 {
+		return &engine.Interrupted{Before: before}, true, nil
+	}
+	if len(opts.InterruptAfter) > 0 && st.Metadata.Source == checkpoints.SourceLoop && st.ParentConfig != nil {
+		// The tasks that wrote st are those its parent planned.
+		parent, err := g.Pregel().GetState(ctx, *st.ParentConfig)
+		if err != nil {
+			return nil, false, fmt.Errorf("runs: read the step before a run's head: %w", err)
+		}
+		if after := hits(parent.Next, opts.InterruptAfter); len(after) > 0 {
+			return &engine.Interrupted{After: after}, true, nil
+		}
+	}
+	if len(st.Next) == 0 {
+		return nil, true, nil
+	}
+	return nil, false, nil
 }
 
 // priorRecord is the run log's record of a run taken over, if it has
@@ -286,10 +397,13 @@ func (m *Manager) follow(ctx context.Context, t *thread) {
 			return
 		}
 		m.mu.Lock()
-		local := runID == t.localRun
+		// This process's own run's events were published here as they
+		// happened; another run's, arriving late while this process
+		// runs one, are stale.
+		local := runID == t.localRun || t.cancel != nil
 		m.mu.Unlock()
 		if local {
-			return // published here as it happened
+			return
 		}
 		ev.Thread, ev.Seq = id, 0
 		t.hub.publishRemote(ev)

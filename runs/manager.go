@@ -153,10 +153,13 @@ type Manager struct {
 	// unsaved holds the threads whose latest record a registry write
 	// failed to store; the writer goroutine (rewrite) writes them again
 	// until they land. Such threads are never evicted (see changes).
-	unsaved map[*thread]struct{}
+	// The value is the fence of the write that failed (0 for none): a
+	// retry carries it, so a process that lost the thread's lease
+	// meanwhile never writes over its new holder's record.
+	unsaved map[*thread]int64
 	// unsavedRuns are run-log records a write failed to store, by thread
 	// and run; the writer stores the latest of each until it lands.
-	unsavedRuns map[[2]string]RunRecord
+	unsavedRuns map[[2]string]unsavedRun
 	closeOnce   sync.Once
 	// owner is this Manager's id in the registry: it marks the threads
 	// it runs, and its heartbeat says it is alive.
@@ -267,8 +270,8 @@ func NewManager(graphs map[string]engine.Compiled, opts ...ManagerOption) (*Mana
 		m.report(err)
 	}
 	m.base, m.stop = context.WithCancel(context.Background())
-	m.unsaved, m.rewake, m.closing = map[*thread]struct{}{}, make(chan struct{}, 1), make(chan struct{})
-	m.unsavedRuns = map[[2]string]RunRecord{}
+	m.unsaved, m.rewake, m.closing = map[*thread]int64{}, make(chan struct{}, 1), make(chan struct{})
+	m.unsavedRuns = map[[2]string]unsavedRun{}
 	m.writer.Add(2)
 	go m.rewrite()
 	go m.beat()
@@ -659,6 +662,9 @@ type launchRequest struct {
 	takeover, continuing bool
 	started              *time.Time
 	prior                *RunRecord
+	// ended, on a takeover, is how the run had already ended (see
+	// endOf): it is recorded as its end without running anything.
+	ended *error
 }
 
 // launch claims the thread, starts the run in the background and waits
@@ -757,7 +763,7 @@ func (m *Manager) launch(ctx context.Context, req launchRequest) (Thread, error)
 		m.touch(t)
 	}
 	runCtx, cancelCause := context.WithCancelCause(m.base)
-	cancel := func() { cancelCause(context.Canceled) }
+	cancel := func() { cancelCause(errCancelled) }
 	if lease != nil {
 		runCtx = checkpoints.WithFence(runCtx, checkpoints.Fence{Thread: threadID, Token: lease.Fence})
 	}
@@ -877,7 +883,12 @@ func (m *Manager) launch(ctx context.Context, req launchRequest) (Thread, error)
 	go func() {
 		defer m.wg.Done()
 		defer cancel()
-		_, err := g.Pregel().Invoke(runCtx, input, ro)
+		var err error
+		if req.ended != nil {
+			err = *req.ended
+		} else {
+			_, err = g.Pregel().Invoke(runCtx, input, ro)
+		}
 		runErr = err
 		if lease != nil && m.leaseGone(runCtx, err, t, *lease) {
 			// Another process runs it now (or will: this one stops).
@@ -954,7 +965,7 @@ func (m *Manager) finish(t *thread, rec *recorder, err error, rejected bool, pre
 				// The registry has a later record (the writer's), or an
 				// earlier one (prev's own write failed and waits): either
 				// way prev is written (again).
-				m.unsaved[t] = struct{}{}
+				m.unsaved[t] = 0
 				m.wakeWriter()
 			}
 			status = prev.Status
@@ -1027,9 +1038,18 @@ func (m *Manager) finish(t *thread, rec *recorder, err error, rejected bool, pre
 		// The end goes into the event log under the lease, before it is
 		// released: other processes' tabs see it as this one's do.
 		m.closeWriter(t, &ev)
-		lost := m.release(*lease) != nil
+		relErr := m.release(*lease)
+		// Only a lost lease means another process took over. Another
+		// failure leaves the lease to expire: whoever takes the run over
+		// then finds it ended (endOf) and only records that.
+		lost := errors.Is(relErr, ErrLeaseLost)
 		m.mu.Lock()
 		t.cancel, t.fence = nil, 0
+		if relErr != nil {
+			// A takeover of this run id writes events this process must
+			// show as another's.
+			t.localRun = ""
+		}
 		if lost {
 			// Another process took the run over while this one ended it:
 			// the end written here was refused by the fence, and what
@@ -1427,7 +1447,7 @@ func (m *Manager) write(t *thread, rec ThreadRecord, changes uint64) {
 		}
 		m.report(fmt.Errorf("runs: save thread %q (%s), will retry: %w", rec.ID, rec.Status, err))
 		m.mu.Lock()
-		m.unsaved[t] = struct{}{}
+		m.unsaved[t] = fence
 		m.mu.Unlock()
 		m.wakeWriter()
 	}
@@ -1553,8 +1573,10 @@ func (m *Manager) beat() {
 func (m *Manager) rewriteRound(ctx context.Context) bool {
 	m.mu.Lock()
 	ts := make([]*thread, 0, len(m.unsaved))
-	for t := range m.unsaved {
+	fences := make(map[*thread]int64, len(m.unsaved))
+	for t, f := range m.unsaved {
 		ts = append(ts, t)
+		fences[t] = f
 	}
 	keys := make([][2]string, 0, len(m.unsavedRuns))
 	for k := range m.unsavedRuns {
@@ -1570,9 +1592,17 @@ func (m *Manager) rewriteRound(ctx context.Context) bool {
 			ok = false
 			continue
 		}
-		sctx, cancel := context.WithTimeout(ctx, rewriteTimeout)
+		sctx, cancel := context.WithTimeout(fenced(ctx, rec.ID, fences[t]), rewriteTimeout)
 		err := m.save(sctx, t, rec, changes)
 		cancel()
+		if errors.Is(err, checkpoints.ErrFenced) {
+			// Another process holds the thread now (see write).
+			m.mu.Lock()
+			t.saved = max(t.saved, changes)
+			delete(m.unsaved, t)
+			m.mu.Unlock()
+			continue
+		}
 		if err != nil {
 			ok = false
 			continue
@@ -1603,9 +1633,9 @@ func (m *Manager) rewriteRun(ctx context.Context, key [2]string) bool {
 	if !waiting {
 		return true
 	}
-	sctx, cancel := context.WithTimeout(ctx, rewriteTimeout)
+	sctx, cancel := context.WithTimeout(fenced(ctx, key[0], r.fence), rewriteTimeout)
 	defer cancel()
-	if m.runLog.SaveRun(sctx, r) != nil {
+	if err := m.runLog.SaveRun(sctx, r.RunRecord); err != nil && !errors.Is(err, checkpoints.ErrFenced) {
 		return false
 	}
 	m.mu.Lock()
@@ -1615,6 +1645,13 @@ func (m *Manager) rewriteRun(ctx context.Context, key [2]string) bool {
 	}
 	m.mu.Unlock()
 	return true
+}
+
+// unsavedRun is a run-log record waiting to be written again, with the
+// fence of its run's lease (0 for none).
+type unsavedRun struct {
+	RunRecord
+	fence int64
 }
 
 // record is t as the registry keeps it; a running thread is marked as

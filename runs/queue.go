@@ -75,6 +75,10 @@ type QueuedRun struct {
 	From string `json:"from,omitempty"`
 	// ResumeOf is the interrupted run a resume answers.
 	ResumeOf string `json:"resume_of,omitempty"`
+	// Cancel says someone asked for the run to be cancelled (Queue.Cancel)
+	// while no process ran it: a takeover ends it as cancelled. Set by
+	// the queue, not stored in the request.
+	Cancel bool `json:"-"`
 }
 
 // queuedInput is a run's input in JSON: an update (a map of state

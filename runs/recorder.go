@@ -172,7 +172,7 @@ func (m *Manager) saveRunFenced(rec RunRecord, thread string, fence int64) {
 		// The latest record of the run waits; a start record never
 		// replaces a waiting end.
 		if cur, ok := m.unsavedRuns[key]; !ok || cur.Ended.IsZero() || !rec.Ended.IsZero() {
-			m.unsavedRuns[key] = rec
+			m.unsavedRuns[key] = unsavedRun{rec, fence}
 		}
 	} else if cur, ok := m.unsavedRuns[key]; ok && (cur.Ended.IsZero() || !rec.Ended.IsZero()) {
 		delete(m.unsavedRuns, key) // what waited is older than what landed

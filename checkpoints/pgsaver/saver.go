@@ -44,7 +44,7 @@
 // runs SELECT studio_fence(thread, token) (migrations/011_run_queue.sql)
 // as the first statement of its batch, so in its transaction: the write
 // commits only if the thread's lease is held at that fence, and holds the
-// lease row FOR SHARE until it does, so a takeover waits for it. A refused
+// lease's lock shared until it does, so a takeover waits for it. A refused
 // write returns checkpoints.ErrFenced and writes nothing; it is never
 // retried. Deletes and other maintenance are not fenced.
 //

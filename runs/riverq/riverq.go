@@ -284,7 +284,10 @@ func (q *Queue) Finish(ctx context.Context, l runs.Lease) error {
 }
 
 // HandBack implements runs.Queue.
-func (q *Queue) HandBack(ctx context.Context, l runs.Lease) error {
+func (q *Queue) HandBack(ctx context.Context, l runs.Lease) error { return q.handBack(ctx, l, 0) }
+
+// handBack hands the run back to be taken over after delay.
+func (q *Queue) handBack(ctx context.Context, l runs.Lease, delay time.Duration) error {
 	return pgx.BeginFunc(ctx, q.pool, func(tx pgx.Tx) error {
 		var job *int64
 		err := tx.QueryRow(ctx, `UPDATE studio_thread_leases SET holder = '', expires_at = NULL, fence = fence + 1
@@ -295,7 +298,7 @@ func (q *Queue) HandBack(ctx context.Context, l runs.Lease) error {
 		if err != nil {
 			return err
 		}
-		return q.dispatch(ctx, tx, l.Thread, l.RunID, job)
+		return q.dispatch(ctx, tx, l.Thread, l.RunID, job, delay)
 	})
 }
 
@@ -304,14 +307,18 @@ func (q *Queue) HandBack(ctx context.Context, l runs.Lease) error {
 // available: river's insert wakes the workers at once (on commit), where
 // a retried job waits for their next poll. A ticket being worked (by the
 // process that gave the run up) is left to end on its own.
-func (q *Queue) dispatch(ctx context.Context, tx pgx.Tx, thread, runID string, job *int64) error {
+func (q *Queue) dispatch(ctx context.Context, tx pgx.Tx, thread, runID string, job *int64, delay time.Duration) error {
 	if job != nil {
 		_, err := q.client.JobDeleteTx(ctx, tx, *job)
 		if err != nil && !errors.Is(err, rivertype.ErrJobRunning) && !errors.Is(err, river.ErrNotFound) {
 			return fmt.Errorf("delete the run's parked job: %w", err)
 		}
 	}
-	res, err := q.client.InsertTx(ctx, tx, RunArgs{Thread: thread, RunID: runID}, nil)
+	var opts *river.InsertOpts
+	if delay > 0 {
+		opts = &river.InsertOpts{ScheduledAt: time.Now().Add(delay)}
+	}
+	res, err := q.client.InsertTx(ctx, tx, RunArgs{Thread: thread, RunID: runID}, opts)
 	if err != nil {
 		return fmt.Errorf("insert a job for the run: %w", err)
 	}
@@ -414,7 +421,7 @@ func (q *Queue) ReapOnce(ctx context.Context) (int, error) {
 			if e.run == nil {
 				continue
 			}
-			if err := q.dispatch(ctx, tx, e.thread, *e.run, e.job); err != nil {
+			if err := q.dispatch(ctx, tx, e.thread, *e.run, e.job, 0); err != nil {
 				return err
 			}
 			n++
@@ -438,6 +445,7 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	var (
 		l       runs.Lease
 		body    []byte
+		cancel  string
 		snooze  bool
 		acquire bool
 	)
@@ -460,8 +468,8 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 			return err
 		}
 		acquire = true
-		return tx.QueryRow(ctx, `UPDATE studio_run_queue SET attempts = attempts + 1 WHERE run_id = $1 RETURNING request, attempts`,
-			job.Args.RunID).Scan(&body, &l.Attempt)
+		return tx.QueryRow(ctx, `UPDATE studio_run_queue SET attempts = attempts + 1 WHERE run_id = $1 RETURNING request, attempts, cancel`,
+			job.Args.RunID).Scan(&body, &l.Attempt, &cancel)
 	})
 	switch {
 	case err != nil:
@@ -474,17 +482,28 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	l.Thread, l.RunID = job.Args.Thread, job.Args.RunID
 	run, err := runs.DecodeQueuedRun(body)
 	if err == nil {
+		run.Cancel = cancel != ""
 		err = q.exec.Takeover(ctx, run, l)
 	}
 	if err != nil {
 		// The run cannot go on here (a graph this process does not
-		// serve, a database failure): handed back for another try.
+		// serve, a database failure): handed back for another try, later
+		// each time (the Manager ends it after runs.MaxTakeovers).
 		hctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if herr := q.HandBack(hctx, l); herr != nil && !errors.Is(herr, runs.ErrLeaseLost) {
-			return errors.Join(err, herr)
+		if herr := q.handBack(hctx, l, retryAfter(l.Attempt)); herr != nil && !errors.Is(herr, runs.ErrLeaseLost) {
+			return errors.Join(err, herr) // river retries this job
 		}
-		return err
+		// A new job carries the run: this one is done.
+		if q.cfg.OnError != nil {
+			q.cfg.OnError(fmt.Errorf("riverq: take over run %s of thread %q (attempt %d), handed back: %w", l.RunID, l.Thread, l.Attempt, err))
+		}
 	}
 	return nil
+}
+
+// retryAfter is how long a run handed back after its attempt-th takeover
+// failed waits for the next: 1 s, doubling, at most a minute.
+func retryAfter(attempt int) time.Duration {
+	return min(time.Second<<min(max(attempt-1, 0), 6), time.Minute)
 }
