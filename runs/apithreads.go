@@ -97,7 +97,7 @@ func (m *Manager) DeleteThread(ctx context.Context, id string) error {
 	}
 	// From here no run starts on the thread and no edit is made (a page's
 	// start in the same instant is refused as busy), until it is gone.
-	t, _, end, err := m.beginEdit(ctx, id, "it got a new run while it was being deleted; delete it again")
+	t, _, ctx, end, err := m.beginEdit(ctx, id, "it got a new run while it was being deleted; delete it again")
 	if err != nil {
 		return err
 	}
@@ -172,7 +172,7 @@ func (m *Manager) PatchCheckpointMetadata(ctx context.Context, threadID string, 
 	if err := storable("metadata", metadata); err != nil {
 		return err
 	}
-	_, graph, end, err := m.beginEdit(ctx, threadID, "patch its checkpoint once it ends")
+	_, graph, ctx, end, err := m.beginEdit(ctx, threadID, "patch its checkpoint once it ends")
 	if err != nil {
 		return err
 	}

@@ -161,6 +161,11 @@ func (m *Manager) Takeover(ctx context.Context, qr QueuedRun, l Lease) error {
 	if m.base.Err() != nil {
 		return errors.New("runs: the Manager is closing: the run is left to another process")
 	}
+	if qr.Edit {
+		// The change's process died: its write landed whole or not at
+		// all, and nothing is left to do but let the thread go.
+		return m.queue.Finish(ctx, l)
+	}
 	g, err := m.Graph(qr.Graph)
 	switch {
 	case err != nil && qr.Cancel:
@@ -409,6 +414,12 @@ func (m *Manager) follow(ctx context.Context, t *thread) {
 		t.hub.publishRemote(ev)
 	})
 	m.mu.Lock()
-	t.unfollow = stop
+	if m.threads[id] != t {
+		// Let go (evicted) while the log was read: nothing will stop it.
+		stop()
+		t.unfollow = nil
+	} else {
+		t.unfollow = stop
+	}
 	m.mu.Unlock()
 }

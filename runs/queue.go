@@ -75,6 +75,10 @@ type QueuedRun struct {
 	From string `json:"from,omitempty"`
 	// ResumeOf is the interrupted run a resume answers.
 	ResumeOf string `json:"resume_of,omitempty"`
+	// Edit marks the claim of a change that is not a run (a state edit,
+	// a delete: Manager.beginEdit), which holds the lease while it lasts;
+	// a takeover of one only releases it.
+	Edit bool `json:"edit,omitempty"`
 	// Cancel says someone asked for the run to be cancelled (Queue.Cancel)
 	// while no process ran it: a takeover ends it as cancelled. Set by
 	// the queue, not stored in the request.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/google/uuid"
+
 	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/engine"
 )
@@ -39,20 +41,41 @@ func (m *Manager) Checkpoint(ctx context.Context, threadID, checkpointID string)
 // and other edits are refused with ErrThreadBusy. A run that is active,
 // or an edit under way, refuses the claim, with advice saying what to do.
 // It returns the thread, its graph, and end, which lets the thread go.
-func (m *Manager) beginEdit(ctx context.Context, threadID, advice string) (t *thread, graph string, end func(), err error) {
+//
+// With a queue the claim is also the thread's lease, taken in Postgres
+// (Queue.Claim), so no process starts a run during the change; the
+// returned context carries the lease's fence for the change's writes.
+func (m *Manager) beginEdit(ctx context.Context, threadID, advice string) (t *thread, graph string, ectx context.Context, end func(), err error) {
 	t, err = m.lockThread(ctx, threadID)
 	if err != nil {
-		return nil, "", nil, err
+		return nil, "", nil, nil, err
 	}
-	defer m.mu.Unlock()
 	if t.info.Status == StatusRunning || t.updating {
-		return nil, "", nil, fmt.Errorf("%w: thread %q has an active run or another change under way; %s", ErrThreadBusy, threadID, advice)
+		m.mu.Unlock()
+		return nil, "", nil, nil, fmt.Errorf("%w: thread %q has an active run or another change under way; %s", ErrThreadBusy, threadID, advice)
 	}
 	t.updating = true
-	return t, t.info.Graph, func() {
+	graph = t.info.Graph
+	m.mu.Unlock()
+	let := func() {
 		m.mu.Lock()
 		t.updating = false
 		m.mu.Unlock()
+	}
+	if m.queue == nil {
+		return t, graph, ctx, let, nil
+	}
+	l, err := m.queue.Claim(ctx, QueuedRun{Graph: graph, Thread: threadID, RunID: "edit-" + uuid.NewString(), Edit: true, Started: Stamp(m.now())})
+	if err != nil {
+		let()
+		if errors.Is(err, ErrThreadBusy) {
+			return nil, "", nil, nil, fmt.Errorf("%w: thread %q has an active run or another change under way; %s", ErrThreadBusy, threadID, advice)
+		}
+		return nil, "", nil, nil, fmt.Errorf("runs: claim thread %q for a change: %w", threadID, err)
+	}
+	return t, graph, fenced(ctx, threadID, l.Fence), func() {
+		m.release(l)
+		let()
 	}, nil
 }
 
@@ -70,7 +93,7 @@ func (m *Manager) beginEdit(ctx context.Context, threadID, advice string) (t *th
 // what a resume would answer; RunFrom(ctx, thread, "") continues from the
 // edit.
 func (m *Manager) UpdateState(ctx context.Context, threadID, checkpointID string, values map[string]any, asNode string) (string, error) {
-	t, graph, end, err := m.beginEdit(ctx, threadID, "wait for it or cancel it before editing its state")
+	t, graph, ctx, end, err := m.beginEdit(ctx, threadID, "wait for it or cancel it before editing its state")
 	if err != nil {
 		return "", err
 	}

@@ -460,3 +460,40 @@ func TestOrphansWithoutALeaseAreStillSettled(t *testing.T) {
 		t.Fatalf("the thread whose run holds a lease: %+v %v, want running (left to its takeover)", th, err)
 	}
 }
+
+// TestEditsTakeTheLease: a state edit takes the thread's lease as a run
+// does: refused while a run of another process holds it (even one the
+// registry does not show yet), and the thread is free again after it.
+func TestEditsTakeTheLease(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Schema(t, nil)
+	p := start(t, pool, "a", &effects{}, 0, false)
+	ctx := context.Background()
+	if _, err := p.m.Start(ctx, "count", "ed", nil, runs.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.m.Wait(ctx, "ed"); err != nil {
+		t.Fatal(err)
+	}
+	// Another process has just claimed a run: its lease is held, the
+	// registry still says idle.
+	if _, err := pool.Exec(ctx, `UPDATE studio_thread_leases SET run_id = 'elsewhere', holder = 'b', fence = fence + 1,
+		expires_at = now() + interval '1 minute' WHERE thread_id = 'ed'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.m.UpdateState(ctx, "ed", "", map[string]any{"n": 0}, ""); !errors.Is(err, runs.ErrThreadBusy) {
+		t.Fatalf("an edit while another process holds the thread: %v, want ErrThreadBusy", err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE studio_thread_leases SET run_id = NULL, holder = '', expires_at = NULL WHERE thread_id = 'ed'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.m.UpdateState(ctx, "ed", "", map[string]any{"n": 0}, ""); err != nil {
+		t.Fatalf("an edit of a free thread: %v", err)
+	}
+	if _, ok, err := p.q.Active(ctx, "ed"); err != nil || ok {
+		t.Fatalf("after the edit the thread is held: %v %v", ok, err)
+	}
+	if s := finalState(t, p.m, "ed"); s.N != 0 {
+		t.Fatalf("n = %d after the edit", s.N)
+	}
+}
