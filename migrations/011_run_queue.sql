@@ -16,11 +16,17 @@ CREATE TABLE studio_thread_leases (
     -- '' while the run waits for a worker to take it over.
     holder     text COLLATE "C" NOT NULL DEFAULT '',
     -- The database's now() + ttl: replicas' clocks are never compared.
-    expires_at timestamptz
+    expires_at timestamptz,
+    -- While the run waits for a worker (holder ''): when to give it a new
+    -- job, should the one it has never be taken (its worker died between
+    -- fetching it and taking the lease).
+    redispatch_at timestamptz
 );
 
 -- The reaper looks for expired leases among held ones only.
 CREATE INDEX studio_thread_leases_held ON studio_thread_leases (expires_at) WHERE holder <> '';
+-- The reaper looks for runs whose job was lost among waiting ones only.
+CREATE INDEX studio_thread_leases_waiting ON studio_thread_leases (redispatch_at) WHERE holder = '' AND run_id IS NOT NULL;
 -- /healthz counts the active runs (held or waiting for a worker) by holder.
 CREATE INDEX studio_thread_leases_active ON studio_thread_leases (holder) WHERE run_id IS NOT NULL;
 

@@ -265,8 +265,8 @@ func (q *Queue) Finish(ctx context.Context, l runs.Lease) error {
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE studio_thread_leases SET run_id = NULL, job_id = NULL, holder = '', expires_at = NULL
-			WHERE thread_id = $1`, l.Thread); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE studio_thread_leases SET run_id = NULL, job_id = NULL, holder = '', expires_at = NULL,
+			redispatch_at = NULL WHERE thread_id = $1`, l.Thread); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM studio_run_queue WHERE run_id = $1`, l.RunID); err != nil {
@@ -322,7 +322,10 @@ func (q *Queue) dispatch(ctx context.Context, tx pgx.Tx, thread, runID string, j
 	if err != nil {
 		return fmt.Errorf("insert a job for the run: %w", err)
 	}
-	_, err = tx.Exec(ctx, `UPDATE studio_thread_leases SET job_id = $2 WHERE thread_id = $1`, thread, res.Job.ID)
+	// A worker takes the lease within moments of the job coming due; one
+	// that has not after a lease's length lost the job with its process.
+	_, err = tx.Exec(ctx, `UPDATE studio_thread_leases SET job_id = $2, redispatch_at = now() + $3::interval WHERE thread_id = $1`,
+		thread, res.Job.ID, delay+q.cfg.LeaseTTL)
 	return err
 }
 
@@ -396,8 +399,12 @@ func (q *Queue) reap(ctx context.Context) {
 func (q *Queue) ReapOnce(ctx context.Context) (int, error) {
 	n := 0
 	err := pgx.BeginFunc(ctx, q.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `UPDATE studio_thread_leases SET holder = '', expires_at = NULL, fence = fence + 1
-			WHERE holder <> '' AND expires_at < now() RETURNING thread_id, run_id, job_id`)
+		// Expired leases, and runs waiting for a worker whose job was
+		// lost (see dispatch).
+		rows, err := tx.Query(ctx, `UPDATE studio_thread_leases SET holder = '', expires_at = NULL,
+			fence = fence + CASE WHEN holder <> '' THEN 1 ELSE 0 END
+			WHERE (holder <> '' AND expires_at < now()) OR (holder = '' AND run_id IS NOT NULL AND redispatch_at < now())
+			RETURNING thread_id, run_id, job_id`)
 		if err != nil {
 			return err
 		}
@@ -450,8 +457,8 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		acquire bool
 	)
 	err := pgx.BeginFunc(ctx, q.pool, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `UPDATE studio_thread_leases SET holder = $4, fence = fence + 1, expires_at = now() + $5::interval
-			WHERE thread_id = $1 AND run_id = $2 AND job_id = $3 AND holder = '' RETURNING fence`,
+		err := tx.QueryRow(ctx, `UPDATE studio_thread_leases SET holder = $4, fence = fence + 1, expires_at = now() + $5::interval,
+			redispatch_at = NULL WHERE thread_id = $1 AND run_id = $2 AND job_id = $3 AND holder = '' RETURNING fence`,
 			job.Args.Thread, job.Args.RunID, job.ID, q.cfg.ID, q.cfg.LeaseTTL).Scan(&l.Fence)
 		if errors.Is(err, pgx.ErrNoRows) {
 			// Either the run's holder lives and its parked ticket came

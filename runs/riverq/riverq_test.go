@@ -497,3 +497,34 @@ func TestEditsTakeTheLease(t *testing.T) {
 		t.Fatalf("n = %d after the edit", s.N)
 	}
 }
+
+// TestLostTakeoverJobIsReplaced: a run waiting for a worker whose job was
+// lost (the worker that fetched it died before taking the lease, so river
+// holds it "running" for an hour) gets a new job once a lease's length
+// has passed, and another process finishes it.
+func TestLostTakeoverJobIsReplaced(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Schema(t, nil)
+	fx := &effects{}
+	a := start(t, pool, "a", fx, 2, true)
+	b := start(t, pool, "b", fx, 0, false)
+	ctx := context.Background()
+	if _, err := a.m.Start(ctx, "count", "lost", nil, runs.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	<-a.entered
+	a.paused.Store(true)
+	// As a reaper leaves it, with the job it made taken by a worker that
+	// then died: no worker will ever hold job 999999.
+	if _, err := pool.Exec(ctx, `UPDATE studio_thread_leases SET holder = '', expires_at = NULL, fence = fence + 1,
+		job_id = 999999, redispatch_at = now() + interval '300 milliseconds' WHERE thread_id = 'lost'`); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "another process to finish the run", 15*time.Second, func() bool {
+		th, err := b.m.Thread(ctx, "lost")
+		return err == nil && th.Status == runs.StatusIdle
+	})
+	if s := finalState(t, b.m, "lost"); s.N != steps {
+		t.Fatalf("n = %d", s.N)
+	}
+}
