@@ -1,0 +1,190 @@
+package chaostest
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/superstep-dev/superstep/internal/pgtest"
+)
+
+// chaosRuns is how many runs TestChaosKillReplicas submits, one per
+// thread, over about submitFor.
+const (
+	chaosRuns = 200
+	submitFor = 10 * time.Second
+)
+
+// Three replicas share one schema; 200 runs arrive round-robin over ten
+// seconds while a random replica is SIGKILLed every two seconds and
+// restarted 300 ms later. Every run still succeeds exactly once, with
+// one chain of checkpoints, each step's effect made at most twice and
+// never by a replica after its lease moved on.
+func TestChaosKillReplicas(t *testing.T) {
+	base := pgtest.URL(t)
+	pool := pgtest.Schema(t, nil)
+	createEffects(t, pool)
+	f := newFleet(t, schemaURL(t, base, pool), 3)
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+
+	chaosDone := make(chan struct{})
+	submitted := make(chan struct{})
+	go func() {
+		defer close(chaosDone)
+		killUntil := time.Now().Add(submitFor)
+		for {
+			pause(ctx, 2*time.Second) // the fault schedule
+			select {
+			case <-submitted:
+				if time.Now().After(killUntil) {
+					return
+				}
+			default:
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			i := rand.IntN(3)
+			f.kill(i)
+			pause(ctx, 300*time.Millisecond)
+			f.start(i)
+		}
+	}()
+
+	var mu sync.Mutex
+	runs := map[string]string{}
+	var errs []error
+	var wg sync.WaitGroup
+	every := submitFor / chaosRuns
+	for k := range chaosRuns {
+		thread := uuid.NewString()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id, err := submit(ctx, f, k%3, thread)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return
+			}
+			runs[thread] = id
+		}()
+		pause(ctx, every) // the arrival rate
+	}
+	wg.Wait()
+	close(submitted)
+	<-chaosDone
+	for _, err := range errs {
+		t.Error(err)
+	}
+	wctx, wcancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer wcancel()
+	takeovers := checkThreads(t, wctx, f, pool, runs)
+	var dups int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM chaos_effects GROUP BY run_id, step HAVING count(*) > 1) d`).Scan(&dups); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	kills := f.kills
+	f.mu.Unlock()
+	t.Logf("%d runs, %d kills, %d takeovers, %d steps whose effect was repeated, %v wall time", len(runs), kills, takeovers, dups, time.Since(start).Round(time.Millisecond))
+	if kills == 0 || takeovers == 0 {
+		t.Errorf("the chaos did nothing: %d kills, %d takeovers", kills, takeovers)
+	}
+}
+
+// pausedRuns is how many runs TestChaosPausedReplicaIsFencedOut starts
+// on the replica it pauses.
+const pausedRuns = 20
+
+// A replica paused (SIGSTOP) for three lease TTLs with runs in flight
+// loses them to the other replica, which finishes them; resumed, it finds
+// its effects and checkpoint writes refused: nothing it does after the
+// takeover lands.
+func TestChaosPausedReplicaIsFencedOut(t *testing.T) {
+	base := pgtest.URL(t)
+	pool := pgtest.Schema(t, nil)
+	createEffects(t, pool)
+	f := newFleet(t, schemaURL(t, base, pool), 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	a := f.id(0)
+
+	runs := map[string]string{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range pausedRuns {
+		thread := uuid.NewString()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var run runObj
+			if _, err := call("POST", f.addr(0), "/threads/"+thread+"/runs",
+				map[string]any{"assistant_id": "chaos", "input": map[string]any{"n": 0}, "if_not_exists": "create"}, &run); err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			runs[thread] = run.RunID
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	f.signal(0, syscall.SIGSTOP)
+	stopped := time.Now()
+	// The runs A held when it stopped: B must take each of them over.
+	held := map[string]int64{}
+	rows, err := pool.Query(ctx, `SELECT thread_id, fence FROM studio_thread_leases WHERE holder = $1 AND run_id IS NOT NULL`, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var thread string
+		var fence int64
+		if err := rows.Scan(&thread, &fence); err != nil {
+			t.Fatal(err)
+		}
+		held[thread] = fence
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(held) == 0 {
+		t.Fatalf("replica %s finished all %d runs before it was paused: nothing to take over", a, pausedRuns)
+	}
+	pause(ctx, 3*leaseTTL) // the pause itself, not a synchronisation
+	// While A sleeps, B has taken over every run A held.
+	var stillA int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM studio_thread_leases WHERE holder = $1 AND run_id IS NOT NULL`, a).Scan(&stillA); err != nil {
+		t.Fatal(err)
+	}
+	if stillA > 0 {
+		t.Errorf("after %v paused, replica %s still holds %d leases", time.Since(stopped).Round(time.Millisecond), a, stillA)
+	}
+	f.signal(0, syscall.SIGCONT)
+
+	takeovers := checkThreads(t, ctx, f, pool, runs)
+	// Every effect A made for a run it lost is older than B's first one
+	// on that thread (checkThreads checks the order), and B made some.
+	for thread, fence := range held {
+		var later int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM chaos_effects WHERE thread_id = $1 AND fence > $2`, thread, fence).Scan(&later); err != nil {
+			t.Fatal(err)
+		}
+		if later == 0 {
+			t.Errorf("thread %s: no effect after fence %d: the run A held was not taken over", thread, fence)
+		}
+	}
+	t.Logf("%d runs, %d held by the paused replica, %d takeovers", len(runs), len(held), takeovers)
+}
