@@ -141,6 +141,22 @@ func TestChaosPausedReplicaIsFencedOut(t *testing.T) {
 	if t.Failed() {
 		return
 	}
+	// Paused mid-run, not while its runs still write their first
+	// checkpoints: most of them are then inside a step, whose effect
+	// the replica attempts as soon as it resumes.
+	for {
+		var started int
+		if err := pool.QueryRow(ctx, `SELECT count(DISTINCT thread_id) FROM chaos_effects WHERE step >= 2`).Scan(&started); err != nil {
+			t.Fatal(err)
+		}
+		if started == pausedRuns {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("only %d of %d runs made their second step", started, pausedRuns)
+		}
+		pause(ctx, 5*time.Millisecond)
+	}
 	f.signal(0, syscall.SIGSTOP)
 	stopped := time.Now()
 	// The runs A held when it stopped: B must take each of them over.
@@ -186,5 +202,15 @@ func TestChaosPausedReplicaIsFencedOut(t *testing.T) {
 			t.Errorf("thread %s: no effect after fence %d: the run A held was not taken over", thread, fence)
 		}
 	}
-	t.Logf("%d runs, %d held by the paused replica, %d takeovers", len(runs), len(held), takeovers)
+	// Resumed, A went on with the steps it was in, and their effects
+	// were refused (its checkpoint writes too: checkThreads found no
+	// fork).
+	refused := 0
+	for ; refused == 0 && ctx.Err() == nil; pause(ctx, 50*time.Millisecond) {
+		refused = f.count(a, effectRefused)
+	}
+	if refused == 0 {
+		t.Errorf("replica %s, resumed, never tried an effect for the runs it lost: the test did not test the fence", a)
+	}
+	t.Logf("%d runs, %d held by the paused replica, %d takeovers, %d effects of the resumed replica refused", len(runs), len(held), takeovers, refused)
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/engine"
 	"github.com/superstep-dev/superstep/internal/pgfence"
 	"github.com/superstep-dev/superstep/studio"
@@ -32,6 +33,8 @@ const (
 	envReplica = "SUPERSTEP_CHAOS_REPLICA" // the replica's id
 	envURL     = "SUPERSTEP_CHAOS_DATABASE_URL"
 	addrLine   = "CHAOS_ADDR="
+	// effectRefused is logged by a replica whose effect was fenced out.
+	effectRefused = "chaos: effect refused"
 )
 
 // The replicas' run timings: a silent replica loses its runs after
@@ -69,7 +72,7 @@ func replicaMain(id, dbURL string) int {
 		Addr:        "127.0.0.1:0",
 		Logger:      log,
 		Runs:        studio.RunsConfig{ID: id, LeaseTTL: leaseTTL, RenewEvery: renewEvery, ReapEvery: reapEvery},
-		Build:       chaosGraph(effects),
+		Build:       chaosGraph(effects, log),
 	}
 	err = studio.Serve(ctx, cfg, func(a net.Addr) { fmt.Printf("%s%s\n", addrLine, a) })
 	if err != nil {
@@ -88,7 +91,7 @@ type chaosState struct {
 // checked in the same transaction as the insert: the effect a replica
 // that lost its lease could still make is refused, as its checkpoints
 // are.
-func chaosGraph(effects *pgxpool.Pool) func(studio.Backends) (map[string]engine.Compiled, error) {
+func chaosGraph(effects *pgxpool.Pool, log *slog.Logger) func(studio.Backends) (map[string]engine.Compiled, error) {
 	return func(b studio.Backends) (map[string]engine.Compiled, error) {
 		g := engine.NewStateGraph[chaosState]()
 		g.AddNode("step", func(ctx context.Context, s chaosState) (engine.Output, error) {
@@ -108,6 +111,11 @@ func chaosGraph(effects *pgxpool.Pool) func(studio.Backends) (map[string]engine.
 			err := pgfence.Exec(ctx, effects, task.ThreadID,
 				`INSERT INTO chaos_effects (run_id, thread_id, step, fence, at) VALUES ($1, $2, $3, $4, clock_timestamp())`,
 				task.RunID, task.ThreadID, s.N+1, f)
+			if errors.Is(err, checkpoints.ErrFenced) {
+				// The parent counts these: the proof that a replica
+				// that lost its lease tried, and was refused.
+				log.Warn(effectRefused, "thread", task.ThreadID, "step", s.N+1, "fence", f)
+			}
 			if err != nil {
 				return nil, fmt.Errorf("chaos: record step %d of run %s: %w", s.N+1, task.RunID, err)
 			}
@@ -185,6 +193,7 @@ func newFleet(t *testing.T, dbURL string, n int) *fleet {
 				f.slots[i] = nil
 			}
 		}
+		f.checkLogs()
 		if t.Failed() {
 			f.dumpLogs()
 		}
@@ -323,4 +332,28 @@ func (f *fleet) dumpLogs() {
 			f.t.Logf("--- replica %s log (end):\n%s", id, s)
 		}
 	}
+}
+
+// checkLogs fails the test on a data race or a panic in any replica
+// (their logs are their stderr; the race detector reports there).
+func (f *fleet) checkLogs() {
+	entries, _ := os.ReadDir(f.logs)
+	for _, e := range entries {
+		b, err := os.ReadFile(f.logs + "/" + e.Name())
+		if err != nil {
+			f.t.Errorf("read the log of replica %s: %v", e.Name(), err)
+			continue
+		}
+		for _, bad := range []string{"WARNING: DATA RACE", "panic:", "fatal error:"} {
+			if strings.Contains(string(b), bad) {
+				f.t.Errorf("replica %s: %q in its log", strings.TrimSuffix(e.Name(), ".log"), bad)
+			}
+		}
+	}
+}
+
+// count is how many lines of replica id's log contain s.
+func (f *fleet) count(id, s string) int {
+	b, _ := os.ReadFile(fmt.Sprintf("%s/%s.log", f.logs, id))
+	return strings.Count(string(b), s)
 }
