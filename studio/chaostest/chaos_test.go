@@ -3,14 +3,17 @@ package chaostest
 import (
 	"context"
 	"math/rand/v2"
+	"net/http"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/superstep-dev/superstep/internal/pgtest"
+	"github.com/superstep-dev/superstep/migrations"
 )
 
 // chaosRuns is how many runs TestChaosKillReplicas submits, one per
@@ -213,4 +216,105 @@ func TestChaosPausedReplicaIsFencedOut(t *testing.T) {
 		t.Errorf("replica %s, resumed, never tried an effect for the runs it lost: the test did not test the fence", a)
 	}
 	t.Logf("%d runs, %d held by the paused replica, %d takeovers, %d effects of the resumed replica refused", len(runs), len(held), takeovers, refused)
+}
+
+// restartRuns is how many runs are in flight when
+// TestChaosPostgresRestart restarts the database, for restartDowntime.
+const (
+	restartRuns     = 60
+	restartDowntime = 5 * time.Second
+)
+
+// Three replicas run sixty runs when their Postgres (a cluster of the
+// test's own) stops for five seconds, longer than the leases: every
+// replica's /healthz says 503 during the outage and 200 after it, and
+// every run still succeeds, on one chain of checkpoints, with no stale
+// effect.
+func TestChaosPostgresRestart(t *testing.T) {
+	cluster := pgtest.NewCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	pool, err := pgxpool.New(ctx, cluster.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := migrations.Up(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	createEffects(t, pool)
+	f := newFleet(t, cluster.URL, 3)
+
+	runs := map[string]string{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for k := range restartRuns {
+		thread := uuid.NewString()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id, err := submit(ctx, f, k%3, thread)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			runs[thread] = id
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	// Mid-load: every run has made a step, none is near its end.
+	for {
+		var started int
+		if err := pool.QueryRow(ctx, `SELECT count(DISTINCT thread_id) FROM chaos_effects`).Scan(&started); err != nil {
+			t.Fatal(err)
+		}
+		if started == restartRuns {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("only %d of %d runs made a step", started, restartRuns)
+		}
+		pause(ctx, 5*time.Millisecond)
+	}
+	var active int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM studio_thread_leases WHERE run_id IS NOT NULL`).Scan(&active); err != nil {
+		t.Fatal(err)
+	}
+	cluster.Stop(t)
+	down := time.Now()
+	for i := range 3 {
+		if code := healthUntil(ctx, f.addr(i), http.StatusServiceUnavailable); code != http.StatusServiceUnavailable {
+			t.Errorf("replica %s: /healthz answers %d with the database down, want 503", f.id(i), code)
+		}
+	}
+	pause(ctx, restartDowntime-time.Since(down)) // the outage itself
+	cluster.Start(t)
+	for i := range 3 {
+		if code := healthUntil(ctx, f.addr(i), http.StatusOK); code != http.StatusOK {
+			t.Errorf("replica %s: /healthz answers %d once the database is back, want 200", f.id(i), code)
+		}
+	}
+	up := time.Since(down)
+
+	takeovers := checkThreads(t, ctx, f, pool, runs)
+	t.Logf("%d runs, %d active at the restart, %v until every /healthz said 200 again, %d takeovers", len(runs), active, up.Round(time.Millisecond), takeovers)
+}
+
+// healthUntil polls base's /healthz until it answers want, or ctx ends;
+// it returns the last answer (0: no answer).
+func healthUntil(ctx context.Context, base string, want int) int {
+	code := 0
+	for ctx.Err() == nil {
+		code, _ = call(http.MethodGet, base, "/healthz", nil, nil)
+		if code == want {
+			return code
+		}
+		pause(ctx, 50*time.Millisecond)
+	}
+	return code
 }

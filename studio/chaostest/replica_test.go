@@ -24,6 +24,7 @@ import (
 	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/engine"
 	"github.com/superstep-dev/superstep/internal/pgfence"
+	"github.com/superstep-dev/superstep/internal/pgretry"
 	"github.com/superstep-dev/superstep/studio"
 )
 
@@ -108,9 +109,22 @@ func chaosGraph(effects *pgxpool.Pool, log *slog.Logger) func(studio.Backends) (
 			if !ok {
 				return nil, fmt.Errorf("chaos: run %s of thread %s has no fence on its context", task.RunID, task.ThreadID)
 			}
-			err := pgfence.Exec(ctx, effects, task.ThreadID,
-				`INSERT INTO chaos_effects (run_id, thread_id, step, fence, at) VALUES ($1, $2, $3, $4, clock_timestamp())`,
-				task.RunID, task.ThreadID, s.N+1, f)
+			// A database restart must not fail the run: the effect rides
+			// it out as the runtime's own writes do, and an insert whose
+			// outcome was lost is looked for before it is made again.
+			err := pgretry.Do(ctx, 0, pgretry.Op{
+				Run: func(ctx context.Context) error {
+					return pgfence.Exec(ctx, effects, task.ThreadID,
+						`INSERT INTO chaos_effects (run_id, thread_id, step, fence, at) VALUES ($1, $2, $3, $4, clock_timestamp())`,
+						task.RunID, task.ThreadID, s.N+1, f)
+				},
+				Landed: func(ctx context.Context) (bool, error) {
+					var ok bool
+					err := effects.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM chaos_effects WHERE run_id = $1 AND step = $2 AND fence = $3)`,
+						task.RunID, s.N+1, f).Scan(&ok)
+					return ok, err
+				},
+			})
 			if errors.Is(err, checkpoints.ErrFenced) {
 				// The parent counts these: the proof that a replica
 				// that lost its lease tried, and was refused.
