@@ -37,13 +37,25 @@ func TestChaosKillReplicas(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 
+	// The fault schedule: every 2 s a live replica is killed, and
+	// restarted 300 ms later (in the background: a restart takes a while,
+	// and the schedule does not wait for it).
 	chaosDone := make(chan struct{})
 	submitted := make(chan struct{})
+	var restarts sync.WaitGroup
+	var slowest time.Duration // the longest restart
+	var restartMu sync.Mutex
 	go func() {
 		defer close(chaosDone)
 		killUntil := time.Now().Add(submitFor)
+		tick := time.NewTicker(2 * time.Second)
+		defer tick.Stop()
 		for {
-			pause(ctx, 2*time.Second) // the fault schedule
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
 			select {
 			case <-submitted:
 				if time.Now().After(killUntil) {
@@ -51,19 +63,36 @@ func TestChaosKillReplicas(t *testing.T) {
 				}
 			default:
 			}
-			if ctx.Err() != nil {
-				return
+			var up []int
+			for i := range 3 {
+				if f.addr(i) != "" {
+					up = append(up, i)
+				}
 			}
-			i := rand.IntN(3)
+			if len(up) == 0 {
+				continue
+			}
+			i := up[rand.IntN(len(up))]
 			f.kill(i)
-			pause(ctx, 300*time.Millisecond)
-			f.start(i)
+			restarts.Add(1)
+			go func() {
+				defer restarts.Done()
+				pause(ctx, 300*time.Millisecond)
+				began := time.Now()
+				if err := f.restart(i); err != nil {
+					t.Error(err)
+				}
+				restartMu.Lock()
+				slowest = max(slowest, time.Since(began))
+				restartMu.Unlock()
+			}()
 		}
 	}()
 
 	var mu sync.Mutex
 	runs := map[string]string{}
 	var errs []error
+	retried := 0 // POSTs again after a replica died under one
 	var wg sync.WaitGroup
 	every := submitFor / chaosRuns
 	for k := range chaosRuns {
@@ -71,9 +100,10 @@ func TestChaosKillReplicas(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			id, err := submit(ctx, f, k%3, thread)
+			id, posts, err := submit(ctx, f, k%3, thread)
 			mu.Lock()
 			defer mu.Unlock()
+			retried += posts - 1
 			if err != nil {
 				errs = append(errs, err)
 				return
@@ -85,6 +115,7 @@ func TestChaosKillReplicas(t *testing.T) {
 	wg.Wait()
 	close(submitted)
 	<-chaosDone
+	restarts.Wait()
 	for _, err := range errs {
 		t.Error(err)
 	}
@@ -98,7 +129,8 @@ func TestChaosKillReplicas(t *testing.T) {
 	f.mu.Lock()
 	kills := f.kills
 	f.mu.Unlock()
-	t.Logf("%d runs, %d kills, %d takeovers, %d steps whose effect was repeated, %v wall time", len(runs), kills, takeovers, dups, time.Since(start).Round(time.Millisecond))
+	t.Logf("%d runs (%d POSTs retried), %d kills (slowest restart %v), %d takeovers, %d steps whose effect was repeated, %v wall time",
+		len(runs), retried, kills, slowest.Round(time.Millisecond), takeovers, dups, time.Since(start).Round(time.Millisecond))
 	if kills == 0 || takeovers == 0 {
 		t.Errorf("the chaos did nothing: %d kills, %d takeovers", kills, takeovers)
 	}
@@ -253,7 +285,7 @@ func TestChaosPostgresRestart(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			id, err := submit(ctx, f, k%3, thread)
+			id, _, err := submit(ctx, f, k%3, thread)
 			if err != nil {
 				t.Error(err)
 				return

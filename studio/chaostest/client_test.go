@@ -63,14 +63,15 @@ type runObj struct {
 }
 
 // submit starts the thread's one run in the background through slot
-// first's replica, and returns its id. A POST whose replica died is
+// first's replica, and returns its id and how many POSTs it took. A POST whose replica died is
 // retried on the next live replica, after looking for the run it may have
 // created: each thread gets exactly one run. reject makes a retry on a
 // thread whose first POST did claim a run a 409, not a second run queued
 // behind it.
-func submit(ctx context.Context, f *fleet, first int, thread string) (string, error) {
+func submit(ctx context.Context, f *fleet, first int, thread string) (string, int, error) {
 	body := map[string]any{"assistant_id": "chaos", "input": map[string]any{"n": 0}, "if_not_exists": "create", "multitask_strategy": "reject"}
 	var last error
+	posts := 0
 	for attempt := 0; ctx.Err() == nil; attempt++ {
 		base := f.live(first + attempt)
 		if base == "" {
@@ -85,7 +86,7 @@ func submit(ctx context.Context, f *fleet, first int, thread string) (string, er
 			code, err := call(http.MethodGet, base, "/threads/"+thread+"/runs", nil, &list)
 			switch {
 			case err == nil && len(list) > 0:
-				return list[0].RunID, nil
+				return list[0].RunID, posts, nil
 			case err != nil && code != http.StatusNotFound:
 				last = err
 				pause(ctx, 100*time.Millisecond)
@@ -93,22 +94,23 @@ func submit(ctx context.Context, f *fleet, first int, thread string) (string, er
 			}
 		}
 		var run runObj
+		posts++
 		code, err := call(http.MethodPost, base, "/threads/"+thread+"/runs", body, &run)
 		switch {
 		case err == nil:
-			return run.RunID, nil
+			return run.RunID, posts, nil
 		case code == http.StatusConflict:
 			// A run claimed by a POST whose answer was lost: it shows
 			// in the list once its record is written.
 			last = err
 			pause(ctx, 100*time.Millisecond)
 		case code >= 400 && code < 500:
-			return "", err
+			return "", posts, err
 		default:
 			last = err
 		}
 	}
-	return "", fmt.Errorf("thread %s: no run started before the deadline: %v", thread, last)
+	return "", posts, fmt.Errorf("thread %s: no run started before the deadline: %v", thread, last)
 }
 
 // pause waits d or until ctx ends: the pacing of retries and polls.

@@ -62,6 +62,12 @@ func replicaMain(id, dbURL string) int {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("replica", id)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	// The parent holds our stdin open: its end (the test binary died or
+	// timed out) ends this replica, which must not outlive the test.
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		os.Exit(3)
+	}()
 	effects, err := pgxpool.New(ctx, dbURL)
 	if err != nil {
 		log.Error("open the effects pool", "error", err)
@@ -221,23 +227,38 @@ func newFleet(t *testing.T, dbURL string, n int) *fleet {
 // start starts slot i's replica and waits until it serves.
 func (f *fleet) start(i int) {
 	f.t.Helper()
+	if err := f.restart(i); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// restart starts slot i's replica and waits until it serves; it may be
+// called from any goroutine.
+func (f *fleet) restart(i int) error {
 	f.mu.Lock()
 	f.gen[i]++
 	id := fmt.Sprintf("r%d.%d", i, f.gen[i])
 	f.mu.Unlock()
 	logf, err := os.Create(fmt.Sprintf("%s/%s.log", f.logs, id))
 	if err != nil {
-		f.t.Fatalf("replica %s: log file: %v", id, err)
+		return fmt.Errorf("replica %s: log file: %w", id, err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envReplica+"="+id, envURL+"="+f.dbURL)
 	cmd.Stderr = logf
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		f.t.Fatalf("replica %s: %v", id, err)
+		logf.Close()
+		return fmt.Errorf("replica %s: %w", id, err)
+	}
+	// Never written nor closed while the test lives: see replicaMain.
+	if _, err := cmd.StdinPipe(); err != nil {
+		logf.Close()
+		return fmt.Errorf("replica %s: %w", id, err)
 	}
 	if err := cmd.Start(); err != nil {
-		f.t.Fatalf("start replica %s: %v", id, err)
+		logf.Close()
+		return fmt.Errorf("start replica %s: %w", id, err)
 	}
 	r := &replica{id: id, cmd: cmd, done: make(chan struct{})}
 	addr := make(chan string, 1)
@@ -258,13 +279,16 @@ func (f *fleet) start(i int) {
 	case a := <-addr:
 		r.addr = "http://" + a
 	case <-r.done:
-		f.t.Fatalf("replica %s exited before serving: %s", id, f.tail(id))
+		return fmt.Errorf("replica %s exited before serving: %s", id, f.tail(id))
 	case <-time.After(30 * time.Second):
-		f.t.Fatalf("replica %s did not serve within 30 s: %s", id, f.tail(id))
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		<-r.done
+		return fmt.Errorf("replica %s did not serve within 30 s: %s", id, f.tail(id))
 	}
 	f.mu.Lock()
 	f.slots[i] = r
 	f.mu.Unlock()
+	return nil
 }
 
 // kill SIGKILLs slot i's replica and waits for it to be gone.
