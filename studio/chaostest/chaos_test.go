@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -119,11 +120,11 @@ func TestChaosKillReplicas(t *testing.T) {
 	for _, err := range errs {
 		t.Error(err)
 	}
-	wctx, wcancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer wcancel()
-	takeovers := checkThreads(t, wctx, f, pool, runs)
+	cctx, ccancel := context.WithTimeout(context.Background(), waitFor+30*time.Second)
+	defer ccancel()
+	takeovers := checkThreads(t, cctx, f, pool, runs)
 	var dups int
-	if err := pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM chaos_effects GROUP BY run_id, step HAVING count(*) > 1) d`).Scan(&dups); err != nil {
+	if err := pool.QueryRow(cctx, `SELECT count(*) FROM (SELECT 1 FROM chaos_effects GROUP BY run_id, step HAVING count(*) > 1) d`).Scan(&dups); err != nil {
 		t.Fatal(err)
 	}
 	f.mu.Lock()
@@ -131,6 +132,15 @@ func TestChaosKillReplicas(t *testing.T) {
 	f.mu.Unlock()
 	t.Logf("%d runs (%d POSTs retried), %d kills (slowest restart %v), %d takeovers, %d steps whose effect was repeated, %v wall time",
 		len(runs), retried, kills, slowest.Round(time.Millisecond), takeovers, dups, time.Since(start).Round(time.Millisecond))
+	f.mu.Lock()
+	samples := 0
+	for thread, notes := range f.notes {
+		if len(notes) > 1 && samples < 3 {
+			samples++
+			t.Logf("a retried submission, thread %s: %s", thread, strings.Join(notes, "; "))
+		}
+	}
+	f.mu.Unlock()
 	if kills == 0 || takeovers == 0 {
 		t.Errorf("the chaos did nothing: %d kills, %d takeovers", kills, takeovers)
 	}
@@ -149,7 +159,7 @@ func TestChaosPausedReplicaIsFencedOut(t *testing.T) {
 	pool := pgtest.Schema(t, nil)
 	createEffects(t, pool)
 	f := newFleet(t, schemaURL(t, base, pool), 2)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	a := f.id(0)
 
@@ -264,7 +274,7 @@ const (
 // effect.
 func TestChaosPostgresRestart(t *testing.T) {
 	cluster := pgtest.NewCluster(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	pool, err := pgxpool.New(ctx, cluster.URL)
 	if err != nil {

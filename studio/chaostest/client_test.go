@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,6 +85,7 @@ func submit(ctx context.Context, f *fleet, first int, thread string) (string, in
 			// replica died.
 			var list []runObj
 			code, err := call(http.MethodGet, base, "/threads/"+thread+"/runs", nil, &list)
+			f.note(thread, "list on %s: %d %v %v", base, code, list, err)
 			switch {
 			case err == nil && len(list) > 0:
 				return list[0].RunID, posts, nil
@@ -96,6 +98,7 @@ func submit(ctx context.Context, f *fleet, first int, thread string) (string, in
 		var run runObj
 		posts++
 		code, err := call(http.MethodPost, base, "/threads/"+thread+"/runs", body, &run)
+		f.note(thread, "POST on %s: %d %s %v", base, code, run.RunID, err)
 		switch {
 		case err == nil:
 			return run.RunID, posts, nil
@@ -152,6 +155,9 @@ func waitRuns(ctx context.Context, f *fleet, runs map[string]string) map[string]
 	}
 }
 
+// waitFor bounds how long checkThreads waits for the runs to end.
+const waitFor = 60 * time.Second
+
 // checkThreads asserts what every chaos test asserts once its runs ended:
 // each run succeeded and its thread counted to steps; the thread's
 // checkpoints form one chain; no step's effect was made more than twice;
@@ -159,10 +165,12 @@ func waitRuns(ctx context.Context, f *fleet, runs map[string]string) map[string]
 // left active. It returns how many takeovers the effects show.
 func checkThreads(t *testing.T, ctx context.Context, f *fleet, pool *pgxpool.Pool, runs map[string]string) (takeovers int) {
 	t.Helper()
-	status := waitRuns(ctx, f, runs)
+	wctx, cancel := context.WithTimeout(ctx, waitFor)
+	status := waitRuns(wctx, f, runs)
+	cancel()
 	for thread, id := range runs {
 		if status[thread] != "success" {
-			t.Errorf("thread %s: run %s ended %q, want success", thread, id, status[thread])
+			t.Errorf("thread %s: run %s ended %q, want success; %s", thread, id, status[thread], f.history(ctx, pool, thread))
 			continue
 		}
 		var st struct {
@@ -212,10 +220,10 @@ func checkThreads(t *testing.T, ctx context.Context, f *fleet, pool *pgxpool.Poo
 			t.Errorf("thread %s forks: checkpoints %v all follow %q", k[0], ids, k[1])
 		}
 	}
-	for thread := range runs {
+	for thread, id := range runs {
 		// The input checkpoint, the start's, then one per step.
 		if perThread[thread] != steps+2 {
-			t.Errorf("thread %s has %d checkpoints, want %d", thread, perThread[thread], steps+2)
+			t.Errorf("thread %s has %d checkpoints, want %d (one run, %s); %s", thread, perThread[thread], steps+2, id, f.history(ctx, pool, thread))
 		}
 	}
 
@@ -291,4 +299,25 @@ func createEffects(t *testing.T, pool *pgxpool.Pool) {
 	if err != nil {
 		t.Fatalf("create chaos_effects: %v", err)
 	}
+}
+
+// history tells what the test did with a thread and which runs wrote its
+// checkpoints and effects, for a failure's message.
+func (f *fleet) history(ctx context.Context, pool *pgxpool.Pool, thread string) string {
+	var cps, fx string
+	_ = pool.QueryRow(ctx, `SELECT coalesce(string_agg(r || ' x' || n, ', '), '') FROM (
+		SELECT metadata->>'run_id' AS r, count(*) AS n FROM checkpoints WHERE thread_id = $1 GROUP BY 1) c`, thread).Scan(&cps)
+	_ = pool.QueryRow(ctx, `SELECT coalesce(string_agg(r || ' x' || n || ' fences ' || fs, ', '), '') FROM (
+		SELECT run_id AS r, count(*) AS n, string_agg(DISTINCT fence::text, '/') AS fs FROM chaos_effects WHERE thread_id = $1 GROUP BY 1) e`, thread).Scan(&fx)
+	var lease, queue, jobs string
+	_ = pool.QueryRow(ctx, `SELECT coalesce((SELECT format('fence %s run %s job %s holder %L expires %s (now %s)', fence, run_id, job_id, holder, expires_at, now())
+		FROM studio_thread_leases WHERE thread_id = $1), 'none')`, thread).Scan(&lease)
+	_ = pool.QueryRow(ctx, `SELECT coalesce(string_agg(format('%s %s cancel %L attempts %s', run_id, state, cancel, attempts), ', '), 'none')
+		FROM studio_run_queue WHERE thread_id = $1`, thread).Scan(&queue)
+	_ = pool.QueryRow(ctx, `SELECT coalesce(string_agg(format('job %s %s attempt %s/%s scheduled %s attempted_by %s errors %s', id, state, attempt, max_attempts, scheduled_at, attempted_by, errors), ', ' ORDER BY id), 'none')
+		FROM river_job WHERE args->>'thread' = $1`, thread).Scan(&jobs)
+	f.mu.Lock()
+	notes := strings.Join(f.notes[thread], "; ")
+	f.mu.Unlock()
+	return fmt.Sprintf("checkpoints by run: %s; effects by run: %s; lease: %s; queue: %s; river jobs: %s; requests: %s", cps, fx, lease, queue, jobs, notes)
 }

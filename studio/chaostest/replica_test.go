@@ -180,6 +180,18 @@ type fleet struct {
 	slots []*replica // nil while a slot's replica is down
 	gen   []int
 	kills int
+	notes map[string][]string // what the test asked of each thread, with the answers
+}
+
+// note records a request made for thread and its answer.
+func (f *fleet) note(thread, format string, args ...any) {
+	msg := time.Now().Format("15:04:05.000 ") + fmt.Sprintf(format, args...)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.notes == nil {
+		f.notes = map[string][]string{}
+	}
+	f.notes[thread] = append(f.notes[thread], msg)
 }
 
 // schemaURL is TEST_DATABASE_URL with the search_path of the schema the
