@@ -122,7 +122,11 @@ func TestChaosKillReplicas(t *testing.T) {
 	}
 	cctx, ccancel := context.WithTimeout(context.Background(), waitFor+30*time.Second)
 	defer ccancel()
-	takeovers := checkThreads(t, cctx, f, pool, runs)
+	// KNOWN RUNTIME BUG: about one time in ten a run stays "running"
+	// here, its lease waiting for a worker (holder '') on a river job
+	// left running by a replica killed as it fetched it; see
+	// TestChaosTakeoverJobLostWithItsWorker, which reproduces it.
+	takeovers := checkThreads(t, cctx, f, pool, runs, waitFor)
 	var dups int
 	if err := pool.QueryRow(cctx, `SELECT count(*) FROM (SELECT 1 FROM chaos_effects GROUP BY run_id, step HAVING count(*) > 1) d`).Scan(&dups); err != nil {
 		t.Fatal(err)
@@ -235,7 +239,7 @@ func TestChaosPausedReplicaIsFencedOut(t *testing.T) {
 	}
 	f.signal(0, syscall.SIGCONT)
 
-	takeovers := checkThreads(t, ctx, f, pool, runs)
+	takeovers := checkThreads(t, ctx, f, pool, runs, waitFor)
 	// Every effect A made for a run it lost is older than B's first one
 	// on that thread (checkThreads checks the order), and B made some.
 	for thread, fence := range held {
@@ -343,7 +347,7 @@ func TestChaosPostgresRestart(t *testing.T) {
 	}
 	up := time.Since(down)
 
-	takeovers := checkThreads(t, ctx, f, pool, runs)
+	takeovers := checkThreads(t, ctx, f, pool, runs, waitFor)
 	t.Logf("%d runs, %d active at the restart, %v until every /healthz said 200 again, %d takeovers", len(runs), active, up.Round(time.Millisecond), takeovers)
 }
 
@@ -359,4 +363,66 @@ func healthUntil(ctx context.Context, base string, want int) int {
 		pause(ctx, 50*time.Millisecond)
 	}
 	return code
+}
+
+// A takeover's job can die with the worker that fetched it: river marks
+// a job running when a worker fetches it, and a replica killed before its
+// worker's first transaction (the one that takes the lease) leaves the
+// lease waiting for a worker (holder ”) on a job river will not hand to
+// anyone else, as it is running, until its rescuer's hour. The chaos of
+// TestChaosKillReplicas meets this about one run in ten (a kill every 2 s
+// against a 2 s lease: the next kill lands as the reaper dispatches the
+// previous one's runs). Here the test leaves the database as that replica
+// would: the run's holder is killed, its lease reaped, and its job marked
+// as fetched by a worker that is gone. A live replica must still finish
+// the run.
+//
+// RUNTIME BUG, for the lead (runs/riverq): nothing recovers such a lease
+// today (the reaper looks only at held leases), so this test fails until
+// a lease waiting for a worker on a job that is not progressing is
+// handed on again.
+func TestChaosTakeoverJobLostWithItsWorker(t *testing.T) {
+	base := pgtest.URL(t)
+	pool := pgtest.Schema(t, nil)
+	createEffects(t, pool)
+	f := newFleet(t, schemaURL(t, base, pool), 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+
+	thread := uuid.NewString()
+	id, _, err := submit(ctx, f, 0, thread)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		var made int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM chaos_effects WHERE thread_id = $1`, thread).Scan(&made); err != nil {
+			t.Fatal(err)
+		}
+		if made >= 2 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the run made no step")
+		}
+		pause(ctx, 5*time.Millisecond)
+	}
+	f.kill(0)
+	// What the reaper and the dying worker of another replica leave: the
+	// lease bumped and waiting for a worker, its job taken by nobody alive.
+	tag, err := pool.Exec(ctx, `WITH l AS (
+			UPDATE studio_thread_leases SET holder = '', expires_at = NULL, fence = fence + 1
+			WHERE thread_id = $1 AND run_id = $2 AND holder <> '' RETURNING job_id)
+		UPDATE river_job SET state = 'running', attempt = attempt + 1, attempted_at = now(),
+			attempted_by = array_append(attempted_by, 'ghost-replica')
+		WHERE id = (SELECT job_id FROM l)`, thread, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tag.RowsAffected() != 1 {
+		t.Fatalf("the run's lease and job were not found to set up the lost worker (%d rows)", tag.RowsAffected())
+	}
+	f.start(0)
+	// Several lease TTLs: long enough for any reasonable recovery.
+	checkThreads(t, ctx, f, pool, map[string]string{thread: id}, 10*leaseTTL)
 }

@@ -155,17 +155,18 @@ func waitRuns(ctx context.Context, f *fleet, runs map[string]string) map[string]
 	}
 }
 
-// waitFor bounds how long checkThreads waits for the runs to end.
+// waitFor bounds how long the tests wait for their runs to end.
 const waitFor = 60 * time.Second
 
-// checkThreads asserts what every chaos test asserts once its runs ended:
+// checkThreads waits at most wait for the runs to end, then asserts what
+// every chaos test asserts:
 // each run succeeded and its thread counted to steps; the thread's
 // checkpoints form one chain; no step's effect was made more than twice;
 // no effect was made by a holder whose lease had moved on; no lease is
 // left active. It returns how many takeovers the effects show.
-func checkThreads(t *testing.T, ctx context.Context, f *fleet, pool *pgxpool.Pool, runs map[string]string) (takeovers int) {
+func checkThreads(t *testing.T, ctx context.Context, f *fleet, pool *pgxpool.Pool, runs map[string]string, wait time.Duration) (takeovers int) {
 	t.Helper()
-	wctx, cancel := context.WithTimeout(ctx, waitFor)
+	wctx, cancel := context.WithTimeout(ctx, wait)
 	status := waitRuns(wctx, f, runs)
 	cancel()
 	for thread, id := range runs {
