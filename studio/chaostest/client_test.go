@@ -16,9 +16,15 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// httpc bounds every call: a replica killed or paused mid-request must
-// not hang the test.
-var httpc = &http.Client{Timeout: 5 * time.Second}
+// httpc bounds every read: a replica paused mid-request must not hang
+// the test. A POST gets longer: one given up while its replica still
+// works on it may start its run after the retry started another (the
+// API has no idempotency key to tell them apart), and a replica killed
+// under it fails it at once anyway.
+var (
+	httpc = &http.Client{Timeout: 5 * time.Second}
+	postc = &http.Client{Timeout: 30 * time.Second}
+)
 
 // call does one API request; out, when set, receives the JSON answer of
 // a 2xx. A transport error (the replica died) is returned as such.
@@ -37,7 +43,11 @@ func call(method, base, path string, body, out any) (int, error) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
-	res, err := httpc.Do(req)
+	c := httpc
+	if method == http.MethodPost {
+		c = postc
+	}
+	res, err := c.Do(req)
 	if err != nil {
 		return 0, err
 	}
