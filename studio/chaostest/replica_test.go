@@ -111,7 +111,7 @@ func chaosGraph(effects *pgxpool.Pool, log *slog.Logger) func(studio.Backends) (
 			if !ok {
 				return nil, errors.New("chaos: the node has no task context")
 			}
-			f, ok := pgfenceFor(ctx, task.ThreadID)
+			f, ok := fenceToken(ctx, task.ThreadID)
 			if !ok {
 				return nil, fmt.Errorf("chaos: run %s of thread %s has no fence on its context", task.RunID, task.ThreadID)
 			}
@@ -153,8 +153,8 @@ func chaosGraph(effects *pgxpool.Pool, log *slog.Logger) func(studio.Backends) (
 	}
 }
 
-// pgfenceFor is the fence token ctx carries for thread.
-func pgfenceFor(ctx context.Context, thread string) (int64, bool) {
+// fenceToken is the token of the fence ctx carries for thread (checkpoints.FenceFrom, checked to be for thread).
+func fenceToken(ctx context.Context, thread string) (int64, bool) {
 	f, err := pgfence.For(ctx, thread)
 	if err != nil || f == nil {
 		return 0, false
