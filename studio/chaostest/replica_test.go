@@ -162,6 +162,10 @@ func fenceToken(ctx context.Context, thread string) (int64, bool) {
 	return f.Token, true
 }
 
+// setProcAttr sets what the platform offers to end a replica with the
+// test binary (see procattr_linux_test.go); stdin's end does elsewhere.
+var setProcAttr = func(*exec.Cmd) {}
+
 // replica is one replica process of a fleet slot.
 type replica struct {
 	id   string
@@ -258,6 +262,7 @@ func (f *fleet) restart(i int) error {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envReplica+"="+id, envURL+"="+f.dbURL)
 	cmd.Stderr = logf
+	setProcAttr(cmd)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		logf.Close()
