@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -93,7 +94,7 @@ func TestChaosKillReplicas(t *testing.T) {
 	var mu sync.Mutex
 	runs := map[string]string{}
 	var errs []error
-	retried := 0 // POSTs again after a replica died under one
+	retried := 0 // submissions POSTed again after a replica died under one
 	var wg sync.WaitGroup
 	every := submitFor / chaosRuns
 	for k := range chaosRuns {
@@ -104,7 +105,9 @@ func TestChaosKillReplicas(t *testing.T) {
 			id, posts, err := submit(ctx, f, k%3, thread)
 			mu.Lock()
 			defer mu.Unlock()
-			retried += posts - 1
+			if posts > 1 {
+				retried++
+			}
 			if err != nil {
 				errs = append(errs, err)
 				return
@@ -134,9 +137,14 @@ func TestChaosKillReplicas(t *testing.T) {
 	f.mu.Lock()
 	kills := f.kills
 	f.mu.Unlock()
-	t.Logf("%d runs (%d POSTs retried), %d kills (slowest restart %v), %d takeovers, %d steps whose effect was repeated, %v wall time",
+	t.Logf("%d runs (%d submissions retried), %d kills (slowest restart %v), %d takeovers, %d steps whose effect was repeated, %v wall time",
 		len(runs), retried, kills, slowest.Round(time.Millisecond), takeovers, dups, time.Since(start).Round(time.Millisecond))
 	f.mu.Lock()
+	if n := len(f.postTimes); n > 0 {
+		slices.Sort(f.postTimes)
+		t.Logf("POSTs that started a run took %v (median), %v (p95), %v (max)", f.postTimes[n/2].Round(time.Millisecond),
+			f.postTimes[n*95/100].Round(time.Millisecond), f.postTimes[n-1].Round(time.Millisecond))
+	}
 	samples := 0
 	for thread, notes := range f.notes {
 		if len(notes) > 1 && samples < 3 {

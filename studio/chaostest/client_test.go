@@ -107,7 +107,13 @@ func submit(ctx context.Context, f *fleet, first int, thread string) (string, in
 		}
 		var run runObj
 		posts++
+		began := time.Now()
 		code, err := call(http.MethodPost, base, "/threads/"+thread+"/runs", body, &run)
+		if err == nil {
+			f.mu.Lock()
+			f.postTimes = append(f.postTimes, time.Since(began))
+			f.mu.Unlock()
+		}
 		f.note(thread, "POST on %s: %d %s %v", base, code, run.RunID, err)
 		switch {
 		case err == nil:

@@ -185,6 +185,8 @@ type fleet struct {
 	gen   []int
 	kills int
 	notes map[string][]string // what the test asked of each thread, with the answers
+	// postTimes are how long the POSTs that started a run took.
+	postTimes []time.Duration
 }
 
 // note records a request made for thread and its answer.
