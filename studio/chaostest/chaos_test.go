@@ -102,10 +102,10 @@ func TestChaosKillReplicas(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			id, posts, err := submit(ctx, f, k%3, thread)
+			id, tries, err := submit(ctx, f, k%3, thread)
 			mu.Lock()
 			defer mu.Unlock()
-			if posts > 1 {
+			if tries > 1 {
 				retried++
 			}
 			if err != nil {

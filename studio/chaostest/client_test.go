@@ -74,7 +74,7 @@ type runObj struct {
 }
 
 // submit starts the thread's one run in the background through slot
-// first's replica, and returns its id and how many POSTs it took. A POST whose replica died is
+// first's replica, and returns its id and how many replicas it tried. A POST whose replica died is
 // retried on the next live replica, after looking for the run it may have
 // created: each thread gets exactly one run. reject makes a retry on a
 // thread whose first POST did claim a run a 409, not a second run queued
@@ -82,8 +82,8 @@ type runObj struct {
 func submit(ctx context.Context, f *fleet, first int, thread string) (string, int, error) {
 	body := map[string]any{"assistant_id": "chaos", "input": map[string]any{"n": 0}, "if_not_exists": "create", "multitask_strategy": "reject"}
 	var last error
-	posts := 0
-	for attempt := 0; ctx.Err() == nil; attempt++ {
+	attempt := 0
+	for ; ctx.Err() == nil; attempt++ {
 		base := f.live(first + attempt)
 		if base == "" {
 			last = errors.New("no replica is up")
@@ -98,7 +98,7 @@ func submit(ctx context.Context, f *fleet, first int, thread string) (string, in
 			f.note(thread, "list on %s: %d %v %v", base, code, list, err)
 			switch {
 			case err == nil && len(list) > 0:
-				return list[0].RunID, posts, nil
+				return list[0].RunID, attempt + 1, nil
 			case err != nil && code != http.StatusNotFound:
 				last = err
 				pause(ctx, 100*time.Millisecond)
@@ -106,7 +106,6 @@ func submit(ctx context.Context, f *fleet, first int, thread string) (string, in
 			}
 		}
 		var run runObj
-		posts++
 		began := time.Now()
 		code, err := call(http.MethodPost, base, "/threads/"+thread+"/runs", body, &run)
 		if err == nil {
@@ -117,19 +116,19 @@ func submit(ctx context.Context, f *fleet, first int, thread string) (string, in
 		f.note(thread, "POST on %s: %d %s %v", base, code, run.RunID, err)
 		switch {
 		case err == nil:
-			return run.RunID, posts, nil
+			return run.RunID, attempt + 1, nil
 		case code == http.StatusConflict:
 			// A run claimed by a POST whose answer was lost: it shows
 			// in the list once its record is written.
 			last = err
 			pause(ctx, 100*time.Millisecond)
 		case code >= 400 && code < 500:
-			return "", posts, err
+			return "", attempt + 1, err
 		default:
 			last = err
 		}
 	}
-	return "", posts, fmt.Errorf("thread %s: no run started before the deadline: %v", thread, last)
+	return "", attempt, fmt.Errorf("thread %s: no run started before the deadline: %v", thread, last)
 }
 
 // pause waits d or until ctx ends: the pacing of retries and polls.
