@@ -403,7 +403,8 @@ func (q *Queue) ReapOnce(ctx context.Context) (int, error) {
 		// lost (see dispatch).
 		rows, err := tx.Query(ctx, `UPDATE studio_thread_leases SET holder = '', expires_at = NULL,
 			fence = fence + CASE WHEN holder <> '' THEN 1 ELSE 0 END
-			WHERE (holder <> '' AND expires_at < now()) OR (holder = '' AND run_id IS NOT NULL AND redispatch_at < now())
+			WHERE (holder <> '' AND expires_at < now())
+			   OR (holder = '' AND run_id IS NOT NULL AND (redispatch_at < now() OR redispatch_at IS NULL))
 			RETURNING thread_id, run_id, job_id`)
 		if err != nil {
 			return err

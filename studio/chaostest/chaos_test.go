@@ -125,10 +125,9 @@ func TestChaosKillReplicas(t *testing.T) {
 	}
 	cctx, ccancel := context.WithTimeout(context.Background(), waitFor+30*time.Second)
 	defer ccancel()
-	// KNOWN RUNTIME BUG: about one time in ten a run stays "running"
-	// here, its lease waiting for a worker (holder '') on a river job
-	// left running by a replica killed as it fetched it; see
-	// TestChaosTakeoverJobLostWithItsWorker, which reproduces it.
+	// A run whose takeover job died with the replica that fetched it
+	// (its lease waiting for a worker) is given a new job a lease's
+	// length later (see TestChaosTakeoverJobLostWithItsWorker).
 	takeovers := checkThreads(t, cctx, f, pool, runs, waitFor)
 	var dups int
 	if err := pool.QueryRow(cctx, `SELECT count(*) FROM (SELECT 1 FROM chaos_effects GROUP BY run_id, step HAVING count(*) > 1) d`).Scan(&dups); err != nil {
@@ -385,10 +384,8 @@ func healthUntil(ctx context.Context, base string, want int) int {
 // as fetched by a worker that is gone. A live replica must still finish
 // the run.
 //
-// RUNTIME BUG, for the lead (runs/riverq): nothing recovers such a lease
-// today (the reaper looks only at held leases), so this test fails until
-// a lease waiting for a worker on a job that is not progressing is
-// handed on again.
+// The reaper gives such a run a new job once its redispatch_at has
+// passed (a lease's length after its job was made).
 func TestChaosTakeoverJobLostWithItsWorker(t *testing.T) {
 	base := pgtest.URL(t)
 	pool := pgtest.Schema(t, nil)
