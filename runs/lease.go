@@ -175,6 +175,9 @@ func (m *Manager) Takeover(ctx context.Context, qr QueuedRun, l Lease) error {
 	case err != nil:
 		return err // handed back: another process may serve the graph
 	}
+	if err := m.stopStale(ctx, qr.Thread, l.Fence); err != nil {
+		return err
+	}
 	req := launchRequest{g: g, graph: qr.Graph, thread: qr.Thread, opts: qr.Options, checkpointID: qr.CheckpointID,
 		origin: qr.Origin, kind: qr.Kind, answers: qr.Answers, runID: qr.RunID, metadata: qr.Metadata, meta: qr.Meta,
 		resumeOf: qr.ResumeOf, lease: &l, takeover: true, started: &qr.Started}
@@ -230,6 +233,36 @@ func (m *Manager) Takeover(ctx context.Context, qr QueuedRun, l Lease) error {
 		}
 	}
 	return nil
+}
+
+// staleWait bounds how long a takeover waits for a stale run of its
+// thread in this process to end (stopStale).
+const staleWait = 2 * time.Second
+
+// stopStale stops a run of the thread that this process still runs under
+// an older fence than the lease a takeover has just taken (its renewals
+// failed for longer than the lease: it lost it and will be fenced out),
+// and waits for it to let the thread go. A run that does not end within
+// staleWait (a node that ignores its context) leaves the takeover to be
+// handed back, for another process or a later try.
+func (m *Manager) stopStale(ctx context.Context, thread string, fence int64) error {
+	m.mu.Lock()
+	t, ok := m.threads[thread]
+	if !ok || t.cancel == nil || t.fence == 0 || t.fence >= fence {
+		m.mu.Unlock()
+		return nil
+	}
+	stop, done := t.stop, t.done
+	m.mu.Unlock()
+	stop(ErrLeaseLost)
+	select {
+	case <-done:
+		return nil
+	case <-time.After(staleWait):
+		return fmt.Errorf("runs: thread %q still runs here under a lost lease", thread)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // MaxTakeovers is how many times a run is taken over by processes that

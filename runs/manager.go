@@ -205,6 +205,8 @@ type thread struct {
 	localRun string
 	// writer writes the active run's events to the event log.
 	writer EventWriter
+	// stop ends the active run with a cause (Takeover: ErrLeaseLost).
+	stop context.CancelCauseFunc
 	// fence is the fencing token of the active run's lease (WithQueue),
 	// 0 without one: the registry and run-log writes of the run carry it.
 	fence int64
@@ -767,7 +769,7 @@ func (m *Manager) launch(ctx context.Context, req launchRequest) (Thread, error)
 	if lease != nil {
 		runCtx = checkpoints.WithFence(runCtx, checkpoints.Fence{Thread: threadID, Token: lease.Fence})
 	}
-	t.cancel, t.done = cancel, make(chan struct{})
+	t.cancel, t.stop, t.done = cancel, cancelCause, make(chan struct{})
 	t.run = rec
 	t.starting, t.cancelAsked = !req.takeover || !req.continuing, false
 	t.fence = 0

@@ -13,43 +13,12 @@ import (
 	"github.com/superstep-dev/superstep/runs/pgevents"
 )
 
-// sqlStudioObjects creates what migration 011 will, for a schema migrated
-// without it; once 011 exists the check in setup skips it.
-const sqlStudioObjects = `
-CREATE TABLE studio_thread_leases (
-  thread_id text COLLATE "C" PRIMARY KEY,
-  fence bigint NOT NULL DEFAULT 0,
-  run_id text COLLATE "C",
-  job_id bigint,
-  holder text COLLATE "C" NOT NULL DEFAULT '',
-  expires_at timestamptz);
-CREATE FUNCTION studio_fence(p_thread text, p_fence bigint) RETURNS void LANGUAGE plpgsql AS $$
-BEGIN
-  PERFORM 1 FROM studio_thread_leases WHERE thread_id = p_thread AND fence = p_fence AND holder <> '' FOR SHARE;
-  IF NOT FOUND THEN RAISE EXCEPTION 'fenced out of thread %', p_thread USING ERRCODE = 'SSF01'; END IF;
-END $$;
-CREATE TABLE studio_events (
-  thread_id text COLLATE "C" NOT NULL, seq bigint NOT NULL,
-  run_id text COLLATE "C" NOT NULL,
-  body jsonb NOT NULL,
-  at timestamptz NOT NULL DEFAULT now(),
-  PRIMARY KEY (thread_id, seq));`
-
 // setup returns two pools on one fresh schema, as two Studio replicas
 // would have.
 func setup(tb testing.TB) (a, b *pgxpool.Pool) {
 	tb.Helper()
 	ctx := context.Background()
-	a = pgtest.Schema(tb, nil)
-	var exists bool
-	if err := a.QueryRow(ctx, `SELECT to_regclass('studio_events') IS NOT NULL`).Scan(&exists); err != nil {
-		tb.Fatal(err)
-	}
-	if !exists {
-		if _, err := a.Exec(ctx, sqlStudioObjects); err != nil {
-			tb.Fatalf("create the studio_events objects: %v", err)
-		}
-	}
+	a = pgtest.Schema(tb, nil) // migrated: studio_events and studio_fence are there
 	b, err := pgxpool.NewWithConfig(ctx, a.Config().Copy())
 	if err != nil {
 		tb.Fatal(err)

@@ -63,6 +63,21 @@ type process struct {
 	entered chan struct{}
 	release chan struct{}
 	paused  atomic.Bool // stops renewing (pausedQueue)
+	// renewFrom, when set, stops the renewals of leases with an older
+	// fence only (a process whose renewals of one run failed).
+	renewFrom atomic.Int64
+}
+
+// pause makes p behave as a paused process: its runs stop renewing
+// their leases, and it takes no run over (its river workers stop).
+func (p *process) pause(t *testing.T) {
+	t.Helper()
+	p.paused.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.q.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // pausedQueue is a process's queue whose renewals stop while the
@@ -73,7 +88,7 @@ type pausedQueue struct {
 }
 
 func (q pausedQueue) Renew(ctx context.Context, l runs.Lease) (bool, error) {
-	if q.p.paused.Load() {
+	if q.p.paused.Load() || l.Fence < q.p.renewFrom.Load() {
 		return false, nil
 	}
 	return q.Queue.Renew(ctx, l)
@@ -196,7 +211,7 @@ func TestPausedProcessIsTakenOverAndFencedOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-a.entered
-	a.paused.Store(true)
+	a.pause(t)
 	// B refuses a second run while A's lease lives, and after.
 	if _, err := b.m.Start(ctx, "count", "t1", nil, runs.StartOptions{}); !errors.Is(err, runs.ErrThreadBusy) {
 		t.Fatalf("second run on another process: %v, want ErrThreadBusy", err)
@@ -513,7 +528,7 @@ func TestLostTakeoverJobIsReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-a.entered
-	a.paused.Store(true)
+	a.pause(t)
 	// As a reaper leaves it, with the job it made taken by a worker that
 	// then died: no worker will ever hold job 999999.
 	if _, err := pool.Exec(ctx, `UPDATE studio_thread_leases SET holder = '', expires_at = NULL, fence = fence + 1,
@@ -526,5 +541,42 @@ func TestLostTakeoverJobIsReplaced(t *testing.T) {
 	})
 	if s := finalState(t, b.m, "lost"); s.N != steps {
 		t.Fatalf("n = %d", s.N)
+	}
+}
+
+// TestTakeoverStopsAStaleLocalRun: a process whose renewals of a run
+// failed past the lease (its database link flapped) still runs it when
+// its own worker takes the run over: the stale run is stopped, writing
+// nothing more, and the takeover continues the run to the end.
+func TestTakeoverStopsAStaleLocalRun(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Schema(t, nil)
+	fx := &effects{}
+	a := start(t, pool, "a", fx, 2, false)
+	ctx := context.Background()
+	if _, err := a.m.Start(ctx, "count", "stale", nil, runs.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	<-a.entered
+	var fence int64
+	if err := pool.QueryRow(ctx, `SELECT fence FROM studio_thread_leases WHERE thread_id = 'stale'`).Scan(&fence); err != nil {
+		t.Fatal(err)
+	}
+	a.renewFrom.Store(fence + 1) // this run's renewals fail from now on
+	select {
+	case <-a.entered: // the takeover, in this process, reached step 2 again
+	case <-time.After(15 * time.Second):
+		t.Fatal("the run was not taken over")
+	}
+	close(a.release)
+	waitFor(t, "the run to end", 15*time.Second, func() bool {
+		th, err := a.m.Thread(ctx, "stale")
+		return err == nil && th.Status == runs.StatusIdle
+	})
+	if s := finalState(t, a.m, "stale"); s.N != steps {
+		t.Fatalf("n = %d", s.N)
+	}
+	if fx.get(2) != 1 {
+		t.Fatalf("step 2 ran %d times to its end, want 1 (the stale run was stopped in it)", fx.get(2))
 	}
 }
