@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/google/uuid"
@@ -355,8 +356,30 @@ func (m *Manager) RunRecord(ctx context.Context, thread, runID string) (RunRecor
 
 // ThreadRuns lists a thread's latest runs from the run log, at most limit
 // (0: all), oldest first.
+//
+// With a queue, a run claimed but not yet in the run log (its process has
+// not got it going, or died first and it waits for a takeover) is listed
+// too, as running: a client whose request's answer was lost can find it.
 func (m *Manager) ThreadRuns(ctx context.Context, thread string, limit int) ([]RunRecord, error) {
-	return m.runLog.ListRuns(ctx, thread, limit)
+	recs, err := m.runLog.ListRuns(ctx, thread, limit)
+	if err != nil || m.queue == nil {
+		return recs, err
+	}
+	queued, err := m.queue.Queued(ctx, thread)
+	if err != nil {
+		return nil, fmt.Errorf("runs: list the queued runs of thread %q: %w", thread, err)
+	}
+	for _, q := range queued {
+		if slices.ContainsFunc(recs, func(r RunRecord) bool { return r.RunID == q.RunID }) {
+			continue
+		}
+		recs = append(recs, RunRecord{Thread: thread, RunID: q.RunID, Kind: q.Kind, From: q.From, Origin: q.Origin,
+			Started: q.Started, Status: StatusRunning, Answers: q.Answers, Meta: q.Meta})
+	}
+	if limit > 0 && len(recs) > limit {
+		recs = recs[len(recs)-limit:]
+	}
+	return recs, nil
 }
 
 // DeleteRun removes an ended run's record from the run log and, with

@@ -207,6 +207,9 @@ type thread struct {
 	writer EventWriter
 	// stop ends the active run with a cause (Takeover: ErrLeaseLost).
 	stop context.CancelCauseFunc
+	// fromQueue: the thread was read from the queue, the registry not
+	// knowing it yet (queuedThread).
+	fromQueue bool
 	// fence is the fencing token of the active run's lease (WithQueue),
 	// 0 without one: the registry and run-log writes of the run carry it.
 	fence int64
@@ -754,7 +757,11 @@ func (m *Manager) launch(ctx context.Context, req launchRequest) (Thread, error)
 			release()
 			return Thread{}, fmt.Errorf("%w: thread %q was resumed by someone else", ErrNotInterrupted, threadID)
 		}
-		if req.takeover && prev.Status == StatusRunning && prev.RunID == runID {
+		if t.fromQueue {
+			// Only the queue knows the thread (queuedThread), from this
+			// run's own claim: a rejected run leaves no thread behind.
+			prev = nil
+		} else if req.takeover && prev.Status == StatusRunning && prev.RunID == runID {
 			// The record as the run left it is not what a rejected
 			// takeover goes back to (see Takeover).
 			prev.Status = StatusError
@@ -784,6 +791,7 @@ func (m *Manager) launch(ctx context.Context, req launchRequest) (Thread, error)
 	if created.IsZero() {
 		created = Stamp(m.now())
 	}
+	t.fromQueue = false
 	t.info = Thread{ID: threadID, Graph: graph, Status: StatusRunning, Updated: Stamp(m.now()), RunID: runID, Options: opts,
 		Metadata: t.info.Metadata, Created: created, StateUpdated: t.info.StateUpdated}
 	t.changes++
@@ -1292,6 +1300,9 @@ func (m *Manager) loadThread(ctx context.Context, id string, evictions uint64, r
 		return nil, fmt.Errorf("%w %q", ErrUnknownThread, clip(id))
 	}
 	rec, err := m.store.GetThread(ctx, id)
+	if errors.Is(err, ErrUnknownThread) {
+		rec, err = m.queuedThread(ctx, id)
+	}
 	if err != nil {
 		if errors.Is(err, ErrUnknownThread) {
 			m.mu.Lock()
@@ -1321,13 +1332,36 @@ func (m *Manager) loadThread(ctx context.Context, id string, evictions uint64, r
 		return nil, nil
 	}
 	if !ok {
-		t = &thread{info: info, hub: newHub()}
+		t = &thread{info: info, hub: newHub(), fromQueue: rec.Owner == queuedOwner}
 		m.threads[id] = t
 		m.evictLocked(t)
 	}
 	m.touch(t)
 	return t, nil
 }
+
+// queuedThread is, with a queue, a thread the registry does not know yet
+// whose first run is claimed (see ThreadRuns): running. Without one, or
+// without such a run, it is ErrUnknownThread.
+func (m *Manager) queuedThread(ctx context.Context, id string) (ThreadRecord, error) {
+	unknown := fmt.Errorf("%w %q", ErrUnknownThread, clip(id))
+	if m.queue == nil {
+		return ThreadRecord{}, unknown
+	}
+	queued, err := m.queue.Queued(ctx, id)
+	if err != nil {
+		return ThreadRecord{}, err
+	}
+	if len(queued) == 0 {
+		return ThreadRecord{}, unknown
+	}
+	q := queued[0]
+	return ThreadRecord{ID: id, Graph: q.Graph, Status: StatusRunning, RunID: q.RunID, Updated: q.Started, Created: q.Started, Options: q.Options, Owner: queuedOwner}, nil
+}
+
+// queuedOwner marks a record queuedThread made: no registry holds it.
+const queuedOwner = "\x00queued"
+
 
 // holdsTruth reports whether what this process holds of t is the
 // thread's truth: a run or an edit of its own, or a change the registry
@@ -1343,6 +1377,9 @@ func (m *Manager) refresh(ctx context.Context, t *thread) (*thread, error) {
 	id, changes := t.info.ID, t.changes
 	m.mu.Unlock()
 	rec, err := m.store.GetThread(ctx, id)
+	if errors.Is(err, ErrUnknownThread) {
+		rec, err = m.queuedThread(ctx, id)
+	}
 	if errors.Is(err, ErrUnknownThread) {
 		m.mu.Lock() // deleted meanwhile, or not yet written: as held
 		return t, nil
@@ -1362,7 +1399,7 @@ func (m *Manager) refresh(ctx context.Context, t *thread) (*thread, error) {
 	}
 	m.mu.Lock()
 	if !t.holdsTruth() && t.changes == changes {
-		t.info = info
+		t.info, t.fromQueue = info, rec.Owner == queuedOwner
 	}
 	return t, nil
 }

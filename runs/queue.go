@@ -38,6 +38,10 @@ type Queue interface {
 	Cancel(ctx context.Context, thread string) error
 	// Active reports the thread's active run, if any, in any process.
 	Active(ctx context.Context, thread string) (runID string, ok bool, err error)
+	// Queued returns the runs of the thread the queue holds (claimed, not
+	// yet ended), oldest first: a run is there from its claim, before
+	// the registry or the run log hear of it.
+	Queued(ctx context.Context, thread string) ([]QueuedRun, error)
 }
 
 // ErrLeaseLost: another process took the thread's run over (this one

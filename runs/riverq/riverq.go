@@ -376,6 +376,29 @@ func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 	return s, err
 }
 
+// Queued implements runs.Queue.
+func (q *Queue) Queued(ctx context.Context, thread string) ([]runs.QueuedRun, error) {
+	rows, err := q.pool.Query(ctx, `SELECT request FROM studio_run_queue WHERE thread_id = $1 ORDER BY seq`, thread)
+	if err != nil {
+		return nil, err
+	}
+	bodies, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	if err != nil {
+		return nil, err
+	}
+	out := make([]runs.QueuedRun, 0, len(bodies))
+	for _, b := range bodies {
+		r, err := runs.DecodeQueuedRun(b)
+		if err != nil {
+			return nil, err
+		}
+		if !r.Edit {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
 // reap hands the runs of expired leases on, every ReapEvery (jittered,
 // so that processes started together do not reap in step).
 func (q *Queue) reap(ctx context.Context) {

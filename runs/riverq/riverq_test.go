@@ -580,3 +580,37 @@ func TestTakeoverStopsAStaleLocalRun(t *testing.T) {
 		t.Fatalf("step 2 ran %d times to its end, want 1 (the stale run was stopped in it)", fx.get(2))
 	}
 }
+
+// TestClaimedRunIsVisibleAtOnce: a run is visible from its claim, before
+// its process has written it anywhere else (a client whose request's
+// answer was lost finds it, rather than starting a second run); and a run
+// whose input is refused leaves no thread behind.
+func TestClaimedRunIsVisibleAtOnce(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Schema(t, nil)
+	p := start(t, pool, "a", &effects{}, 0, false)
+	ctx := context.Background()
+	// As a process leaves it that died right after its claim committed.
+	if _, err := p.q.Claim(ctx, runs.QueuedRun{Graph: "count", Thread: "fresh", RunID: "r1", Kind: runs.RunStart, Started: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	th, err := p.m.Thread(ctx, "fresh")
+	if err != nil || th.Status != runs.StatusRunning || th.RunID != "r1" {
+		t.Fatalf("the claimed run's thread: %+v %v, want running r1", th, err)
+	}
+	recs, err := p.m.ThreadRuns(ctx, "fresh", 0)
+	if err != nil || len(recs) != 1 || recs[0].RunID != "r1" || recs[0].Status != runs.StatusRunning {
+		t.Fatalf("the claimed run's thread lists %+v %v, want r1 running", recs, err)
+	}
+	if _, err := p.m.Start(ctx, "count", "fresh", nil, runs.StartOptions{}); !errors.Is(err, runs.ErrThreadBusy) {
+		t.Fatalf("a second run: %v, want ErrThreadBusy", err)
+	}
+	// A refused input leaves nothing behind, though the queue knew the
+	// thread during the attempt.
+	if _, err := p.m.Start(ctx, "count", "refused", map[string]any{"unknown_key": 1}, runs.StartOptions{}); !errors.Is(err, runs.ErrInvalidInput) {
+		t.Fatalf("a refused input: %v, want ErrInvalidInput", err)
+	}
+	if _, err := p.m.Thread(ctx, "refused"); !errors.Is(err, runs.ErrUnknownThread) {
+		t.Fatalf("the thread of a refused input: %v, want ErrUnknownThread", err)
+	}
+}
