@@ -1362,7 +1362,6 @@ func (m *Manager) queuedThread(ctx context.Context, id string) (ThreadRecord, er
 // queuedOwner marks a record queuedThread made: no registry holds it.
 const queuedOwner = "\x00queued"
 
-
 // holdsTruth reports whether what this process holds of t is the
 // thread's truth: a run or an edit of its own, or a change the registry
 // has yet to take. Otherwise, with a queue, another process may have
