@@ -98,14 +98,23 @@ func TestTakeoverOfARunStoppedAtABreakpointDoesNotPassIt(t *testing.T) {
 	pool := pgtest.Schema(t, nil)
 	var bRuns atomic.Int32
 	var deadA atomic.Bool
-	ma, _ := startAB(t, pool, "a", &bRuns, &deadA, "ab")
+	ma, qa := startAB(t, pool, "a", &bRuns, &deadA, "ab")
 	mb, qb := startAB(t, pool, "b", &bRuns, nil, "ab")
 	ctx := context.Background()
 	if _, err := ma.Start(ctx, "ab", "bp", nil, runs.StartOptions{InterruptBefore: []string{"b"}}); err != nil {
 		t.Fatal(err)
 	}
 	th, err := ma.Wait(ctx, "bp")
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Logf("A after its run: %s %q", th.Status, th.Error)
+	// A is dead: it takes nothing over either.
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := qa.Stop(sctx); err != nil {
+		t.Fatal(err)
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		_, active, err := qb.Active(ctx, "bp")
