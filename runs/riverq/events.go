@@ -24,6 +24,12 @@ type EventLog struct {
 	pruned  chan struct{}
 }
 
+// FlushAfter is how long a run's event waits for others to share its
+// append: the events of a step (a task's start and end, the barrier, the
+// checkpoint) usually go in one. Tabs on other Studios see them that much
+// later; the Studio running the run shows them at once.
+const FlushAfter = 10 * time.Millisecond
+
 // Retention of the event log: each thread keeps its newest KeepEvents
 // events, and older ones for KeepFor; every Studio prunes every
 // PruneEvery (deleting the same rows twice is harmless).
@@ -74,7 +80,7 @@ func (l *EventLog) prune(ctx context.Context) {
 
 // Writer implements runs.EventLog.
 func (l *EventLog) Writer(thread, runID string, fence int64) runs.EventWriter {
-	return fencedWriter{pgevents.NewWriter(l.pool, thread, runID, fence, nil)}
+	return fencedWriter{pgevents.NewWriter(l.pool, thread, runID, fence, &pgevents.WriterOptions{FlushAfter: FlushAfter})}
 }
 
 // Recent implements runs.EventLog.
