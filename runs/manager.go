@@ -1299,31 +1299,18 @@ func (m *Manager) loadThread(ctx context.Context, id string, evictions uint64, r
 		// any id nobody started.
 		return nil, fmt.Errorf("%w %q", ErrUnknownThread, clip(id))
 	}
-	rec, err := m.store.GetThread(ctx, id)
+	info, queued, err := m.readThread(ctx, id)
 	if errors.Is(err, ErrUnknownThread) {
-		rec, err = m.queuedThread(ctx, id)
+		m.mu.Lock()
+		evicted := recheck && m.evictedSince(id, evictions)
+		m.mu.Unlock()
+		if evicted {
+			return nil, nil // it was saved, then evicted, since
+		}
+		return nil, err
 	}
 	if err != nil {
-		if errors.Is(err, ErrUnknownThread) {
-			m.mu.Lock()
-			evicted := recheck && m.evictedSince(id, evictions)
-			m.mu.Unlock()
-			if evicted {
-				return nil, nil // it was saved, then evicted, since
-			}
-			return nil, err
-		}
-		return nil, fmt.Errorf("runs: read thread %q: %w", id, err)
-	}
-	info := fromRecord(rec)
-	if info.Status == StatusInterrupted {
-		if g, ok := m.graphs[info.Graph]; ok {
-			snap, err := g.Pregel().GetState(ctx, checkpoints.Config{ThreadID: id})
-			if err != nil {
-				return nil, fmt.Errorf("runs: read the pending interrupts of thread %q: %w", id, err)
-			}
-			info.Pending = slices.Clone(snap.Interrupts)
-		}
+		return nil, err
 	}
 	m.mu.Lock()
 	t, ok := m.threads[id]
@@ -1332,7 +1319,7 @@ func (m *Manager) loadThread(ctx context.Context, id string, evictions uint64, r
 		return nil, nil
 	}
 	if !ok {
-		t = &thread{info: info, hub: newHub(), fromQueue: rec.Owner == queuedOwner}
+		t = &thread{info: info, hub: newHub(), fromQueue: queued}
 		m.threads[id] = t
 		m.evictLocked(t)
 	}
@@ -1375,32 +1362,46 @@ func (t *thread) holdsTruth() bool {
 func (m *Manager) refresh(ctx context.Context, t *thread) (*thread, error) {
 	id, changes := t.info.ID, t.changes
 	m.mu.Unlock()
-	rec, err := m.store.GetThread(ctx, id)
-	if errors.Is(err, ErrUnknownThread) {
-		rec, err = m.queuedThread(ctx, id)
-	}
+	info, queued, err := m.readThread(ctx, id)
 	if errors.Is(err, ErrUnknownThread) {
 		m.mu.Lock() // deleted meanwhile, or not yet written: as held
 		return t, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("runs: read thread %q: %w", id, err)
+		return nil, err
 	}
-	info := fromRecord(rec)
+	m.mu.Lock()
+	if !t.holdsTruth() && t.changes == changes {
+		t.info, t.fromQueue = info, queued
+	}
+	return t, nil
+}
+
+// readThread reads a thread's record from the registry (or, with a queue,
+// from its first run's claim: queued is then set; see queuedThread), with
+// an interrupted thread's pending interrupts read from its checkpoints.
+func (m *Manager) readThread(ctx context.Context, id string) (info Thread, queued bool, err error) {
+	rec, err := m.store.GetThread(ctx, id)
+	if errors.Is(err, ErrUnknownThread) {
+		rec, err = m.queuedThread(ctx, id)
+	}
+	if errors.Is(err, ErrUnknownThread) {
+		return Thread{}, false, err
+	}
+	if err != nil {
+		return Thread{}, false, fmt.Errorf("runs: read thread %q: %w", id, err)
+	}
+	info = fromRecord(rec)
 	if info.Status == StatusInterrupted {
 		if g, ok := m.graphs[info.Graph]; ok {
 			snap, err := g.Pregel().GetState(ctx, checkpoints.Config{ThreadID: id})
 			if err != nil {
-				return nil, fmt.Errorf("runs: read the pending interrupts of thread %q: %w", id, err)
+				return Thread{}, false, fmt.Errorf("runs: read the pending interrupts of thread %q: %w", id, err)
 			}
 			info.Pending = slices.Clone(snap.Interrupts)
 		}
 	}
-	m.mu.Lock()
-	if !t.holdsTruth() && t.changes == changes {
-		t.info, t.fromQueue = info, rec.Owner == queuedOwner
-	}
-	return t, nil
+	return info, rec.Owner == queuedOwner, nil
 }
 
 // touch marks t as just used. m.mu is held.
