@@ -312,10 +312,20 @@ func (m *Manager) endQueued(ctx context.Context, qr QueuedRun, l Lease, status S
 // the tasks of the step that wrote st, or finished. end is the error its
 // Invoke would have returned (nil when it finished).
 func endOf(ctx context.Context, g engine.Compiled, st *engine.StateSnapshot, opts StartOptions) (end error, ended bool, err error) {
+	// The run's breakpoints, else the graph's own, as the engine takes
+	// them; "*" is every node but the hidden start.
+	before, after := opts.InterruptBefore, opts.InterruptAfter
+	gBefore, gAfter := g.Pregel().Breakpoints()
+	if before == nil {
+		before = gBefore
+	}
+	if after == nil {
+		after = gAfter
+	}
 	hits := func(names, bp []string) []string {
 		var out []string
 		for _, n := range names {
-			if slices.Contains(bp, "*") || slices.Contains(bp, n) {
+			if (slices.Contains(bp, "*") && n != engine.Start) || slices.Contains(bp, n) {
 				out = append(out, n)
 			}
 		}
@@ -327,17 +337,21 @@ func endOf(ctx context.Context, g engine.Compiled, st *engine.StateSnapshot, opt
 	case st.WritesPending:
 		return nil, false, nil
 	}
-	if before := hits(st.Next, opts.InterruptBefore); len(before) > 0 {
-		return &engine.Interrupted{Before: before}, true, nil
+	// A fork's first checkpoint is where its run meant to go on from,
+	// past any breakpoint there (a nil input acknowledges it): only a
+	// step's or an input's checkpoint stops before its next tasks.
+	stepped := st.Metadata.Source == checkpoints.SourceLoop || st.Metadata.Source == checkpoints.SourceInput
+	if hit := hits(st.Next, before); stepped && len(hit) > 0 {
+		return &engine.Interrupted{Before: hit}, true, nil
 	}
-	if len(opts.InterruptAfter) > 0 && st.Metadata.Source == checkpoints.SourceLoop && st.ParentConfig != nil {
+	if len(after) > 0 && st.Metadata.Source == checkpoints.SourceLoop && st.ParentConfig != nil {
 		// The tasks that wrote st are those its parent planned.
 		parent, err := g.Pregel().GetState(ctx, *st.ParentConfig)
 		if err != nil {
 			return nil, false, fmt.Errorf("runs: read the step before a run's head: %w", err)
 		}
-		if after := hits(parent.Next, opts.InterruptAfter); len(after) > 0 {
-			return &engine.Interrupted{After: after}, true, nil
+		if hit := hits(parent.Next, after); len(hit) > 0 {
+			return &engine.Interrupted{After: hit}, true, nil
 		}
 	}
 	if len(st.Next) == 0 {

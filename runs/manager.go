@@ -1364,8 +1364,16 @@ func (m *Manager) refresh(ctx context.Context, t *thread) (*thread, error) {
 	m.mu.Unlock()
 	info, queued, err := m.readThread(ctx, id)
 	if errors.Is(err, ErrUnknownThread) {
-		m.mu.Lock() // deleted meanwhile, or not yet written: as held
-		return t, nil
+		m.mu.Lock()
+		if t.fromQueue && !t.holdsTruth() && m.threads[id] == t {
+			// Known only from a claim that has ended without the thread
+			// ever being written (a refused input): there is no thread.
+			delete(m.threads, id)
+			t.hub.closeAll()
+			m.mu.Unlock()
+			return nil, err
+		}
+		return t, nil // deleted meanwhile, or not yet written: as held
 	}
 	if err != nil {
 		return nil, err

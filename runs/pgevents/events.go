@@ -56,9 +56,9 @@ type Row struct {
 // fence; if not it returns ErrFenced and writes nothing. Fence 0 skips the
 // check, for a single process. On commit, followers of the thread are
 // notified on the schema's studio_events channel. Appending no bodies
-// does nothing and returns 0, 0. Outside a caller's transaction the append
-// commits asynchronously (no wait for the WAL flush): events are what tabs
-// show, not the thread's truth.
+// does nothing and returns 0, 0. The append commits durably: an event
+// committed and shown but lost in a crash would have its seq taken again
+// by the next, and a tab resuming after it would miss that one.
 func Append(ctx context.Context, db Batcher, thread, runID string, fence int64, bodies [][]byte) (first, last int64, err error) {
 	if len(bodies) == 0 {
 		return 0, 0, nil
@@ -68,16 +68,6 @@ func Append(ctx context.Context, db Batcher, thread, runID string, fence int64, 
 		texts[i] = string(b)
 	}
 	var batch pgx.Batch
-	if _, inTx := db.(pgx.Tx); !inTx {
-		// Events are what tabs show live, not the thread's truth (its
-		// checkpoints and run log are, and stay durable): their commit
-		// does not wait for the WAL flush, which would cost every run a
-		// flush per batch of events and, NOTIFY serialising commits,
-		// hold every other commit up behind it. A Postgres crash may lose
-		// the last milliseconds of events; a tab reloaded shows the run
-		// from its checkpoints.
-		batch.Queue(sqlAsyncCommit)
-	}
 	if fence > 0 {
 		batch.Queue(sqlFence, thread, fence)
 	}

@@ -68,7 +68,3 @@ WITH latest AS (
 SELECT e.seq, e.run_id, e.body, e.at FROM studio_events e, before
 WHERE e.thread_id = $1 AND e.seq > before.seq
 ORDER BY e.seq DESC LIMIT $2`
-
-// sqlAsyncCommit makes the append's own (implicit) transaction commit
-// without waiting for the WAL flush (see Append).
-const sqlAsyncCommit = `SELECT set_config('synchronous_commit', 'off', true)`

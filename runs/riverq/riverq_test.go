@@ -591,7 +591,8 @@ func TestClaimedRunIsVisibleAtOnce(t *testing.T) {
 	p := start(t, pool, "a", &effects{}, 0, false)
 	ctx := context.Background()
 	// As a process leaves it that died right after its claim committed.
-	if _, err := p.q.Claim(ctx, runs.QueuedRun{Graph: "count", Thread: "fresh", RunID: "r1", Kind: runs.RunStart, Started: time.Now()}); err != nil {
+	l, err := p.q.Claim(ctx, runs.QueuedRun{Graph: "count", Thread: "fresh", RunID: "r1", Kind: runs.RunStart, Started: time.Now()})
+	if err != nil {
 		t.Fatal(err)
 	}
 	th, err := p.m.Thread(ctx, "fresh")
@@ -604,6 +605,15 @@ func TestClaimedRunIsVisibleAtOnce(t *testing.T) {
 	}
 	if _, err := p.m.Start(ctx, "count", "fresh", nil, runs.StartOptions{}); !errors.Is(err, runs.ErrThreadBusy) {
 		t.Fatalf("a second run: %v, want ErrThreadBusy", err)
+	}
+	// The claim ends without the thread ever being written (its input
+	// refused in the other process): the thread is gone, not running for
+	// ever.
+	if err := p.q.Finish(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	if th, err := p.m.Thread(ctx, "fresh"); !errors.Is(err, runs.ErrUnknownThread) {
+		t.Fatalf("the thread of an ended claim: %+v %v, want ErrUnknownThread", th, err)
 	}
 	// A refused input leaves nothing behind, though the queue knew the
 	// thread during the attempt.

@@ -41,7 +41,7 @@ func (q crashQueue) Finish(ctx context.Context, l runs.Lease) error {
 	return q.Queue.Finish(ctx, l)
 }
 
-func startAB(t *testing.T, pool *pgxpool.Pool, id string, bRuns *atomic.Int32, dead *atomic.Bool, graphName string) (*runs.Manager, *riverq.Queue) {
+func startAB(t *testing.T, pool *pgxpool.Pool, id string, bRuns *atomic.Int32, dead *atomic.Bool, graphName string, compiledBefore ...string) (*runs.Manager, *riverq.Queue) {
 	sg := engine.NewStateGraph[abState]()
 	sg.AddNode("a", func(ctx context.Context, s abState) (engine.Output, error) {
 		if dead != nil {
@@ -56,7 +56,7 @@ func startAB(t *testing.T, pool *pgxpool.Pool, id string, bRuns *atomic.Int32, d
 	sg.AddEdge(engine.Start, "a")
 	sg.AddEdge("a", "b")
 	sg.AddEdge("b", engine.End)
-	g, err := sg.Compile(engine.CompileOptions{Checkpointer: pgsaver.New(pool, nil)})
+	g, err := sg.Compile(engine.CompileOptions{Checkpointer: pgsaver.New(pool, nil), InterruptBefore: compiledBefore})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,13 +95,32 @@ func startAB(t *testing.T, pool *pgxpool.Pool, id string, bRuns *atomic.Int32, d
 // a run, would have passed the breakpoint).
 func TestTakeoverOfARunStoppedAtABreakpointDoesNotPassIt(t *testing.T) {
 	t.Parallel()
+	for _, where := range []string{"run", "graph"} {
+		t.Run(where, func(t *testing.T) {
+			t.Parallel()
+			breakpointTakeover(t, where == "graph")
+		})
+	}
+}
+
+// breakpointTakeover is one case of
+// TestTakeoverOfARunStoppedAtABreakpointDoesNotPassIt: the breakpoint is
+// the run's option, or compiled into the graph.
+func breakpointTakeover(t *testing.T, compiled bool) {
 	pool := pgtest.Schema(t, nil)
+	var opts runs.StartOptions
+	var graphBefore []string
+	if compiled {
+		graphBefore = []string{"b"}
+	} else {
+		opts.InterruptBefore = []string{"b"}
+	}
 	var bRuns atomic.Int32
 	var deadA atomic.Bool
-	ma, qa := startAB(t, pool, "a", &bRuns, &deadA, "ab")
-	mb, qb := startAB(t, pool, "b", &bRuns, nil, "ab")
+	ma, qa := startAB(t, pool, "a", &bRuns, &deadA, "ab", graphBefore...)
+	mb, qb := startAB(t, pool, "b", &bRuns, nil, "ab", graphBefore...)
 	ctx := context.Background()
-	if _, err := ma.Start(ctx, "ab", "bp", nil, runs.StartOptions{InterruptBefore: []string{"b"}}); err != nil {
+	if _, err := ma.Start(ctx, "ab", "bp", nil, opts); err != nil {
 		t.Fatal(err)
 	}
 	th, err := ma.Wait(ctx, "bp")
