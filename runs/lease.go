@@ -161,6 +161,19 @@ func (m *Manager) Takeover(ctx context.Context, qr QueuedRun, l Lease) error {
 	if m.base.Err() != nil {
 		return errors.New("runs: the Manager is closing: the run is left to another process")
 	}
+	err := m.takeover(ctx, qr, l)
+	if err != nil && l.Attempt >= MaxTakeovers && m.base.Err() == nil && ctx.Err() == nil {
+		// The same failure every time (a state type changed by a deploy,
+		// a graph no process serves): the run ends rather than keep its
+		// thread busy for ever.
+		return errors.Join(err, m.endQueued(ctx, qr, l, StatusError,
+			fmt.Sprintf("the run could not be taken over in %d attempts: %s", l.Attempt, cleanText(err.Error()))))
+	}
+	return err
+}
+
+// takeover is Takeover's work.
+func (m *Manager) takeover(ctx context.Context, qr QueuedRun, l Lease) error {
 	if qr.Edit {
 		// The change's process died: its write landed whole or not at
 		// all, and nothing is left to do but let the thread go.
@@ -170,8 +183,6 @@ func (m *Manager) Takeover(ctx context.Context, qr QueuedRun, l Lease) error {
 	switch {
 	case err != nil && qr.Cancel:
 		return m.endQueued(ctx, qr, l, StatusIdle, "cancelled")
-	case err != nil && l.Attempt >= MaxTakeovers:
-		return m.endQueued(ctx, qr, l, StatusError, fmt.Sprintf("no Studio serving graph %q took the run over in %d attempts", qr.Graph, l.Attempt))
 	case err != nil:
 		return err // handed back: another process may serve the graph
 	}
@@ -266,9 +277,9 @@ func (m *Manager) stopStale(ctx context.Context, thread string, fence int64) err
 }
 
 // MaxTakeovers is how many times a run is taken over by processes that
-// cannot run it (they do not serve its graph: a rolling deploy that
-// renamed it) before it is ended as failed, rather than keep its thread
-// busy for ever.
+// cannot run it (they do not serve its graph, a rolling deploy renamed
+// it; its input no longer fits the state type) before it is ended as
+// failed, rather than keep its thread busy for ever.
 const MaxTakeovers = 10
 
 // endQueued ends a queued run this process holds but cannot run (its

@@ -73,7 +73,14 @@ func (m *Manager) beginEdit(ctx context.Context, threadID, advice string) (t *th
 		}
 		return nil, "", nil, nil, fmt.Errorf("runs: claim thread %q for a change: %w", threadID, err)
 	}
+	// The change's registry write (a state edit's) carries the fence too.
+	m.mu.Lock()
+	t.fence = l.Fence
+	m.mu.Unlock()
 	return t, graph, fenced(ctx, threadID, l.Fence), func() {
+		m.mu.Lock()
+		t.fence = 0
+		m.mu.Unlock()
 		m.release(l)
 		let()
 	}, nil

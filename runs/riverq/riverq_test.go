@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -622,5 +623,33 @@ func TestClaimedRunIsVisibleAtOnce(t *testing.T) {
 	}
 	if _, err := p.m.Thread(ctx, "refused"); !errors.Is(err, runs.ErrUnknownThread) {
 		t.Fatalf("the thread of a refused input: %v, want ErrUnknownThread", err)
+	}
+}
+
+// TestRunNoProcessCanRunEndsAfterMaxTakeovers: a run that fails every
+// takeover (here: its graph is served by no process) is ended as failed
+// at the MaxTakeovers-th, freeing its thread, with a record that says why.
+func TestRunNoProcessCanRunEndsAfterMaxTakeovers(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Schema(t, nil)
+	p := start(t, pool, "a", &effects{}, 0, false)
+	ctx := context.Background()
+	if _, err := p.q.Claim(ctx, runs.QueuedRun{Graph: "retired", Thread: "capped", RunID: "rc", Kind: runs.RunStart, Started: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	// Its process died, and it has been tried all but once already.
+	if _, err := pool.Exec(ctx, `UPDATE studio_run_queue SET attempts = $1 - 1 WHERE run_id = 'rc'`, runs.MaxTakeovers); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE studio_thread_leases SET expires_at = now() - interval '1 second' WHERE thread_id = 'capped'`); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the run to be ended", 15*time.Second, func() bool {
+		_, active, err := p.q.Active(ctx, "capped")
+		return err == nil && !active
+	})
+	recs, err := p.m.ThreadRuns(ctx, "capped", 0)
+	if err != nil || len(recs) != 1 || recs[0].Status != runs.StatusError || !strings.Contains(recs[0].Error, "could not be taken over") {
+		t.Fatalf("the ended run's record: %+v %v", recs, err)
 	}
 }
