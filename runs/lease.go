@@ -22,6 +22,26 @@ func WithRenewEvery(d time.Duration) ManagerOption {
 	return func(m *Manager) { m.renewEvery = d }
 }
 
+// Drain refuses new runs (ErrThreadBusy, saying the Studio is stopping)
+// and waits until the runs this process executes have ended, or ctx ends
+// (then Close hands the rest back to the queue, or ends them).
+func (m *Manager) Drain(ctx context.Context) error {
+	m.mu.Lock()
+	m.draining = true
+	m.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		m.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // errCancelled is the cause of a run cancelled by someone (Cancel, a
 // cancel from another process), as against one cut by its Manager
 // closing.

@@ -181,6 +181,8 @@ type Manager struct {
 	renewEvery time.Duration
 	// events shares events with other processes (WithEventLog).
 	events EventLog
+	// draining refuses new runs while the runs going on finish (Drain).
+	draining bool
 }
 
 type thread struct {
@@ -699,6 +701,12 @@ func (m *Manager) launch(ctx context.Context, req launchRequest) (Thread, error)
 	}
 	rec := newRecorder(runRec)
 	lease := req.lease
+	m.mu.Lock()
+	draining := m.draining
+	m.mu.Unlock()
+	if draining {
+		return Thread{}, fmt.Errorf("%w: this Studio is stopping; start the run again (another Studio takes it)", ErrThreadBusy)
+	}
 	if m.queue != nil && lease == nil {
 		// The claim in the database is the truth for "one active run
 		// per thread" across processes; the checks below still refuse

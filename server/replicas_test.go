@@ -68,7 +68,7 @@ func replica(t *testing.T, pool *pgxpool.Pool, id string, g *gate) *client {
 	t.Cleanup(func() {
 		srv.Close()
 		api.Close()
-		_ = q.Shutdown(context.Background(), m)
+		_ = q.Shutdown(context.Background(), m, 0)
 		events.Close()
 	})
 	return &client{t: t, base: srv.URL}

@@ -128,6 +128,7 @@ type Studio struct {
 	closers  []func()
 	runs     *runs.Manager
 	queue    *riverq.Queue
+	grace    time.Duration
 	log      *slog.Logger
 	handler  http.Handler
 	// pages and api are the two routers behind handler.
@@ -277,7 +278,7 @@ func Open(ctx context.Context, cfg Config) (*Studio, error) {
 			s.Close()
 			return nil, fmt.Errorf("studio: %w", err)
 		}
-		s.queue = queue
+		s.queue, s.grace = queue, cfg.Runs.ShutdownGrace
 	}
 
 	s.runs = mgr
@@ -330,10 +331,14 @@ type RunsConfig struct {
 	// Workers caps the runs this process takes over at once (default
 	// riverq.DefaultWorkers).
 	Workers int
+	// ShutdownGrace is how long Close lets the runs this process
+	// executes finish before it hands the rest back to other processes
+	// (0: hand them back at once). New runs are refused meanwhile.
+	ShutdownGrace time.Duration
 }
 
 // shutdownGrace bounds how long Close waits for river to stop once the
-// runs are handed back.
+// runs are handed back (after RunsConfig.ShutdownGrace).
 const shutdownGrace = 10 * time.Second
 
 // Routers are the Studio's two routers: its pages and the Agent Server
@@ -355,15 +360,16 @@ func (s *Studio) Persistence() Backends { return s.b }
 // Close cancels active runs and releases the backends and the database
 // pool, if any.
 //
-// With a database, the runs this process executes are handed back for
-// other processes sharing the database to continue at once (a Studio
-// stopping is not a run failing); the hand-back waits at most
+// With a database, the runs this process executes get
+// RunsConfig.ShutdownGrace to finish, then those still going are handed
+// back for other processes sharing the database to continue at once (a
+// Studio stopping is not a run failing); the hand-back waits at most
 // shutdownGrace for river to stop.
 func (s *Studio) Close() {
 	switch {
 	case s.queue != nil:
-		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-		if err := s.queue.Shutdown(ctx, s.runs); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), s.grace+shutdownGrace)
+		if err := s.queue.Shutdown(ctx, s.runs, s.grace); err != nil {
 			s.log.Error("stop the run queue", slog.Any("error", err))
 		}
 		cancel()

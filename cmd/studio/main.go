@@ -84,6 +84,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 	fs := flag.NewFlagSet("studio", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg studio.Config
+	cfg.Runs.ShutdownGrace = defaultShutdownGrace
 	fs.StringVar(&cfg.Addr, "addr", envOr(getenv, "STUDIO_ADDR", studio.DefaultAddr), "listen address (env STUDIO_ADDR)")
 	fs.StringVar(&cfg.DatabaseURL, "database-url", getenv("DATABASE_URL"), "Postgres URL; empty = in-memory backends (env DATABASE_URL)")
 	fs.StringVar(&cfg.AuthToken, "auth-token", getenv("STUDIO_AUTH_TOKEN"), "bearer token required by every page, API and websocket; empty = none (env STUDIO_AUTH_TOKEN)")
@@ -101,15 +102,17 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 	for _, d := range []struct {
 		flag, env, usage string
 		dst              *time.Duration
+		zeroOK           bool
 	}{
-		{"lease-ttl", "STUDIO_LEASE_TTL", "how long a silent replica keeps its runs before another takes them over (default 10s)", &cfg.Runs.LeaseTTL},
-		{"lease-renew", "STUDIO_LEASE_RENEW", "how often a replica renews its runs' leases and notices cancels from other replicas (default 500ms)", &cfg.Runs.RenewEvery},
-		{"reap-every", "STUDIO_REAP_EVERY", "how often a replica looks for runs whose replica died (default 500ms)", &cfg.Runs.ReapEvery},
+		{"lease-ttl", "STUDIO_LEASE_TTL", "how long a silent replica keeps its runs before another takes them over (default 10s)", &cfg.Runs.LeaseTTL, false},
+		{"lease-renew", "STUDIO_LEASE_RENEW", "how often a replica renews its runs' leases and notices cancels from other replicas (default 500ms)", &cfg.Runs.RenewEvery, false},
+		{"reap-every", "STUDIO_REAP_EVERY", "how often a replica looks for runs whose replica died (default 500ms)", &cfg.Runs.ReapEvery, false},
+		{"shutdown-grace", "STUDIO_SHUTDOWN_GRACE", "how long a stopping replica lets its runs finish before handing the rest to other replicas; 0 hands them back at once (default 10s)", &cfg.Runs.ShutdownGrace, true},
 	} {
 		v := getenv(d.env)
-		fs.Func(d.flag, d.usage+" (env "+d.env+")", func(s string) error { v = s; return parseDuration(d.flag, s, d.dst) })
+		fs.Func(d.flag, d.usage+" (env "+d.env+")", func(s string) error { v = s; return parseDuration(d.flag, s, d.dst, d.zeroOK) })
 		if v != "" {
-			if err := parseDuration(d.env, v, d.dst); err != nil {
+			if err := parseDuration(d.env, v, d.dst, d.zeroOK); err != nil {
 				fmt.Fprintln(stderr, "studio:", err)
 				return cfg, err
 			}
@@ -146,15 +149,19 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 	return cfg, nil
 }
 
-// parseDuration reads a positive duration setting.
-func parseDuration(name, v string, dst *time.Duration) error {
+// parseDuration reads a positive duration setting (or 0, with zeroOK).
+func parseDuration(name, v string, dst *time.Duration, zeroOK bool) error {
 	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
+	if err != nil || d < 0 || (d == 0 && !zeroOK) {
 		return fmt.Errorf("%s %q: use a positive duration such as 500ms or 10s", name, v)
 	}
 	*dst = d
 	return nil
 }
+
+// defaultShutdownGrace is how long a stopping Studio lets its runs finish
+// before handing the rest to other replicas.
+const defaultShutdownGrace = 10 * time.Second
 
 // splitList reads a comma-separated flag, dropping blanks.
 func splitList(s string) []string {

@@ -131,8 +131,12 @@ func TestParseConfigDurableRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := cfg.Runs; r.ID != "r1" || r.LeaseTTL != 3*time.Second || r.RenewEvery != 250*time.Millisecond || r.ReapEvery != time.Second || r.Workers != 4 {
+	if r := cfg.Runs; r.ID != "r1" || r.LeaseTTL != 3*time.Second || r.RenewEvery != 250*time.Millisecond || r.ReapEvery != time.Second || r.Workers != 4 || r.ShutdownGrace != 10*time.Second {
 		t.Fatalf("runs config %+v", r)
+	}
+	cfg, err = parseConfig([]string{"-shutdown-grace", "0"}, func(string) string { return "" }, io.Discard)
+	if err != nil || cfg.Runs.ShutdownGrace != 0 {
+		t.Fatalf("-shutdown-grace 0: %v %v, want 0 (hand back at once)", cfg.Runs.ShutdownGrace, err)
 	}
 	for _, bad := range []struct {
 		args []string

@@ -54,7 +54,7 @@ func benchManager(b *testing.B, pool *pgxpool.Pool, id string, queued bool) *run
 		if err := q.Start(context.Background(), m); err != nil {
 			b.Fatal(err)
 		}
-		b.Cleanup(func() { _ = q.Shutdown(context.Background(), m) })
+		b.Cleanup(func() { _ = q.Shutdown(context.Background(), m, 0) })
 	} else {
 		b.Cleanup(m.Close)
 	}

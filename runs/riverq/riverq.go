@@ -189,12 +189,27 @@ func (q *Queue) Stop(ctx context.Context) error {
 	return q.client.Stop(ctx)
 }
 
-// Shutdown stops this process: it stops taking runs over, closes the
-// Manager m (which hands the runs it executes back, for other processes
-// to continue at once) and waits until river has stopped or ctx ends.
-func (q *Queue) Shutdown(ctx context.Context, m interface{ Close() }) error {
+// Stopper is what Shutdown stops: runs.Manager.
+type Stopper interface {
+	// Drain refuses new runs and waits for the running ones to end, or
+	// for ctx to end.
+	Drain(ctx context.Context) error
+	// Close ends the runs still going (a Manager with a queue hands them
+	// back, for other processes to continue at once).
+	Close()
+}
+
+// Shutdown stops this process: it stops taking runs over, lets the runs
+// it executes finish for up to grace, then closes m, which hands the rest
+// back, and waits until river has stopped or ctx ends.
+func (q *Queue) Shutdown(ctx context.Context, m Stopper, grace time.Duration) error {
 	stopped := make(chan error, 1)
 	go func() { stopped <- q.Stop(ctx) }()
+	if grace > 0 {
+		gctx, cancel := context.WithTimeout(ctx, grace)
+		_ = m.Drain(gctx) // what has not ended by then is handed back
+		cancel()
+	}
 	m.Close()
 	return <-stopped
 }

@@ -334,7 +334,7 @@ func TestCloseHandsRunsBack(t *testing.T) {
 	}
 	<-a.entered
 	closed := time.Now()
-	if err := a.q.Shutdown(ctx, a.m); err != nil {
+	if err := a.q.Shutdown(ctx, a.m, 0); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "B to finish the handed-back run", 10*time.Second, func() bool {
@@ -651,5 +651,45 @@ func TestRunNoProcessCanRunEndsAfterMaxTakeovers(t *testing.T) {
 	recs, err := p.m.ThreadRuns(ctx, "capped", 0)
 	if err != nil || len(recs) != 1 || recs[0].Status != runs.StatusError || !strings.Contains(recs[0].Error, "could not be taken over") {
 		t.Fatalf("the ended run's record: %+v %v", recs, err)
+	}
+}
+
+// TestShutdownLetsRunsFinishWithinTheGrace: a process shutting down with a
+// grace lets its run finish there (not handed back: no takeover) and
+// refuses new runs meanwhile; one that outlasts the grace is handed back
+// and finished elsewhere.
+func TestShutdownLetsRunsFinishWithinTheGrace(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Schema(t, nil)
+	fx := &effects{}
+	a := start(t, pool, "a", fx, 2, false)
+	b := start(t, pool, "b", fx, 0, false)
+	ctx := context.Background()
+	if _, err := a.m.Start(ctx, "count", "g1", nil, runs.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	<-a.entered
+	done := make(chan error, 1)
+	go func() { done <- a.q.Shutdown(ctx, a.m, 10*time.Second) }()
+	// Drain begins as Shutdown starts: a new run is refused (polled, as
+	// Shutdown runs in its own goroutine; a run started before is let be).
+	waitFor(t, "the process to drain", 5*time.Second, func() bool {
+		_, err := a.m.Start(ctx, "count", "", map[string]any{"n": steps}, runs.StartOptions{})
+		return errors.Is(err, runs.ErrThreadBusy) && strings.Contains(err.Error(), "stopping")
+	})
+	close(a.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	th, err := b.m.Thread(ctx, "g1")
+	if err != nil || th.Status != runs.StatusIdle || th.Error != "" {
+		t.Fatalf("the run after the shutdown: %+v %v", th, err)
+	}
+	var takeovers int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM studio_events WHERE thread_id = 'g1' AND body->>'kind' = 'run_takeover'`).Scan(&takeovers); err != nil {
+		t.Fatal(err)
+	}
+	if takeovers != 0 || fx.get(2) != 1 {
+		t.Fatalf("%d takeovers, step 2 ran %d times: the run should have finished where it ran", takeovers, fx.get(2))
 	}
 }
