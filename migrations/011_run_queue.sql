@@ -45,8 +45,10 @@ CREATE UNIQUE INDEX studio_run_queue_one_active ON studio_run_queue (thread_id) 
 CREATE INDEX studio_run_queue_pending ON studio_run_queue (thread_id, seq) WHERE state = 'pending';
 
 -- studio_fence is called first in every fenced write's transaction: it
--- fails with SQLSTATE SSF01 unless the thread's lease is held at exactly
--- that fence. It takes the thread's lease lock shared (a transaction-level
+-- fails with SQLSTATE SSF01 unless the thread's lease is at exactly that
+-- fence. Every claim, takeover and hand-back moves the fence on; a run's
+-- own release does not, so the run's last records, retried after a
+-- failure, still land while nobody else has claimed the thread. It takes the thread's lease lock shared (a transaction-level
 -- advisory lock, which writes nothing: a row lock FOR SHARE would write the
 -- lease row on every checkpoint), and every change of a lease's holder or
 -- fence takes it exclusively (studio_lease_changes, below), so a takeover
@@ -60,9 +62,9 @@ AS $$
 BEGIN
     PERFORM pg_advisory_xact_lock_shared(1937007974, hashtext(p_thread));
     PERFORM 1 FROM studio_thread_leases
-     WHERE thread_id = p_thread AND fence = p_fence AND holder <> '';
+     WHERE thread_id = p_thread AND fence = p_fence;
     IF NOT FOUND THEN
-        RAISE EXCEPTION 'fenced out: thread % is not held at fence %', p_thread, p_fence
+        RAISE EXCEPTION 'fenced out: thread % is not at fence %', p_thread, p_fence
             USING ERRCODE = 'SSF01';
     END IF;
 END

@@ -43,8 +43,9 @@
 // A write whose context carries a checkpoints.Fence (checkpoints.WithFence)
 // runs SELECT studio_fence(thread, token) (migrations/011_run_queue.sql)
 // as the first statement of its batch, so in its transaction: the write
-// commits only if the thread's lease is held at that fence, and holds the
-// lease's lock shared until it does, so a takeover waits for it. A refused
+// commits only if the thread's lease is at that fence (nobody took the
+// thread over since), and holds the lease's lock shared until it does, so
+// a takeover waits for it. A refused
 // write returns checkpoints.ErrFenced and writes nothing; it is never
 // retried. Deletes and other maintenance are not fenced.
 //

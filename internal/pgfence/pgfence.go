@@ -20,7 +20,7 @@ import (
 )
 
 // SQL refuses the transaction (SQLSTATE Code) unless the thread's lease is
-// held at the fence.
+// at the fence: nobody claimed or took the thread over since.
 const SQL = `SELECT studio_fence($1, $2)`
 
 // Code is the SQLSTATE studio_fence raises.

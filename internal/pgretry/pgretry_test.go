@@ -138,7 +138,7 @@ func TestDoRerunsAWriteTheServerRolledBack(t *testing.T) {
 // is what the rerun of a write of unknown outcome meets.
 func TestDoNeverRetriesAFencedWrite(t *testing.T) {
 	t.Parallel()
-	fenced := &pgconn.PgError{Code: "SSF01", Message: "fenced out: thread t is not held at fence 3"}
+	fenced := &pgconn.PgError{Code: "SSF01", Message: "fenced out: thread t is not at fence 3"}
 	if Transient(fenced) {
 		t.Fatal("SSF01 is transient; a fenced-out replica would keep writing")
 	}

@@ -95,12 +95,13 @@ func TestFencedAppendWritesNothing(t *testing.T) {
 	if _, _, err := pgevents.Append(ctx, a, "t", "r", 3, body); err != nil {
 		t.Fatalf("append by the holder at its fence: %v", err)
 	}
-	// Reaped: the fence stays but nobody holds the lease.
+	// Reaped: the fence moves on and nobody holds the lease; the old
+	// holder is refused.
 	if _, err := a.Exec(ctx, `UPDATE studio_thread_leases SET holder = '', fence = fence + 1`); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := pgevents.Append(ctx, a, "t", "r", 4, body); !errors.Is(err, pgevents.ErrFenced) {
-		t.Fatalf("append to a reaped lease: %v, want ErrFenced", err)
+	if _, _, err := pgevents.Append(ctx, a, "t", "r", 3, body); !errors.Is(err, pgevents.ErrFenced) {
+		t.Fatalf("append by the holder of a reaped lease: %v, want ErrFenced", err)
 	}
 	rows, _ := pgevents.Read(ctx, a, "t", 0, 0)
 	checkSeqs(t, rows, 1, 1, numBody)
