@@ -160,6 +160,22 @@ func start(t *testing.T, pool *pgxpool.Pool, id string, fx *effects, hang int, d
 	return p
 }
 
+// runHeld starts processes a and b on a fresh schema and a run of the
+// counting graph on thread in a, held in step hang (deaf: ignoring its
+// context), and returns once the run is there.
+func runHeld(t *testing.T, hang int, deaf bool, thread string) (*pgxpool.Pool, *effects, *process, *process) {
+	t.Helper()
+	pool := pgtest.Schema(t, nil)
+	fx := &effects{}
+	a := start(t, pool, "a", fx, hang, deaf)
+	b := start(t, pool, "b", fx, 0, false)
+	if _, err := a.m.Start(context.Background(), "count", thread, nil, runs.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	<-a.entered
+	return pool, fx, a, b
+}
+
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 	t.Helper()
@@ -291,15 +307,8 @@ func TestPausedProcessIsTakenOverAndFencedOut(t *testing.T) {
 // executes, within a second.
 func TestCancelReachesAnotherProcess(t *testing.T) {
 	t.Parallel()
-	pool := pgtest.Schema(t, nil)
-	fx := &effects{}
-	a := start(t, pool, "a", fx, 2, false)
-	b := start(t, pool, "b", fx, 0, false)
+	_, _, a, b := runHeld(t, 2, false, "c1")
 	ctx := context.Background()
-	if _, err := a.m.Start(ctx, "count", "c1", nil, runs.StartOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	<-a.entered
 	asked := time.Now()
 	if err := b.m.Cancel(ctx, "c1"); err != nil {
 		t.Fatal(err)
@@ -324,15 +333,8 @@ func TestCancelReachesAnotherProcess(t *testing.T) {
 // to expire.
 func TestCloseHandsRunsBack(t *testing.T) {
 	t.Parallel()
-	pool := pgtest.Schema(t, nil)
-	fx := &effects{}
-	a := start(t, pool, "a", fx, 2, false)
-	b := start(t, pool, "b", fx, 0, false)
+	_, _, a, b := runHeld(t, 2, false, "h1")
 	ctx := context.Background()
-	if _, err := a.m.Start(ctx, "count", "h1", nil, runs.StartOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	<-a.entered
 	closed := time.Now()
 	if err := a.q.Shutdown(ctx, a.m, 0); err != nil {
 		t.Fatal(err)
@@ -410,15 +412,8 @@ func TestTabsOnTwoProcessesSeeOneRun(t *testing.T) {
 // right after finds the thread free.
 func TestWaitCoversRunsOfOtherProcesses(t *testing.T) {
 	t.Parallel()
-	pool := pgtest.Schema(t, nil)
-	fx := &effects{}
-	a := start(t, pool, "a", fx, 2, false)
-	b := start(t, pool, "b", fx, 0, false)
+	_, _, a, b := runHeld(t, 2, false, "w1")
 	ctx := context.Background()
-	if _, err := a.m.Start(ctx, "count", "w1", nil, runs.StartOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	<-a.entered
 	waited := make(chan runs.Thread, 1)
 	go func() {
 		th, err := b.m.Wait(ctx, "w1")
@@ -520,15 +515,8 @@ func TestEditsTakeTheLease(t *testing.T) {
 // has passed, and another process finishes it.
 func TestLostTakeoverJobIsReplaced(t *testing.T) {
 	t.Parallel()
-	pool := pgtest.Schema(t, nil)
-	fx := &effects{}
-	a := start(t, pool, "a", fx, 2, true)
-	b := start(t, pool, "b", fx, 0, false)
+	pool, _, a, b := runHeld(t, 2, true, "lost")
 	ctx := context.Background()
-	if _, err := a.m.Start(ctx, "count", "lost", nil, runs.StartOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	<-a.entered
 	a.pause(t)
 	// As a reaper leaves it, with the job it made taken by a worker that
 	// then died: no worker will ever hold job 999999.
@@ -660,15 +648,8 @@ func TestRunNoProcessCanRunEndsAfterMaxTakeovers(t *testing.T) {
 // and finished elsewhere.
 func TestShutdownLetsRunsFinishWithinTheGrace(t *testing.T) {
 	t.Parallel()
-	pool := pgtest.Schema(t, nil)
-	fx := &effects{}
-	a := start(t, pool, "a", fx, 2, false)
-	b := start(t, pool, "b", fx, 0, false)
+	pool, fx, a, b := runHeld(t, 2, false, "g1")
 	ctx := context.Background()
-	if _, err := a.m.Start(ctx, "count", "g1", nil, runs.StartOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	<-a.entered
 	done := make(chan error, 1)
 	go func() { done <- a.q.Shutdown(ctx, a.m, 10*time.Second) }()
 	// Drain begins as Shutdown starts: a new run is refused (polled, as
