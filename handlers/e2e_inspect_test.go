@@ -125,9 +125,17 @@ func TestE2ENodeDetailsOnTheGraphPage(t *testing.T) {
 		}
 	}
 
-	// The keyboard: focus work, Enter opens its details.
-	if err := chromedp.Do(ctx, chromedp.Focus(chromedp.ID("n-work")), chromedp.KeyEvent("\r")); err != nil {
-		t.Fatal(err)
+	// The keyboard: focus work, Enter opens its details. Enter is sent
+	// again (opening is idempotent) when the first was dispatched before
+	// the focus had landed: on a loaded CI machine it was lost that way.
+	opened := false
+	for try := 0; try < 3 && !opened; try++ {
+		if err := chromedp.Do(ctx, chromedp.Focus(chromedp.ID("n-work")), chromedp.KeyEvent("\r")); err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		opened = chromedp.Do(wctx, chromedp.WaitReady(chromedp.CSS(`#node-details:not([hidden]) .node-details-body[data-node="work"]`))) == nil
+		cancel()
 	}
 	waitFor(t, ctx, "work's details, opened with Enter", `#node-details:not([hidden]) .node-details-body[data-node="work"]`)
 	if got := text(t, ctx, "#nd-reads"); !strings.Contains(got, "argument of each Send") {
