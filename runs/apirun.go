@@ -373,8 +373,7 @@ func (m *Manager) ThreadRuns(ctx context.Context, thread string, limit int) ([]R
 		if slices.ContainsFunc(recs, func(r RunRecord) bool { return r.RunID == q.RunID }) {
 			continue
 		}
-		recs = append(recs, RunRecord{Thread: thread, RunID: q.RunID, Kind: q.Kind, From: q.From, Origin: q.Origin,
-			Started: q.Started, Status: StatusRunning, Answers: q.Answers, Meta: q.Meta})
+		recs = append(recs, q.record())
 	}
 	if limit > 0 && len(recs) > limit {
 		recs = recs[len(recs)-limit:]

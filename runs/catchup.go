@@ -31,7 +31,7 @@ const CatchupLimit = 200
 // the text of the replies still streaming is taken with the registration,
 // so each chunk is in the catch-up's text or live, once.
 func (m *Manager) Subscribe(ctx context.Context, threadID string) (catchup []Event, sub *Subscription, err error) {
-	t, err := m.lockThread(ctx, threadID)
+	t, err := m.holdThread(ctx, threadID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -64,7 +64,7 @@ func (m *Manager) SubscribeFrom(ctx context.Context, threadID, cursor string) (c
 	if err != nil {
 		return nil, nil, err
 	}
-	t, err := m.lockThread(ctx, threadID)
+	t, err := m.holdThread(ctx, threadID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -92,7 +92,7 @@ func (m *Manager) SubscribeFrom(ctx context.Context, threadID, cursor string) (c
 // from the registry, is loaded and gets a hub with no retained events:
 // its catch-up is what its checkpoints hold.
 func (m *Manager) History(ctx context.Context, threadID string) ([]Event, string, error) {
-	t, err := m.lockThread(ctx, threadID)
+	t, err := m.holdThread(ctx, threadID)
 	if err != nil {
 		return nil, "", err
 	}

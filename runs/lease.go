@@ -250,7 +250,7 @@ func (m *Manager) takeover(ctx context.Context, qr QueuedRun, l Lease) error {
 	if _, err := m.launch(ctx, req); err != nil {
 		return err
 	}
-	t, err := m.lockThread(ctx, qr.Thread)
+	t, err := m.holdThread(ctx, qr.Thread)
 	if err != nil {
 		return err
 	}
@@ -317,7 +317,7 @@ func (m *Manager) endQueued(ctx context.Context, qr QueuedRun, l Lease, status S
 	} else if !errors.Is(err, ErrUnknownThread) {
 		return fmt.Errorf("runs: end run %q of thread %q: %w", qr.RunID, qr.Thread, err)
 	}
-	run := RunRecord{Thread: qr.Thread, RunID: qr.RunID, Kind: qr.Kind, From: qr.From, Origin: qr.Origin, Started: qr.Started, Answers: qr.Answers, Meta: qr.Meta}
+	run := qr.record()
 	if prior := m.priorRecord(ctx, qr); prior != nil {
 		run = *prior
 	}

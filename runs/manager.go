@@ -501,7 +501,7 @@ func storable(what string, v any) error {
 // Cancel stops the thread's active run. The thread becomes idle with
 // Error "cancelled"; what the run saved so far stays.
 func (m *Manager) Cancel(ctx context.Context, threadID string) error {
-	t, err := m.lockThread(ctx, threadID)
+	t, err := m.holdThread(ctx, threadID)
 	if err != nil {
 		return err
 	}
@@ -536,7 +536,7 @@ func (m *Manager) Cancel(ctx context.Context, threadID string) error {
 // Wait blocks until the thread has no active run (or ctx is done) and
 // returns its record.
 func (m *Manager) Wait(ctx context.Context, threadID string) (Thread, error) {
-	t, err := m.lockThread(ctx, threadID)
+	t, err := m.holdThread(ctx, threadID)
 	if err != nil {
 		return Thread{}, err
 	}
@@ -1259,11 +1259,23 @@ func (m *Manager) report(err error) {
 // m.mu): a subscriber it adds, or a run it claims, is on the hub and
 // record every later lookup finds. On error m.mu is not held.
 func (m *Manager) lockThread(ctx context.Context, id string) (*thread, error) {
+	return m.lookup(ctx, id, true)
+}
+
+// holdThread is lockThread for a caller that needs the thread held (its
+// hub, its local run), not its record: with a queue, a held thread's
+// record is not read again from the registry (see refresh), which the
+// caller's later Thread call does if it reads the record.
+func (m *Manager) holdThread(ctx context.Context, id string) (*thread, error) {
+	return m.lookup(ctx, id, false)
+}
+
+func (m *Manager) lookup(ctx context.Context, id string, fresh bool) (*thread, error) {
 	for attempt := 1; ; attempt++ {
 		m.mu.Lock()
 		if t, ok := m.threads[id]; ok {
 			m.touch(t)
-			if m.queue != nil && !t.holdsTruth() {
+			if fresh && m.queue != nil && !t.holdsTruth() {
 				return m.refresh(ctx, t)
 			}
 			return t, nil
@@ -1307,7 +1319,7 @@ func (m *Manager) loadThread(ctx context.Context, id string, evictions uint64, r
 		// any id nobody started.
 		return nil, fmt.Errorf("%w %q", ErrUnknownThread, clip(id))
 	}
-	info, queued, err := m.readThread(ctx, id)
+	info, queued, err := m.readThread(ctx, id, nil)
 	if errors.Is(err, ErrUnknownThread) {
 		m.mu.Lock()
 		evicted := recheck && m.evictedSince(id, evictions)
@@ -1368,9 +1380,9 @@ func (t *thread) holdsTruth() bool {
 // refresh reads t's record again from the registry (see holdsTruth) and
 // returns t with m.mu held, as lockThread does; m.mu is held on entry.
 func (m *Manager) refresh(ctx context.Context, t *thread) (*thread, error) {
-	id, changes := t.info.ID, t.changes
+	id, changes, held := t.info.ID, t.changes, t.snapshot()
 	m.mu.Unlock()
-	info, queued, err := m.readThread(ctx, id)
+	info, queued, err := m.readThread(ctx, id, &held)
 	if errors.Is(err, ErrUnknownThread) {
 		m.mu.Lock()
 		if t.fromQueue && !t.holdsTruth() && m.threads[id] == t {
@@ -1395,8 +1407,10 @@ func (m *Manager) refresh(ctx context.Context, t *thread) (*thread, error) {
 
 // readThread reads a thread's record from the registry (or, with a queue,
 // from its first run's claim: queued is then set; see queuedThread), with
-// an interrupted thread's pending interrupts read from its checkpoints.
-func (m *Manager) readThread(ctx context.Context, id string) (info Thread, queued bool, err error) {
+// an interrupted thread's pending interrupts read from its checkpoints,
+// unless held (what this process holds of it, or nil) is the same stop of
+// the same run and has them already.
+func (m *Manager) readThread(ctx context.Context, id string, held *Thread) (info Thread, queued bool, err error) {
 	rec, err := m.store.GetThread(ctx, id)
 	if errors.Is(err, ErrUnknownThread) {
 		rec, err = m.queuedThread(ctx, id)
@@ -1408,7 +1422,12 @@ func (m *Manager) readThread(ctx context.Context, id string) (info Thread, queue
 		return Thread{}, false, fmt.Errorf("runs: read thread %q: %w", id, err)
 	}
 	info = fromRecord(rec)
-	if info.Status == StatusInterrupted {
+	same := held != nil && held.Status == StatusInterrupted && held.RunID == info.RunID && held.Updated.Equal(info.Updated)
+	switch {
+	case info.Status != StatusInterrupted:
+	case same:
+		info.Pending = held.Pending
+	default:
 		if g, ok := m.graphs[info.Graph]; ok {
 			snap, err := g.Pregel().GetState(ctx, checkpoints.Config{ThreadID: id})
 			if err != nil {

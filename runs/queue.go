@@ -89,6 +89,13 @@ type QueuedRun struct {
 	Cancel bool `json:"-"`
 }
 
+// record is the run-log record of a run the queue holds, as it stands
+// before its process writes one: running.
+func (q QueuedRun) record() RunRecord {
+	return RunRecord{Thread: q.Thread, RunID: q.RunID, Kind: q.Kind, From: q.From, Origin: q.Origin,
+		Started: q.Started, Status: StatusRunning, Answers: q.Answers, Meta: q.Meta}
+}
+
 // queuedInput is a run's input in JSON: an update (a map of state
 // keys), or a Command.
 type queuedInput struct {
