@@ -222,11 +222,11 @@ func (q *Queue) Claim(ctx context.Context, run runs.QueuedRun) (runs.Lease, erro
 	}
 	var l runs.Lease
 	err = pgx.BeginFunc(ctx, q.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO studio_thread_leases (thread_id) VALUES ($1) ON CONFLICT DO NOTHING`, run.Thread); err != nil {
-			return err
-		}
+		// The thread's lease row, made if new, locked either way (one
+		// round trip): claims of one thread in any process serialise here.
 		var active *string
-		if err := tx.QueryRow(ctx, `SELECT run_id FROM studio_thread_leases WHERE thread_id = $1 FOR UPDATE`, run.Thread).Scan(&active); err != nil {
+		if err := tx.QueryRow(ctx, `INSERT INTO studio_thread_leases AS l (thread_id) VALUES ($1)
+			ON CONFLICT (thread_id) DO UPDATE SET thread_id = l.thread_id RETURNING l.run_id`, run.Thread).Scan(&active); err != nil {
 			return err
 		}
 		if active != nil {
