@@ -271,20 +271,20 @@ func (q *Queue) Renew(ctx context.Context, l runs.Lease) (bool, error) {
 // Finish implements runs.Queue.
 func (q *Queue) Finish(ctx context.Context, l runs.Lease) error {
 	return pgx.BeginFunc(ctx, q.pool, func(tx pgx.Tx) error {
+		// Released only by its holder at its fence; the run's request goes
+		// with it, and the job it had is returned (one round trip).
 		var job *int64
-		err := tx.QueryRow(ctx, `SELECT job_id FROM studio_thread_leases WHERE thread_id = $1 AND fence = $2 AND holder = $3 FOR UPDATE`,
-			l.Thread, l.Fence, q.cfg.ID).Scan(&job)
+		err := tx.QueryRow(ctx, `WITH old AS (
+			  SELECT job_id FROM studio_thread_leases WHERE thread_id = $1 AND fence = $2 AND holder = $3 FOR UPDATE
+			), request AS (
+			  DELETE FROM studio_run_queue WHERE run_id = $4 AND EXISTS (SELECT 1 FROM old)
+			)
+			UPDATE studio_thread_leases l SET run_id = NULL, job_id = NULL, holder = '', expires_at = NULL, redispatch_at = NULL
+			FROM old WHERE l.thread_id = $1 RETURNING old.job_id`, l.Thread, l.Fence, q.cfg.ID, l.RunID).Scan(&job)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return runs.ErrLeaseLost
 		}
 		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `UPDATE studio_thread_leases SET run_id = NULL, job_id = NULL, holder = '', expires_at = NULL,
-			redispatch_at = NULL WHERE thread_id = $1`, l.Thread); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM studio_run_queue WHERE run_id = $1`, l.RunID); err != nil {
 			return err
 		}
 		if job != nil {
