@@ -283,8 +283,12 @@ func TestE2EChatEditAMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, ctx, "the page, live", `body[data-live="1"]`)
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#chats li.msg.ai a.msg-edit`))); err != nil {
-		t.Fatal(err)
+	// Clicked through the page's DOM at the moment of clicking: the live
+	// page may redraw the list between a node id's lookup and a click on
+	// it (a CI flake: "Could not find node with given id").
+	waitFor(t, ctx, "the message's Edit link", `#chats li.msg.ai a.msg-edit`)
+	if !evalIn[bool](t, ctx, `(() => { const a = document.querySelector("#chats li.msg.ai a.msg-edit"); if (!a) return false; a.click(); return true; })()`) {
+		t.Fatal("the message's Edit link went away")
 	}
 	waitFor(t, ctx, "the edit form, opened on the message", `#editing-message`)
 	// messages is the only key: edit-0.
