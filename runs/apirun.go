@@ -16,12 +16,12 @@ import (
 // projections of its events) for API clients: the modes, and whether a
 // subgraph's parts are included (RunOptions.Subgraphs).
 type StreamSpec struct {
-	Modes     []engine.StreamMode
-	Subgraphs bool
+	Modes     []engine.StreamMode `json:"modes,omitempty"`
+	Subgraphs bool                `json:"subgraphs,omitempty"`
 	// Keep keeps the parts after the run ends (a resumable stream's
 	// reconnect, a late join replaying from the start), within
 	// PartLogsKept and EndedPartsBytes; otherwise they go when it ends.
-	Keep bool
+	Keep bool `json:"keep,omitempty"`
 
 	mu  sync.Mutex
 	log *PartLog

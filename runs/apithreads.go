@@ -87,6 +87,13 @@ func (m *Manager) DeleteThread(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	if m.queue != nil {
+		// Its pending runs go with it, first: the end of its active run
+		// would start the next one.
+		if _, err := m.queue.Unqueue(ctx, id, ""); err != nil {
+			return fmt.Errorf("runs: delete the pending runs of thread %q: %w", id, err)
+		}
+	}
 	if info.Status == StatusRunning {
 		if err := m.Cancel(ctx, id); err != nil && !errors.Is(err, ErrNotRunning) {
 			return err

@@ -62,13 +62,10 @@ func fenced(ctx context.Context, thread string, fence int64) context.Context {
 
 // claim records the run in the queue and takes the thread's lease.
 func (m *Manager) claim(ctx context.Context, req launchRequest, runID, from string, started time.Time) (Lease, error) {
-	in, err := encodeInput(req.input)
+	qr, err := queuedRun(req, runID, from, started)
 	if err != nil {
-		return Lease{}, fmt.Errorf("%w: %v", ErrInvalidInput, err)
+		return Lease{}, err
 	}
-	qr := QueuedRun{Graph: req.graph, Thread: req.thread, RunID: runID, Kind: req.kind, Input: in, Options: req.opts,
-		CheckpointID: req.checkpointID, Origin: req.origin, Answers: req.answers, Metadata: req.metadata, Meta: req.meta,
-		Started: started, From: from, ResumeOf: req.resumeOf}
 	l, err := m.queue.Claim(ctx, qr)
 	switch {
 	case errors.Is(err, ErrThreadBusy):
@@ -77,6 +74,17 @@ func (m *Manager) claim(ctx context.Context, req launchRequest, runID, from stri
 		return Lease{}, fmt.Errorf("runs: claim thread %q for a run: %w", req.thread, err)
 	}
 	return l, nil
+}
+
+// queuedRun is a launch as the queue keeps it.
+func queuedRun(req launchRequest, runID, from string, started time.Time) (QueuedRun, error) {
+	in, err := encodeInput(req.input)
+	if err != nil {
+		return QueuedRun{}, fmt.Errorf("%w: %v", ErrInvalidInput, err)
+	}
+	return QueuedRun{Graph: req.graph, Thread: req.thread, RunID: runID, Kind: req.kind, Input: in, Options: req.opts,
+		CheckpointID: req.checkpointID, Origin: req.origin, Answers: req.answers, Metadata: req.metadata, Meta: req.meta,
+		Started: started, From: from, ResumeOf: req.resumeOf, Stream: req.stream, MustExist: req.mustExist}, nil
 }
 
 // release ends the run in the queue. A failure other than a lost lease
@@ -211,7 +219,7 @@ func (m *Manager) takeover(ctx context.Context, qr QueuedRun, l Lease) error {
 	}
 	req := launchRequest{g: g, graph: qr.Graph, thread: qr.Thread, opts: qr.Options, checkpointID: qr.CheckpointID,
 		origin: qr.Origin, kind: qr.Kind, answers: qr.Answers, runID: qr.RunID, metadata: qr.Metadata, meta: qr.Meta,
-		resumeOf: qr.ResumeOf, lease: &l, takeover: true, started: &qr.Started}
+		resumeOf: qr.ResumeOf, lease: &l, takeover: true, started: &qr.Started, stream: qr.Stream, mustExist: qr.MustExist}
 	req.input = qr.Input.decode()
 	if u, ok := req.input.(engine.Update); ok {
 		// JSON turned the state's numbers into float64s: coerced again.

@@ -42,7 +42,37 @@ type Queue interface {
 	// yet ended), oldest first: a run is there from its claim, before
 	// the registry or the run log hear of it.
 	Queued(ctx context.Context, thread string) ([]QueuedRun, error)
+
+	// Enqueue keeps run pending in its thread's queue: it starts, in any
+	// process (riverq.Executor StartQueued), once every run ahead of it has ended and
+	// run.NotBefore has passed. A pending run makes its thread busy to
+	// Claim, so a new run never jumps the queue. ErrQueueFull past the
+	// limits.
+	Enqueue(ctx context.Context, run QueuedRun, limits QueueLimits) error
+	// Pending lists the thread's pending runs, oldest first (every
+	// thread's for "").
+	Pending(ctx context.Context, thread string) ([]QueuedRun, error)
+	// PendingRun finds a pending run by its id.
+	PendingRun(ctx context.Context, runID string) (QueuedRun, bool, error)
+	// StillPending reports which of runIDs are pending still.
+	StillPending(ctx context.Context, runIDs []string) (map[string]bool, error)
+	// Unqueue takes pending runs out of their thread's queue (run runID,
+	// or every one of the thread's when runID is "") and returns those it
+	// took: a run that started meanwhile is not among them.
+	Unqueue(ctx context.Context, thread, runID string) ([]QueuedRun, error)
+	// Hold keeps the thread's pending runs from starting until release
+	// is called, or for at most d should this process die first.
+	Hold(ctx context.Context, thread string, d time.Duration) (release func(context.Context) error, err error)
 }
+
+// QueueLimits bounds the pending runs: each holds its request.
+type QueueLimits struct {
+	PerThread, Total int
+}
+
+// ErrQueueFull: a run cannot be enqueued, its thread's queue (or all
+// queues together) holds as many as QueueLimits allows.
+var ErrQueueFull = errors.New("too many runs are queued")
 
 // ErrLeaseLost: another process took the thread's run over (this one
 // paused or lost the database for longer than the lease); the run's
@@ -83,6 +113,13 @@ type QueuedRun struct {
 	// a delete: Manager.beginEdit), which holds the lease while it lasts;
 	// a takeover of one only releases it.
 	Edit bool `json:"edit,omitempty"`
+	// Stream and MustExist are the RunRequest's: a run taken over or
+	// started from the queue keeps its stream parts for API clients.
+	Stream    *StreamSpec `json:"stream,omitempty"`
+	MustExist bool        `json:"must_exist,omitempty"`
+	// NotBefore is when a pending run may start at the earliest
+	// (after_seconds); zero: as soon as its turn comes.
+	NotBefore time.Time `json:"not_before,omitzero"`
 	// Cancel says someone asked for the run to be cancelled (Queue.Cancel)
 	// while no process ran it: a takeover ends it as cancelled. Set by
 	// the queue, not stored in the request.

@@ -55,7 +55,14 @@ type RunMeta struct {
 	Metadata  map[string]any `json:"metadata,omitempty"`
 	Kwargs    map[string]any `json:"kwargs,omitempty"`
 	Strategy  string         `json:"multitask_strategy,omitempty"`
+	// NotStarted says why a pending run ended without starting (it was
+	// cancelled while it waited: NotStartedCancelled).
+	NotStarted string `json:"not_started,omitempty"`
 }
+
+// NotStartedCancelled is RunMeta.NotStarted of a pending run cancelled
+// before it started.
+const NotStartedCancelled = "cancelled before it started"
 
 // MaxRunMetaBytes caps a RunMeta's JSON.
 const MaxRunMetaBytes = 256 << 10

@@ -255,8 +255,10 @@ func (a *API) launchRun(ctx context.Context, thread, assistantID, graph string, 
 		return nil, err
 	}
 	if p.body.AfterSeconds != nil && *p.body.AfterSeconds > 0 {
-		if err := a.queueRoom(thread); err != nil {
-			return nil, err // before the thread is made for it
+		if !a.durable() {
+			if err := a.queueRoom(thread); err != nil {
+				return nil, err // before the thread is made for it
+			}
 		}
 		if err != nil {
 			// A delayed run on a thread to create: the thread is made
@@ -265,7 +267,7 @@ func (a *API) launchRun(ctx context.Context, thread, assistantID, graph string, 
 				return nil, err
 			}
 		}
-		if err := a.enqueue(run, time.Duration(*p.body.AfterSeconds*float64(time.Second))); err != nil {
+		if err := a.addPending(ctx, run, time.Duration(*p.body.AfterSeconds*float64(time.Second))); err != nil {
 			return nil, err
 		}
 		a.bookkeep(ctx, thread, graph, assistantID)
@@ -273,9 +275,10 @@ func (a *API) launchRun(ctx context.Context, thread, assistantID, graph string, 
 	}
 	for attempt := 0; ; attempt++ {
 		// Runs queued on the thread make it busy too: a new run neither
-		// jumps the queue nor slips in before a delayed run.
+		// jumps the queue nor slips in before a delayed run (a durable
+		// manager's claim refuses it itself).
 		err := runs.ErrThreadBusy
-		if len(a.queuedOf(thread)) == 0 {
+		if a.durable() || len(a.queuedOf(thread)) == 0 {
 			_, err = a.cfg.Runs.Run(ctx, run.req)
 		}
 		if err == nil {
@@ -290,14 +293,14 @@ func (a *API) launchRun(ctx context.Context, thread, assistantID, graph string, 
 		case strategyReject:
 			return nil, conflict("thread %q is busy with another run; multitask_strategy reject refuses a second one", thread)
 		case strategyEnqueue:
-			if err := a.enqueue(run, 0); err != nil {
+			if err := a.addPending(ctx, run, 0); err != nil {
 				return nil, err
 			}
 			a.bookkeep(ctx, thread, graph, assistantID)
 			return run, nil
 		case strategyInterrupt, strategyRollback:
-			for _, q := range a.queuedOf(thread) {
-				a.cancelQueued(q)
+			if err := a.cancelAllPending(ctx, thread); err != nil {
+				return nil, err
 			}
 			if err := a.stopRun(ctx, thread, "", p.strategy == strategyRollback); err != nil {
 				return nil, err
@@ -350,7 +353,9 @@ func (a *API) stopRun(ctx context.Context, thread, runID string, rollback bool) 
 func (a *API) cancelActive(ctx context.Context, thread, runID string, rollback bool) (finish func(context.Context) error, err error) {
 	release := func() {}
 	if rollback {
-		release = a.holdQueue(thread)
+		if release, err = a.holdPending(ctx, thread); err != nil {
+			return nil, err
+		}
 	}
 	if err := a.cfg.Runs.Cancel(ctx, thread); err != nil && !errors.Is(err, runs.ErrNotRunning) {
 		release()
@@ -612,7 +617,11 @@ func (a *API) queuedOf(thread string) []*apiRun {
 
 // runObject is the Run object of a run in the run log.
 func (a *API) runObject(ctx context.Context, thread, runID string) (map[string]any, error) {
-	if q, ok := a.queued(runID); ok && q.req.Thread == thread {
+	q, ok, err := a.findPending(ctx, thread, runID)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
 		return q.pendingJSON(thread), nil
 	}
 	if q, ok := a.neverStarted(runID); ok && q.req.Thread == thread {
@@ -706,7 +715,11 @@ func (a *API) listRuns(w http.ResponseWriter, r *http.Request) {
 	}
 	// Newest first, the queued ones (newest of all) before them.
 	var all []map[string]any
-	pend := a.queuedOf(thread)
+	pend, err := a.pendingOf(r.Context(), thread)
+	if err != nil {
+		fail(w, r, a.log, err)
+		return
+	}
 	for i := len(pend) - 1; i >= 0; i-- {
 		all = append(all, pend[i].pendingJSON(thread))
 	}
@@ -757,8 +770,11 @@ func (a *API) deleteRun(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, a.log, err)
 		return
 	}
-	if q, ok := a.queued(runID); ok && q.req.Thread == thread {
-		fail(w, r, a.log, conflict("run %q is queued; cancel it first", runID))
+	if _, ok, err := a.findPending(r.Context(), thread, runID); err != nil || ok {
+		if err == nil {
+			err = conflict("run %q is queued; cancel it first", runID)
+		}
+		fail(w, r, a.log, err)
 		return
 	}
 	if err := a.cfg.Runs.DeleteRun(r.Context(), thread, runID, false); err != nil {
@@ -787,14 +803,21 @@ func (a *API) cancelRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	wait, _ := flagParam(r, "wait")
-	if qr, ok := a.queued(runID); ok && qr.req.Thread == thread {
+	qr, ok, err := a.findPending(r.Context(), thread, runID)
+	if err != nil {
+		fail(w, r, a.log, err)
+		return
+	}
+	if ok {
 		// Not started: it never will (unless it was starting just now;
-		// then it is the active run, cancelled below).
-		a.cancelQueued(qr)
-		if errors.Is(qr.err, errCancelledQueued) {
-			if action == "rollback" {
-				a.forgetEnded(runID) // rolled back: as if it never was
-			}
+		// then it is the active run, cancelled below). Rolled back, it
+		// is as if it never was.
+		cancelled, err := a.cancelPending(r.Context(), qr, action == "rollback")
+		if err != nil {
+			fail(w, r, a.log, err)
+			return
+		}
+		if cancelled {
 			w.WriteHeader(map[bool]int{true: http.StatusNoContent, false: http.StatusAccepted}[wait])
 			return
 		}
@@ -854,18 +877,28 @@ func (a *API) joinRun(w http.ResponseWriter, r *http.Request) {
 
 // existingRun finds a run the API can wait on: queued, or in the run log.
 func (a *API) existingRun(ctx context.Context, thread, runID string) (*apiRun, error) {
-	if q, ok := a.queued(runID); ok && q.req.Thread == thread {
+	q, ok, err := a.findPending(ctx, thread, runID)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
 		return q, nil
 	}
 	if q, ok := a.neverStarted(runID); ok && q.req.Thread == thread {
 		return q, nil
 	}
-	if _, err := a.cfg.Runs.RunRecord(ctx, thread, runID); err != nil {
+	rec, err := a.cfg.Runs.RunRecord(ctx, thread, runID)
+	if err != nil {
 		return nil, err
 	}
 	done := make(chan struct{})
 	close(done)
-	return &apiRun{id: runID, started: done}, nil
+	run := &apiRun{id: runID, started: done}
+	if rec.Meta != nil && rec.Meta.NotStarted != "" {
+		// A durable queue's run cancelled before it started.
+		run.err = errCancelledQueued
+	}
+	return run, nil
 }
 
 // joinStream streams a run's parts: those after Last-Event-ID (a
@@ -1024,11 +1057,15 @@ func (a *API) dropped(thread, runID string, cancelOnDrop bool) {
 	if !cancelOnDrop {
 		return
 	}
-	if q, ok := a.queued(runID); ok && q.req.Thread == thread {
-		a.cancelQueued(q)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if q, ok, err := a.findPending(ctx, thread, runID); ok {
+		if _, err := a.cancelPending(ctx, q, false); err != nil {
+			a.log.Error("api: cancel a queued run its dropped client asked to cancel", "thread", thread, "run", runID, "error", err)
+		}
+	} else if err != nil {
+		a.log.Error("api: find the run a dropped client asked to cancel", "thread", thread, "run", runID, "error", err)
+	}
 	if info, err := a.cfg.Runs.Thread(ctx, thread); err == nil && info.Status == runs.StatusRunning && info.RunID == runID {
 		_ = a.cfg.Runs.Cancel(ctx, thread)
 	}

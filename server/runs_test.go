@@ -37,7 +37,12 @@ func newGate() *gate { return &gate{entered: make(chan struct{}, 16), release: m
 // answer.
 func testGraphs(t *testing.T, g *gate) map[string]engine.Compiled {
 	t.Helper()
-	saver := checkpoints.NewMemory()
+	return testGraphsOn(t, g, checkpoints.NewMemory())
+}
+
+// testGraphsOn is testGraphs saving to saver.
+func testGraphsOn(t *testing.T, g *gate, saver checkpoints.Saver) map[string]engine.Compiled {
+	t.Helper()
 	lin := engine.NewStateGraph[steps]()
 	lin.AddNode("a", func(context.Context, steps) (engine.Output, error) { return engine.Update{"log": "a"}, nil })
 	lin.AddNode("b", func(ctx context.Context, _ steps) (engine.Output, error) {
@@ -326,70 +331,74 @@ func TestRejectStrategyAnswers409WhileARunGoesOn(t *testing.T) {
 
 func TestEnqueuedRunsRunInOrderAfterTheActiveOne(t *testing.T) {
 	t.Parallel()
-	g := newGate()
-	c := newServer(t, g)
-	thread := uuid.NewString()
-	c.json("POST", "/threads/"+thread+"/runs", map[string]any{"assistant_id": "linear", "input": map[string]any{"log": []string{"1"}}, "if_not_exists": "create"}, 200)
-	<-g.entered
-	second := c.json("POST", "/threads/"+thread+"/runs", map[string]any{"assistant_id": "linear", "input": map[string]any{"log": []string{"2"}}}, 200)
-	third := c.json("POST", "/threads/"+thread+"/runs", map[string]any{"assistant_id": "linear", "input": map[string]any{"log": []string{"3"}}, "multitask_strategy": "enqueue"}, 200)
-	if second["status"] != "pending" || third["status"] != "pending" {
-		t.Fatalf("queued runs %v %v, want pending", second["status"], third["status"])
-	}
-	list := c.do
-	_ = list
-	close(g.release)
-	joined := c.json("GET", fmt.Sprintf("/threads/%s/runs/%s/join", thread, third["run_id"]), nil, 200)
-	if got := fmt.Sprint(joined["log"]); got != "[1 a b c 2 a b c 3 a b c]" {
-		t.Fatalf("after three runs the log is %s, want them in order", got)
-	}
-	for _, r := range []map[string]any{second, third} {
-		if got := c.json("GET", fmt.Sprintf("/threads/%s/runs/%s", thread, r["run_id"]), nil, 200); got["status"] != "success" {
-			t.Fatalf("queued run %v ended %v", r["run_id"], got["status"])
+	eachBackend(t, func(t *testing.T, newServer func(*gate) *client) {
+		g := newGate()
+		c := newServer(g)
+		thread := uuid.NewString()
+		c.json("POST", "/threads/"+thread+"/runs", map[string]any{"assistant_id": "linear", "input": map[string]any{"log": []string{"1"}}, "if_not_exists": "create"}, 200)
+		<-g.entered
+		second := c.json("POST", "/threads/"+thread+"/runs", map[string]any{"assistant_id": "linear", "input": map[string]any{"log": []string{"2"}}}, 200)
+		third := c.json("POST", "/threads/"+thread+"/runs", map[string]any{"assistant_id": "linear", "input": map[string]any{"log": []string{"3"}}, "multitask_strategy": "enqueue"}, 200)
+		if second["status"] != "pending" || third["status"] != "pending" {
+			t.Fatalf("queued runs %v %v, want pending", second["status"], third["status"])
 		}
-	}
+		list := c.do
+		_ = list
+		close(g.release)
+		joined := c.json("GET", fmt.Sprintf("/threads/%s/runs/%s/join", thread, third["run_id"]), nil, 200)
+		if got := fmt.Sprint(joined["log"]); got != "[1 a b c 2 a b c 3 a b c]" {
+			t.Fatalf("after three runs the log is %s, want them in order", got)
+		}
+		for _, r := range []map[string]any{second, third} {
+			if got := c.json("GET", fmt.Sprintf("/threads/%s/runs/%s", thread, r["run_id"]), nil, 200); got["status"] != "success" {
+				t.Fatalf("queued run %v ended %v", r["run_id"], got["status"])
+			}
+		}
+	})
 }
 
 func TestRollbackAndInterruptStrategiesStopTheActiveRun(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		strategy, status, log string
-	}{
-		// rollback: the stopped run and its checkpoints are gone.
-		{"rollback", "", "[kept a b c new a b c]"},
-		// interrupt: the stopped run keeps what it saved (its "a").
-		{"interrupt", "interrupted", "[kept a b c old a new a b c]"},
-	} {
-		t.Run(tc.strategy, func(t *testing.T) {
-			t.Parallel()
-			g := newGate()
-			c := newServer(t, g)
-			thread := uuid.NewString()
-			go func() { <-g.entered; g.release <- struct{}{} }() // the first run passes b
-			c.json("POST", "/threads/"+thread+"/runs/wait", map[string]any{"assistant_id": "linear", "input": map[string]any{"log": []string{"kept"}}, "if_not_exists": "create"}, 200)
-			old := c.json("POST", "/threads/"+thread+"/runs", map[string]any{"assistant_id": "linear", "input": map[string]any{"log": []string{"old"}}}, 200)
-			<-g.entered // the old run waits in b
-			next := c.json("POST", "/threads/"+thread+"/runs", map[string]any{"assistant_id": "linear", "input": map[string]any{"log": []string{"new"}}, "multitask_strategy": tc.strategy}, 200)
-			<-g.entered
-			close(g.release)
-			joined := c.json("GET", fmt.Sprintf("/threads/%s/runs/%s/join", thread, next["run_id"]), nil, 200)
-			if got := fmt.Sprint(joined["log"]); got != tc.log {
-				t.Fatalf("log after %s: %s, want %s", tc.strategy, got, tc.log)
-			}
-			code, _, b := c.do("GET", fmt.Sprintf("/threads/%s/runs/%s", thread, old["run_id"]), nil)
-			if tc.status == "" {
-				if code != 404 {
-					t.Fatalf("the rolled back run: GET = %d %s, want 404", code, b)
+	eachBackend(t, func(t *testing.T, newServer func(*gate) *client) {
+		for _, tc := range []struct {
+			strategy, status, log string
+		}{
+			// rollback: the stopped run and its checkpoints are gone.
+			{"rollback", "", "[kept a b c new a b c]"},
+			// interrupt: the stopped run keeps what it saved (its "a").
+			{"interrupt", "interrupted", "[kept a b c old a new a b c]"},
+		} {
+			t.Run(tc.strategy, func(t *testing.T) {
+				t.Parallel()
+				g := newGate()
+				c := newServer(g)
+				thread := uuid.NewString()
+				go func() { <-g.entered; g.release <- struct{}{} }() // the first run passes b
+				c.json("POST", "/threads/"+thread+"/runs/wait", map[string]any{"assistant_id": "linear", "input": map[string]any{"log": []string{"kept"}}, "if_not_exists": "create"}, 200)
+				old := c.json("POST", "/threads/"+thread+"/runs", map[string]any{"assistant_id": "linear", "input": map[string]any{"log": []string{"old"}}}, 200)
+				<-g.entered // the old run waits in b
+				next := c.json("POST", "/threads/"+thread+"/runs", map[string]any{"assistant_id": "linear", "input": map[string]any{"log": []string{"new"}}, "multitask_strategy": tc.strategy}, 200)
+				<-g.entered
+				close(g.release)
+				joined := c.json("GET", fmt.Sprintf("/threads/%s/runs/%s/join", thread, next["run_id"]), nil, 200)
+				if got := fmt.Sprint(joined["log"]); got != tc.log {
+					t.Fatalf("log after %s: %s, want %s", tc.strategy, got, tc.log)
 				}
-				return
-			}
-			var run map[string]any
-			_ = json.Unmarshal(b, &run)
-			if code != 200 || run["status"] != tc.status {
-				t.Fatalf("the interrupted run: GET = %d %s, want status %s", code, b, tc.status)
-			}
-		})
-	}
+				code, _, b := c.do("GET", fmt.Sprintf("/threads/%s/runs/%s", thread, old["run_id"]), nil)
+				if tc.status == "" {
+					if code != 404 {
+						t.Fatalf("the rolled back run: GET = %d %s, want 404", code, b)
+					}
+					return
+				}
+				var run map[string]any
+				_ = json.Unmarshal(b, &run)
+				if code != 200 || run["status"] != tc.status {
+					t.Fatalf("the interrupted run: GET = %d %s, want status %s", code, b, tc.status)
+				}
+			})
+		}
+	})
 }
 
 // TestResumableStreamReplaysAfterTheLastEventID drops a resumable stream

@@ -57,8 +57,11 @@ type API struct {
 	log    *slog.Logger
 	router *chi.Mux
 	h      http.Handler
-	// queue holds the runs waiting for their thread (runs.go).
-	queue queues
+	// queue holds the runs waiting for their thread (runs.go), unless
+	// the run manager is durable; watching are those of its queue that
+	// callers here wait on (pending.go).
+	queue    queues
+	watching watchers
 	// stateless maps stateless runs to their threads (stateless.go).
 	stateless statelessRuns
 	// done is closed by Close: queued runs no longer start.

@@ -221,11 +221,14 @@ func (a *API) cancelMany(w http.ResponseWriter, r *http.Request) {
 		}
 	case body.Status == "pending" || body.Status == "running" || body.Status == "all":
 		if body.Status != "running" {
-			a.queue.mu.Lock()
-			for _, q := range a.queue.byID {
+			pend, err := a.allPending(r.Context())
+			if err != nil {
+				fail(w, r, a.log, err)
+				return
+			}
+			for _, q := range pend {
 				targets = append(targets, target{q.req.Thread, q.id})
 			}
-			a.queue.mu.Unlock()
 		}
 		if body.Status != "pending" {
 			ts, err := a.cfg.Runs.ListThreads(r.Context(), runs.ThreadFilter{Status: runs.StatusRunning})
@@ -258,10 +261,14 @@ func (a *API) cancelMany(w http.ResponseWriter, r *http.Request) {
 // rollback it and its checkpoints are then deleted. A run that already
 // ended is left as it is.
 func (a *API) cancelOne(ctx context.Context, thread, runID string, rollback bool) error {
-	if q, ok := a.queued(runID); ok && q.req.Thread == thread {
-		a.cancelQueued(q)
-		if errors.Is(q.err, errCancelledQueued) {
-			return nil
+	q, ok, err := a.findPending(ctx, thread, runID)
+	if err != nil {
+		return err
+	}
+	if ok {
+		cancelled, err := a.cancelPending(ctx, q, rollback)
+		if err != nil || cancelled {
+			return err
 		}
 	}
 	return a.stopRun(ctx, thread, runID, rollback)

@@ -35,7 +35,11 @@ func (a *API) mountThreads(r chi.Router) {
 // an active run, or runs queued behind one, is "busy".
 func (a *API) threadJSON(ctx context.Context, t runs.Thread) (map[string]any, error) {
 	status := string(t.Status)
-	if t.Status == runs.StatusRunning || len(a.queuedOf(t.ID)) > 0 {
+	if t.Status == runs.StatusRunning {
+		status = "busy"
+	} else if pend, err := a.pendingOf(ctx, t.ID); err != nil {
+		return nil, err
+	} else if len(pend) > 0 {
 		status = "busy"
 	}
 	values := map[string]any{}
@@ -252,9 +256,13 @@ func (a *API) deleteThread(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, a.log, err)
 		return
 	}
-	// Its queued runs go first: one starting later would bring it back.
-	for _, q := range a.queuedOf(id) {
-		a.cancelQueued(q)
+	// Its queued runs go first: one starting later would bring it back
+	// (a durable run manager's DeleteThread drops them itself).
+	if !a.durable() {
+		if err := a.cancelAllPending(r.Context(), id); err != nil {
+			fail(w, r, a.log, err)
+			return
+		}
 	}
 	if err := a.cfg.Runs.DeleteThread(r.Context(), id); err != nil {
 		fail(w, r, a.log, err)

@@ -54,6 +54,11 @@ const (
 	DefaultLeaseTTL  = 10 * time.Second
 	DefaultReapEvery = 500 * time.Millisecond
 	DefaultWorkers   = 32
+	// DefaultPollEvery is how often river looks for jobs come due
+	// without being told of them (river's insert notifications are
+	// throttled per queue, and a delayed job is never announced): a
+	// queued run starts at most this long after its turn came.
+	DefaultPollEvery = 100 * time.Millisecond
 	// parkFor is how far ahead a run's recovery ticket is scheduled:
 	// past it, a ticket whose run still lives is snoozed again.
 	parkFor = 24 * time.Hour
@@ -69,17 +74,23 @@ type Config struct {
 	LeaseTTL time.Duration
 	// ReapEvery is how often this process looks for expired leases.
 	ReapEvery time.Duration
-	// Workers caps the runs this process takes over at once.
+	// Workers caps the runs this process takes over (or starts from
+	// the queue) at once.
 	Workers int
+	// PollEvery is how often this process looks for jobs come due
+	// (DefaultPollEvery).
+	PollEvery time.Duration
 	// Logger receives river's warnings and errors (nil: discarded).
 	Logger *slog.Logger
 	// OnError receives the reaper's errors (nil: dropped).
 	OnError func(error)
 }
 
-// Executor runs a run taken over: runs.Manager.
+// Executor runs a run taken over, or a pending run whose turn came:
+// runs.Manager.
 type Executor interface {
 	Takeover(ctx context.Context, run runs.QueuedRun, l runs.Lease) error
+	StartQueued(ctx context.Context, run runs.QueuedRun, l runs.Lease) error
 }
 
 // Queue is a runs.Queue on Postgres and river.
@@ -130,6 +141,9 @@ func New(pool *pgxpool.Pool, cfg Config) (*Queue, error) {
 	if cfg.Workers <= 0 {
 		cfg.Workers = DefaultWorkers
 	}
+	if cfg.PollEvery <= 0 {
+		cfg.PollEvery = DefaultPollEvery
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -139,11 +153,16 @@ func New(pool *pgxpool.Pool, cfg Config) (*Queue, error) {
 	if err := river.AddWorkerSafely(workers, &runWorker{q: q}); err != nil {
 		return nil, fmt.Errorf("riverq: %w", err)
 	}
+	if err := river.AddWorkerSafely(workers, &startWorker{q: q}); err != nil {
+		return nil, fmt.Errorf("riverq: %w", err)
+	}
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
-		ID:         cfg.ID,
-		Queues:     map[string]river.QueueConfig{QueueName: {MaxWorkers: cfg.Workers}},
-		Workers:    workers,
-		JobTimeout: -1, // a run takes as long as it takes
+		ID:                cfg.ID,
+		Queues:            map[string]river.QueueConfig{QueueName: {MaxWorkers: cfg.Workers}},
+		Workers:           workers,
+		JobTimeout:        -1, // a run takes as long as it takes
+		FetchCooldown:     min(cfg.PollEvery, river.FetchCooldownDefault),
+		FetchPollInterval: cfg.PollEvery,
 		// Ghost jobs (their process died while working them) are left to
 		// river's rescuer; our reaper has already handed their run on.
 		RescueStuckJobsAfter: time.Hour,
@@ -224,13 +243,21 @@ func (q *Queue) Claim(ctx context.Context, run runs.QueuedRun) (runs.Lease, erro
 	err = pgx.BeginFunc(ctx, q.pool, func(tx pgx.Tx) error {
 		// The thread's lease row, made if new, locked either way (one
 		// round trip): claims of one thread in any process serialise here.
+		// Pending runs make the thread busy too: a new run does not jump
+		// their queue (a change that is not a run may go ahead of them).
 		var active *string
+		var pending bool
 		if err := tx.QueryRow(ctx, `INSERT INTO studio_thread_leases AS l (thread_id) VALUES ($1)
-			ON CONFLICT (thread_id) DO UPDATE SET thread_id = l.thread_id RETURNING l.run_id`, run.Thread).Scan(&active); err != nil {
+			ON CONFLICT (thread_id) DO UPDATE SET thread_id = l.thread_id
+			RETURNING l.run_id, EXISTS (SELECT 1 FROM studio_run_queue WHERE thread_id = $1 AND state = 'pending')`,
+			run.Thread).Scan(&active, &pending); err != nil {
 			return err
 		}
 		if active != nil {
 			return fmt.Errorf("%w: run %s is active on thread %q", runs.ErrThreadBusy, *active, run.Thread)
+		}
+		if pending && !run.Edit {
+			return fmt.Errorf("%w: thread %q has runs queued", runs.ErrThreadBusy, run.Thread)
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO studio_run_queue (run_id, thread_id, state, request, attempts) VALUES ($1, $2, 'active', $3, 1)`,
 			run.RunID, run.Thread, body); err != nil {
@@ -245,11 +272,17 @@ func (q *Queue) Claim(ctx context.Context, run runs.QueuedRun) (runs.Lease, erro
 			expires_at = now() + $5::interval WHERE thread_id = $1 RETURNING fence`,
 			run.Thread, run.RunID, job.Job.ID, q.cfg.ID, q.cfg.LeaseTTL).Scan(&l.Fence)
 	})
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "studio_run_queue_pkey" {
+	if isTaken(err) {
 		return runs.Lease{}, fmt.Errorf("%w: run id %q is taken", runs.ErrInvalidInput, run.RunID)
 	}
 	return l, err
+}
+
+// isTaken reports whether err is the insert of a run id the queue holds
+// already.
+func isTaken(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "studio_run_queue_pkey"
 }
 
 // Renew implements runs.Queue.
@@ -273,14 +306,19 @@ func (q *Queue) Finish(ctx context.Context, l runs.Lease) error {
 	return pgx.BeginFunc(ctx, q.pool, func(tx pgx.Tx) error {
 		// Released only by its holder at its fence; the run's request goes
 		// with it, and the job it had is returned (one round trip).
+		// Whether runs are pending comes back too: the first of them is
+		// started next.
 		var job *int64
+		var pending bool
 		err := tx.QueryRow(ctx, `WITH old AS (
 			  SELECT job_id FROM studio_thread_leases WHERE thread_id = $1 AND fence = $2 AND holder = $3 FOR UPDATE
 			), request AS (
 			  DELETE FROM studio_run_queue WHERE run_id = $4 AND EXISTS (SELECT 1 FROM old)
 			)
 			UPDATE studio_thread_leases l SET run_id = NULL, job_id = NULL, holder = '', expires_at = NULL, redispatch_at = NULL
-			FROM old WHERE l.thread_id = $1 RETURNING old.job_id`, l.Thread, l.Fence, q.cfg.ID, l.RunID).Scan(&job)
+			FROM old WHERE l.thread_id = $1
+			RETURNING old.job_id, EXISTS (SELECT 1 FROM studio_run_queue WHERE thread_id = $1 AND state = 'pending')`,
+			l.Thread, l.Fence, q.cfg.ID, l.RunID).Scan(&job, &pending)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return runs.ErrLeaseLost
 		}
@@ -293,6 +331,9 @@ func (q *Queue) Finish(ctx context.Context, l runs.Lease) error {
 			if _, err := q.client.JobDeleteTx(ctx, tx, *job); err != nil && !errors.Is(err, rivertype.ErrJobRunning) && !errors.Is(err, river.ErrNotFound) {
 				return fmt.Errorf("delete the run's job: %w", err)
 			}
+		}
+		if pending {
+			return q.dispatchHead(ctx, tx, l.Thread)
 		}
 		return nil
 	})
@@ -393,7 +434,7 @@ func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 
 // Queued implements runs.Queue.
 func (q *Queue) Queued(ctx context.Context, thread string) ([]runs.QueuedRun, error) {
-	rows, err := q.pool.Query(ctx, `SELECT request FROM studio_run_queue WHERE thread_id = $1 ORDER BY seq`, thread)
+	rows, err := q.pool.Query(ctx, `SELECT request FROM studio_run_queue WHERE thread_id = $1 AND state = 'active' ORDER BY seq`, thread)
 	if err != nil {
 		return nil, err
 	}
@@ -474,7 +515,11 @@ func (q *Queue) ReapOnce(ctx context.Context) (int, error) {
 		}
 		return nil
 	})
-	return n, err
+	if err != nil {
+		return n, err
+	}
+	m, err := q.reapPending(ctx)
+	return n + m, err
 }
 
 // runWorker takes over a run whose job came due.

@@ -1,0 +1,25 @@
+-- Runs waiting for their thread (issue #19): the Agent Server API's
+-- enqueued runs (multitask_strategy "enqueue") and delayed ones
+-- (after_seconds) are pending rows of studio_run_queue, so that they
+-- survive the process that received them and any replica starts them.
+-- A pending run is started by a river job ("superstep.start") that is
+-- only ever made for the head of a free thread's queue: by the finish of
+-- the thread's active run, in the same transaction, or by the reaper when
+-- that job was lost.
+ALTER TABLE studio_run_queue
+    -- Not started before this (after_seconds); NULL: as soon as its turn
+    -- comes.
+    ADD COLUMN not_before timestamptz,
+    -- The job that starts it, once it is the head of a free thread.
+    ADD COLUMN job_id bigint,
+    -- When that job was made (or comes due): a head of a free thread
+    -- still pending a lease's length later lost its job and gets another.
+    ADD COLUMN dispatched_at timestamptz;
+
+-- A rollback holds the thread's pending runs while it deletes the
+-- cancelled run's checkpoints; it lapses on its own should its process
+-- die meanwhile.
+ALTER TABLE studio_thread_leases ADD COLUMN hold_until timestamptz;
+---- create above / drop below ----
+ALTER TABLE studio_thread_leases DROP COLUMN hold_until;
+ALTER TABLE studio_run_queue DROP COLUMN dispatched_at, DROP COLUMN job_id, DROP COLUMN not_before;

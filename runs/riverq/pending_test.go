@@ -1,0 +1,197 @@
+package riverq_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/superstep-dev/superstep/runs"
+)
+
+// enqueue keeps a run of the counting graph pending on thread, logging
+// tag first.
+func enqueue(t *testing.T, m *runs.Manager, thread, tag string, delay time.Duration) string {
+	t.Helper()
+	id := uuid.NewString()
+	err := m.Enqueue(context.Background(), runs.RunRequest{Graph: "count", Thread: thread, RunID: id,
+		Input: map[string]any{"log": []string{tag}}}, delay, runs.QueueLimits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// TestPendingRunsStartInOrderInAnotherProcess: two runs queued in A
+// behind A's held run; A stops (handing its run back): B continues the
+// run, then starts the queued ones in their order.
+func TestPendingRunsStartInOrderInAnotherProcess(t *testing.T) {
+	t.Parallel()
+	_, _, a, b := runHeld(t, 2, false, "order")
+	first := enqueue(t, a.m, "order", "p1", 0)
+	second := enqueue(t, a.m, "order", "p2", 0)
+	pend, err := b.m.PendingRuns(context.Background(), "order")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pend) != 2 || pend[0].RunID != first || pend[1].RunID != second {
+		t.Fatalf("B lists the pending runs %v, want %s then %s", pend, first, second)
+	}
+	if err := a.q.Shutdown(context.Background(), a.m, 0); err != nil { // hands the held run back
+		t.Fatal(err)
+	}
+	waitFor(t, "B to run the queued runs", 15*time.Second, func() bool {
+		s := finalState(t, b.m, "order")
+		return s.N == steps+2
+	})
+	s := finalState(t, b.m, "order")
+	i, j := slices.Index(s.Log, "p1"), slices.Index(s.Log, "p2")
+	if i < 0 || j < i || s.Log[i+1] != "b:6" || s.Log[j+1] != "b:7" {
+		t.Fatalf("log %v: want p1 then its step, then p2 and its step, run by B", s.Log)
+	}
+	for _, id := range []string{first, second} {
+		rec, err := b.m.RunRecord(context.Background(), "order", id)
+		if err != nil || rec.Status != runs.StatusIdle || rec.Ended.IsZero() {
+			t.Fatalf("queued run %s: %+v %v, want ended", id, rec, err)
+		}
+	}
+}
+
+// TestPendingRunsMakeTheThreadBusy: a run delayed on a free thread makes
+// it busy: a new run does not jump ahead of it, nor does a second process
+// start it before its time.
+func TestPendingRunsMakeTheThreadBusy(t *testing.T) {
+	t.Parallel()
+	_, _, a, b := runHeld(t, 1, false, "other")
+	close(a.release)
+	if _, err := a.m.Start(context.Background(), "count", "busy", map[string]any{"n": 0}, runs.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the first run to end", 10*time.Second, func() bool {
+		th, err := a.m.Thread(context.Background(), "busy")
+		return err == nil && th.Status == runs.StatusIdle
+	})
+	id := enqueue(t, a.m, "busy", "later", time.Hour)
+	_, err := b.m.Start(context.Background(), "count", "busy", map[string]any{"log": []string{"now"}}, runs.StartOptions{})
+	if !errors.Is(err, runs.ErrThreadBusy) {
+		t.Fatalf("a run on a thread with a queued run: %v, want ErrThreadBusy", err)
+	}
+	if _, ok, err := b.m.PendingRun(context.Background(), id); !ok || err != nil {
+		t.Fatalf("the delayed run is no longer pending (%v): it started before its time", err)
+	}
+	// Cancelled, it frees the thread, and reads as cancelled before it
+	// started.
+	taken, err := b.m.CancelPending(context.Background(), "busy", id, false)
+	if err != nil || len(taken) != 1 {
+		t.Fatalf("cancel = %v %v", taken, err)
+	}
+	rec, err := a.m.RunRecord(context.Background(), "busy", id)
+	if err != nil || rec.Meta == nil || rec.Meta.NotStarted != runs.NotStartedCancelled || rec.Error != "cancelled" {
+		t.Fatalf("the cancelled queued run's record: %+v %v", rec, err)
+	}
+	if _, err := b.m.Start(context.Background(), "count", "busy", map[string]any{"log": []string{"now"}}, runs.StartOptions{}); err != nil {
+		t.Fatalf("a run once the queue is empty: %v", err)
+	}
+}
+
+// TestQueueLimits: a thread's queue, and all queues together, hold at
+// most as many runs as the limits say.
+func TestQueueLimits(t *testing.T) {
+	t.Parallel()
+	_, _, a, _ := runHeld(t, 2, false, "full")
+	ctx := context.Background()
+	limits := runs.QueueLimits{PerThread: 2, Total: 3}
+	add := func(thread string) error {
+		return a.m.Enqueue(ctx, runs.RunRequest{Graph: "count", Thread: thread, RunID: uuid.NewString(), Input: map[string]any{}}, time.Hour, limits)
+	}
+	for _, th := range []string{"full", "full", "another"} {
+		if err := add(th); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := add("full"); !errors.Is(err, runs.ErrQueueFull) {
+		t.Fatalf("a third run on a thread: %v, want ErrQueueFull", err)
+	}
+	if err := add("third"); !errors.Is(err, runs.ErrQueueFull) {
+		t.Fatalf("a fourth run in all: %v, want ErrQueueFull", err)
+	}
+}
+
+// TestLostStartJobIsReplaced: the job that would start a thread's next
+// run was taken by a worker that died: the reaper gives it another.
+func TestLostStartJobIsReplaced(t *testing.T) {
+	t.Parallel()
+	pool, _, a, b := runHeld(t, 1, false, "held")
+	close(a.release)
+	ctx := context.Background()
+	id := enqueue(t, b.m, "lost-start", "queued", 200*time.Millisecond)
+	// As a dead worker leaves it: its job gone, its dispatch long ago.
+	if _, err := pool.Exec(ctx, `DELETE FROM river_job WHERE id = (SELECT job_id FROM studio_run_queue WHERE run_id = $1)`, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE studio_run_queue SET job_id = 999999, dispatched_at = now() - interval '1 hour' WHERE run_id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the queued run to run", 15*time.Second, func() bool {
+		rec, err := a.m.RunRecord(ctx, "lost-start", id)
+		return err == nil && !rec.Ended.IsZero()
+	})
+	if s := finalState(t, a.m, "lost-start"); s.N != steps || s.Log[0] != "queued" {
+		t.Fatalf("state %+v", s)
+	}
+}
+
+// TestHoldKeepsPendingRunsWaiting: a held thread's queued run does not
+// start when the thread goes free, but once the hold is released; a hold
+// whose process died lapses on its own.
+func TestHoldKeepsPendingRunsWaiting(t *testing.T) {
+	t.Parallel()
+	_, _, a, b := runHeld(t, 2, false, "hold")
+	ctx := context.Background()
+	release, err := a.m.HoldQueue(ctx, "hold")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := enqueue(t, b.m, "hold", "next", 0)
+	close(a.release)
+	waitFor(t, "the held run to end", 10*time.Second, func() bool {
+		th, err := a.m.Thread(ctx, "hold")
+		return err == nil && th.Status == runs.StatusIdle
+	})
+	// Not a synchronisation: the time of several polls and reaps, in
+	// which nothing may start the queued run.
+	time.Sleep(300 * time.Millisecond)
+	if _, ok, err := a.m.PendingRun(ctx, id); !ok || err != nil {
+		t.Fatalf("the queued run started while its thread was held (%v)", err)
+	}
+	release()
+	waitFor(t, "the queued run to run once released", 10*time.Second, func() bool {
+		rec, err := a.m.RunRecord(ctx, "hold", id)
+		return err == nil && !rec.Ended.IsZero()
+	})
+}
+
+// TestHoldLapses: a hold whose process never released it (it died) stops
+// holding the thread's queued runs once its time is up.
+func TestHoldLapses(t *testing.T) {
+	t.Parallel()
+	_, _, a, b := runHeld(t, 1, false, "held-elsewhere")
+	close(a.release)
+	ctx := context.Background()
+	if _, err := a.q.Hold(ctx, "lapse", 400*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	held := time.Now()
+	id := enqueue(t, b.m, "lapse", "after", 0)
+	waitFor(t, "the queued run to run once the hold lapsed", 10*time.Second, func() bool {
+		rec, err := a.m.RunRecord(ctx, "lapse", id)
+		return err == nil && !rec.Ended.IsZero()
+	})
+	rec, _ := a.m.RunRecord(ctx, "lapse", id)
+	if rec.Ended.Sub(held) < 400*time.Millisecond {
+		t.Fatalf("the queued run ended %s after the hold began: it did not wait for it", rec.Ended.Sub(held))
+	}
+}

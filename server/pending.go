@@ -1,0 +1,266 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/superstep-dev/superstep/runs"
+)
+
+// Runs waiting for their thread (the enqueue strategy, after_seconds).
+// With a durable run manager (runs.Manager.Durable: a queue in Postgres)
+// they are pending runs of the queue: they survive this process, any
+// replica starts them when their turn comes, and any replica lists,
+// gets, joins or cancels them. Otherwise this process keeps them
+// (queues, in runs.go) and starts them itself (drain).
+
+// durable reports whether waiting runs are kept by the run manager.
+func (a *API) durable() bool { return a.cfg.Runs.Durable() }
+
+// queueLimits are the bounds of the pending runs.
+var queueLimits = runs.QueueLimits{PerThread: MaxQueuedPerThread, Total: MaxQueued}
+
+// addPending puts run in its thread's queue, to start after delay once
+// the runs ahead of it have ended.
+func (a *API) addPending(ctx context.Context, run *apiRun, delay time.Duration) error {
+	if !a.durable() {
+		return a.enqueue(run, delay)
+	}
+	// The thread exists now: deleted meanwhile, it stays deleted.
+	run.req.MustExist = true
+	run.delay = delay
+	err := a.cfg.Runs.Enqueue(ctx, run.req, delay, queueLimits)
+	if errors.Is(err, runs.ErrQueueFull) {
+		return conflict("%s", err.Error())
+	}
+	if err != nil {
+		return err
+	}
+	a.watch(run)
+	return nil
+}
+
+// pendingOf lists the runs waiting for the thread, oldest first.
+func (a *API) pendingOf(ctx context.Context, thread string) ([]*apiRun, error) {
+	if !a.durable() {
+		return a.queuedOf(thread), nil
+	}
+	qrs, err := a.cfg.Runs.PendingRuns(ctx, thread)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*apiRun, len(qrs))
+	for i, qr := range qrs {
+		out[i] = pendingRun(qr)
+	}
+	return out, nil
+}
+
+// findPending returns a run waiting for thread, if runID is one. A run
+// found in the durable queue is watched: its started closes when it
+// leaves the queue.
+func (a *API) findPending(ctx context.Context, thread, runID string) (*apiRun, bool, error) {
+	if !a.durable() {
+		r, ok := a.queued(runID)
+		return r, ok && r.req.Thread == thread, nil
+	}
+	qr, ok, err := a.cfg.Runs.PendingRun(ctx, runID)
+	if err != nil || !ok || qr.Thread != thread {
+		return nil, false, err
+	}
+	r := pendingRun(qr)
+	a.watch(r)
+	return r, true, nil
+}
+
+// cancelPending cancels a run waiting for its thread: it never starts,
+// and reads back as "interrupted" (unless forget: rolled back, as if it
+// never was). It reports false when the run started meanwhile: it is
+// the thread's active run then.
+func (a *API) cancelPending(ctx context.Context, r *apiRun, forget bool) (bool, error) {
+	if !a.durable() {
+		a.cancelQueued(r)
+		cancelled := errors.Is(r.err, errCancelledQueued)
+		if cancelled && forget {
+			a.forgetEnded(r.id)
+		}
+		return cancelled, nil
+	}
+	taken, err := a.cfg.Runs.CancelPending(ctx, r.req.Thread, r.id, forget)
+	return len(taken) > 0, err
+}
+
+// cancelAllPending cancels every run waiting for the thread.
+func (a *API) cancelAllPending(ctx context.Context, thread string) error {
+	if !a.durable() {
+		for _, q := range a.queuedOf(thread) {
+			a.cancelQueued(q)
+		}
+		return nil
+	}
+	_, err := a.cfg.Runs.CancelPending(ctx, thread, "", false)
+	return err
+}
+
+// holdPending keeps the thread's waiting runs from starting until
+// release is called.
+func (a *API) holdPending(ctx context.Context, thread string) (release func(), err error) {
+	if !a.durable() {
+		return a.holdQueue(thread), nil
+	}
+	return a.cfg.Runs.HoldQueue(ctx, thread)
+}
+
+// allPending lists every run waiting for a thread, for a cancel by
+// status.
+func (a *API) allPending(ctx context.Context) ([]*apiRun, error) {
+	if !a.durable() {
+		a.queue.mu.Lock()
+		defer a.queue.mu.Unlock()
+		out := make([]*apiRun, 0, len(a.queue.byID))
+		for _, q := range a.queue.byID {
+			out = append(out, q)
+		}
+		return out, nil
+	}
+	return a.pendingOf(ctx, "")
+}
+
+// pendingRun is a run of the durable queue as the API holds it.
+func pendingRun(qr runs.QueuedRun) *apiRun {
+	r := &apiRun{id: qr.RunID, created: qr.Started, started: make(chan struct{}), cancelled: make(chan struct{}),
+		req: runs.RunRequest{Graph: qr.Graph, Thread: qr.Thread, RunID: qr.RunID, Meta: qr.Meta, Metadata: qr.Metadata}}
+	if !qr.NotBefore.IsZero() {
+		r.delay = qr.NotBefore.Sub(qr.Started)
+	}
+	return r
+}
+
+// watchEvery is how often the durable queue is asked which watched runs
+// are pending still; startedWithin bounds how long a run that left it is
+// waited on to be seen started (its parts registered here, or its record
+// ended) before its waiters are let go anyway.
+const (
+	watchEvery    = 100 * time.Millisecond
+	startedWithin = 3 * time.Second
+)
+
+// watchers are the runs of the durable queue that callers of this
+// process wait on to start (their stream, wait or webhook), polled
+// together, in one query per round.
+type watchers struct {
+	mu   sync.Mutex
+	runs map[*apiRun]time.Time // when it left the queue (zero: not yet)
+	on   bool
+}
+
+// watch closes run.started (with run.err set when it never started) once
+// it has left the durable queue.
+func (a *API) watch(run *apiRun) {
+	w := &a.watching
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.runs == nil {
+		w.runs = map[*apiRun]time.Time{}
+	}
+	w.runs[run] = time.Time{}
+	if !w.on {
+		w.on = true
+		go a.poll()
+	}
+}
+
+// poll resolves the watched runs until none is left.
+func (a *API) poll() {
+	w := &a.watching
+	tick := time.NewTicker(watchEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-a.done:
+			w.mu.Lock()
+			for r := range w.runs {
+				r.err = errors.New("the server stopped; the run stays queued (another replica, or this one restarted, starts it)")
+				close(r.started)
+			}
+			w.runs, w.on = nil, false
+			w.mu.Unlock()
+			return
+		case <-tick.C:
+		}
+		w.mu.Lock()
+		ids := make([]string, 0, len(w.runs))
+		for r := range w.runs {
+			ids = append(ids, r.id)
+		}
+		w.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		pending, err := a.cfg.Runs.StillPending(ctx, ids)
+		if err != nil {
+			cancel()
+			a.log.Error("api: poll the queued runs", "error", err)
+			continue
+		}
+		w.mu.Lock()
+		var left []*apiRun
+		for r, since := range w.runs {
+			if pending[r.id] {
+				continue
+			}
+			if since.IsZero() {
+				w.runs[r] = time.Now()
+			}
+			left = append(left, r)
+		}
+		w.mu.Unlock()
+		for _, r := range left {
+			if done := a.resolve(ctx, r); done {
+				w.mu.Lock()
+				delete(w.runs, r)
+				w.mu.Unlock()
+				close(r.started)
+			}
+		}
+		cancel()
+		w.mu.Lock()
+		if len(w.runs) == 0 {
+			w.on = false
+			w.mu.Unlock()
+			return
+		}
+		w.mu.Unlock()
+	}
+}
+
+// resolve says whether a run that left the durable queue can be let go
+// to its waiters: it started (its parts are here to stream, or it has
+// ended, or it has had startedWithin to get going elsewhere), or it
+// never will (cancelled before it started, its thread deleted), which
+// run.err says.
+func (a *API) resolve(ctx context.Context, r *apiRun) bool {
+	if _, ok := a.cfg.Runs.Parts(r.id); ok {
+		return true
+	}
+	rec, err := a.cfg.Runs.RunRecord(ctx, r.req.Thread, r.id)
+	switch {
+	case err == nil && rec.Meta != nil && rec.Meta.NotStarted != "":
+		r.err = errCancelledQueued
+		return true
+	case err == nil && !rec.Ended.IsZero():
+		return true
+	case errors.Is(err, runs.ErrUnknownThread):
+		r.err = errThreadDeleted
+		return true
+	case errors.Is(err, runs.ErrUnknownRun):
+		if _, terr := a.cfg.Runs.Thread(ctx, r.req.Thread); errors.Is(terr, runs.ErrUnknownThread) {
+			r.err = errThreadDeleted
+			return true
+		}
+	}
+	a.watching.mu.Lock()
+	since := a.watching.runs[r]
+	a.watching.mu.Unlock()
+	return time.Since(since) > startedWithin
+}
