@@ -118,6 +118,10 @@ func TestQueueLimits(t *testing.T) {
 	if err := add("third"); !errors.Is(err, runs.ErrQueueFull) {
 		t.Fatalf("a fourth run in all: %v, want ErrQueueFull", err)
 	}
+	// /healthz's queue depth.
+	if st, err := a.q.Stats(ctx); err != nil || st.Queued != 3 || st.Active != 1 {
+		t.Fatalf("stats %+v %v, want 3 queued and 1 active", st, err)
+	}
 }
 
 // TestLostStartJobIsReplaced: the job that would start a thread's next

@@ -418,6 +418,9 @@ type Stats struct {
 	// of them waiting for a worker (handed back, or their process died).
 	Active  int `json:"active"`
 	Waiting int `json:"waiting"`
+	// Queued counts the runs waiting for their thread (enqueued or
+	// delayed), in every process.
+	Queued int `json:"queued"`
 	// Executing counts the runs this process holds; Workers is how many
 	// runs it takes over at once.
 	Executing int `json:"executing"`
@@ -427,8 +430,9 @@ type Stats struct {
 // Stats reads how the queue stands.
 func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 	s := Stats{Replica: q.cfg.ID, Workers: q.cfg.Workers}
-	err := q.pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE holder = ''), count(*) FILTER (WHERE holder = $1)
-		FROM studio_thread_leases WHERE run_id IS NOT NULL`, q.cfg.ID).Scan(&s.Active, &s.Waiting, &s.Executing)
+	err := q.pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE holder = ''), count(*) FILTER (WHERE holder = $1),
+		(SELECT count(*) FROM studio_run_queue WHERE state = 'pending')
+		FROM studio_thread_leases WHERE run_id IS NOT NULL`, q.cfg.ID).Scan(&s.Active, &s.Waiting, &s.Executing, &s.Queued)
 	return s, err
 }
 
