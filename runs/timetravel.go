@@ -77,7 +77,14 @@ func (m *Manager) beginEdit(ctx context.Context, threadID, advice string) (t *th
 	m.mu.Lock()
 	t.fence = l.Fence
 	m.mu.Unlock()
-	return t, graph, fenced(ctx, threadID, l.Fence), func() {
+	// Renewed while the change lasts, as a run's lease is: a long one
+	// (a delete of a thread with many checkpoints) is not taken for a
+	// dead process's. Lost all the same, the change's context ends.
+	ectx, stop := context.WithCancelCause(ctx)
+	m.wg.Add(1)
+	go m.renew(ectx, t, l, stop)
+	return t, graph, fenced(ectx, threadID, l.Fence), func() {
+		stop(nil)
 		m.mu.Lock()
 		t.fence = 0
 		m.mu.Unlock()

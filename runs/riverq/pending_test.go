@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/superstep-dev/superstep/internal/pgtest"
+
 	"github.com/superstep-dev/superstep/runs"
 )
 
@@ -197,5 +199,41 @@ func TestHoldLapses(t *testing.T) {
 	rec, _ := a.m.RunRecord(ctx, "lapse", id)
 	if rec.Ended.Sub(held) < 400*time.Millisecond {
 		t.Fatalf("the queued run ended %s after the hold began: it did not wait for it", rec.Ended.Sub(held))
+	}
+}
+
+// TestLongEditKeepsItsLease: an edit that takes longer than the lease
+// (its registry write waits on a lock) renews it like a run: it is not
+// taken for a dead process's change, and it lands.
+func TestLongEditKeepsItsLease(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Schema(t, nil)
+	p := start(t, pool, "a", &effects{}, 0, false)
+	start(t, pool, "b", &effects{}, 0, false) // a second process's reaper
+	ctx := context.Background()
+	if _, err := p.m.Start(ctx, "count", "long", nil, runs.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.m.Wait(ctx, "long"); err != nil {
+		t.Fatal(err)
+	}
+	// Another transaction keeps the edit from reading the checkpoints
+	// (before any of its writes) for twice the lease (1 s).
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `LOCK TABLE checkpoints IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(2 * time.Second)
+		_ = tx.Rollback(ctx)
+	}()
+	if _, err := p.m.UpdateState(ctx, "long", "", map[string]any{"n": 0}, ""); err != nil {
+		t.Fatalf("an edit longer than the lease: %v", err)
+	}
+	if s := finalState(t, p.m, "long"); s.N != 0 {
+		t.Fatalf("n = %d after the edit", s.N)
 	}
 }
