@@ -231,6 +231,12 @@ func fold(evs []runs.Event) folded {
 			f.head = ev.Checkpoint
 			f.lineage = append(f.lineage, ev.Checkpoint)
 			continue
+		case runs.KindRunTakeover:
+			if ev.RunID != f.run.ID {
+				f.startRun(ev)
+			}
+			f.run.TakenOver, f.run.Attempt = when(ev.Time.UTC()), ev.Attempt
+			continue
 		case runs.KindInterruptAnswered:
 			f.answered(ev)
 			if nodes[ev.Node] == "interrupted" {

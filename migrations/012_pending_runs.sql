@@ -20,6 +20,11 @@ ALTER TABLE studio_run_queue
 -- cancelled run's checkpoints; it lapses on its own should its process
 -- die meanwhile.
 ALTER TABLE studio_thread_leases ADD COLUMN hold_until timestamptz;
+
+-- When other processes continued a run (runs.Takeover, JSON), so that a
+-- page shows it after a reload as a live tab did.
+ALTER TABLE studio_runs ADD COLUMN takeovers jsonb;
 ---- create above / drop below ----
+ALTER TABLE studio_runs DROP COLUMN takeovers;
 ALTER TABLE studio_thread_leases DROP COLUMN hold_until;
 ALTER TABLE studio_run_queue DROP COLUMN dispatched_at, DROP COLUMN job_id, DROP COLUMN not_before;

@@ -63,6 +63,14 @@ func taskKey(step int, task string) string { return strconv.Itoa(step) + "-" + t
 
 // observe takes one published event.
 func (r *recorder) observe(ev Event) {
+	if ev.Kind == KindRunTakeover {
+		r.mu.Lock()
+		if len(r.rec.Takeovers) < MaxTakeovers {
+			r.rec.Takeovers = append(r.rec.Takeovers, Takeover{Attempt: ev.Attempt, At: ev.Time})
+		}
+		r.mu.Unlock()
+		return
+	}
 	if ev.Path != "" || ev.TaskID == "" {
 		return
 	}

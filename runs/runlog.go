@@ -113,6 +113,16 @@ type RunRecord struct {
 	Answers []Answer
 	// Meta is what the API keeps of the run (nil for the Studio's runs).
 	Meta *RunMeta
+	// Takeovers are the times another process continued the run after
+	// the one running it stopped (at most MaxTakeovers).
+	Takeovers []Takeover
+}
+
+// Takeover is one continuation of a run by another process (or by its
+// own, restarted): its attempt (2 for the first) and when.
+type Takeover struct {
+	Attempt int       `json:"attempt"`
+	At      time.Time `json:"at"`
 }
 
 // TaskOutcome is how one task of the thread's graph ended in a run.
@@ -177,6 +187,9 @@ func CheckRunRecord(rec RunRecord) error {
 	if len(rec.Tasks) > MaxRunTasks {
 		return fmt.Errorf("%w: run %q: %d tasks; the limit is %d", ErrInvalidInput, rec.RunID, len(rec.Tasks), MaxRunTasks)
 	}
+	if len(rec.Takeovers) > MaxTakeovers {
+		return fmt.Errorf("%w: run %q: %d takeovers; the limit is %d", ErrInvalidInput, rec.RunID, len(rec.Takeovers), MaxTakeovers)
+	}
 	if len(rec.Answers) > MaxRunAnswers {
 		return fmt.Errorf("%w: run %q: %d answers; the limit is %d", ErrInvalidInput, rec.RunID, len(rec.Answers), MaxRunAnswers)
 	}
@@ -225,7 +238,7 @@ type textLimit struct {
 // Normalized is rec as every RunLog reads it back: copied, times stamped,
 // empty lists nil.
 func (rec RunRecord) Normalized() RunRecord {
-	rec.Tasks, rec.Answers = slices.Clone(rec.Tasks), slices.Clone(rec.Answers)
+	rec.Tasks, rec.Answers, rec.Takeovers = slices.Clone(rec.Tasks), slices.Clone(rec.Answers), slices.Clone(rec.Takeovers)
 	if rec.Meta != nil {
 		// A deep copy: a JSON round trip, as a database gives it back.
 		var m RunMeta
@@ -239,6 +252,12 @@ func (rec RunRecord) Normalized() RunRecord {
 	}
 	for i := range rec.Answers {
 		rec.Answers[i].At = Stamp(rec.Answers[i].At)
+	}
+	for i := range rec.Takeovers {
+		rec.Takeovers[i].At = Stamp(rec.Takeovers[i].At)
+	}
+	if len(rec.Takeovers) == 0 {
+		rec.Takeovers = nil
 	}
 	if len(rec.Tasks) == 0 {
 		rec.Tasks = nil

@@ -36,7 +36,8 @@ func (m *Manager) runLogOf(ctx context.Context, threadID string) ([]RunRecord, e
 // the runs received:
 //
 //   - each run_started carries its run's kind and origin, and is
-//     followed by the interrupt_answered events of its answers;
+//     followed by the interrupt_answered events of its answers and the
+//     run_takeover events of its takeovers;
 //   - a run that saved no checkpoint of its own (a resume that failed or
 //     stopped again at once) gets its run_started after the run it
 //     started from;
@@ -133,6 +134,12 @@ func withRunLog(evs []Event, recs []RunRecord) []Event {
 		if s.rec != nil {
 			start.RunKind, start.Origin, start.Time = s.rec.Kind, originText(s.rec.Origin), s.rec.Started
 			as := answerEvents(start.Thread, start.RunID, s.rec.Answers)
+			// A page shows that another process continued the run, not
+			// where in the run it did: after its answers is as good a
+			// place as any.
+			for _, tk := range s.rec.Takeovers {
+				as = append(as, Event{Kind: KindRunTakeover, Thread: start.Thread, RunID: start.RunID, Attempt: tk.Attempt, Time: tk.At})
+			}
 			for k := range as {
 				as[k].Catchup = true
 			}

@@ -318,6 +318,15 @@
         startRun(ev);
         if (!ev.catchup) setStatus("running", "");
         break;
+      case "run_takeover": {
+        // Another Studio continues the run (the one running it stopped):
+        // the run goes on, and its title says so.
+        if ((ev.run || "") !== currentRun) startRun(ev);
+        const title = $("current-run");
+        title.textContent = title.textContent.replace(/ · taken over at .*$/, "") + " · taken over at " + utc(ev.time) + " UTC (attempt " + ev.attempt + ")";
+        if (!ev.catchup) setStatus("running", "");
+        break;
+      }
       case "interrupt_answered":
         answered(ev);
         break;

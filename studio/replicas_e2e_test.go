@@ -64,6 +64,24 @@ type replica struct {
 	srv *httptest.Server
 }
 
+// openReplica opens a Studio process of the test on dbURL, serving the
+// relay graph, until the test ends (or close is called).
+func openReplica(t *testing.T, dbURL, id string, entered chan<- struct{}, release <-chan struct{}) replica {
+	t.Helper()
+	s, err := studio.Open(context.Background(), studio.Config{DatabaseURL: dbURL, Runs: studio.RunsConfig{ID: id},
+		Build: func(b studio.Backends) (map[string]engine.Compiled, error) {
+			g, err := relayGraph(b, entered, release)
+			return map[string]engine.Compiled{"relay": g}, err
+		}})
+	if err != nil {
+		t.Fatalf("open replica %s: %v", id, err)
+	}
+	t.Cleanup(s.Close)
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	return replica{s: s, srv: srv}
+}
+
 // runsHealth is the "runs" object of an authenticated /healthz.
 type runsHealth struct {
 	Replica   string `json:"replica"`
@@ -150,22 +168,7 @@ func TestE2ETwoReplicasTwoTabsOneRun(t *testing.T) {
 			close(release)
 		}
 	})
-	open := func(id string) replica {
-		t.Helper()
-		s, err := studio.Open(context.Background(), studio.Config{DatabaseURL: dbURL, Runs: studio.RunsConfig{ID: id},
-			Build: func(b studio.Backends) (map[string]engine.Compiled, error) {
-				g, err := relayGraph(b, entered, release)
-				return map[string]engine.Compiled{"relay": g}, err
-			}})
-		if err != nil {
-			t.Fatalf("open replica %s: %v", id, err)
-		}
-		t.Cleanup(s.Close)
-		srv := httptest.NewServer(s.Handler())
-		t.Cleanup(srv.Close)
-		return replica{s: s, srv: srv}
-	}
-	a, b := open("replica-a"), open("replica-b")
+	a, b := openReplica(t, dbURL, "replica-a", entered, release), openReplica(t, dbURL, "replica-b", entered, release)
 
 	const thread = "two-tabs"
 	res, err := http.Post(a.srv.URL+"/threads/"+thread+"/runs", "application/json",

@@ -45,6 +45,12 @@ func (l *RunLog) SaveRun(ctx context.Context, rec runs.RunRecord) error {
 	if !rec.Ended.IsZero() {
 		ended = &rec.Ended
 	}
+	var takeovers []byte
+	if len(rec.Takeovers) > 0 {
+		if takeovers, err = json.Marshal(rec.Takeovers); err != nil {
+			return fmt.Errorf("pgthreads: encode the takeovers of run %q: %w", rec.RunID, err)
+		}
+	}
 	var api []byte
 	if rec.Meta != nil {
 		if api, err = json.Marshal(rec.Meta); err != nil {
@@ -53,7 +59,7 @@ func (l *RunLog) SaveRun(ctx context.Context, rec runs.RunRecord) error {
 	}
 	save := func(ctx context.Context) error {
 		return pgfence.Exec(ctx, l.db, rec.Thread, sqlSaveRun, rec.Thread, rec.RunID, string(rec.Kind), rec.From, rec.Origin,
-			rec.Started, ended, string(rec.Status), rec.Error, tasks, answers, api)
+			rec.Started, ended, string(rec.Status), rec.Error, tasks, answers, api, takeovers)
 	}
 	// A save whose outcome is unknown landed when the run's row holds this
 	// record's status and end (a run is saved when it starts, then when it
@@ -127,9 +133,14 @@ func scanRun(r pgx.CollectableRow) (runs.RunRecord, error) {
 	var rec runs.RunRecord
 	var kind, status string
 	var ended *time.Time
-	var tasks, answers, api []byte
-	if err := r.Scan(&rec.Thread, &rec.RunID, &kind, &rec.From, &rec.Origin, &rec.Started, &ended, &status, &rec.Error, &tasks, &answers, &api); err != nil {
+	var tasks, answers, api, takeovers []byte
+	if err := r.Scan(&rec.Thread, &rec.RunID, &kind, &rec.From, &rec.Origin, &rec.Started, &ended, &status, &rec.Error, &tasks, &answers, &api, &takeovers); err != nil {
 		return rec, err
+	}
+	if takeovers != nil {
+		if err := json.Unmarshal(takeovers, &rec.Takeovers); err != nil {
+			return rec, fmt.Errorf("takeovers: %w", err)
+		}
 	}
 	if api != nil {
 		rec.Meta = &runs.RunMeta{}

@@ -135,15 +135,16 @@ ORDER BY updated_at, id`
 // The run log's statements, on the studio_runs table of
 // migrations/006_runs.sql.
 const (
-	runColumns = `thread_id, run_id, kind, from_checkpoint, origin, started_at, ended_at, status, error, tasks, answers, api`
+	runColumns = `thread_id, run_id, kind, from_checkpoint, origin, started_at, ended_at, status, error, tasks, answers, api, takeovers`
 
 	sqlSaveRun = `
 INSERT INTO studio_runs (` + runColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 ON CONFLICT (thread_id, run_id) DO UPDATE
 SET kind = excluded.kind, from_checkpoint = excluded.from_checkpoint, origin = excluded.origin,
     started_at = excluded.started_at, ended_at = excluded.ended_at, status = excluded.status,
-    error = excluded.error, tasks = excluded.tasks, answers = excluded.answers, api = excluded.api
+    error = excluded.error, tasks = excluded.tasks, answers = excluded.answers, api = excluded.api,
+    takeovers = excluded.takeovers
 WHERE studio_runs.ended_at IS NULL OR excluded.ended_at IS NOT NULL`
 
 	sqlRunLanded = `SELECT EXISTS (SELECT 1 FROM studio_runs

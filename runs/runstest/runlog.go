@@ -135,6 +135,7 @@ func full() runs.RunRecord {
 			{InterruptID: "i-1", Node: "ask", Question: `{"question":"Pay €2,500?"}`, Answer: `true`, Origin: "Studio thread page", At: base.Add(time.Second)},
 			{Origin: "API", At: base.Add(2 * time.Second)},
 		},
+		Takeovers: []runs.Takeover{{Attempt: 2, At: base.Add(1200*time.Millisecond + 7)}},
 	}
 }
 
@@ -220,6 +221,9 @@ func runSaveBad(t *testing.T, l runs.RunLog) {
 		"long answer":       func(r *runs.RunRecord) { r.Answers[0].Answer = strings.Repeat("a", runs.AnswerPreviewBytes+1) },
 		"NUL in task error": func(r *runs.RunRecord) { r.Tasks[1].Error = "a\x00b" },
 		"bad UTF-8":         func(r *runs.RunRecord) { r.Answers[0].Question = "\xff" },
+		"too many takeovers": func(r *runs.RunRecord) {
+			r.Takeovers = make([]runs.Takeover, runs.MaxTakeovers+1)
+		},
 	}
 	for name, spoil := range bad {
 		r := full()
