@@ -39,57 +39,8 @@ func TestChaosKillReplicas(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 
-	// The fault schedule: every 2 s a live replica is killed, and
-	// restarted 300 ms later (in the background: a restart takes a while,
-	// and the schedule does not wait for it).
-	chaosDone := make(chan struct{})
 	submitted := make(chan struct{})
-	var restarts sync.WaitGroup
-	var slowest time.Duration // the longest restart
-	var restartMu sync.Mutex
-	go func() {
-		defer close(chaosDone)
-		killUntil := time.Now().Add(submitFor)
-		tick := time.NewTicker(2 * time.Second)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			select {
-			case <-submitted:
-				if time.Now().After(killUntil) {
-					return
-				}
-			default:
-			}
-			var up []int
-			for i := range 3 {
-				if f.addr(i) != "" {
-					up = append(up, i)
-				}
-			}
-			if len(up) == 0 {
-				continue
-			}
-			i := up[rand.IntN(len(up))]
-			f.kill(i)
-			restarts.Add(1)
-			go func() {
-				defer restarts.Done()
-				pause(ctx, 300*time.Millisecond)
-				began := time.Now()
-				if err := f.restart(i); err != nil {
-					t.Error(err)
-				}
-				restartMu.Lock()
-				slowest = max(slowest, time.Since(began))
-				restartMu.Unlock()
-			}()
-		}
-	}()
+	faults := killReplicas(ctx, t, f, submitted, submitFor)
 
 	var mu sync.Mutex
 	runs := map[string]string{}
@@ -118,8 +69,7 @@ func TestChaosKillReplicas(t *testing.T) {
 	}
 	wg.Wait()
 	close(submitted)
-	<-chaosDone
-	restarts.Wait()
+	slowest := faults()
 	for _, err := range errs {
 		t.Error(err)
 	}
@@ -430,4 +380,66 @@ func TestChaosTakeoverJobLostWithItsWorker(t *testing.T) {
 	f.start(0)
 	// Several lease TTLs: long enough for any reasonable recovery.
 	checkThreads(t, ctx, f, pool, map[string]string{thread: id}, 10*leaseTTL)
+}
+
+// killReplicas is the fault schedule: every 2 s a live replica is killed,
+// and restarted 300 ms later (in the background: a restart takes a
+// while, and the schedule does not wait for it), until submitted is
+// closed and the window of for has passed. wait waits for the schedule
+// and its restarts to end and returns the longest restart.
+func killReplicas(ctx context.Context, t *testing.T, f *fleet, submitted <-chan struct{}, window time.Duration) (wait func() time.Duration) {
+	chaosDone := make(chan struct{})
+	var restarts sync.WaitGroup
+	var slowest time.Duration
+	var restartMu sync.Mutex
+	go func() {
+		defer close(chaosDone)
+		killUntil := time.Now().Add(window)
+		tick := time.NewTicker(2 * time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			select {
+			case <-submitted:
+				if time.Now().After(killUntil) {
+					return
+				}
+			default:
+			}
+			var up []int
+			for i := range f.size() {
+				if f.addr(i) != "" {
+					up = append(up, i)
+				}
+			}
+			if len(up) == 0 {
+				continue
+			}
+			i := up[rand.IntN(len(up))]
+			f.kill(i)
+			restarts.Add(1)
+			go func() {
+				defer restarts.Done()
+				pause(ctx, 300*time.Millisecond)
+				began := time.Now()
+				if err := f.restart(i); err != nil {
+					t.Error(err)
+				}
+				restartMu.Lock()
+				slowest = max(slowest, time.Since(began))
+				restartMu.Unlock()
+			}()
+		}
+	}()
+	return func() time.Duration {
+		<-chaosDone
+		restarts.Wait()
+		restartMu.Lock()
+		defer restartMu.Unlock()
+		return slowest
+	}
 }

@@ -189,6 +189,13 @@ type fleet struct {
 	postTimes []time.Duration
 }
 
+// size is how many replica slots the fleet has.
+func (f *fleet) size() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.slots)
+}
+
 // note records a request made for thread and its answer.
 func (f *fleet) note(thread, format string, args ...any) {
 	msg := time.Now().Format("15:04:05.000 ") + fmt.Sprintf(format, args...)
