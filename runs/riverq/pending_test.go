@@ -72,9 +72,9 @@ func TestPendingRunsMakeTheThreadBusy(t *testing.T) {
 	if _, err := a.m.Start(context.Background(), "count", "busy", map[string]any{"n": 0}, runs.StartOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the first run to end", 10*time.Second, func() bool {
-		th, err := a.m.Thread(context.Background(), "busy")
-		return err == nil && th.Status == runs.StatusIdle
+	waitFor(t, "the first run to end and let the thread go", 10*time.Second, func() bool {
+		_, ok, err := a.q.Active(context.Background(), "busy")
+		return err == nil && !ok
 	})
 	id := enqueue(t, a.m, "busy", "later", time.Hour)
 	_, err := b.m.Start(context.Background(), "count", "busy", map[string]any{"log": []string{"now"}}, runs.StartOptions{})

@@ -294,10 +294,12 @@ func TestPausedProcessIsTakenOverAndFencedOut(t *testing.T) {
 	if takeovers != 1 || starts != 1 {
 		t.Errorf("event log: %d run_takeover and %d run_started events, want 1 and 1", takeovers, starts)
 	}
-	// The thread is free again, in every process.
-	if _, ok, err := b.q.Active(ctx, "t1"); err != nil || ok {
-		t.Fatalf("active run after the end: %v %v", ok, err)
-	}
+	// The thread is free again, in every process (the lease goes just
+	// after the end is published).
+	waitFor(t, "the lease's release after the end", 10*time.Second, func() bool {
+		_, ok, err := b.q.Active(ctx, "t1")
+		return err == nil && !ok
+	})
 	if _, err := a.m.Start(ctx, "count", "t2", nil, runs.StartOptions{}); err != nil {
 		t.Fatal(err)
 	}
