@@ -68,7 +68,7 @@ func (m *Manager) claim(ctx context.Context, req launchRequest, runID, from stri
 	}
 	qr := QueuedRun{Graph: req.graph, Thread: req.thread, RunID: runID, Kind: req.kind, Input: in, Options: req.opts,
 		CheckpointID: req.checkpointID, Origin: req.origin, Answers: req.answers, Metadata: req.metadata, Meta: req.meta,
-		Started: started, From: from, ResumeOf: req.resumeOf}
+		Started: started, From: from, ResumeOf: req.resumeOf, Stream: queuedStreamOf(req.stream)}
 	l, err := m.queue.Claim(ctx, qr)
 	switch {
 	case errors.Is(err, ErrThreadBusy):
@@ -211,7 +211,7 @@ func (m *Manager) takeover(ctx context.Context, qr QueuedRun, l Lease) error {
 	}
 	req := launchRequest{g: g, graph: qr.Graph, thread: qr.Thread, opts: qr.Options, checkpointID: qr.CheckpointID,
 		origin: qr.Origin, kind: qr.Kind, answers: qr.Answers, runID: qr.RunID, metadata: qr.Metadata, meta: qr.Meta,
-		resumeOf: qr.ResumeOf, lease: &l, takeover: true, started: &qr.Started}
+		resumeOf: qr.ResumeOf, lease: &l, takeover: true, started: &qr.Started, stream: qr.Stream.spec()}
 	req.input = qr.Input.decode()
 	if u, ok := req.input.(engine.Update); ok {
 		// JSON turned the state's numbers into float64s: coerced again.

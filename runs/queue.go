@@ -79,6 +79,8 @@ type QueuedRun struct {
 	From string `json:"from,omitempty"`
 	// ResumeOf is the interrupted run a resume answers.
 	ResumeOf string `json:"resume_of,omitempty"`
+	// Stream is the API run's StreamSpec: its parts are stored (PartStore).
+	Stream *queuedStream `json:"stream,omitempty"`
 	// Edit marks the claim of a change that is not a run (a state edit,
 	// a delete: Manager.beginEdit), which holds the lease while it lasts;
 	// a takeover of one only releases it.
