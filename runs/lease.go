@@ -328,6 +328,12 @@ func (m *Manager) endQueued(ctx context.Context, qr QueuedRun, l Lease, status S
 	if err := m.queue.Finish(ctx, l); err != nil {
 		return err
 	}
+	if s := m.partStore(); s != nil && qr.Stream != nil {
+		// Clients following its stream on other processes see it end.
+		if err := s.EndParts(ctx, qr.Thread, qr.RunID, qr.Stream.Keep); err != nil {
+			m.report(fmt.Errorf("runs: end the stored parts of run %q: %w", qr.RunID, err))
+		}
+	}
 	m.mu.Lock()
 	if t, ok := m.threads[qr.Thread]; ok && t.cancel == nil {
 		t.info.Status, t.info.Error, t.info.Updated = status, errText, at
