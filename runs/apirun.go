@@ -264,24 +264,36 @@ func (l *PartLog) received(parts []Part, ended bool) {
 		}
 		l.push(p)
 	}
-	l.mu.Unlock()
+	var stop func()
 	if ended {
-		l.close()
-	}
-}
-
-func (l *PartLog) close() {
-	l.mu.Lock()
-	stop := l.stop
-	l.stop = nil
-	if !l.done {
-		l.done = true
-		close(l.wake)
+		// With the parts, under one lock: a reader sees them and the
+		// end together.
+		stop = l.endLocked()
 	}
 	l.mu.Unlock()
 	if stop != nil {
 		stop()
 	}
+}
+
+func (l *PartLog) close() {
+	l.mu.Lock()
+	stop := l.endLocked()
+	l.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}
+
+// endLocked marks the log ended and returns what stops following its
+// run, to be called without l.mu; l.mu held.
+func (l *PartLog) endLocked() (stop func()) {
+	stop, l.stop = l.stop, nil
+	if !l.done {
+		l.done = true
+		close(l.wake)
+	}
+	return stop
 }
 
 // Read returns the parts after id after (-1: from the start), waiting
@@ -383,6 +395,14 @@ func (m *Manager) partsEnded(runID string, l *PartLog, keep, ended bool) {
 		}
 		m.endedParts = m.endedParts[1:]
 	}
+}
+
+// firstKept is the id of the oldest part the log holds (the next one's
+// when it holds none).
+func (l *PartLog) firstKept() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.first
 }
 
 // size is the JSON the log holds.
@@ -565,10 +585,12 @@ const PartsFromNow = -1
 // follows them live until the run ends or ctx does. ok is false when no
 // parts are kept of the run anywhere.
 func (m *Manager) RunParts(ctx context.Context, thread, runID string, from int) (*PartLog, bool) {
-	if l, ok := m.Parts(runID); ok {
+	s := m.partStore()
+	if l, ok := m.Parts(runID); ok && (s == nil || from == PartsFromNow || from >= l.firstKept()) {
 		return l, true
 	}
-	s := m.partStore()
+	// Parts this process never had (it took the run over after them)
+	// are read from the store, which has every part of the run.
 	if s == nil {
 		return nil, false
 	}

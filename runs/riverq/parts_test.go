@@ -87,22 +87,7 @@ func TestTakeoverNumbersPartsOn(t *testing.T) {
 	if !ok {
 		t.Fatal("B finds no parts of the run A executes")
 	}
-	var got []runs.Part
-	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	for last := -1; ; {
-		parts, ended, err := log.Read(rctx, last)
-		if err != nil {
-			t.Fatalf("B's client after %d parts: %v", len(got), err)
-		}
-		got = append(got, parts...)
-		if len(parts) > 0 {
-			last = parts[len(parts)-1].ID
-		}
-		if ended {
-			break
-		}
-	}
+	got := readAll(t, "B's client", log)
 	var names []string
 	for i, p := range got {
 		if p.ID != i {
@@ -115,16 +100,40 @@ func TestTakeoverNumbersPartsOn(t *testing.T) {
 	if !strings.Contains(all, `updates {"a":{"log":"a"}}`) || !strings.HasSuffix(all, `values {"log":["in","a","b-b"]}`) {
 		t.Fatalf("the parts B's client got:\n%s", all)
 	}
-	// A process started since replays the same, from the store (A,
-	// dead, still holds its own stale log).
+	// B, which holds the parts since its takeover only, and a process
+	// started since replay the same, from the store (A, dead, still holds
+	// its own stale log).
 	mc := startParts(t, pool, "c", nil, false)
-	stored, ok := mc.RunParts(ctx, "tk", th.RunID, 0)
-	if !ok {
-		t.Fatal("a third process finds no parts of the ended run")
+	for name, m := range map[string]*runs.Manager{"B": mb, "a third process": mc} {
+		stored, ok := m.RunParts(ctx, "tk", th.RunID, 0)
+		if !ok {
+			t.Fatalf("%s finds no parts of the ended run", name)
+		}
+		if replay := readAll(t, name, stored); fmt.Sprint(replay) != fmt.Sprint(got) {
+			t.Fatalf("%s replays %v, want %v", name, replay, got)
+		}
 	}
-	replay, ended, err := stored.Read(rctx, -1)
-	if err != nil || !ended || fmt.Sprint(replay) != fmt.Sprint(got) {
-		t.Fatalf("a third process replays %v (ended %v, %v), want %v", replay, ended, err, got)
+}
+
+// readAll reads a part log from its start to its end (its run's end,
+// which may come from another process).
+func readAll(t *testing.T, who string, log *runs.PartLog) []runs.Part {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var got []runs.Part
+	for last := -1; ; {
+		parts, ended, err := log.Read(ctx, last)
+		if err != nil {
+			t.Fatalf("%s after %d parts: %v", who, len(got), err)
+		}
+		got = append(got, parts...)
+		if len(parts) > 0 {
+			last = parts[len(parts)-1].ID
+		}
+		if ended {
+			return got
+		}
 	}
 }
 
