@@ -3,12 +3,14 @@ package runs
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
 
 	"github.com/google/uuid"
 
+	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/engine"
 )
 
@@ -16,12 +18,12 @@ import (
 // projections of its events) for API clients: the modes, and whether a
 // subgraph's parts are included (RunOptions.Subgraphs).
 type StreamSpec struct {
-	Modes     []engine.StreamMode `json:"modes,omitempty"`
-	Subgraphs bool                `json:"subgraphs,omitempty"`
+	Modes     []engine.StreamMode
+	Subgraphs bool
 	// Keep keeps the parts after the run ends (a resumable stream's
 	// reconnect, a late join replaying from the start), within
 	// PartLogsKept and EndedPartsBytes; otherwise they go when it ends.
-	Keep bool `json:"keep,omitempty"`
+	Keep bool
 
 	mu  sync.Mutex
 	log *PartLog
@@ -207,6 +209,12 @@ type PartLog struct {
 	bytes int
 	done  bool
 	wake  chan struct{}
+	// w writes the parts for other processes (PartStore), nil without.
+	w PartWriter
+	// stop stops following a run another process executes (remote).
+	stop func()
+	// thread is the run's thread, for the store.
+	thread string
 }
 
 func newPartLog() *PartLog { return &PartLog{wake: make(chan struct{})} }
@@ -218,9 +226,19 @@ func (l *PartLog) add(p engine.StreamPart) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.parts = append(l.parts, Part{ID: l.next, Mode: p.Mode, Namespace: p.Namespace, Data: data})
-	l.next++
-	l.bytes += len(data)
+	part := Part{ID: l.next, Mode: p.Mode, Namespace: p.Namespace, Data: data}
+	if l.w != nil {
+		// Under the lock: the writer gets the parts in id order.
+		l.w.Add(part)
+	}
+	l.push(part)
+}
+
+// push appends part (numbered l.next) and wakes the readers; l.mu held.
+func (l *PartLog) push(part Part) {
+	l.parts = append(l.parts, part)
+	l.next = part.ID + 1
+	l.bytes += len(part.Data)
 	for l.bytes > PartLogBytes && len(l.parts) > 1 {
 		l.bytes -= len(l.parts[0].Data)
 		l.parts = l.parts[1:]
@@ -230,13 +248,52 @@ func (l *PartLog) add(p engine.StreamPart) {
 	l.wake = make(chan struct{})
 }
 
+// received adds the parts another process wrote, read from a PartStore;
+// ended closes the log after them.
+func (l *PartLog) received(parts []Part, ended bool) {
+	l.mu.Lock()
+	for _, p := range parts {
+		switch {
+		case p.ID < l.next:
+			continue // had already
+		case p.ID > l.next:
+			// Parts pruned from the store before they were read: the
+			// log goes on from what is left, as one that dropped its
+			// oldest parts does.
+			l.parts, l.bytes, l.first = nil, 0, p.ID
+		}
+		l.push(p)
+	}
+	var stop func()
+	if ended {
+		// With the parts, under one lock: a reader sees them and the
+		// end together.
+		stop = l.endLocked()
+	}
+	l.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}
+
 func (l *PartLog) close() {
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	stop := l.endLocked()
+	l.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}
+
+// endLocked marks the log ended and returns what stops following its
+// run, to be called without l.mu; l.mu held.
+func (l *PartLog) endLocked() (stop func()) {
+	stop, l.stop = l.stop, nil
 	if !l.done {
 		l.done = true
 		close(l.wake)
 	}
+	return stop
 }
 
 // Read returns the parts after id after (-1: from the start), waiting
@@ -311,9 +368,18 @@ func (m *Manager) keepParts(runID string, l *PartLog) {
 
 // partsEnded closes a run's part log (its readers see the end) and keeps
 // it only when asked to, forgetting the oldest ended ones beyond
-// PartLogsKept and EndedPartsBytes.
-func (m *Manager) partsEnded(runID string, l *PartLog, keep bool) {
+// PartLogsKept and EndedPartsBytes. ended says the run ended here (not
+// lost to, or handed back for, another process): other processes' readers
+// are told too (PartStore.EndParts).
+func (m *Manager) partsEnded(runID string, l *PartLog, keep, ended bool) {
 	l.close()
+	if s := m.partStore(); s != nil && ended && l.w != nil {
+		ctx, cancel := storeContext()
+		if err := s.EndParts(ctx, l.thread, runID, keep); err != nil {
+			m.report(fmt.Errorf("runs: end the stored parts of run %q: %w", runID, err))
+		}
+		cancel()
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !keep {
@@ -329,6 +395,14 @@ func (m *Manager) partsEnded(runID string, l *PartLog, keep bool) {
 		}
 		m.endedParts = m.endedParts[1:]
 	}
+}
+
+// firstKept is the id of the oldest part the log holds (the next one's
+// when it holds none).
+func (l *PartLog) firstKept() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.first
 }
 
 // size is the JSON the log holds.
@@ -414,4 +488,180 @@ func (l *PartLog) Last() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.next - 1
+}
+
+// PartStore shares API runs' stream parts between processes: the process
+// executing a run writes them under its lease, and a client connected to
+// another process follows, joins or resumes the run's stream from there
+// (Manager.RunParts). An EventLog (WithEventLog) that also implements
+// PartStore is used as the Manager's (runs/riverq.EventLog does).
+type PartStore interface {
+	// PartWriter writes the run's parts, in order, under its lease's
+	// fence; Add never waits on the database. Close flushes what was
+	// added and reports the first failure.
+	PartWriter(thread, runID string, fence int64) PartWriter
+	// EndParts records, after the run released its lease, that its
+	// stream ended; keep says whether its parts are kept for late
+	// joins and reconnects (StreamSpec.Keep).
+	EndParts(ctx context.Context, thread, runID string, keep bool) error
+	// PartsState reports the id of the run's last stored part (-1 for
+	// none), whether anything of its stream is stored, and whether it
+	// ended.
+	PartsState(ctx context.Context, runID string) (last int, found, ended bool, err error)
+	// ReadParts returns the run's stored parts after id after, and
+	// whether its end follows them.
+	ReadParts(ctx context.Context, runID string, after int) (parts []Part, ended bool, err error)
+	// FollowParts calls fn with the run's parts after id after as they
+	// are stored, in order, each once, and with ended once its end is
+	// read, until stop is called (which fn may do).
+	FollowParts(runID string, after int, fn func(parts []Part, ended bool)) (stop func())
+}
+
+// PartWriter is a run's writer to a PartStore.
+type PartWriter interface {
+	Add(Part)
+	Close() error
+}
+
+// partStore is the Manager's PartStore, if its event log is one.
+func (m *Manager) partStore() PartStore {
+	if m.queue == nil {
+		return nil
+	}
+	s, _ := m.events.(PartStore)
+	return s
+}
+
+// newRunPartLog is the part log of a run this process executes: with a
+// PartStore and a lease, its parts are stored too, and a takeover numbers
+// on after the last part stored (its clients' Last-Event-IDs stay valid).
+func (m *Manager) newRunPartLog(thread, runID string, lease *Lease, takeover bool) *PartLog {
+	l := newPartLog()
+	l.thread = thread
+	s := m.partStore()
+	if s == nil || lease == nil {
+		return l
+	}
+	if takeover {
+		ctx, cancel := storeContext()
+		last, _, _, err := s.PartsState(ctx, runID)
+		cancel()
+		if err != nil {
+			// Without the last id, parts would be numbered again from 0
+			// and clash with those stored: this process keeps its own.
+			m.report(fmt.Errorf("runs: read the stored parts of run %q taken over: %w", runID, err))
+			return l
+		}
+		l.first, l.next = last+1, last+1
+	}
+	l.w = s.PartWriter(thread, runID, lease.Fence)
+	return l
+}
+
+// flush writes the parts added so far to the store, and stops writing:
+// called when the run's last part has been added, before its lease goes.
+func (l *PartLog) flush(m *Manager) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	w := l.w
+	l.mu.Unlock()
+	if w == nil {
+		return
+	}
+	if err := w.Close(); err != nil && !errors.Is(err, checkpoints.ErrFenced) {
+		m.report(fmt.Errorf("runs: store the parts of a run of thread %q: %w", l.thread, err))
+	}
+}
+
+// PartsFromNow, as RunParts' from, asks for the parts stored from now on.
+const PartsFromNow = -1
+
+// RunParts returns the part log of run runID of thread, wherever it runs:
+// this process's (Parts), or, when another process executes it (or did,
+// and its parts are kept), one that reads the parts it stores from id
+// from on (PartsFromNow: those after its last stored now) and then
+// follows them live until the run ends or ctx does. ok is false when no
+// parts are kept of the run anywhere.
+func (m *Manager) RunParts(ctx context.Context, thread, runID string, from int) (*PartLog, bool) {
+	s := m.partStore()
+	if l, ok := m.Parts(runID); ok && (s == nil || from == PartsFromNow || from >= l.firstKept()) {
+		return l, true
+	}
+	// Parts this process never had (it took the run over after them)
+	// are read from the store, which has every part of the run.
+	if s == nil {
+		return nil, false
+	}
+	last, found, ended, err := s.PartsState(ctx, runID)
+	if err != nil {
+		m.report(fmt.Errorf("runs: read the stored parts of run %q: %w", runID, err))
+		return nil, false
+	}
+	// Whether the run goes on: queued (claimed, not yet ended) with a
+	// stream, it will store parts even if it has none yet.
+	going := false
+	if !ended {
+		queued, err := m.queue.Queued(ctx, thread)
+		if err != nil {
+			m.report(fmt.Errorf("runs: read the queued runs of thread %q: %w", thread, err))
+			return nil, false
+		}
+		i := slices.IndexFunc(queued, func(q QueuedRun) bool { return q.RunID == runID })
+		going = i >= 0 && queued[i].Stream != nil
+	}
+	if !found && !going {
+		return nil, false
+	}
+	if from == PartsFromNow {
+		from = last + 1
+	}
+	l := newPartLog()
+	l.thread, l.first, l.next = thread, from, from
+	if !going && !ended {
+		// It ended (its end is being written, or never will be: its
+		// process died before): what is stored is all there will be.
+		parts, _, err := s.ReadParts(ctx, runID, from-1)
+		if err != nil {
+			m.report(fmt.Errorf("runs: read the stored parts of run %q: %w", runID, err))
+			return nil, false
+		}
+		l.received(parts, true)
+		return l, true
+	}
+	stop := s.FollowParts(runID, from-1, l.received)
+	l.mu.Lock()
+	if l.done {
+		l.mu.Unlock()
+		stop()
+	} else {
+		l.stop = stop
+		l.mu.Unlock()
+	}
+	context.AfterFunc(ctx, l.close)
+	return l, true
+}
+
+// queuedStream is a run's StreamSpec as the queue keeps it, so that a
+// takeover stores its parts on, and other processes know to wait for
+// them.
+type queuedStream struct {
+	Modes     []engine.StreamMode `json:"modes"`
+	Subgraphs bool                `json:"subgraphs,omitempty"`
+	Keep      bool                `json:"keep,omitempty"`
+}
+
+func queuedStreamOf(s *StreamSpec) *queuedStream {
+	if s == nil {
+		return nil
+	}
+	return &queuedStream{Modes: s.Modes, Subgraphs: s.Subgraphs, Keep: s.Keep}
+}
+
+func (q *queuedStream) spec() *StreamSpec {
+	if q == nil {
+		return nil
+	}
+	return &StreamSpec{Modes: q.Modes, Subgraphs: q.Subgraphs, Keep: q.Keep}
 }

@@ -84,7 +84,7 @@ func queuedRun(req launchRequest, runID, from string, started time.Time) (Queued
 	}
 	return QueuedRun{Graph: req.graph, Thread: req.thread, RunID: runID, Kind: req.kind, Input: in, Options: req.opts,
 		CheckpointID: req.checkpointID, Origin: req.origin, Answers: req.answers, Metadata: req.metadata, Meta: req.meta,
-		Started: started, From: from, ResumeOf: req.resumeOf, Stream: req.stream, MustExist: req.mustExist}, nil
+		Started: started, From: from, ResumeOf: req.resumeOf, Stream: queuedStreamOf(req.stream), MustExist: req.mustExist}, nil
 }
 
 // release ends the run in the queue. A failure other than a lost lease
@@ -219,7 +219,7 @@ func (m *Manager) takeover(ctx context.Context, qr QueuedRun, l Lease) error {
 	}
 	req := launchRequest{g: g, graph: qr.Graph, thread: qr.Thread, opts: qr.Options, checkpointID: qr.CheckpointID,
 		origin: qr.Origin, kind: qr.Kind, answers: qr.Answers, runID: qr.RunID, metadata: qr.Metadata, meta: qr.Meta,
-		resumeOf: qr.ResumeOf, lease: &l, takeover: true, started: &qr.Started, stream: qr.Stream, mustExist: qr.MustExist}
+		resumeOf: qr.ResumeOf, lease: &l, takeover: true, started: &qr.Started, stream: qr.Stream.spec(), mustExist: qr.MustExist}
 	req.input = qr.Input.decode()
 	if u, ok := req.input.(engine.Update); ok {
 		// JSON turned the state's numbers into float64s: coerced again.
@@ -335,6 +335,12 @@ func (m *Manager) endQueued(ctx context.Context, qr QueuedRun, l Lease, status S
 	}
 	if err := m.queue.Finish(ctx, l); err != nil {
 		return err
+	}
+	if s := m.partStore(); s != nil && qr.Stream != nil {
+		// Clients following its stream on other processes see it end.
+		if err := s.EndParts(ctx, qr.Thread, qr.RunID, qr.Stream.Keep); err != nil {
+			m.report(fmt.Errorf("runs: end the stored parts of run %q: %w", qr.RunID, err))
+		}
 	}
 	m.mu.Lock()
 	if t, ok := m.threads[qr.Thread]; ok && t.cancel == nil {

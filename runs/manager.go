@@ -822,7 +822,7 @@ func (m *Manager) launch(ctx context.Context, req launchRequest) (Thread, error)
 	var parts *PartLog
 	var project func(engine.Event)
 	if req.stream != nil {
-		parts = newPartLog()
+		parts = m.newRunPartLog(threadID, runID, lease, req.takeover)
 		project = g.Pregel().StreamListener(req.stream.Modes, req.stream.Subgraphs, parts.add)
 		m.keepParts(runID, parts)
 		req.stream.setLog(parts)
@@ -908,13 +908,16 @@ func (m *Manager) launch(ctx context.Context, req launchRequest) (Thread, error)
 			_, err = g.Pregel().Invoke(runCtx, input, ro)
 		}
 		runErr = err
+		parts.flush(m) // while the lease holds
+		endedHere := true
 		if lease != nil && m.leaseGone(runCtx, err, t, *lease) {
 			// Another process runs it now (or will: this one stops).
+			endedHere = false
 		} else {
 			m.finish(t, rec, err, !progressed, prev, prevChanges, lease)
 		}
 		if parts != nil {
-			m.partsEnded(runID, parts, req.stream.Keep)
+			m.partsEnded(runID, parts, req.stream.Keep, endedHere)
 		}
 		close(done)
 		markStarted()

@@ -153,7 +153,7 @@ func (m *Manager) StartQueued(ctx context.Context, qr QueuedRun, l Lease) error 
 		in = map[string]any(u) // as a caller gives it: prepareRun coerces it
 	}
 	req := RunRequest{Graph: qr.Graph, Thread: qr.Thread, RunID: qr.RunID, Input: in, CheckpointID: qr.CheckpointID,
-		Options: qr.Options, Metadata: qr.Metadata, Stream: qr.Stream, Origin: qr.Origin, Meta: qr.Meta, MustExist: qr.MustExist}
+		Options: qr.Options, Metadata: qr.Metadata, Stream: qr.Stream.spec(), Origin: qr.Origin, Meta: qr.Meta, MustExist: qr.MustExist}
 	if _, err := m.Graph(qr.Graph); err != nil {
 		return err
 	}

@@ -109,14 +109,15 @@ type QueuedRun struct {
 	From string `json:"from,omitempty"`
 	// ResumeOf is the interrupted run a resume answers.
 	ResumeOf string `json:"resume_of,omitempty"`
+	// Stream is the API run's StreamSpec: its parts are stored (PartStore).
+	Stream *queuedStream `json:"stream,omitempty"`
 	// Edit marks the claim of a change that is not a run (a state edit,
 	// a delete: Manager.beginEdit), which holds the lease while it lasts;
 	// a takeover of one only releases it.
 	Edit bool `json:"edit,omitempty"`
-	// Stream and MustExist are the RunRequest's: a run taken over or
-	// started from the queue keeps its stream parts for API clients.
-	Stream    *StreamSpec `json:"stream,omitempty"`
-	MustExist bool        `json:"must_exist,omitempty"`
+	// MustExist is the RunRequest's: a run started from the queue does
+	// not bring back a thread deleted while it waited.
+	MustExist bool `json:"must_exist,omitempty"`
 	// NotBefore is when a pending run may start at the earliest
 	// (after_seconds); zero: as soon as its turn comes.
 	NotBefore time.Time `json:"not_before,omitzero"`

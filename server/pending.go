@@ -139,9 +139,8 @@ func pendingRun(qr runs.QueuedRun) *apiRun {
 }
 
 // watchEvery is how often the durable queue is asked which watched runs
-// are pending still; startedWithin bounds how long a run that left it is
-// waited on to be seen started (its parts registered here, or its record
-// ended) before its waiters are let go anyway.
+// are pending still; startedWithin bounds how long a run that left it
+// without a trace is waited on before its waiters are let go.
 const (
 	watchEvery    = 100 * time.Millisecond
 	startedWithin = 3 * time.Second
@@ -235,20 +234,18 @@ func (a *API) poll() {
 }
 
 // resolve says whether a run that left the durable queue can be let go
-// to its waiters: it started (its parts are here to stream, or it has
-// ended, or it has had startedWithin to get going elsewhere), or it
-// never will (cancelled before it started, its thread deleted), which
-// run.err says.
+// to its waiters: it started (its record, running or ended, is there;
+// its stream's parts are stored wherever it runs, see
+// runs.Manager.RunParts), or it never will (cancelled before it
+// started, its thread deleted), which run.err says. A run gone without
+// a trace (rolled back while it waited) is let go after startedWithin.
 func (a *API) resolve(ctx context.Context, r *apiRun) bool {
-	if _, ok := a.cfg.Runs.Parts(r.id); ok {
-		return true
-	}
 	rec, err := a.cfg.Runs.RunRecord(ctx, r.req.Thread, r.id)
 	switch {
 	case err == nil && rec.Meta != nil && rec.Meta.NotStarted != "":
 		r.err = errCancelledQueued
 		return true
-	case err == nil && !rec.Ended.IsZero():
+	case err == nil:
 		return true
 	case errors.Is(err, runs.ErrUnknownThread):
 		r.err = errThreadDeleted

@@ -983,11 +983,16 @@ func (a *API) stream(w http.ResponseWriter, r *http.Request, thread, runID strin
 		writeEvent(w, "error", -1, map[string]any{"error": "RunNotStarted", "message": publicMessage(a.log, run.err)})
 		return
 	}
-	log, ok := a.cfg.Runs.Parts(runID)
+	from := max(after, 0) // part ids are event ids - 1: the first part missed
+	if after == -2 {
+		from = runs.PartsFromNow
+	}
+	// Another replica's run is read from the parts it stores.
+	log, ok := a.cfg.Runs.RunParts(ctx, thread, runID, from)
 	if !ok {
 		// A run of the Studio's pages, one whose parts are no longer
-		// kept, or one another replica runs: its end is all there is to
-		// say, once it has ended.
+		// kept, or one another replica runs without storing its parts:
+		// its end is all there is to say, once it has ended.
 		for {
 			wctx, cancel := context.WithTimeout(ctx, HeartbeatInterval)
 			_, err := a.cfg.Runs.Wait(wctx, thread)

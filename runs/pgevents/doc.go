@@ -39,6 +39,10 @@
 // cursors; nothing appended is missed and, the cursors only moving
 // forward, nothing is delivered twice.
 //
+// The Tailer and the Writer also serve other logs of the same shape
+// (TailerOptions.Source, WriterOptions.Append): package runs/pgparts keeps
+// API runs' stream parts, numbered per run, that way.
+//
 // # Retention
 //
 // Prune deletes old rows but always keeps each thread's newest, from

@@ -6,10 +6,18 @@ import "strings"
 // first so that test schemas on one database never hear each other, and a
 // schema name too long to leave the channel within Postgres's 63 bytes is
 // replaced by its md5 (32 hex digits).
-const sqlChannelOf = `(CASE WHEN octet_length({s}) <= 49 THEN {s} ELSE md5({s}) END || '.studio_events')`
+const sqlChannelOf = `(CASE WHEN octet_length({s}) <= 49 THEN {s} ELSE md5({s}) END || '.{name}')`
 
 // sqlChannel is the channel of the connection's current schema.
-var sqlChannel = strings.ReplaceAll(sqlChannelOf, "{s}", "current_schema()")
+var sqlChannel = ChannelSQL("studio_events")
+
+// ChannelSQL is the SQL expression naming the NOTIFY channel called name
+// (a table's name, at most 13 bytes, of letters, digits and '_') in the
+// connection's current schema: a Source's appends notify on it, and a
+// Tailer following that Source listens on it.
+func ChannelSQL(name string) string {
+	return strings.NewReplacer("{s}", "current_schema()", "{name}", name).Replace(sqlChannelOf)
+}
 
 // lockClass is the first key of the advisory lock Append holds on its
 // thread until commit (the second is a hash of the thread id): appends to

@@ -23,7 +23,25 @@ type TailerOptions struct {
 	MinBackoff, MaxBackoff time.Duration
 	// ReadLimit is how many rows one read fetches (default 1000).
 	ReadLimit int
+	// Source is what the tailer follows; nil: the threads' events in
+	// studio_events.
+	Source *Source
 }
+
+// Source is a log a Tailer can follow: rows numbered per key (a thread,
+// a run) in the order they commit, whose appends NOTIFY "key seq" on
+// ChannelSQL(Channel). The rows of a key any reader sees must always be
+// a prefix of its log (appends of one key commit in seq order), so that
+// reading `seq > cursor` never steps over one that commits later.
+type Source struct {
+	// Channel is the channel's name within the schema (see ChannelSQL).
+	Channel string
+	// Read returns up to limit rows of key with seq > after, in seq order.
+	Read func(ctx context.Context, db Querier, key string, after int64, limit int) ([]Row, error)
+}
+
+// events is the Source of studio_events.
+var events = Source{Channel: "studio_events", Read: Read}
 
 // Tailer delivers the events other processes append to the threads this
 // process follows. It holds one connection of its own, outside the pool,
@@ -72,6 +90,9 @@ func NewTailer(pool *pgxpool.Pool, opts *TailerOptions) *Tailer {
 	}
 	if t.opts.ReadLimit <= 0 {
 		t.opts.ReadLimit = 1000
+	}
+	if t.opts.Source == nil {
+		t.opts.Source = &events
 	}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	t.wg.Add(1)
@@ -173,7 +194,7 @@ func (t *Tailer) session() (listened bool, err error) {
 	}
 	defer conn.Close(context.Background())
 	var channel string
-	if err := conn.QueryRow(t.ctx, "SELECT "+sqlChannel).Scan(&channel); err != nil {
+	if err := conn.QueryRow(t.ctx, "SELECT "+ChannelSQL(t.opts.Source.Channel)).Scan(&channel); err != nil {
 		return false, err
 	}
 	if _, err := conn.Exec(t.ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
@@ -231,14 +252,14 @@ func (t *Tailer) deliver(thread string, th *followed) {
 				t.mu.Unlock()
 				return
 			}
-			from := int64(-1)
+			from, seen := int64(0), false
 			for f := range th.followers {
-				if from < 0 || f.cursor < from {
-					from = f.cursor
+				if !seen || f.cursor < from {
+					from, seen = f.cursor, true
 				}
 			}
 			t.mu.Unlock()
-			rows, err := Read(t.ctx, t.pool, thread, from, t.opts.ReadLimit)
+			rows, err := t.opts.Source.Read(t.ctx, t.pool, thread, from, t.opts.ReadLimit)
 			if err != nil {
 				if t.ctx.Err() != nil {
 					return

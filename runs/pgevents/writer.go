@@ -24,6 +24,11 @@ type WriterOptions struct {
 	MaxBatch int
 	// Timeout bounds one append, retries included (default 10 s).
 	Timeout time.Duration
+	// Append, if set, writes a batch instead of Append to studio_events
+	// (another Source's table), in one transaction, refusing it with an
+	// error wrapping ErrFenced when the fence no longer holds. A batch
+	// is retried only when it cannot have reached Postgres.
+	Append func(ctx context.Context, db Batcher, batch [][]byte) error
 }
 
 // Writer appends one run's events in order, batching them so that a run
@@ -157,7 +162,12 @@ func (w *Writer) append(batch [][]byte) error {
 	defer cancel()
 	wait := 5 * time.Millisecond
 	for {
-		_, _, err := Append(ctx, w.db, w.thread, w.run, w.fence, batch)
+		var err error
+		if w.opts.Append != nil {
+			err = w.opts.Append(ctx, w.db, batch)
+		} else {
+			_, _, err = Append(ctx, w.db, w.thread, w.run, w.fence, batch)
+		}
 		var connect *pgconn.ConnectError
 		if err == nil || errors.Is(err, ErrFenced) || !(pgconn.SafeToRetry(err) || errors.As(err, &connect)) {
 			return err
