@@ -39,14 +39,14 @@ func eachBackend(t *testing.T, test func(t *testing.T, newServer func(*gate) *cl
 // with a database serves the API.
 func newDurableServer(t *testing.T, g *gate, set func(*server.Config)) *client {
 	t.Helper()
-	c, _ := durableReplica(t, pgtest.Schema(t, nil), "test", g, set)
+	c, _, _ := durableReplica(t, pgtest.Schema(t, nil), "test", g, set)
 	return c
 }
 
 // durableReplica is one Studio process serving the API on pool's
 // database, with its own queue, event log and run manager; stop stops it
 // as SIGTERM does with no grace (its runs are handed back at once).
-func durableReplica(t *testing.T, pool *pgxpool.Pool, id string, g *gate, set func(*server.Config)) (c *client, stop func()) {
+func durableReplica(t *testing.T, pool *pgxpool.Pool, id string, g *gate, set func(*server.Config)) (c *client, stop func(), q *riverq.Queue) {
 	t.Helper()
 	q, err := riverq.New(pool, riverq.Config{ID: id, LeaseTTL: 2 * time.Second, ReapEvery: 100 * time.Millisecond})
 	if err != nil {
@@ -81,7 +81,7 @@ func durableReplica(t *testing.T, pool *pgxpool.Pool, id string, g *gate, set fu
 		})
 	}
 	t.Cleanup(stop)
-	return &client{t: t, base: srv.URL}, stop
+	return &client{t: t, base: srv.URL}, stop, q
 }
 
 // TestQueuedRunsOutliveTheirReplica: runs enqueued and delayed on
@@ -91,8 +91,8 @@ func TestQueuedRunsOutliveTheirReplica(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.Schema(t, nil)
 	g := newGate()
-	a, stopA := durableReplica(t, pool, "a", g, nil)
-	b, _ := durableReplica(t, pool, "b", g, nil)
+	a, stopA, _ := durableReplica(t, pool, "a", g, nil)
+	b, _, _ := durableReplica(t, pool, "b", g, nil)
 	thread := uuid.NewString()
 	a.json("POST", "/threads/"+thread+"/runs", map[string]any{"assistant_id": "linear", "input": map[string]any{"log": []string{"first"}}, "if_not_exists": "create"}, 200)
 	<-g.entered
@@ -125,8 +125,8 @@ func TestPendingRunCancelledOnAnotherReplica(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.Schema(t, nil)
 	g := newGate()
-	a, _ := durableReplica(t, pool, "a", g, nil)
-	b, _ := durableReplica(t, pool, "b", g, nil)
+	a, _, _ := durableReplica(t, pool, "a", g, nil)
+	b, _, _ := durableReplica(t, pool, "b", g, nil)
 	thread := uuid.NewString()
 	first := a.json("POST", "/threads/"+thread+"/runs", map[string]any{"assistant_id": "linear", "input": map[string]any{}, "if_not_exists": "create"}, 200)
 	<-g.entered
@@ -194,8 +194,8 @@ func TestDelayedRunsRunOnceAcrossReplicas(t *testing.T) {
 	pool := pgtest.Schema(t, nil)
 	g := newGate()
 	close(g.release)
-	a, stopA := durableReplica(t, pool, "a", g, nil)
-	b, _ := durableReplica(t, pool, "b", g, nil)
+	a, stopA, _ := durableReplica(t, pool, "a", g, nil)
+	b, _, _ := durableReplica(t, pool, "b", g, nil)
 	var threads []string
 	for range 4 {
 		thread := uuid.NewString()
@@ -212,5 +212,50 @@ func TestDelayedRunsRunOnceAcrossReplicas(t *testing.T) {
 		if len(rs) != 1 || rs[0]["status"] != "success" {
 			t.Fatalf("thread %s lists runs %v, want one, succeeded", thread, rs)
 		}
+	}
+}
+
+// TestQueuedRunStartedElsewhereStreamsHere: a client streams, through
+// replica A, a run queued behind A's run; the queued run starts on B (A
+// takes no jobs), and the client gets its parts all the same.
+func TestQueuedRunStartedElsewhereStreamsHere(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Schema(t, nil)
+	g := newGate()
+	a, _, qa := durableReplica(t, pool, "a", g, nil)
+	durableReplica(t, pool, "b", g, nil)
+	thread := uuid.NewString()
+	a.json("POST", "/threads/"+thread+"/runs", map[string]any{"assistant_id": "linear", "input": map[string]any{"log": []string{"first"}}, "if_not_exists": "create"}, 200)
+	<-g.entered
+	// A stops taking jobs: whatever starts next starts on B.
+	if err := qa.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 1)
+	go func() {
+		_, _, body := a.do("POST", "/threads/"+thread+"/runs/stream", map[string]any{"assistant_id": "linear", "input": map[string]any{"log": []string{"second"}}, "stream_mode": []string{"values", "updates"}})
+		got <- string(body)
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(a.list("GET", "/threads/"+thread+"/runs?status=pending", nil, 200)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the streamed run never showed as pending")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(g.release)
+	var body string
+	select {
+	case body = <-got:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the stream of the queued run did not end")
+	}
+	for _, want := range []string{"event: metadata", "event: updates", `"log":["first","a","b","c","second","a","b","c"]`} {
+		if !strings.Contains(body, want) {
+			t.Fatalf("the stream lacks %q:\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, "event: error") {
+		t.Fatalf("the stream failed:\n%s", body)
 	}
 }
