@@ -1,0 +1,18 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/superstep-dev/superstep/runs"
+)
+
+// SetCronClock makes now the API's cron clock, for tests that must not
+// wait a real minute for a schedule.
+func SetCronClock(a *API, now func() time.Time) { a.clock.Store(&now) }
+
+// FireDueCrons fires the crons due on a's clock, as its ticker does.
+func FireDueCrons(ctx context.Context, a *API) (int, error) { return a.fireDueCrons(ctx) }
+
+// FireCron fires one firing, as a (retried) fire job does.
+func FireCron(ctx context.Context, a *API, f runs.CronFiring) error { return a.fireCron(ctx, f) }
