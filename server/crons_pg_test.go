@@ -151,8 +151,9 @@ func TestCronFiresOnceAcrossReplicas(t *testing.T) {
 }
 
 // TestCronFiresFromRiversPeriodicJob: with nobody calling Tick, the
-// leader's periodic job finds the due cron and a stateless firing runs
-// on a thread of its own, kept as asked.
+// leader's periodic job finds each due time of a stateless cron and its
+// run goes on a thread of its own, kept as asked; the finished ticks do
+// not pile up in river_job.
 func TestCronFiresFromRiversPeriodicJob(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.Schema(t, nil)
@@ -160,25 +161,43 @@ func TestCronFiresFromRiversPeriodicJob(t *testing.T) {
 	a, b := newCronReplica(t, pool, "a", clock), newCronReplica(t, pool, "b", clock)
 	cr := a.json("POST", "/runs/crons", map[string]any{"assistant_id": "linear", "schedule": "* * * * *",
 		"input": map[string]any{"log": []string{"s"}}, "on_run_completed": "keep"}, 200)
-	clock.set(minute(1))
-	thread := runs.CronFiring{Cron: runs.Cron{ID: cr["cron_id"].(string)}, At: minute(1)}.Key()
-	deadline := time.Now().Add(30 * time.Second)
+	// Three due times, each found by a tick of its own.
+	for i := 1; i <= 3; i++ {
+		clock.set(minute(i))
+		thread := runs.CronFiring{Cron: runs.Cron{ID: cr["cron_id"].(string)}, At: minute(i)}.Key()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			if code, _, _ := b.do("GET", "/threads/"+thread, nil); code == 200 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the periodic job never fired the cron for 00:0%d", i)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		waitValues(t, b.client, thread, "[s a b c]")
+		if rs := a.list("GET", "/threads/"+thread+"/runs", nil, 200); len(rs) != 1 {
+			t.Errorf("the firing's thread has %d runs, want 1", len(rs))
+		} else if md := rs[0]["metadata"].(map[string]any); md["cron_id"] != cr["cron_id"] {
+			t.Errorf("run metadata %v", md)
+		}
+	}
+	if got := fmt.Sprint(a.list("POST", "/runs/crons/search", nil, 200)[0]["next_run_date"]); got != "2030-01-01T00:04:00Z" {
+		t.Errorf("next run %s, want 00:04", got)
+	}
+	// At least three ticks ended; each clears the ones before it.
+	deadline := time.Now().Add(20 * time.Second)
 	for {
-		if code, _, _ := b.do("GET", "/threads/"+thread, nil); code == 200 {
+		var ticks int
+		if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM river_job WHERE kind = 'superstep.cron_tick' AND state = 'completed'`).Scan(&ticks); err != nil {
+			t.Fatal(err)
+		}
+		if ticks <= 1 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the periodic job never fired the due cron")
+			t.Fatalf("%d finished ticks kept in river_job", ticks)
 		}
 		time.Sleep(50 * time.Millisecond)
-	}
-	waitValues(t, b.client, thread, "[s a b c]")
-	if rs := a.list("GET", "/threads/"+thread+"/runs", nil, 200); len(rs) != 1 {
-		t.Errorf("the firing's thread has %d runs, want 1", len(rs))
-	} else if md := rs[0]["metadata"].(map[string]any); md["cron_id"] != cr["cron_id"] {
-		t.Errorf("run metadata %v", md)
-	}
-	if got := fmt.Sprint(a.list("POST", "/runs/crons/search", nil, 200)[0]["next_run_date"]); got != "2030-01-01T00:02:00Z" {
-		t.Errorf("next run %s, want 00:02", got)
 	}
 }

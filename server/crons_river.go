@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/superstep-dev/superstep/runs"
 	"github.com/superstep-dev/superstep/runs/pgthreads"
@@ -133,7 +134,14 @@ func (w *cronTickWorker) Work(ctx context.Context, _ *river.Job[CronTickArgs]) e
 	if a == nil {
 		return nil // no API here yet: the next tick
 	}
-	_, err := w.c.Tick(ctx, a.now())
+	if _, err := w.c.Tick(ctx, a.now()); err != nil {
+		return err
+	}
+	// A tick a second would leave 86,400 finished jobs a day in
+	// river_job until river's cleaner comes for them; they mean nothing
+	// once done (fire jobs stay: they keep each firing unique).
+	_, err := w.c.insert.JobDeleteMany(ctx, river.NewJobDeleteManyParams().Kinds(CronTickArgs{}.Kind()).
+		States(rivertype.JobStateCompleted).First(1000))
 	return err
 }
 
