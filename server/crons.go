@@ -534,6 +534,9 @@ func (a *API) runCronTicker() {
 			return
 		case <-t.C:
 		}
+		if a.cronTickerOff.Load() {
+			continue
+		}
 		if _, err := a.fireDueCrons(context.Background()); err != nil {
 			a.log.Error("api: fire due crons", "error", err)
 		}

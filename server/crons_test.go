@@ -80,6 +80,8 @@ func newCronServer(t *testing.T, store runs.CronStore, opts ...runs.ManagerOptio
 	}
 	clock := newFakeClock(cronT0)
 	server.SetCronClock(api, clock.now)
+	// The test fires due crons itself and counts them.
+	server.SetCronTicker(api, false)
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(func() {
 		srv.Close()
@@ -371,6 +373,7 @@ func TestStatelessCronRunsOnANewThreadEachTime(t *testing.T) {
 func TestCronTickerFiresWithoutBeingAsked(t *testing.T) {
 	t.Parallel()
 	c := newCronServer(t, runs.NewMemoryCrons())
+	server.SetCronTicker(c.api, true)
 	thread := c.newThread()
 	c.json("POST", "/threads/"+thread+"/runs/crons", map[string]any{"assistant_id": "linear", "schedule": "* * * * *",
 		"input": map[string]any{"log": []string{"tick"}}}, 200)

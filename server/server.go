@@ -71,9 +71,10 @@ type API struct {
 	// done is closed by Close: queued runs no longer start.
 	done      chan struct{}
 	closeOnce sync.Once
-	// crons and clock: crons.go.
-	crons runs.CronStore
-	clock atomic.Pointer[func() time.Time]
+	// crons, clock and cronTickerOff: crons.go.
+	crons         runs.CronStore
+	clock         atomic.Pointer[func() time.Time]
+	cronTickerOff atomic.Bool
 }
 
 // Close stops starting queued runs (they end as not started). Runs that
