@@ -44,7 +44,22 @@ $$;
 
 CREATE TRIGGER studio_thread_crons_gone AFTER DELETE ON studio_threads
 FOR EACH ROW EXECUTE FUNCTION studio_thread_crons_gone();
+
+-- So does deleting an assistant (as upstream's cascade).
+CREATE FUNCTION studio_assistant_crons_gone() RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    DELETE FROM studio_crons WHERE assistant_id = OLD.id;
+    RETURN OLD;
+END
+$$;
+
+CREATE TRIGGER studio_assistant_crons_gone AFTER DELETE ON studio_assistants
+FOR EACH ROW EXECUTE FUNCTION studio_assistant_crons_gone();
 ---- create above / drop below ----
+DROP TRIGGER studio_assistant_crons_gone ON studio_assistants;
+DROP FUNCTION studio_assistant_crons_gone();
 DROP TRIGGER studio_thread_crons_gone ON studio_threads;
 DROP FUNCTION studio_thread_crons_gone();
 DROP TABLE studio_crons;

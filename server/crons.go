@@ -499,8 +499,9 @@ func (a *API) deleteCron(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// dropOrphanCrons deletes the crons of threads deleted since, when the
-// crons are in memory (Postgres deletes them with the thread's row).
+// dropOrphanCrons deletes the crons of threads and assistants deleted
+// since, when the crons are in memory (Postgres deletes them with the
+// thread's or the assistant's row).
 func (a *API) dropOrphanCrons(ctx context.Context) error {
 	mem, ok := a.crons.(*runs.MemoryCrons)
 	if !ok {
@@ -511,16 +512,35 @@ func (a *API) dropOrphanCrons(ctx context.Context) error {
 		return err
 	}
 	for _, c := range all {
-		if c.Thread == "" {
-			continue
+		gone, err := a.cronOrphaned(ctx, c)
+		if err != nil {
+			return err
 		}
-		if _, err := a.cfg.Runs.Thread(ctx, c.Thread); errors.Is(err, runs.ErrUnknownThread) {
-			if _, err := mem.DeleteThreadCrons(ctx, c.Thread); err != nil {
+		if gone {
+			if err := mem.DeleteCron(ctx, c.ID); err != nil && !errors.Is(err, runs.ErrUnknownCron) {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// cronOrphaned says whether a cron's thread or assistant is gone.
+func (a *API) cronOrphaned(ctx context.Context, c runs.Cron) (bool, error) {
+	if c.Thread != "" {
+		_, err := a.cfg.Runs.Thread(ctx, c.Thread)
+		if errors.Is(err, runs.ErrUnknownThread) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+	_, err := a.cfg.Assistants.GetAssistant(ctx, c.Assistant)
+	if errors.Is(err, runs.ErrUnknownAssistant) {
+		return true, nil
+	}
+	return false, err
 }
 
 // runCronTicker fires this process's due crons every CronTick until the
@@ -608,9 +628,14 @@ func (a *API) fireCron(ctx context.Context, f runs.CronFiring) error {
 	if err != nil {
 		var ae *apiError
 		if errors.As(err, &ae) && ae.code < 500 {
-			if ae.code == http.StatusNotFound && c.Thread != "" {
-				if _, err := a.cfg.Runs.Thread(ctx, c.Thread); errors.Is(err, runs.ErrUnknownThread) {
-					_, err = a.crons.DeleteThreadCrons(ctx, c.Thread)
+			if ae.code == http.StatusNotFound {
+				// Its thread or assistant went meanwhile: so does it.
+				if gone, err := a.cronOrphaned(ctx, c); err != nil || gone {
+					if err == nil {
+						if err = a.crons.DeleteCron(ctx, c.ID); errors.Is(err, runs.ErrUnknownCron) {
+							err = nil
+						}
+					}
 					return err
 				}
 			}

@@ -57,24 +57,25 @@ type cronServer struct {
 func cronBackends(t *testing.T, test func(t *testing.T, newServer func() *cronServer)) {
 	t.Run("memory", func(t *testing.T) {
 		t.Parallel()
-		test(t, func() *cronServer { return newCronServer(t, runs.NewMemoryCrons()) })
+		test(t, func() *cronServer { return newCronServer(t, runs.NewMemoryCrons(), nil) })
 	})
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
 		pool := pgtest.Schema(t, nil)
 		test(t, func() *cronServer {
-			return newCronServer(t, pgthreads.NewCrons(pool), runs.WithThreadStore(pgthreads.New(pool)), runs.WithRunLog(pgthreads.NewRunLog(pool)))
+			return newCronServer(t, pgthreads.NewCrons(pool), pgthreads.NewAssistants(pool),
+				runs.WithThreadStore(pgthreads.New(pool)), runs.WithRunLog(pgthreads.NewRunLog(pool)))
 		})
 	})
 }
 
-func newCronServer(t *testing.T, store runs.CronStore, opts ...runs.ManagerOption) *cronServer {
+func newCronServer(t *testing.T, store runs.CronStore, assistants runs.AssistantStore, opts ...runs.ManagerOption) *cronServer {
 	t.Helper()
 	m, err := runs.NewManager(testGraphs(t, nil), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	api, err := server.New(server.Config{Runs: m, Crons: store})
+	api, err := server.New(server.Config{Runs: m, Crons: store, Assistants: assistants})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,6 +318,19 @@ func TestThreadCronFiresOnSchedule(t *testing.T) {
 		}
 		c.clock.set(minute(32))
 		c.fire(0)
+
+		// Deleting an assistant deletes its crons.
+		asst := c.json("POST", "/assistants", map[string]any{"graph_id": "linear"}, 200)["assistant_id"].(string)
+		c.json("POST", "/runs/crons", map[string]any{"assistant_id": asst, "schedule": "* * * * *", "input": map[string]any{}}, 200)
+		if _, _, b := c.do("POST", "/runs/crons/count", map[string]any{"assistant_id": asst}); string(b) != "1" {
+			t.Fatalf("crons of the new assistant: %s, want 1", b)
+		}
+		if code, _, b := c.do("DELETE", "/assistants/"+asst, nil); code != 204 {
+			t.Fatalf("delete assistant = %d %s", code, b)
+		}
+		if _, _, b := c.do("POST", "/runs/crons/count", nil); string(b) != "0" {
+			t.Errorf("crons after their assistant was deleted: %s, want 0", b)
+		}
 	})
 }
 
@@ -325,7 +339,7 @@ func TestThreadCronFiresOnSchedule(t *testing.T) {
 // once the run ended unless on_run_completed is keep.
 func TestStatelessCronRunsOnANewThreadEachTime(t *testing.T) {
 	t.Parallel()
-	c := newCronServer(t, runs.NewMemoryCrons())
+	c := newCronServer(t, runs.NewMemoryCrons(), nil)
 	keep := c.json("POST", "/runs/crons", map[string]any{"assistant_id": "linear", "schedule": "* * * * *",
 		"input": map[string]any{"log": []string{"kept"}}, "on_run_completed": "keep"}, 200)
 	gone := c.json("POST", "/runs/crons", map[string]any{"assistant_id": "linear", "schedule": "* * * * *",
@@ -372,7 +386,7 @@ func TestStatelessCronRunsOnANewThreadEachTime(t *testing.T) {
 // cron within its tick.
 func TestCronTickerFiresWithoutBeingAsked(t *testing.T) {
 	t.Parallel()
-	c := newCronServer(t, runs.NewMemoryCrons())
+	c := newCronServer(t, runs.NewMemoryCrons(), nil)
 	server.SetCronTicker(c.api, true)
 	thread := c.newThread()
 	c.json("POST", "/threads/"+thread+"/runs/crons", map[string]any{"assistant_id": "linear", "schedule": "* * * * *",

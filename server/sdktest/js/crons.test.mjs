@@ -95,3 +95,11 @@ test("deleting a thread deletes its crons", async () => {
   await c.threads.delete(thread.thread_id);
   assert.equal(await c.crons.count({ threadId: thread.thread_id }), 0);
 });
+
+test("deleting an assistant deletes its crons", async () => {
+  const asst = await c.assistants.create({ graphId: graphs.lowLevel, name: unique("doomed") });
+  await c.crons.create(asst.assistant_id, { schedule: yearly, input: inputs[graphs.lowLevel] });
+  assert.equal(await c.crons.count({ assistantId: asst.assistant_id }), 1);
+  await c.assistants.delete(asst.assistant_id);
+  assert.equal(await c.crons.count({ assistantId: asst.assistant_id }), 0);
+});
