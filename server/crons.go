@@ -188,15 +188,19 @@ func (a *API) cronOf(ctx context.Context, raw map[string]any, thread string) (ru
 			return c, invalid("input", "a stateless cron's runs each start a new thread: give input")
 		}
 		req.Thread = uuid.NewString()
-	} else {
+	}
+	makeThread := false
+	if thread != "" {
 		info, err := a.cfg.Runs.Thread(ctx, thread)
-		if errors.Is(err, runs.ErrUnknownThread) {
-			return c, notFound("thread %q not found; create it first", thread)
-		}
-		if err != nil {
+		switch {
+		case errors.Is(err, runs.ErrUnknownThread):
+			if !p.createThread {
+				return c, notFound("thread %q not found; create it first, or pass if_not_exists: \"create\"", thread)
+			}
+			makeThread = true
+		case err != nil:
 			return c, err
-		}
-		if info.Graph != "" && info.Graph != as.Graph {
+		case info.Graph != "" && info.Graph != as.Graph:
 			return c, conflict("thread %q runs graph %q; assistant %q runs %q", thread, info.Graph, p.body.AssistantID, as.Graph)
 		}
 	}
@@ -208,6 +212,13 @@ func (a *API) cronOf(ctx context.Context, raw map[string]any, thread string) (ru
 	// Input the graph refuses is refused now, not at every firing.
 	if err := a.cfg.Runs.CheckRun(ctx, req); err != nil {
 		return c, err
+	}
+	if makeThread {
+		// Made now rather than at the first firing: the cron is the
+		// thread's from the start (and goes when it is deleted).
+		if _, err := a.cfg.Runs.CreateThread(ctx, thread, as.Graph, nil); err != nil && !errors.Is(err, runs.ErrThreadExists) {
+			return c, err
+		}
 	}
 	c.Payload = payload
 	c.NextRun = runs.NextRun(c.Schedule, c.EndTime, now)

@@ -227,7 +227,12 @@ func TestCronAPIShapeAndValidation(t *testing.T) {
 		c.fails(422, "POST", "/runs/crons", cron(map[string]any{"on_run_completed": "archive"}), "on_run_completed")
 		c.fails(422, "POST", "/runs/crons", cron(map[string]any{"input": nil}), "input")
 		c.fails(404, "POST", path, cron(map[string]any{"assistant_id": uuid.NewString()}), "assistant")
-		c.fails(404, "POST", "/threads/"+uuid.NewString()+"/runs/crons", cron(nil), "thread")
+		c.fails(404, "POST", "/threads/"+uuid.NewString()+"/runs/crons", cron(nil), "thread", "if_not_exists")
+		made := uuid.NewString()
+		c.json("POST", "/threads/"+made+"/runs/crons", cron(map[string]any{"if_not_exists": "create", "enabled": false}), 200)
+		if th := c.json("GET", "/threads/"+made, nil, 200); th["thread_id"] != made {
+			t.Errorf("if_not_exists create made %v", th)
+		}
 		c.fails(422, "PATCH", "/runs/crons/"+id, map[string]any{"schedule": "61 * * * *"}, "schedule")
 		c.fails(422, "POST", "/runs/crons/search", map[string]any{"sort_by": "schedule"}, "sort_by")
 		c.fails(422, "POST", "/runs/crons/search", map[string]any{"select": []string{"secret"}}, "select")
@@ -238,8 +243,8 @@ func TestCronAPIShapeAndValidation(t *testing.T) {
 			t.Fatalf("delete = %d %s", code, b)
 		}
 		c.fails(404, "DELETE", "/runs/crons/"+id, nil, "cron")
-		if _, _, b := c.do("POST", "/runs/crons/count", nil); string(b) != "1" {
-			t.Errorf("count after delete = %s, want 1", b)
+		if _, _, b := c.do("POST", "/runs/crons/count", nil); string(b) != "2" {
+			t.Errorf("count after delete = %s, want 2 (the stateless one, the new thread's)", b)
 		}
 	})
 }
