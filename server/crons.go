@@ -619,6 +619,12 @@ func (a *API) fireCron(ctx context.Context, f runs.CronFiring) error {
 		// once the run was started.
 		thread = f.Key()
 		if _, err := a.cfg.Runs.Thread(ctx, thread); err == nil {
+			// Started before. Retried, the process that started it may
+			// have died before it could delete the thread: this one
+			// does, once the run (continued by any process) ended.
+			if c.OnRunCompleted != "keep" {
+				go a.deleteWhenIdle(thread)
+			}
 			return nil
 		} else if !errors.Is(err, runs.ErrUnknownThread) {
 			return err
@@ -664,6 +670,29 @@ func (a *API) fireCron(ctx context.Context, f runs.CronFiring) error {
 		go a.finishStateless(thread, run, p)
 	}
 	return nil
+}
+
+// deleteWhenIdle deletes a stateless firing's thread once it has no
+// active run, unless the API closes first.
+func (a *API) deleteWhenIdle(thread string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-a.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if _, err := a.cfg.Runs.Wait(ctx, thread); err != nil {
+		if !errors.Is(err, runs.ErrUnknownThread) && ctx.Err() == nil {
+			a.log.Error("api: wait for a cron's stateless run", "thread", thread, "error", err)
+		}
+		return
+	}
+	if err := a.cfg.Runs.DeleteThread(ctx, thread); err != nil && !errors.Is(err, runs.ErrUnknownThread) && ctx.Err() == nil {
+		a.log.Error("api: delete a cron's stateless thread", "thread", thread, "error", err)
+	}
 }
 
 // firedOn says whether the thread has a run of the firing (cron, at):

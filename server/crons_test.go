@@ -376,6 +376,26 @@ func TestStatelessCronRunsOnANewThreadEachTime(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
+	// A firing tried again after its process died with the run started
+	// (its thread left behind): the thread goes once idle. (That it
+	// starts no second run is checked with a kept one below.)
+	left := runs.CronFiring{Cron: runs.Cron{ID: gone["cron_id"].(string), Assistant: gone["assistant_id"].(string),
+		Payload: gone["payload"].(map[string]any), OnRunCompleted: "delete", Enabled: true}, At: minute(3)}
+	c.json("POST", "/threads", map[string]any{"thread_id": left.Key()}, 200)
+	if err := server.FireCron(context.Background(), c.api, left); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		code, _, _ := c.do("GET", "/threads/"+left.Key(), nil)
+		if code == 404 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the thread left behind by a firing is still there (%d)", code)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	// A kept firing tried again starts nothing on its thread.
 	f := runs.CronFiring{Cron: runs.Cron{ID: keep["cron_id"].(string), Assistant: keep["assistant_id"].(string),
 		Payload: keep["payload"].(map[string]any), OnRunCompleted: "keep", Enabled: true}, At: minute(1)}
