@@ -595,10 +595,13 @@ func (a *API) fireDueCrons(ctx context.Context) (int, error) {
 
 // fireCron starts the run of one firing through the API's own create
 // path, once: a firing whose run exists already (it is retried after a
-// crash) starts nothing. An error is a server-side failure worth a retry;
-// a run the API refuses (a busy thread under reject, a deleted assistant)
-// is logged and the firing is done. A cron whose thread is gone is
-// deleted.
+// crash) starts nothing. The firing is found by its run's metadata on a
+// thread's cron (the run log keeps it past the run's end, where a run id
+// alone would be free again once its queue row went), and by its own
+// thread, named after the firing, on a stateless one. An error is a
+// server-side failure worth a retry; a run the API refuses (a busy
+// thread under reject) is logged and the firing is done. A cron whose
+// thread or assistant is gone is deleted.
 func (a *API) fireCron(ctx context.Context, f runs.CronFiring) error {
 	c := f.Cron
 	at := f.At.UTC().Format(time.RFC3339Nano)
