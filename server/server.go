@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -49,6 +50,12 @@ type Config struct {
 	WebhookHosts []string
 	// Logger receives server-side failures; default slog.Default().
 	Logger *slog.Logger
+	// Crons keeps the crons /runs/crons serves; nil keeps them in memory.
+	Crons runs.CronStore
+	// CronJobs, when set, fires the crons from river (once across the
+	// replicas sharing its database); nil fires them from a ticker in
+	// this process.
+	CronJobs *CronJobs
 }
 
 // API is the Agent Server API over one run manager and store.
@@ -67,6 +74,10 @@ type API struct {
 	// done is closed by Close: queued runs no longer start.
 	done      chan struct{}
 	closeOnce sync.Once
+	// crons, clock and cronTickerOff: crons.go.
+	crons         runs.CronStore
+	clock         atomic.Pointer[func() time.Time]
+	cronTickerOff atomic.Bool
 }
 
 // Close stops starting queued runs (they end as not started). Runs that
@@ -86,7 +97,10 @@ func New(cfg Config) (*API, error) {
 	if cfg.Assistants == nil {
 		cfg.Assistants = runs.NewMemoryAssistants()
 	}
-	a := &API{cfg: cfg, log: cfg.Logger, done: make(chan struct{})}
+	if cfg.Crons == nil {
+		cfg.Crons = runs.NewMemoryCrons()
+	}
+	a := &API{cfg: cfg, log: cfg.Logger, done: make(chan struct{}), crons: cfg.Crons}
 	if a.log == nil {
 		a.log = slog.Default()
 	}
@@ -101,6 +115,7 @@ func New(cfg Config) (*API, error) {
 	a.mountAssistants(r)
 	a.mountThreads(r)
 	a.mountRuns(r)
+	a.mountCrons(r)
 	a.mountStateless(r)
 	a.mountStore(r)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
@@ -111,6 +126,11 @@ func New(cfg Config) (*API, error) {
 	})
 	a.router = r
 	a.h = a.guard(r)
+	if cfg.CronJobs != nil {
+		cfg.CronJobs.bind(a)
+	} else {
+		go a.runCronTicker()
+	}
 	return a, nil
 }
 
@@ -218,7 +238,7 @@ func (a *API) info(w http.ResponseWriter, r *http.Request) {
 		"version": Version,
 		"flags": map[string]bool{
 			"assistants": true,
-			"crons":      false,
+			"crons":      true,
 			"langsmith":  false,
 			"store":      a.cfg.Store != nil,
 		},

@@ -151,8 +151,9 @@ func Open(ctx context.Context, cfg Config) (*Studio, error) {
 	// The run log keeps what a reloaded thread page shows of past runs
 	// (cache hits, cancelled tasks, durations, answers).
 	var runLog runs.RunLog = runs.NewMemoryRunLog()
-	// The API's assistants (nil: in memory).
+	// The API's assistants and crons (nil: in memory).
 	var assistants runs.AssistantStore
+	var crons runs.CronStore
 	if cfg.DatabaseURL != "" {
 		pool, err := pgxpool.New(ctx, cfg.DatabaseURL)
 		if err != nil {
@@ -195,6 +196,7 @@ func Open(ctx context.Context, cfg Config) (*Studio, error) {
 		threads = pgthreads.New(pool, pgthreads.WithRetryWindow(cfg.DBRetryWindow))
 		runLog = pgthreads.NewRunLog(pool, pgthreads.WithRetryWindow(cfg.DBRetryWindow))
 		assistants = pgthreads.NewAssistants(pool, pgthreads.WithRetryWindow(cfg.DBRetryWindow))
+		crons = pgthreads.NewCrons(pool, pgthreads.WithRetryWindow(cfg.DBRetryWindow))
 	} else {
 		st, err := store.NewMemory(store.Options{Index: storeIndex()})
 		if err != nil {
@@ -251,14 +253,21 @@ func Open(ctx context.Context, cfg Config) (*Studio, error) {
 		log.Error("thread registry", slog.Any("error", err))
 	})}
 	var queue *riverq.Queue
+	// With a database, crons fire from river: once across the replicas.
+	var cronJobs *server.CronJobs
 	if s.pool != nil {
 		id := cfg.Runs.ID
 		if id == "" {
 			id = uuid.NewString()
 		}
+		if cronJobs, err = server.NewCronJobs(s.pool); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("studio: %w", err)
+		}
 		queue, err = riverq.New(s.pool, riverq.Config{ID: id, LeaseTTL: cfg.Runs.LeaseTTL, ReapEvery: cfg.Runs.ReapEvery,
 			Workers: cfg.Runs.Workers, Logger: log.With(slog.String("component", "river")),
-			OnError: func(err error) { log.Error("run queue", slog.Any("error", err)) }})
+			OnError:    func(err error) { log.Error("run queue", slog.Any("error", err)) },
+			AddWorkers: cronJobs.AddWorkers, PeriodicJobs: cronJobs.PeriodicJobs(), Queues: cronJobs.Queues()})
 		if err != nil {
 			s.Close()
 			return nil, fmt.Errorf("studio: %w", err)
@@ -282,7 +291,8 @@ func Open(ctx context.Context, cfg Config) (*Studio, error) {
 	}
 
 	s.runs = mgr
-	api, err := server.New(server.Config{Runs: mgr, Assistants: assistants, Store: b.Store, Token: cfg.AuthToken, CORSOrigins: cfg.CORSOrigins, WebhookHosts: cfg.WebhookHosts, Logger: log})
+	api, err := server.New(server.Config{Runs: mgr, Assistants: assistants, Store: b.Store, Token: cfg.AuthToken, CORSOrigins: cfg.CORSOrigins, WebhookHosts: cfg.WebhookHosts, Logger: log,
+		Crons: crons, CronJobs: cronJobs})
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("studio: %w", err)

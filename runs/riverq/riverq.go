@@ -84,6 +84,13 @@ type Config struct {
 	Logger *slog.Logger
 	// OnError receives the reaper's errors (nil: dropped).
 	OnError func(error)
+	// AddWorkers, PeriodicJobs and Queues let the caller run jobs of its
+	// own on this process's river client (the API's crons): AddWorkers
+	// registers their workers, the elected leader alone enqueues the
+	// PeriodicJobs, and Queues are the river queues they go on.
+	AddWorkers   func(*river.Workers) error
+	PeriodicJobs []*river.PeriodicJob
+	Queues       map[string]river.QueueConfig
 }
 
 // Executor runs a run taken over, or a pending run whose turn came:
@@ -156,9 +163,21 @@ func New(pool *pgxpool.Pool, cfg Config) (*Queue, error) {
 	if err := river.AddWorkerSafely(workers, &startWorker{q: q}); err != nil {
 		return nil, fmt.Errorf("riverq: %w", err)
 	}
+	if cfg.AddWorkers != nil {
+		if err := cfg.AddWorkers(workers); err != nil {
+			return nil, fmt.Errorf("riverq: add the caller's workers: %w", err)
+		}
+	}
+	queues := map[string]river.QueueConfig{QueueName: {MaxWorkers: cfg.Workers}}
+	for name, qc := range cfg.Queues {
+		if name == QueueName {
+			return nil, fmt.Errorf("riverq: queue %q is the runs' own", name)
+		}
+		queues[name] = qc
+	}
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		ID:                cfg.ID,
-		Queues:            map[string]river.QueueConfig{QueueName: {MaxWorkers: cfg.Workers}},
+		Queues:            queues,
 		Workers:           workers,
 		JobTimeout:        -1, // a run takes as long as it takes
 		FetchCooldown:     min(cfg.PollEvery, river.FetchCooldownDefault),
@@ -167,6 +186,8 @@ func New(pool *pgxpool.Pool, cfg Config) (*Queue, error) {
 		// river's rescuer; our reaper has already handed their run on.
 		RescueStuckJobsAfter: time.Hour,
 		Logger:               cfg.Logger,
+
+		PeriodicJobs: cfg.PeriodicJobs,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("riverq: make the river client: %w", err)

@@ -19,7 +19,7 @@ test("GET /info reports a version and the flags Studio reads", async () => {
   assert.equal(typeof info.version, "string");
   assert.match(info.version, /^\d+\.\d+\.\d+/);
   assert.equal(info.flags.assistants, true);
-  assert.equal(info.flags.crons, false, "crons are not served");
+  assert.equal(info.flags.crons, true, "crons are served");
   // Both backends have a store (Postgres, or memory with the offline
   // embedder).
   assert.equal(info.flags.store, true, `store flag on ${backend}`);
