@@ -79,8 +79,8 @@ func TestOkAndInfo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Version != server.Version || !info.Flags["store"] || info.Flags["crons"] || info.Metadata["server"] != "superstep" {
-		t.Errorf("Info %+v, want version %s, store on, crons off, server superstep", info, server.Version)
+	if info.Version != server.Version || !info.Flags["store"] || !info.Flags["crons"] || info.Metadata["server"] != "superstep" {
+		t.Errorf("Info %+v, want version %s, store on, crons on, server superstep", info, server.Version)
 	}
 	noStore, err := newClient(t, serve(t, nil, "")).Info(ctx)
 	if err != nil || noStore.Flags["store"] {

@@ -80,11 +80,15 @@
 //   - Input keys that are not state keys are a 422 naming the key (the
 //     engine refuses unknown keys; upstream drops them silently), checked
 //     when the run is created, also for runs that wait in a queue.
-//   - Thread TTLs are refused (422) and crons are not served.
+//   - Thread TTLs are refused (422). Crons are served (crons.go): 5-field
+//     cron schedules in UTC; with a database they fire once across
+//     replicas from river's periodic job.
 //   - Stream modes are values, updates, debug, tasks, checkpoints, custom
 //     and messages-tuple; "events" (LangChain callbacks) and the legacy
 //     "messages" are refused with a 422 naming the supported ones.
-//   - Runs waiting in a thread's queue (enqueue, after_seconds) live in
-//     the serving process until they start; a restart drops them.
+//   - Runs waiting in a thread's queue (enqueue, after_seconds) are, with
+//     a durable run manager (a database), pending runs of its queue that
+//     any replica starts (pending.go); without one they live in the
+//     serving process until they start, and a restart drops them.
 //   - Webhooks go only to allow-listed hosts (Config.WebhookHosts).
 package server

@@ -3,7 +3,9 @@ package riverq_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -235,5 +237,63 @@ func TestLongEditKeepsItsLease(t *testing.T) {
 	}
 	if s := finalState(t, p.m, "long"); s.N != 0 {
 		t.Fatalf("n = %d after the edit", s.N)
+	}
+}
+
+// TestTabOnAnotherProcessResumesFromItsCursor: a tab on process B,
+// following a run process A executes, drops and reconnects to B with the
+// cursor of the last event it saw: it gets the events it missed, not a
+// catch-up of the whole thread.
+func TestTabOnAnotherProcessResumesFromItsCursor(t *testing.T) {
+	t.Parallel()
+	_, _, a, b := runHeld(t, 2, false, "resume")
+	ctx := context.Background()
+	catchup, sub, err := b.m.Subscribe(ctx, "resume")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cursor := catchup[len(catchup)-1].Cursor
+	if catchup[len(catchup)-1].Kind != runs.KindCaughtUp || cursor == "" {
+		t.Fatalf("catch-up ends with %+v, want caught_up with a cursor", catchup[len(catchup)-1])
+	}
+	close(a.release)
+	// The tab sees a few live events of A's run, then drops.
+	var seen []runs.Event
+	for len(seen) < 4 {
+		select {
+		case ev := <-sub.C:
+			seen = append(seen, ev)
+		case <-time.After(15 * time.Second):
+			t.Fatalf("the tab on B saw only %v", seen)
+		}
+	}
+	sub.Close()
+	last := seen[len(seen)-1]
+	epoch, _, _ := strings.Cut(cursor, ":")
+	cursor = fmt.Sprintf("%s:%d", epoch, last.Seq)
+	if _, err := a.m.Wait(ctx, "resume"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "B to hear of the run's end", 10*time.Second, func() bool {
+		th, err := b.m.Thread(ctx, "resume")
+		return err == nil && th.Status == runs.StatusIdle
+	})
+	missed, sub2, err := b.m.SubscribeFrom(ctx, "resume", cursor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub2.Close()
+	if len(missed) < 2 || missed[0].Catchup || missed[0].Seq != last.Seq+1 {
+		t.Fatalf("reconnected after seq %d, the tab got %+v first; want the next live event, not a catch-up", last.Seq, missed[0])
+	}
+	finished := false
+	for _, ev := range missed {
+		if ev.Kind == runs.KindRunStarted {
+			t.Fatalf("the resumed tab was told the run started again: %+v", ev)
+		}
+		finished = finished || ev.Kind == runs.KindRunFinished
+	}
+	if !finished || missed[len(missed)-1].Kind != runs.KindCaughtUp {
+		t.Fatalf("the resumed tab got %d events without the run's end and caught_up", len(missed))
 	}
 }
