@@ -20,3 +20,11 @@ func FireDueCrons(ctx context.Context, a *API) (int, error) { return a.fireDueCr
 
 // FireCron fires one firing, as a (retried) fire job does.
 func FireCron(ctx context.Context, a *API, f runs.CronFiring) error { return a.fireCron(ctx, f) }
+
+// WatchedRuns counts the runs of the durable queue the API watches for
+// callers waiting on them to start.
+func WatchedRuns(a *API) int {
+	a.watching.mu.Lock()
+	defer a.watching.mu.Unlock()
+	return len(a.watching.runs)
+}

@@ -39,14 +39,22 @@ func eachBackend(t *testing.T, test func(t *testing.T, newServer func(*gate) *cl
 // with a database serves the API.
 func newDurableServer(t *testing.T, g *gate, set func(*server.Config)) *client {
 	t.Helper()
-	c, _, _ := durableReplica(t, pgtest.Schema(t, nil), "test", g, set)
-	return c
+	return durableReplica(t, pgtest.Schema(t, nil), "test", g, set).client
+}
+
+// durable is one Studio process serving the API on a shared database:
+// its client, its queue and API, and stop, which stops it as SIGTERM does
+// with no grace (its runs are handed back at once).
+type durable struct {
+	*client
+	stop func()
+	q    *riverq.Queue
+	api  *server.API
 }
 
 // durableReplica is one Studio process serving the API on pool's
-// database, with its own queue, event log and run manager; stop stops it
-// as SIGTERM does with no grace (its runs are handed back at once).
-func durableReplica(t *testing.T, pool *pgxpool.Pool, id string, g *gate, set func(*server.Config)) (c *client, stop func(), q *riverq.Queue) {
+// database, with its own queue, event log and run manager.
+func durableReplica(t *testing.T, pool *pgxpool.Pool, id string, g *gate, set func(*server.Config)) durable {
 	t.Helper()
 	q, err := riverq.New(pool, riverq.Config{ID: id, LeaseTTL: 2 * time.Second, ReapEvery: 100 * time.Millisecond})
 	if err != nil {
@@ -72,7 +80,7 @@ func durableReplica(t *testing.T, pool *pgxpool.Pool, id string, g *gate, set fu
 	}
 	srv := httptest.NewServer(api.Handler())
 	var once sync.Once
-	stop = func() {
+	stop := func() {
 		once.Do(func() {
 			srv.Close()
 			api.Close()
@@ -81,7 +89,7 @@ func durableReplica(t *testing.T, pool *pgxpool.Pool, id string, g *gate, set fu
 		})
 	}
 	t.Cleanup(stop)
-	return &client{t: t, base: srv.URL}, stop, q
+	return durable{client: &client{t: t, base: srv.URL}, stop: stop, q: q, api: api}
 }
 
 // TestQueuedRunsOutliveTheirReplica: runs enqueued and delayed on
@@ -91,8 +99,8 @@ func TestQueuedRunsOutliveTheirReplica(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.Schema(t, nil)
 	g := newGate()
-	a, stopA, _ := durableReplica(t, pool, "a", g, nil)
-	b, _, _ := durableReplica(t, pool, "b", g, nil)
+	a := durableReplica(t, pool, "a", g, nil)
+	b := durableReplica(t, pool, "b", g, nil)
 	thread := uuid.NewString()
 	a.json("POST", "/threads/"+thread+"/runs", map[string]any{"assistant_id": "linear", "input": map[string]any{"log": []string{"first"}}, "if_not_exists": "create"}, 200)
 	<-g.entered
@@ -106,11 +114,11 @@ func TestQueuedRunsOutliveTheirReplica(t *testing.T) {
 	if th := b.json("GET", "/threads/"+thread, nil, 200); th["status"] != "busy" {
 		t.Fatalf("replica B reads the thread as %v, want busy", th["status"])
 	}
-	stopA()
+	a.stop()
 	// B takes the held run over: its b runs again there.
 	<-g.entered
 	close(g.release)
-	waitValues(t, b, thread, "[first a b c second a b c third a b c]")
+	waitValues(t, b.client, thread, "[first a b c second a b c third a b c]")
 	for _, r := range b.list("GET", "/threads/"+thread+"/runs", nil, 200) {
 		if r["status"] != "success" {
 			t.Fatalf("run %v ended %v, want success", r["run_id"], r["status"])
@@ -125,8 +133,8 @@ func TestPendingRunCancelledOnAnotherReplica(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.Schema(t, nil)
 	g := newGate()
-	a, _, _ := durableReplica(t, pool, "a", g, nil)
-	b, _, _ := durableReplica(t, pool, "b", g, nil)
+	a := durableReplica(t, pool, "a", g, nil)
+	b := durableReplica(t, pool, "b", g, nil)
 	thread := uuid.NewString()
 	first := a.json("POST", "/threads/"+thread+"/runs", map[string]any{"assistant_id": "linear", "input": map[string]any{}, "if_not_exists": "create"}, 200)
 	<-g.entered
@@ -135,7 +143,7 @@ func TestPendingRunCancelledOnAnotherReplica(t *testing.T) {
 	if code, _, body := b.do("POST", path+"/cancel?wait=1", nil); code != 204 {
 		t.Fatalf("cancel on B = %d %s, want 204", code, body)
 	}
-	for _, c := range []*client{a, b} {
+	for _, c := range []*client{a.client, b.client} {
 		if got := c.json("GET", path, nil, 200); got["status"] != "interrupted" {
 			t.Fatalf("the cancelled queued run reads %v, want interrupted", got["status"])
 		}
@@ -144,7 +152,7 @@ func TestPendingRunCancelledOnAnotherReplica(t *testing.T) {
 	if got := b.json("GET", fmt.Sprintf("/threads/%s/runs/%s/join", thread, first["run_id"]), nil, 200); fmt.Sprint(got["log"]) != "[a b c]" {
 		t.Fatalf("the thread's log is %v: the cancelled run must never run", got["log"])
 	}
-	waitValues(t, a, thread, "[a b c]")
+	waitValues(t, a.client, thread, "[a b c]")
 	if got := a.json("GET", path+"/join", nil, 200); got["__error__"] == nil {
 		t.Fatalf("join of the run cancelled before it started answered %v, want its error", got)
 	}
@@ -194,8 +202,8 @@ func TestDelayedRunsRunOnceAcrossReplicas(t *testing.T) {
 	pool := pgtest.Schema(t, nil)
 	g := newGate()
 	close(g.release)
-	a, stopA, _ := durableReplica(t, pool, "a", g, nil)
-	b, _, _ := durableReplica(t, pool, "b", g, nil)
+	a := durableReplica(t, pool, "a", g, nil)
+	b := durableReplica(t, pool, "b", g, nil)
 	var threads []string
 	for range 4 {
 		thread := uuid.NewString()
@@ -205,9 +213,9 @@ func TestDelayedRunsRunOnceAcrossReplicas(t *testing.T) {
 		}
 		threads = append(threads, thread)
 	}
-	stopA()
+	a.stop()
 	for _, thread := range threads {
-		waitValues(t, b, thread, "[a b c]")
+		waitValues(t, b.client, thread, "[a b c]")
 		rs := b.list("GET", "/threads/"+thread+"/runs", nil, 200)
 		if len(rs) != 1 || rs[0]["status"] != "success" {
 			t.Fatalf("thread %s lists runs %v, want one, succeeded", thread, rs)
@@ -222,13 +230,13 @@ func TestQueuedRunStartedElsewhereStreamsHere(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.Schema(t, nil)
 	g := newGate()
-	a, _, qa := durableReplica(t, pool, "a", g, nil)
+	a := durableReplica(t, pool, "a", g, nil)
 	durableReplica(t, pool, "b", g, nil)
 	thread := uuid.NewString()
 	a.json("POST", "/threads/"+thread+"/runs", map[string]any{"assistant_id": "linear", "input": map[string]any{"log": []string{"first"}}, "if_not_exists": "create"}, 200)
 	<-g.entered
 	// A stops taking jobs: whatever starts next starts on B.
-	if err := qa.Stop(context.Background()); err != nil {
+	if err := a.q.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	got := make(chan string, 1)
@@ -257,5 +265,65 @@ func TestQueuedRunStartedElsewhereStreamsHere(t *testing.T) {
 	}
 	if strings.Contains(body, "event: error") {
 		t.Fatalf("the stream failed:\n%s", body)
+	}
+}
+
+// TestReadingAQueuedRunDoesNotWatchIt: reads of a queued run (get,
+// list, a refused delete) leave nothing behind; the callers that wait on
+// it (joins) share one watch, gone once the run leaves the queue.
+func TestReadingAQueuedRunDoesNotWatchIt(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Schema(t, nil)
+	g := newGate()
+	a := durableReplica(t, pool, "a", g, nil)
+	b := durableReplica(t, pool, "b", g, nil)
+	t.Cleanup(func() { close(g.release) }) // before the servers close
+	thread := uuid.NewString()
+	a.json("POST", "/threads/"+thread+"/runs", map[string]any{"assistant_id": "linear", "input": map[string]any{}, "if_not_exists": "create"}, 200)
+	<-g.entered
+	queued := a.json("POST", "/threads/"+thread+"/runs", map[string]any{"assistant_id": "linear", "input": map[string]any{}, "after_seconds": 3600}, 200)
+	path := fmt.Sprintf("/threads/%s/runs/%s", thread, queued["run_id"])
+	for range 20 {
+		b.json("GET", path, nil, 200)
+		b.list("GET", "/threads/"+thread+"/runs", nil, 200)
+		if code, _, _ := b.do("DELETE", path, nil); code != 409 {
+			t.Fatalf("DELETE of a queued run = %d, want 409", code)
+		}
+	}
+	if n := server.WatchedRuns(b.api); n != 0 {
+		t.Fatalf("after 60 reads on B, B watches %d runs: reads must not watch", n)
+	}
+	joined := make(chan int, 2)
+	for range 2 {
+		go func() {
+			code, _, _ := b.do("GET", path+"/join", nil)
+			joined <- code
+		}()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for server.WatchedRuns(b.api) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the joins on B watch nothing")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := server.WatchedRuns(b.api); n != 1 {
+		t.Fatalf("two joins of one run watch %d runs, want one shared", n)
+	}
+	if code, _, body := b.do("POST", path+"/cancel?wait=1", nil); code != 204 {
+		t.Fatalf("cancel = %d %s", code, body)
+	}
+	for range 2 {
+		select {
+		case code := <-joined:
+			if code != 200 {
+				t.Fatalf("a join of the cancelled queued run = %d", code)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a join of the cancelled queued run never answered")
+		}
+	}
+	if n := server.WatchedRuns(b.api); n != 0 {
+		t.Fatalf("after the run left the queue B still watches %d runs", n)
 	}
 }

@@ -38,7 +38,7 @@ func (a *API) addPending(ctx context.Context, run *apiRun, delay time.Duration) 
 	if err != nil {
 		return err
 	}
-	a.watch(run)
+	a.watch(run) // its creator waits on it: stream, wait, webhook
 	return nil
 }
 
@@ -58,20 +58,27 @@ func (a *API) pendingOf(ctx context.Context, thread string) ([]*apiRun, error) {
 	return out, nil
 }
 
-// findPending returns a run waiting for thread, if runID is one. A run
-// found in the durable queue is watched: its started closes when it
-// leaves the queue.
-func (a *API) findPending(ctx context.Context, thread, runID string) (*apiRun, bool, error) {
+// findPending returns a run waiting for thread, if runID is one. With
+// wait (a caller that waits for it to start: a join, a stream), a run of
+// the durable queue is watched, its started closed when it leaves the
+// queue; every waiter on one run shares one watch.
+func (a *API) findPending(ctx context.Context, thread, runID string, wait bool) (*apiRun, bool, error) {
 	if !a.durable() {
 		r, ok := a.queued(runID)
 		return r, ok && r.req.Thread == thread, nil
 	}
+	// The queue says whether it is pending still; a watched run's
+	// waiters hear of it only at the next poll.
 	qr, ok, err := a.cfg.Runs.PendingRun(ctx, runID)
 	if err != nil || !ok || qr.Thread != thread {
 		return nil, false, err
 	}
 	r := pendingRun(qr)
-	a.watch(r)
+	if wait {
+		r = a.watch(r)
+	} else if w := a.watched(runID); w != nil {
+		r = w // a cancel through it is seen by its waiters
+	}
 	return r, true, nil
 }
 
@@ -151,24 +158,46 @@ const (
 // together, in one query per round.
 type watchers struct {
 	mu   sync.Mutex
-	runs map[*apiRun]time.Time // when it left the queue (zero: not yet)
+	runs map[string]*watched // by run id
 	on   bool
 }
 
+// watched is a run of the durable queue callers wait on, and when it
+// left the queue (zero: not yet).
+type watched struct {
+	run  *apiRun
+	left time.Time
+}
+
 // watch closes run.started (with run.err set when it never started) once
-// it has left the durable queue.
-func (a *API) watch(run *apiRun) {
+// it has left the durable queue, and returns the run its waiters share:
+// run, or the one already watched under its id.
+func (a *API) watch(run *apiRun) *apiRun {
 	w := &a.watching
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.runs == nil {
-		w.runs = map[*apiRun]time.Time{}
+		w.runs = map[string]*watched{}
 	}
-	w.runs[run] = time.Time{}
+	if x, ok := w.runs[run.id]; ok {
+		return x.run
+	}
+	w.runs[run.id] = &watched{run: run}
 	if !w.on {
 		w.on = true
 		go a.poll()
 	}
+	return run
+}
+
+// watched returns the run watched under runID, if any.
+func (a *API) watched(runID string) *apiRun {
+	a.watching.mu.Lock()
+	defer a.watching.mu.Unlock()
+	if x, ok := a.watching.runs[runID]; ok {
+		return x.run
+	}
+	return nil
 }
 
 // poll resolves the watched runs until none is left.
@@ -180,9 +209,9 @@ func (a *API) poll() {
 		select {
 		case <-a.done:
 			w.mu.Lock()
-			for r := range w.runs {
-				r.err = errors.New("the server stopped; the run stays queued (another replica, or this one restarted, starts it)")
-				close(r.started)
+			for _, x := range w.runs {
+				x.run.err = errors.New("the server stopped; the run stays queued (another replica, or this one restarted, starts it)")
+				close(x.run.started)
 			}
 			w.runs, w.on = nil, false
 			w.mu.Unlock()
@@ -191,8 +220,8 @@ func (a *API) poll() {
 		}
 		w.mu.Lock()
 		ids := make([]string, 0, len(w.runs))
-		for r := range w.runs {
-			ids = append(ids, r.id)
+		for id := range w.runs {
+			ids = append(ids, id)
 		}
 		w.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -203,23 +232,23 @@ func (a *API) poll() {
 			continue
 		}
 		w.mu.Lock()
-		var left []*apiRun
-		for r, since := range w.runs {
-			if pending[r.id] {
+		var left []*watched
+		for id, x := range w.runs {
+			if pending[id] {
 				continue
 			}
-			if since.IsZero() {
-				w.runs[r] = time.Now()
+			if x.left.IsZero() {
+				x.left = time.Now()
 			}
-			left = append(left, r)
+			left = append(left, x)
 		}
 		w.mu.Unlock()
-		for _, r := range left {
-			if done := a.resolve(ctx, r); done {
+		for _, x := range left {
+			if a.resolve(ctx, x) {
 				w.mu.Lock()
-				delete(w.runs, r)
+				delete(w.runs, x.run.id)
 				w.mu.Unlock()
-				close(r.started)
+				close(x.run.started)
 			}
 		}
 		cancel()
@@ -239,7 +268,8 @@ func (a *API) poll() {
 // runs.Manager.RunParts), or it never will (cancelled before it
 // started, its thread deleted), which run.err says. A run gone without
 // a trace (rolled back while it waited) is let go after startedWithin.
-func (a *API) resolve(ctx context.Context, r *apiRun) bool {
+func (a *API) resolve(ctx context.Context, x *watched) bool {
+	r := x.run
 	rec, err := a.cfg.Runs.RunRecord(ctx, r.req.Thread, r.id)
 	switch {
 	case err == nil && rec.Meta != nil && rec.Meta.NotStarted != "":
@@ -257,7 +287,7 @@ func (a *API) resolve(ctx context.Context, r *apiRun) bool {
 		}
 	}
 	a.watching.mu.Lock()
-	since := a.watching.runs[r]
+	since := x.left
 	a.watching.mu.Unlock()
 	return time.Since(since) > startedWithin
 }

@@ -617,7 +617,7 @@ func (a *API) queuedOf(thread string) []*apiRun {
 
 // runObject is the Run object of a run in the run log.
 func (a *API) runObject(ctx context.Context, thread, runID string) (map[string]any, error) {
-	q, ok, err := a.findPending(ctx, thread, runID)
+	q, ok, err := a.findPending(ctx, thread, runID, false)
 	if err != nil {
 		return nil, err
 	}
@@ -770,7 +770,7 @@ func (a *API) deleteRun(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, a.log, err)
 		return
 	}
-	if _, ok, err := a.findPending(r.Context(), thread, runID); err != nil || ok {
+	if _, ok, err := a.findPending(r.Context(), thread, runID, false); err != nil || ok {
 		if err == nil {
 			err = conflict("run %q is queued; cancel it first", runID)
 		}
@@ -803,7 +803,7 @@ func (a *API) cancelRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	wait, _ := flagParam(r, "wait")
-	qr, ok, err := a.findPending(r.Context(), thread, runID)
+	qr, ok, err := a.findPending(r.Context(), thread, runID, false)
 	if err != nil {
 		fail(w, r, a.log, err)
 		return
@@ -877,7 +877,7 @@ func (a *API) joinRun(w http.ResponseWriter, r *http.Request) {
 
 // existingRun finds a run the API can wait on: queued, or in the run log.
 func (a *API) existingRun(ctx context.Context, thread, runID string) (*apiRun, error) {
-	q, ok, err := a.findPending(ctx, thread, runID)
+	q, ok, err := a.findPending(ctx, thread, runID, true)
 	if err != nil {
 		return nil, err
 	}
@@ -1064,7 +1064,7 @@ func (a *API) dropped(thread, runID string, cancelOnDrop bool) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if q, ok, err := a.findPending(ctx, thread, runID); ok {
+	if q, ok, err := a.findPending(ctx, thread, runID, false); ok {
 		if _, err := a.cancelPending(ctx, q, false); err != nil {
 			a.log.Error("api: cancel a queued run its dropped client asked to cancel", "thread", thread, "run", runID, "error", err)
 		}

@@ -261,7 +261,7 @@ func (a *API) cancelMany(w http.ResponseWriter, r *http.Request) {
 // rollback it and its checkpoints are then deleted. A run that already
 // ended is left as it is.
 func (a *API) cancelOne(ctx context.Context, thread, runID string, rollback bool) error {
-	q, ok, err := a.findPending(ctx, thread, runID)
+	q, ok, err := a.findPending(ctx, thread, runID, false)
 	if err != nil {
 		return err
 	}

@@ -120,39 +120,43 @@ func (q *Queue) dispatchHead(ctx context.Context, tx pgx.Tx, thread string) erro
 
 // reapPending gives a new job to the head of every free thread's queue
 // whose job was made (or came due) a lease's length ago and has not
-// started it: the worker that fetched it died. One reaper wins each
-// head: the update takes its row's lock and re-checks.
+// started it: the worker that fetched it died. Each thread is handled
+// as every other path does, its lease row locked first and then its
+// queue, and looked at again under that lock: one reaper wins it.
 func (q *Queue) reapPending(ctx context.Context) (int, error) {
+	rows, err := q.pool.Query(ctx, `SELECT DISTINCT thread_id FROM studio_run_queue
+		WHERE state = 'pending' AND (dispatched_at IS NULL OR dispatched_at < now() - $1::interval)
+		  AND (not_before IS NULL OR not_before <= now())`, q.cfg.LeaseTTL)
+	if err != nil {
+		return 0, err
+	}
+	threads, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return 0, err
+	}
 	n := 0
-	err := pgx.BeginFunc(ctx, q.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `UPDATE studio_run_queue r SET dispatched_at = now()
-			WHERE r.state = 'pending'
-			  AND (r.dispatched_at IS NULL OR r.dispatched_at < now() - $1::interval)
-			  AND (r.not_before IS NULL OR r.not_before <= now())
-			  AND r.seq = (SELECT min(seq) FROM studio_run_queue WHERE thread_id = r.thread_id AND state = 'pending')
-			  AND EXISTS (SELECT 1 FROM studio_thread_leases l WHERE l.thread_id = r.thread_id AND l.run_id IS NULL
-			              AND (l.hold_until IS NULL OR l.hold_until <= now()))
-			RETURNING r.thread_id`, q.cfg.LeaseTTL)
-		if err != nil {
-			return err
-		}
-		threads, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			return err
-		}
-		for _, th := range threads {
-			// The lease row is locked first, as every other path does.
-			if _, err := tx.Exec(ctx, `SELECT 1 FROM studio_thread_leases WHERE thread_id = $1 FOR UPDATE`, th); err != nil {
-				return err
-			}
-			if err := q.dispatchHead(ctx, tx, th); err != nil {
+	for _, th := range threads {
+		err := pgx.BeginFunc(ctx, q.pool, func(tx pgx.Tx) error {
+			var lost bool
+			err := tx.QueryRow(ctx, `WITH l AS (
+				  SELECT run_id, hold_until FROM studio_thread_leases WHERE thread_id = $1 FOR UPDATE
+				)
+				SELECT EXISTS (SELECT 1 FROM l WHERE run_id IS NULL AND (hold_until IS NULL OR hold_until <= now()))
+				   AND EXISTS (SELECT 1 FROM (SELECT dispatched_at, not_before FROM studio_run_queue
+				                              WHERE thread_id = $1 AND state = 'pending' ORDER BY seq LIMIT 1) h
+				               WHERE (h.dispatched_at IS NULL OR h.dispatched_at < now() - $2::interval)
+				                 AND (h.not_before IS NULL OR h.not_before <= now()))`, th, q.cfg.LeaseTTL).Scan(&lost)
+			if err != nil || !lost {
 				return err
 			}
 			n++
+			return q.dispatchHead(ctx, tx, th)
+		})
+		if err != nil {
+			return n, err
 		}
-		return nil
-	})
-	return n, err
+	}
+	return n, nil
 }
 
 // Pending implements runs.Queue.
