@@ -16,15 +16,27 @@ ALTER TABLE studio_run_queue
     -- still pending a lease's length later lost its job and gets another.
     ADD COLUMN dispatched_at timestamptz;
 
+-- How many runs are pending on the thread, kept on its lease row: a claim
+-- or a finish reads it from the row it locks, so it sees an enqueue that
+-- committed while it waited for the lock (a subquery would read the
+-- statement's older snapshot).
+ALTER TABLE studio_thread_leases ADD COLUMN pending int NOT NULL DEFAULT 0;
+
 -- A rollback holds the thread's pending runs while it deletes the
--- cancelled run's checkpoints; it lapses on its own should its process
--- die meanwhile.
-ALTER TABLE studio_thread_leases ADD COLUMN hold_until timestamptz;
+-- cancelled run's checkpoints. Its process renews the hold while it lasts;
+-- should that process die, the hold lapses at until.
+CREATE TABLE studio_queue_holds (
+    thread_id text COLLATE "C" NOT NULL,
+    hold_id   text COLLATE "C" NOT NULL,
+    until     timestamptz NOT NULL,
+    PRIMARY KEY (thread_id, hold_id)
+);
 
 -- When other processes continued a run (runs.Takeover, JSON), so that a
 -- page shows it after a reload as a live tab did.
 ALTER TABLE studio_runs ADD COLUMN takeovers jsonb;
 ---- create above / drop below ----
 ALTER TABLE studio_runs DROP COLUMN takeovers;
-ALTER TABLE studio_thread_leases DROP COLUMN hold_until;
+DROP TABLE studio_queue_holds;
+ALTER TABLE studio_thread_leases DROP COLUMN pending;
 ALTER TABLE studio_run_queue DROP COLUMN dispatched_at, DROP COLUMN job_id, DROP COLUMN not_before;

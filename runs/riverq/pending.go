@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
@@ -49,18 +51,20 @@ func (q *Queue) Enqueue(ctx context.Context, run runs.QueuedRun, limits runs.Que
 		notBefore = &run.NotBefore
 	}
 	err = pgx.BeginFunc(ctx, q.pool, func(tx pgx.Tx) error {
-		// The lease row, locked: enqueues, claims and finishes of the
-		// thread serialise here.
+		// The lease row, locked (enqueues, claims, starts and finishes
+		// of the thread serialise here), counts one more pending run.
 		var active *string
-		var held bool
-		if err := tx.QueryRow(ctx, `INSERT INTO studio_thread_leases AS l (thread_id) VALUES ($1)
-			ON CONFLICT (thread_id) DO UPDATE SET thread_id = l.thread_id
-			RETURNING l.run_id, coalesce(l.hold_until > now(), false)`, run.Thread).Scan(&active, &held); err != nil {
+		var ofThread int
+		if err := tx.QueryRow(ctx, `INSERT INTO studio_thread_leases AS l (thread_id, pending) VALUES ($1, 1)
+			ON CONFLICT (thread_id) DO UPDATE SET pending = l.pending + 1
+			RETURNING l.run_id, l.pending - 1`, run.Thread).Scan(&active, &ofThread); err != nil {
 			return err
 		}
-		var ofThread, total int
-		if err := tx.QueryRow(ctx, `SELECT count(*) FILTER (WHERE thread_id = $1), count(*) FROM studio_run_queue WHERE state = 'pending'`,
-			run.Thread).Scan(&ofThread, &total); err != nil {
+		// Read after the lock, so as of now.
+		var total int
+		var held bool
+		if err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM studio_run_queue WHERE state = 'pending'), `+sqlHeld,
+			run.Thread).Scan(&total, &held); err != nil {
 			return err
 		}
 		if limits.PerThread > 0 && ofThread >= limits.PerThread || limits.Total > 0 && total >= limits.Total {
@@ -83,6 +87,9 @@ func (q *Queue) Enqueue(ctx context.Context, run runs.QueuedRun, limits runs.Que
 	return err
 }
 
+// sqlHeld says whether thread $1's pending runs are held (Hold).
+const sqlHeld = `EXISTS (SELECT 1 FROM studio_queue_holds WHERE thread_id = $1 AND until > now())`
+
 // dispatchHead gives the first pending run of a free thread a job that
 // starts it (when its not_before comes), in place of any it had. tx
 // holds the thread's lease row.
@@ -91,8 +98,7 @@ func (q *Queue) dispatchHead(ctx context.Context, tx pgx.Tx, thread string) erro
 	var notBefore *time.Time
 	var job *int64
 	err := tx.QueryRow(ctx, `SELECT run_id, not_before, job_id FROM studio_run_queue
-		WHERE thread_id = $1 AND state = 'pending'
-		  AND NOT EXISTS (SELECT 1 FROM studio_thread_leases WHERE thread_id = $1 AND hold_until > now())
+		WHERE thread_id = $1 AND state = 'pending' AND NOT `+sqlHeld+`
 		ORDER BY seq LIMIT 1`, thread).Scan(&runID, &notBefore, &job)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil // none, or held: the hold's end dispatches
@@ -120,9 +126,11 @@ func (q *Queue) dispatchHead(ctx context.Context, tx pgx.Tx, thread string) erro
 
 // reapPending gives a new job to the head of every free thread's queue
 // whose job was made (or came due) a lease's length ago and has not
-// started it: the worker that fetched it died. Each thread is handled
-// as every other path does, its lease row locked first and then its
-// queue, and looked at again under that lock: one reaper wins it.
+// started it: the worker that fetched it died. A job still waiting for a
+// worker (they are all busy) is left where it is in river's queue. Each
+// thread is handled as every other path does, its lease row locked first
+// and then its queue, and looked at again under that lock: one reaper
+// wins it.
 func (q *Queue) reapPending(ctx context.Context) (int, error) {
 	rows, err := q.pool.Query(ctx, `SELECT DISTINCT thread_id FROM studio_run_queue
 		WHERE state = 'pending' AND (dispatched_at IS NULL OR dispatched_at < now() - $1::interval)
@@ -137,16 +145,32 @@ func (q *Queue) reapPending(ctx context.Context) (int, error) {
 	n := 0
 	for _, th := range threads {
 		err := pgx.BeginFunc(ctx, q.pool, func(tx pgx.Tx) error {
-			var lost bool
-			err := tx.QueryRow(ctx, `WITH l AS (
-				  SELECT run_id, hold_until FROM studio_thread_leases WHERE thread_id = $1 FOR UPDATE
-				)
-				SELECT EXISTS (SELECT 1 FROM l WHERE run_id IS NULL AND (hold_until IS NULL OR hold_until <= now()))
-				   AND EXISTS (SELECT 1 FROM (SELECT dispatched_at, not_before FROM studio_run_queue
-				                              WHERE thread_id = $1 AND state = 'pending' ORDER BY seq LIMIT 1) h
-				               WHERE (h.dispatched_at IS NULL OR h.dispatched_at < now() - $2::interval)
-				                 AND (h.not_before IS NULL OR h.not_before <= now()))`, th, q.cfg.LeaseTTL).Scan(&lost)
-			if err != nil || !lost {
+			var free bool
+			if err := tx.QueryRow(ctx, `SELECT run_id IS NULL FROM studio_thread_leases WHERE thread_id = $1 FOR UPDATE`, th).Scan(&free); err != nil || !free {
+				if errors.Is(err, pgx.ErrNoRows) {
+					return nil
+				}
+				return err
+			}
+			var head string
+			var job *int64
+			var waiting bool
+			err := tx.QueryRow(ctx, `SELECT h.run_id, h.job_id,
+				  EXISTS (SELECT 1 FROM river_job j WHERE j.id = h.job_id AND j.state IN ('available', 'scheduled', 'retryable'))
+				FROM (SELECT run_id, job_id, dispatched_at, not_before FROM studio_run_queue
+				      WHERE thread_id = $1 AND state = 'pending' ORDER BY seq LIMIT 1) h
+				WHERE (h.dispatched_at IS NULL OR h.dispatched_at < now() - $2::interval)
+				  AND (h.not_before IS NULL OR h.not_before <= now()) AND NOT `+sqlHeld,
+				th, q.cfg.LeaseTTL).Scan(&head, &job, &waiting)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if waiting {
+				// Busy workers, not a lost job: it keeps its place.
+				_, err := tx.Exec(ctx, `UPDATE studio_run_queue SET dispatched_at = now() WHERE run_id = $1`, head)
 				return err
 			}
 			n++
@@ -237,6 +261,12 @@ func (q *Queue) Unqueue(ctx context.Context, thread, runID string) ([]runs.Queue
 		if err := rows.Err(); err != nil {
 			return err
 		}
+		if len(out) > 0 {
+			if _, err := tx.Exec(ctx, `UPDATE studio_thread_leases SET pending = greatest(pending - $2, 0) WHERE thread_id = $1`,
+				thread, len(out)); err != nil {
+				return err
+			}
+		}
 		for _, j := range jobs {
 			if _, err := q.client.JobDeleteTx(ctx, tx, j); err != nil && !errors.Is(err, rivertype.ErrJobRunning) && !errors.Is(err, river.ErrNotFound) {
 				return fmt.Errorf("delete a pending run's job: %w", err)
@@ -251,22 +281,59 @@ func (q *Queue) Unqueue(ctx context.Context, thread, runID string) ([]runs.Queue
 	return out, err
 }
 
-// Hold implements runs.Queue.
+// Hold implements runs.Queue. The hold is renewed every third of d until
+// released; should this process die, it lapses d after its last renewal.
 func (q *Queue) Hold(ctx context.Context, thread string, d time.Duration) (func(context.Context) error, error) {
-	_, err := q.pool.Exec(ctx, `INSERT INTO studio_thread_leases AS l (thread_id, hold_until) VALUES ($1, now() + $2::interval)
-		ON CONFLICT (thread_id) DO UPDATE SET hold_until = greatest(l.hold_until, EXCLUDED.hold_until)`, thread, d)
+	id := uuid.NewString()
+	err := pgx.BeginFunc(ctx, q.pool, func(tx pgx.Tx) error {
+		// Taken under the lease row's lock, as the start of a pending run
+		// checks holds under it.
+		if _, err := tx.Exec(ctx, `INSERT INTO studio_thread_leases AS l (thread_id) VALUES ($1)
+			ON CONFLICT (thread_id) DO UPDATE SET thread_id = l.thread_id`, thread); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO studio_queue_holds (thread_id, hold_id, until) VALUES ($1, $2, now() + $3::interval)`, thread, id, d)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
+	stop := make(chan struct{})
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		tick := time.NewTicker(d / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			rctx, cancel := context.WithTimeout(context.Background(), d/3)
+			_, err := q.pool.Exec(rctx, `UPDATE studio_queue_holds SET until = now() + $3::interval WHERE thread_id = $1 AND hold_id = $2`, thread, id, d)
+			cancel()
+			if err != nil && q.cfg.OnError != nil {
+				q.cfg.OnError(fmt.Errorf("riverq: renew the hold on thread %q: %w", thread, err))
+			}
+		}
+	}()
+	var once sync.Once
 	return func(ctx context.Context) error {
+		once.Do(func() {
+			close(stop)
+			<-renewed
+		})
 		return pgx.BeginFunc(ctx, q.pool, func(tx pgx.Tx) error {
 			var active *string
-			if err := tx.QueryRow(ctx, `UPDATE studio_thread_leases SET hold_until = NULL WHERE thread_id = $1 RETURNING run_id`,
-				thread).Scan(&active); err != nil {
+			if err := tx.QueryRow(ctx, `SELECT run_id FROM studio_thread_leases WHERE thread_id = $1 FOR UPDATE`, thread).Scan(&active); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `DELETE FROM studio_queue_holds WHERE thread_id = $1 AND hold_id = $2`, thread, id); err != nil {
 				return err
 			}
 			if active == nil {
-				return q.dispatchHead(ctx, tx, thread)
+				return q.dispatchHead(ctx, tx, thread) // unless another hold remains
 			}
 			return nil
 		})
@@ -292,21 +359,22 @@ func (w *startWorker) Work(ctx context.Context, job *river.Job[StartArgs]) error
 	)
 	err := pgx.BeginFunc(ctx, q.pool, func(tx pgx.Tx) error {
 		var active *string
-		var held bool
-		err := tx.QueryRow(ctx, `SELECT run_id, coalesce(hold_until > now(), false) FROM studio_thread_leases WHERE thread_id = $1 FOR UPDATE`,
-			job.Args.Thread).Scan(&active, &held)
+		err := tx.QueryRow(ctx, `SELECT run_id FROM studio_thread_leases WHERE thread_id = $1 FOR UPDATE`,
+			job.Args.Thread).Scan(&active)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
-		if err != nil || active != nil || held {
-			// Busy or held: the end of that run or hold dispatches the
-			// head again.
+		if err != nil || active != nil {
+			// Busy: that run's end dispatches the head again.
 			return err
 		}
+		// Read after the lock, so as of now. Held, the hold's end
+		// dispatches the head again.
 		var head string
 		var notBefore *time.Time
 		var now time.Time
-		err = tx.QueryRow(ctx, `SELECT run_id, not_before, now() FROM studio_run_queue WHERE thread_id = $1 AND state = 'pending' ORDER BY seq LIMIT 1`,
+		err = tx.QueryRow(ctx, `SELECT run_id, not_before, now() FROM studio_run_queue
+			WHERE thread_id = $1 AND state = 'pending' AND NOT `+sqlHeld+` ORDER BY seq LIMIT 1`,
 			job.Args.Thread).Scan(&head, &notBefore, &now)
 		if errors.Is(err, pgx.ErrNoRows) || err == nil && head != job.Args.RunID {
 			return nil // a stale job: cancelled, or started by another
@@ -325,7 +393,7 @@ func (w *startWorker) Work(ctx context.Context, job *river.Job[StartArgs]) error
 		l = runs.Lease{Thread: job.Args.Thread, RunID: head, Attempt: 1}
 		start = true
 		return tx.QueryRow(ctx, `UPDATE studio_thread_leases SET run_id = $2, job_id = $3, holder = $4, fence = fence + 1,
-			expires_at = now() + $5::interval, redispatch_at = NULL WHERE thread_id = $1 RETURNING fence`,
+			expires_at = now() + $5::interval, redispatch_at = NULL, pending = greatest(pending - 1, 0) WHERE thread_id = $1 RETURNING fence`,
 			job.Args.Thread, head, job.ID, q.cfg.ID, q.cfg.LeaseTTL).Scan(&l.Fence)
 	})
 	switch {

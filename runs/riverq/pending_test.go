@@ -14,6 +14,7 @@ import (
 	"github.com/superstep-dev/superstep/internal/pgtest"
 
 	"github.com/superstep-dev/superstep/runs"
+	"github.com/superstep-dev/superstep/runs/riverq"
 )
 
 // enqueue keeps a run of the counting graph pending on thread, logging
@@ -186,10 +187,12 @@ func TestHoldKeepsPendingRunsWaiting(t *testing.T) {
 // holding the thread's queued runs once its time is up.
 func TestHoldLapses(t *testing.T) {
 	t.Parallel()
-	_, _, a, b := runHeld(t, 1, false, "held-elsewhere")
+	pool, _, a, b := runHeld(t, 1, false, "held-elsewhere")
 	close(a.release)
 	ctx := context.Background()
-	if _, err := a.q.Hold(ctx, "lapse", 400*time.Millisecond); err != nil {
+	// As a process that died holding the thread leaves it: its hold no
+	// longer renewed.
+	if _, err := pool.Exec(ctx, `INSERT INTO studio_queue_holds (thread_id, hold_id, until) VALUES ('lapse', 'dead', now() + interval '400 milliseconds')`); err != nil {
 		t.Fatal(err)
 	}
 	held := time.Now()
@@ -295,5 +298,131 @@ func TestTabOnAnotherProcessResumesFromItsCursor(t *testing.T) {
 	}
 	if !finished || missed[len(missed)-1].Kind != runs.KindCaughtUp {
 		t.Fatalf("the resumed tab got %d events without the run's end and caught_up", len(missed))
+	}
+}
+
+// TestHoldIsRenewed: a hold lasts as long as its process holds it, past
+// its duration, and ends when released.
+func TestHoldIsRenewed(t *testing.T) {
+	t.Parallel()
+	_, _, a, b := runHeld(t, 1, false, "renew-other")
+	close(a.release)
+	ctx := context.Background()
+	release, err := a.q.Hold(ctx, "renewed", 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := enqueue(t, b.m, "renewed", "after", 0)
+	// Not a synchronisation: three times the hold's duration, in which
+	// its renewals must keep the queued run waiting.
+	time.Sleep(900 * time.Millisecond)
+	if _, ok, err := a.m.PendingRun(ctx, id); !ok || err != nil {
+		t.Fatalf("the queued run started while its thread was held by a live process (%v)", err)
+	}
+	if err := release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the queued run to run once released", 10*time.Second, func() bool {
+		rec, err := a.m.RunRecord(ctx, "renewed", id)
+		return err == nil && !rec.Ended.IsZero()
+	})
+}
+
+// TestClaimSeesARunEnqueuedWhileItWaited: an enqueue and a claim of one
+// free thread arrive together; the enqueue gets the thread's lock first.
+// The claim, granted the lock once the enqueue committed, finds the
+// queued run and is refused: a new run never jumps the queue.
+func TestClaimSeesARunEnqueuedWhileItWaited(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Schema(t, nil)
+	p := start(t, pool, "a", &effects{}, 0, false)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `INSERT INTO studio_thread_leases (thread_id) VALUES ('race')`); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lock.Exec(ctx, `SELECT 1 FROM studio_thread_leases WHERE thread_id = 'race' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	waiting := func(n int) {
+		t.Helper()
+		waitFor(t, fmt.Sprintf("%d statements waiting for the thread's lock", n), 10*time.Second, func() bool {
+			var got int
+			err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%studio_thread_leases%'`).Scan(&got)
+			return err == nil && got >= n
+		})
+	}
+	enqueued := make(chan error, 1)
+	go func() {
+		enqueued <- p.q.Enqueue(ctx, runs.QueuedRun{Graph: "count", Thread: "race", RunID: uuid.NewString(), Kind: runs.RunStart,
+			Started: time.Now(), NotBefore: time.Now().Add(time.Hour)}, runs.QueueLimits{})
+	}()
+	waiting(1)
+	claimed := make(chan error, 1)
+	go func() {
+		_, err := p.q.Claim(ctx, runs.QueuedRun{Graph: "count", Thread: "race", RunID: uuid.NewString(), Kind: runs.RunStart, Started: time.Now()})
+		claimed <- err
+	}()
+	waiting(2)
+	if err := lock.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-enqueued; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-claimed; !errors.Is(err, runs.ErrThreadBusy) {
+		t.Fatalf("a claim granted the lock after an enqueue committed: %v, want ErrThreadBusy (the queued run goes first)", err)
+	}
+}
+
+// TestReaperAndStartDoNotDeadlock: the reaper and a start of the same
+// thread's queued run lock the lease row, then the queue's row, in that
+// order both: the reaper waits for the start instead of deadlocking it.
+func TestReaperAndStartDoNotDeadlock(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Schema(t, nil)
+	ctx := context.Background()
+	q, err := riverq.New(pool, riverq.Config{ID: "a", LeaseTTL: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO studio_thread_leases (thread_id, pending) VALUES ('th', 1)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO studio_run_queue (run_id, thread_id, state, request, dispatched_at)
+		VALUES ('r1', 'th', 'pending', '{}', now() - interval '1 minute')`); err != nil {
+		t.Fatal(err)
+	}
+	// A start, half way: the lease row locked.
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `SELECT run_id FROM studio_thread_leases WHERE thread_id = 'th' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	reaped := make(chan error, 1)
+	go func() { _, err := q.ReapOnce(ctx); reaped <- err }()
+	waitFor(t, "the reaper to wait for the thread's lock", 10*time.Second, func() bool {
+		var n int
+		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%studio_thread_leases%'`).Scan(&n)
+		return err == nil && n > 0
+	})
+	// The start's second half: the queued run becomes the active one.
+	if _, err := tx.Exec(ctx, `UPDATE studio_run_queue SET state = 'active' WHERE run_id = 'r1'`); err != nil {
+		t.Fatalf("the start, with the reaper waiting: %v", err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE studio_thread_leases SET run_id = 'r1', pending = 0 WHERE thread_id = 'th'`); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-reaped; err != nil {
+		t.Fatalf("the reaper: %v", err)
 	}
 }

@@ -270,7 +270,7 @@ func (q *Queue) Claim(ctx context.Context, run runs.QueuedRun) (runs.Lease, erro
 		var pending bool
 		if err := tx.QueryRow(ctx, `INSERT INTO studio_thread_leases AS l (thread_id) VALUES ($1)
 			ON CONFLICT (thread_id) DO UPDATE SET thread_id = l.thread_id
-			RETURNING l.run_id, EXISTS (SELECT 1 FROM studio_run_queue WHERE thread_id = $1 AND state = 'pending')`,
+			RETURNING l.run_id, l.pending > 0`,
 			run.Thread).Scan(&active, &pending); err != nil {
 			return err
 		}
@@ -327,8 +327,8 @@ func (q *Queue) Finish(ctx context.Context, l runs.Lease) error {
 	return pgx.BeginFunc(ctx, q.pool, func(tx pgx.Tx) error {
 		// Released only by its holder at its fence; the run's request goes
 		// with it, and the job it had is returned (one round trip).
-		// Whether runs are pending comes back too: the first of them is
-		// started next.
+		// Whether runs are pending comes back too (the count on the
+		// locked row, so as of now): the first of them is started next.
 		var job *int64
 		var pending bool
 		err := tx.QueryRow(ctx, `WITH old AS (
@@ -338,7 +338,7 @@ func (q *Queue) Finish(ctx context.Context, l runs.Lease) error {
 			)
 			UPDATE studio_thread_leases l SET run_id = NULL, job_id = NULL, holder = '', expires_at = NULL, redispatch_at = NULL
 			FROM old WHERE l.thread_id = $1
-			RETURNING old.job_id, EXISTS (SELECT 1 FROM studio_run_queue WHERE thread_id = $1 AND state = 'pending')`,
+			RETURNING old.job_id, l.pending > 0`,
 			l.Thread, l.Fence, q.cfg.ID, l.RunID).Scan(&job, &pending)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return runs.ErrLeaseLost
