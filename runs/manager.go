@@ -501,6 +501,17 @@ func storable(what string, v any) error {
 // Cancel stops the thread's active run. The thread becomes idle with
 // Error "cancelled"; what the run saved so far stays.
 func (m *Manager) Cancel(ctx context.Context, threadID string) error {
+	return m.cancelRun(ctx, threadID, "")
+}
+
+// CancelRun is Cancel of run runID only: ErrNotRunning when the thread's
+// active run is another (runID ended, and a later run started since).
+func (m *Manager) CancelRun(ctx context.Context, threadID, runID string) error {
+	return m.cancelRun(ctx, threadID, runID)
+}
+
+// cancelRun cancels the thread's active run, if it is runID ("": any).
+func (m *Manager) cancelRun(ctx context.Context, threadID, runID string) error {
 	t, err := m.holdThread(ctx, threadID)
 	if err != nil {
 		return err
@@ -510,15 +521,18 @@ func (m *Manager) Cancel(ctx context.Context, threadID string) error {
 		// The run, if any, is in another process: it learns of the
 		// cancel when it next renews its lease.
 		m.mu.Unlock()
-		err := m.queue.Cancel(ctx, threadID)
+		err := m.queue.Cancel(ctx, threadID, runID)
 		m.mu.Lock()
 		if errors.Is(err, ErrNotRunning) {
-			return fmt.Errorf("%w: thread %q has no active run", ErrNotRunning, threadID)
+			return fmt.Errorf("%w: thread %q has no active run %s", ErrNotRunning, threadID, runID)
 		}
 		return err
 	}
 	if t.info.Status != StatusRunning || t.cancel == nil {
 		return fmt.Errorf("%w: thread %q is %s", ErrNotRunning, threadID, t.info.Status)
+	}
+	if runID != "" && t.info.RunID != runID {
+		return fmt.Errorf("%w: run %s of thread %q has ended; run %s is active", ErrNotRunning, runID, threadID, t.info.RunID)
 	}
 	if t.starting {
 		// Cancelled now, a run that has not saved its input yet would

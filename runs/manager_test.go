@@ -272,6 +272,13 @@ func TestCancelStopsTheRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-g.entered
+	// A cancel of another run (one that ended, say) leaves this one be.
+	if err := m.CancelRun(ctx, "c", "an-ended-run"); !errors.Is(err, runs.ErrNotRunning) {
+		t.Fatalf("CancelRun of a run that is not the active one = %v, want ErrNotRunning", err)
+	}
+	if th, _ := m.Thread(ctx, "c"); th.Status != runs.StatusRunning {
+		t.Fatalf("after a cancel of another run the thread is %s", th.Status)
+	}
 	if err := m.Cancel(context.Background(), "c"); err != nil {
 		t.Fatal(err)
 	}

@@ -33,9 +33,9 @@ type Queue interface {
 	// (this process is stopping): another process takes it over.
 	HandBack(ctx context.Context, l Lease) error
 	// Cancel asks the process running the thread's active run to cancel
-	// it (it learns of it on its next Renew). ErrNotRunning when the
-	// thread has no active run.
-	Cancel(ctx context.Context, thread string) error
+	// it (it learns of it on its next Renew), if that run is runID (""
+	// for any). ErrNotRunning when the thread has no such active run.
+	Cancel(ctx context.Context, thread, runID string) error
 	// Active reports the thread's active run, if any, in any process.
 	Active(ctx context.Context, thread string) (runID string, ok bool, err error)
 	// Queued returns the runs of the thread the queue holds (claimed, not

@@ -357,7 +357,15 @@ func (a *API) cancelActive(ctx context.Context, thread, runID string, rollback b
 			return nil, err
 		}
 	}
-	if err := a.cfg.Runs.Cancel(ctx, thread); err != nil && !errors.Is(err, runs.ErrNotRunning) {
+	err = a.cfg.Runs.CancelRun(ctx, thread, runID)
+	if errors.Is(err, runs.ErrNotRunning) {
+		// It ended on its own before the cancel reached it (and the
+		// next run may have started since): there is nothing to stop,
+		// and a finished run is not rolled back.
+		release()
+		return func(context.Context) error { return nil }, nil
+	}
+	if err != nil {
 		release()
 		return nil, err
 	}
@@ -1071,8 +1079,9 @@ func (a *API) dropped(thread, runID string, cancelOnDrop bool) {
 	} else if err != nil {
 		a.log.Error("api: find the run a dropped client asked to cancel", "thread", thread, "run", runID, "error", err)
 	}
-	if info, err := a.cfg.Runs.Thread(ctx, thread); err == nil && info.Status == runs.StatusRunning && info.RunID == runID {
-		_ = a.cfg.Runs.Cancel(ctx, thread)
+	// This run only: never the thread's next one.
+	if err := a.cfg.Runs.CancelRun(ctx, thread, runID); err != nil && !errors.Is(err, runs.ErrNotRunning) && !errors.Is(err, runs.ErrUnknownThread) {
+		a.log.Error("api: cancel the run its dropped client asked to cancel", "thread", thread, "run", runID, "error", err)
 	}
 }
 

@@ -407,8 +407,9 @@ func (q *Queue) dispatch(ctx context.Context, tx pgx.Tx, thread, runID string, j
 }
 
 // Cancel implements runs.Queue.
-func (q *Queue) Cancel(ctx context.Context, thread string) error {
-	tag, err := q.pool.Exec(ctx, `UPDATE studio_run_queue SET cancel = 'cancel' WHERE thread_id = $1 AND state = 'active'`, thread)
+func (q *Queue) Cancel(ctx context.Context, thread, runID string) error {
+	tag, err := q.pool.Exec(ctx, `UPDATE studio_run_queue SET cancel = 'cancel' WHERE thread_id = $1 AND state = 'active' AND ($2 = '' OR run_id = $2)`,
+		thread, runID)
 	if err != nil {
 		return err
 	}

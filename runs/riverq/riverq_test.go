@@ -69,6 +69,16 @@ type process struct {
 	renewFrom atomic.Int64
 }
 
+// runID is the id of the thread's active run in p.
+func (p *process) runID(t *testing.T, thread string) string {
+	t.Helper()
+	id, ok, err := p.q.Active(context.Background(), thread)
+	if err != nil || !ok {
+		t.Fatalf("thread %s has no active run (%v)", thread, err)
+	}
+	return id
+}
+
 // pause makes p behave as a paused process: its runs stop renewing
 // their leases, and it takes no run over (its river workers stop).
 func (p *process) pause(t *testing.T) {
@@ -311,8 +321,12 @@ func TestCancelReachesAnotherProcess(t *testing.T) {
 	t.Parallel()
 	_, _, a, b := runHeld(t, 2, false, "c1")
 	ctx := context.Background()
+	// A cancel of another run (one that ended, say) does not reach it.
+	if err := b.m.CancelRun(ctx, "c1", "an-ended-run"); !errors.Is(err, runs.ErrNotRunning) {
+		t.Fatalf("a cancel of a run that is not the active one: %v, want ErrNotRunning", err)
+	}
 	asked := time.Now()
-	if err := b.m.Cancel(ctx, "c1"); err != nil {
+	if err := b.m.CancelRun(ctx, "c1", a.runID(t, "c1")); err != nil {
 		t.Fatal(err)
 	}
 	th, err := a.m.Wait(ctx, "c1")
