@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -145,6 +146,11 @@ func CheckSchedule(s string) error {
 func parseSchedule(s string) (cron.Schedule, error) {
 	if len(s) > 200 {
 		return nil, fmt.Errorf("%w: schedule is %d bytes long; at most 200", ErrInvalidInput, len(s))
+	}
+	// robfig also reads a time zone (CRON_TZ=..., TZ=...) and @every
+	// intervals: a schedule is 5 fields in UTC, as upstream's.
+	if t := strings.TrimSpace(s); strings.HasPrefix(t, "CRON_TZ=") || strings.HasPrefix(t, "TZ=") || strings.HasPrefix(t, "@every") {
+		return nil, fmt.Errorf("%w: schedule %q: time zones and @every are not supported (want 5 fields in UTC: minute hour day-of-month month day-of-week, as \"*/5 * * * *\")", ErrInvalidInput, s)
 	}
 	sch, err := cronParser.Parse(s)
 	if err != nil {

@@ -423,7 +423,11 @@ func (a *API) updateCron(w http.ResponseWriter, r *http.Request) {
 	}
 	var p runs.CronPatch
 	if v, ok := raw["schedule"]; ok && v != nil {
-		s, _ := v.(string)
+		s, ok := v.(string)
+		if !ok {
+			fail(w, r, a.log, invalid("schedule", "want a cron schedule string, got %s", kindOf(v)))
+			return
+		}
 		if err := runs.CheckSchedule(s); err != nil {
 			fail(w, r, a.log, invalid("schedule", "%s", strings.TrimPrefix(err.Error(), runs.ErrInvalidInput.Error()+": ")))
 			return
@@ -483,7 +487,7 @@ func (a *API) updateCron(w http.ResponseWriter, r *http.Request) {
 		payload["metadata"], changed = md, true
 	}
 	if changed {
-		if _, err := planPayload(payload); err != nil {
+		if err := a.checkCronPayload(r.Context(), cur, payload); err != nil {
 			fail(w, r, a.log, err)
 			return
 		}
@@ -495,6 +499,33 @@ func (a *API) updateCron(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, cronToWire(c))
+}
+
+// checkCronPayload checks a cron's new payload as its creation did: a
+// refused input or webhook is a 4xx now, not a silent refusal at every
+// firing.
+func (a *API) checkCronPayload(ctx context.Context, cur runs.Cron, payload map[string]any) error {
+	plan, err := planPayload(payload)
+	if err != nil {
+		return err
+	}
+	as, err := a.resolveAssistant(ctx, cur.Assistant)
+	if err != nil {
+		return err
+	}
+	if plan.body.Webhook != "" {
+		if err := a.checkWebhook(plan.body.Webhook); err != nil {
+			return err
+		}
+	}
+	req := runs.RunRequest{Graph: as.Graph, Thread: cur.Thread, Input: plan.input, Options: plan.options}
+	if req.Thread == "" {
+		if plan.input == nil {
+			return invalid("input", "a stateless cron's runs each start a new thread: give input")
+		}
+		req.Thread = uuid.NewString()
+	}
+	return a.cfg.Runs.CheckRun(ctx, req)
 }
 
 func (a *API) deleteCron(w http.ResponseWriter, r *http.Request) {

@@ -219,6 +219,8 @@ func TestCronAPIShapeAndValidation(t *testing.T) {
 		c.fails(422, "POST", path, cron(map[string]any{"schedule": "every minute"}), "schedule")
 		c.fails(422, "POST", path, cron(map[string]any{"schedule": "* * * *"}), "schedule")
 		c.fails(422, "POST", path, cron(map[string]any{"schedule": "0 0 30 2 *"}), "schedule", "never")
+		c.fails(422, "POST", path, cron(map[string]any{"schedule": "CRON_TZ=America/New_York 30 1 * * *"}), "schedule", "UTC")
+		c.fails(422, "POST", path, cron(map[string]any{"schedule": "@every 1s"}), "schedule", "@every")
 		c.fails(422, "POST", path, cron(map[string]any{"schedule": nil}), "schedule", "required")
 		c.fails(422, "POST", path, cron(map[string]any{"end_time": "tomorrow"}), "end_time")
 		c.fails(422, "POST", path, cron(map[string]any{"multitask_strategy": "sometimes"}), "multitask_strategy")
@@ -234,6 +236,11 @@ func TestCronAPIShapeAndValidation(t *testing.T) {
 			t.Errorf("if_not_exists create made %v", th)
 		}
 		c.fails(422, "PATCH", "/runs/crons/"+id, map[string]any{"schedule": "61 * * * *"}, "schedule")
+		c.fails(422, "PATCH", "/runs/crons/"+id, map[string]any{"schedule": 5}, "schedule", "string")
+		// A change is checked as a creation is: not refused at every
+		// firing instead.
+		c.fails(422, "PATCH", "/runs/crons/"+id, map[string]any{"input": map[string]any{"nope": 1}}, "nope")
+		c.fails(422, "PATCH", "/runs/crons/"+id, map[string]any{"webhook": "https://elsewhere.example/hook"}, "webhook")
 		c.fails(422, "POST", "/runs/crons/search", map[string]any{"sort_by": "schedule"}, "sort_by")
 		c.fails(422, "POST", "/runs/crons/search", map[string]any{"select": []string{"secret"}}, "select")
 		c.fails(422, "DELETE", "/runs/crons/not-a-uuid", nil, "cron_id")

@@ -182,9 +182,11 @@ func New(pool *pgxpool.Pool, cfg Config) (*Queue, error) {
 		JobTimeout:        -1, // a run takes as long as it takes
 		FetchCooldown:     min(cfg.PollEvery, river.FetchCooldownDefault),
 		FetchPollInterval: cfg.PollEvery,
-		// Ghost jobs (their process died while working them) are left to
-		// river's rescuer; our reaper has already handed their run on.
-		RescueStuckJobsAfter: time.Hour,
+		// River's rescuer passes over jobs without a timeout (runs and
+		// starts: our reaper hands their runs on), and retries the others
+		// (the caller's: a cron's fire job) this long after their process
+		// died working them: a firing is late by minutes, not an hour.
+		RescueStuckJobsAfter: 2 * time.Minute,
 		Logger:               cfg.Logger,
 
 		PeriodicJobs: cfg.PeriodicJobs,
