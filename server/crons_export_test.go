@@ -28,3 +28,11 @@ func WatchedRuns(a *API) int {
 	defer a.watching.mu.Unlock()
 	return len(a.watching.runs)
 }
+
+// SetQueueLimits sets the bounds of the durable queue's pending runs
+// until the test ends (restore puts them back).
+func SetQueueLimits(perThread, total int) (restore func()) {
+	old := queueLimits
+	queueLimits = runs.QueueLimits{PerThread: perThread, Total: total}
+	return func() { queueLimits = old }
+}

@@ -327,3 +327,20 @@ func TestReadingAQueuedRunDoesNotWatchIt(t *testing.T) {
 		t.Fatalf("after the run left the queue B still watches %d runs", n)
 	}
 }
+
+// TestRefusedDelayedRunLeavesNoThread: a delayed run on a thread to
+// create, refused because the queue is full, leaves no empty thread.
+// (Not parallel: it changes the queue's limits.)
+func TestRefusedDelayedRunLeavesNoThread(t *testing.T) {
+	t.Cleanup(server.SetQueueLimits(100, 1))
+	c := newDurableServer(t, nil, nil)
+	first := uuid.NewString()
+	c.json("POST", "/threads/"+first+"/runs", map[string]any{"assistant_id": "linear", "input": map[string]any{}, "if_not_exists": "create", "after_seconds": 3600}, 200)
+	second := uuid.NewString()
+	if code, _, body := c.do("POST", "/threads/"+second+"/runs", map[string]any{"assistant_id": "linear", "input": map[string]any{}, "if_not_exists": "create", "after_seconds": 3600}); code != 409 {
+		t.Fatalf("a delayed run past the queue's limit = %d %s, want 409", code, body)
+	}
+	if code, _, body := c.do("GET", "/threads/"+second, nil); code != 404 {
+		t.Fatalf("the refused run's thread: GET = %d %s, want 404 (never made)", code, body)
+	}
+}

@@ -255,20 +255,44 @@ func (a *API) launchRun(ctx context.Context, thread, assistantID, graph string, 
 		return nil, err
 	}
 	if p.body.AfterSeconds != nil && *p.body.AfterSeconds > 0 {
+		// A delayed run on a thread to create: the thread is made now,
+		// so the run is listed on it while it waits; but not for a run
+		// the queue refuses (it is full).
+		create := err != nil
+		makeThread := func() error {
+			if _, err := a.cfg.Runs.CreateThread(ctx, thread, graph, nil); err != nil && !errors.Is(err, runs.ErrThreadExists) {
+				return err
+			}
+			return nil
+		}
+		delay := time.Duration(*p.body.AfterSeconds * float64(time.Second))
 		if !a.durable() {
 			if err := a.queueRoom(thread); err != nil {
-				return nil, err // before the thread is made for it
-			}
-		}
-		if err != nil {
-			// A delayed run on a thread to create: the thread is made
-			// now, so the run is listed on it while it waits.
-			if _, err := a.cfg.Runs.CreateThread(ctx, thread, graph, nil); err != nil && !errors.Is(err, runs.ErrThreadExists) {
 				return nil, err
 			}
-		}
-		if err := a.addPending(ctx, run, time.Duration(*p.body.AfterSeconds*float64(time.Second))); err != nil {
-			return nil, err
+			if create {
+				if err := makeThread(); err != nil {
+					return nil, err
+				}
+			}
+			if err := a.addPending(ctx, run, delay); err != nil {
+				return nil, err
+			}
+		} else {
+			// The queue's own limits say whether there is room: the run
+			// is queued first (it cannot start before its delay), its
+			// thread made then.
+			if err := a.addPending(ctx, run, delay); err != nil {
+				return nil, err
+			}
+			if create {
+				if err := makeThread(); err != nil {
+					if _, cerr := a.cfg.Runs.CancelPending(ctx, thread, run.id, true); cerr != nil {
+						a.log.Error("api: take back a delayed run whose thread could not be made", "thread", thread, "run", run.id, "error", cerr)
+					}
+					return nil, err
+				}
+			}
 		}
 		a.bookkeep(ctx, thread, graph, assistantID)
 		return run, nil
