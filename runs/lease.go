@@ -336,12 +336,7 @@ func (m *Manager) endQueued(ctx context.Context, qr QueuedRun, l Lease, status S
 	if err := m.queue.Finish(ctx, l); err != nil {
 		return err
 	}
-	if s := m.partStore(); s != nil && qr.Stream != nil {
-		// Clients following its stream on other processes see it end.
-		if err := s.EndParts(ctx, qr.Thread, qr.RunID, qr.Stream.Keep); err != nil {
-			m.report(fmt.Errorf("runs: end the stored parts of run %q: %w", qr.RunID, err))
-		}
-	}
+	m.endStoredParts(ctx, qr)
 	m.mu.Lock()
 	if t, ok := m.threads[qr.Thread]; ok && t.cancel == nil {
 		t.info.Status, t.info.Error, t.info.Updated = status, errText, at
@@ -349,6 +344,17 @@ func (m *Manager) endQueued(ctx context.Context, qr QueuedRun, l Lease, status S
 	}
 	m.mu.Unlock()
 	return nil
+}
+
+// endStoredParts ends the stored stream of a queued run ended without
+// running (or a run whose start failed): clients following it on other
+// processes see it end.
+func (m *Manager) endStoredParts(ctx context.Context, qr QueuedRun) {
+	if s := m.partStore(); s != nil && qr.Stream != nil {
+		if err := s.EndParts(ctx, qr.Thread, qr.RunID, qr.Stream.Keep); err != nil {
+			m.report(fmt.Errorf("runs: end the stored parts of run %q: %w", qr.RunID, err))
+		}
+	}
 }
 
 // endOf reports whether a run whose head checkpoint is st had ended, or

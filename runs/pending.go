@@ -66,6 +66,15 @@ func (m *Manager) PendingRuns(ctx context.Context, thread string) ([]QueuedRun, 
 	return m.queue.Pending(ctx, thread)
 }
 
+// HasPending reports whether the thread has pending runs (none without
+// a queue).
+func (m *Manager) HasPending(ctx context.Context, thread string) (bool, error) {
+	if m.queue == nil {
+		return false, nil
+	}
+	return m.queue.HasPending(ctx, thread)
+}
+
 // PendingRun finds a pending run by id.
 func (m *Manager) PendingRun(ctx context.Context, runID string) (QueuedRun, bool, error) {
 	if m.queue == nil {
@@ -165,14 +174,22 @@ func (m *Manager) StartQueued(ctx context.Context, qr QueuedRun, l Lease) error 
 	switch {
 	case errors.Is(err, ErrUnknownThread):
 		// Deleted while the run waited: it goes with its thread.
-		return m.queue.Finish(ctx, l)
+		if err := m.queue.Finish(ctx, l); err != nil {
+			return err
+		}
+		m.endStoredParts(ctx, qr)
+		return nil
 	case err != nil:
 		rec := qr.record()
 		rec.Status, rec.Error, rec.Ended = StatusError, cleanText("the run did not start: "+err.Error()), Stamp(m.now())
 		if serr := m.runLog.SaveRun(fenced(ctx, qr.Thread, l.Fence), rec); serr != nil {
 			return errors.Join(err, serr)
 		}
-		return m.queue.Finish(ctx, l)
+		if err := m.queue.Finish(ctx, l); err != nil {
+			return err
+		}
+		m.endStoredParts(ctx, qr)
+		return nil
 	}
 	t, err := m.holdThread(ctx, qr.Thread)
 	if err != nil {

@@ -58,6 +58,14 @@ func (a *API) pendingOf(ctx context.Context, thread string) ([]*apiRun, error) {
 	return out, nil
 }
 
+// hasPending reports whether runs wait for the thread.
+func (a *API) hasPending(ctx context.Context, thread string) (bool, error) {
+	if !a.durable() {
+		return len(a.queuedOf(thread)) > 0, nil
+	}
+	return a.cfg.Runs.HasPending(ctx, thread)
+}
+
 // findPending returns a run waiting for thread, if runID is one. With
 // wait (a caller that waits for it to start: a join, a stream), a run of
 // the durable queue is watched, its started closed when it leaves the

@@ -37,9 +37,9 @@ func (a *API) threadJSON(ctx context.Context, t runs.Thread) (map[string]any, er
 	status := string(t.Status)
 	if t.Status == runs.StatusRunning {
 		status = "busy"
-	} else if pend, err := a.pendingOf(ctx, t.ID); err != nil {
+	} else if busy, err := a.hasPending(ctx, t.ID); err != nil {
 		return nil, err
-	} else if len(pend) > 0 {
+	} else if busy {
 		status = "busy"
 	}
 	values := map[string]any{}

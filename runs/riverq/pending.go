@@ -192,6 +192,16 @@ func (q *Queue) Pending(ctx context.Context, thread string) ([]runs.QueuedRun, e
 	return decodeRequests(rows)
 }
 
+// HasPending implements runs.Queue: the count its lease row keeps.
+func (q *Queue) HasPending(ctx context.Context, thread string) (bool, error) {
+	var has bool
+	err := q.pool.QueryRow(ctx, `SELECT pending > 0 FROM studio_thread_leases WHERE thread_id = $1`, thread).Scan(&has)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	return has, err
+}
+
 // PendingRun implements runs.Queue.
 func (q *Queue) PendingRun(ctx context.Context, runID string) (runs.QueuedRun, bool, error) {
 	rows, err := q.pool.Query(ctx, `SELECT request FROM studio_run_queue WHERE run_id = $1 AND state = 'pending'`, runID)
