@@ -204,18 +204,21 @@ func TestDelayedRunsRunOnceAcrossReplicas(t *testing.T) {
 	close(g.release)
 	a := durableReplica(t, pool, "a", g, nil)
 	b := durableReplica(t, pool, "b", g, nil)
-	var threads []string
+	var threads, ids []string
 	for range 4 {
 		thread := uuid.NewString()
 		run := a.json("POST", "/threads/"+thread+"/runs", map[string]any{"assistant_id": "linear", "input": map[string]any{}, "if_not_exists": "create", "after_seconds": 1}, 200)
 		if run["status"] != "pending" {
 			t.Fatalf("a delayed run is %v, want pending", run["status"])
 		}
-		threads = append(threads, thread)
+		threads, ids = append(threads, thread), append(ids, run["run_id"].(string))
 	}
 	a.stop()
-	for _, thread := range threads {
-		waitValues(t, b.client, thread, "[a b c]")
+	for i, thread := range threads {
+		joined := b.json("GET", fmt.Sprintf("/threads/%s/runs/%s/join", thread, ids[i]), nil, 200)
+		if fmt.Sprint(joined["log"]) != "[a b c]" {
+			t.Fatalf("thread %s: the delayed run ended with %v, want it run once", thread, joined["log"])
+		}
 		rs := b.list("GET", "/threads/"+thread+"/runs", nil, 200)
 		if len(rs) != 1 || rs[0]["status"] != "success" {
 			t.Fatalf("thread %s lists runs %v, want one, succeeded", thread, rs)

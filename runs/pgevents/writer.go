@@ -6,7 +6,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/superstep-dev/superstep/internal/pgretry"
 )
 
 // WriterOptions tune a Writer; the zero value (or nil) is the default.
@@ -26,9 +29,12 @@ type WriterOptions struct {
 	Timeout time.Duration
 	// Append, if set, writes a batch instead of Append to studio_events
 	// (another Source's table), in one transaction, refusing it with an
-	// error wrapping ErrFenced when the fence no longer holds. A batch
-	// is retried only when it cannot have reached Postgres.
+	// error wrapping ErrFenced when the fence no longer holds; Landed
+	// then says whether a batch whose append's outcome is unknown (the
+	// connection broke as it committed) is in the table. Without Landed
+	// such a batch stops the writer.
 	Append func(ctx context.Context, db Batcher, batch [][]byte) error
+	Landed func(ctx context.Context, db Batcher, batch [][]byte) (bool, error)
 }
 
 // Writer appends one run's events in order, batching them so that a run
@@ -153,30 +159,54 @@ func (w *Writer) loop() {
 	}
 }
 
-// append writes one batch, retrying while Postgres cannot have received
-// it (a connection that could not be made, or broke before the batch was
-// sent): an append that might have committed is never repeated, since it
-// would write the events twice.
+// append writes one batch, riding out a database restart as the
+// runtime's own writes do (pgretry): a batch whose append may have
+// committed is appended again only once Landed found it missing, so no
+// event is written twice, and none is dropped while the database comes
+// back within the writer's Timeout.
 func (w *Writer) append(batch [][]byte) error {
 	ctx, cancel := context.WithTimeout(context.Background(), w.opts.Timeout)
 	defer cancel()
-	wait := 5 * time.Millisecond
-	for {
-		var err error
+	run := func(ctx context.Context) error {
 		if w.opts.Append != nil {
-			err = w.opts.Append(ctx, w.db, batch)
-		} else {
-			_, _, err = Append(ctx, w.db, w.thread, w.run, w.fence, batch)
+			return w.opts.Append(ctx, w.db, batch)
 		}
-		var connect *pgconn.ConnectError
-		if err == nil || errors.Is(err, ErrFenced) || !(pgconn.SafeToRetry(err) || errors.As(err, &connect)) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, time.Second)
+		_, _, err := Append(ctx, w.db, w.thread, w.run, w.fence, batch)
+		return err
 	}
+	landed := w.opts.Landed
+	if landed == nil && w.opts.Append == nil {
+		landed = w.landed
+	}
+	if landed == nil {
+		// No way to tell: retried only while it cannot have reached
+		// Postgres.
+		wait := 5 * time.Millisecond
+		for {
+			err := run(ctx)
+			var connect *pgconn.ConnectError
+			if err == nil || errors.Is(err, ErrFenced) || !(pgconn.SafeToRetry(err) || errors.As(err, &connect)) {
+				return err
+			}
+			select {
+			case <-ctx.Done():
+				return err
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, time.Second)
+		}
+	}
+	return pgretry.Do(ctx, w.opts.Timeout, pgretry.Op{Run: run, Landed: func(ctx context.Context) (bool, error) { return landed(ctx, w.db, batch) }})
+}
+
+// landed says whether a batch of this run's events is in studio_events:
+// its first event is (an event's body carries its time to the
+// nanosecond, so no other event of the run has the same).
+func (w *Writer) landed(ctx context.Context, db Batcher, batch [][]byte) (bool, error) {
+	var ok bool
+	var b pgx.Batch
+	b.Queue(`SELECT EXISTS (SELECT 1 FROM studio_events WHERE thread_id = $1 AND run_id = $2 AND body = $3::jsonb)`,
+		w.thread, w.run, string(batch[0])).QueryRow(func(r pgx.Row) error { return r.Scan(&ok) })
+	err := db.SendBatch(ctx, &b).Close()
+	return ok, err
 }

@@ -103,6 +103,19 @@ func WriterOptions(thread, runID string, fence int64, opts *pgevents.WriterOptio
 		}
 		return Append(ctx, db, thread, runID, fence, parts)
 	}
+	// A batch is in whole or not at all: its first part says which.
+	o.Landed = func(ctx context.Context, db pgevents.Batcher, bodies [][]byte) (bool, error) {
+		p, err := Decode(bodies[0])
+		if err != nil {
+			return false, err
+		}
+		var ok bool
+		var b pgx.Batch
+		b.Queue(`SELECT EXISTS (SELECT 1 FROM studio_run_parts WHERE run_id = $1 AND seq = $2)`, runID, p.ID).
+			QueryRow(func(r pgx.Row) error { return r.Scan(&ok) })
+		err = db.SendBatch(ctx, &b).Close()
+		return ok, err
+	}
 	return &o
 }
 

@@ -291,6 +291,8 @@ func checkThreads(t *testing.T, ctx context.Context, f *fleet, pool *pgxpool.Poo
 		t.Fatal(err)
 	}
 
+	checkEventLog(t, ctx, pool)
+
 	var active int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM studio_thread_leases WHERE run_id IS NOT NULL`).Scan(&active); err != nil {
 		t.Fatal(err)
@@ -336,4 +338,40 @@ func (f *fleet) history(ctx context.Context, pool *pgxpool.Pool, thread string) 
 	notes := strings.Join(f.notes[thread], "; ")
 	f.mu.Unlock()
 	return fmt.Sprintf("checkpoints by run: %s; effects by run: %s; lease: %s; queue: %s; river jobs: %s; requests: %s", cps, fx, lease, queue, jobs, notes)
+}
+
+// checkEventLog asserts, from the threads' event logs, that no thread
+// ever had two runs executing at once: each run's events (its start, its
+// takeovers, its end) make one stretch of its thread's log, which no
+// other run's events interrupt, and each run that started finished.
+func checkEventLog(t *testing.T, ctx context.Context, pool *pgxpool.Pool) {
+	t.Helper()
+	rows, err := pool.Query(ctx, `WITH r AS (
+			SELECT thread_id, run_id, min(seq) AS lo, max(seq) AS hi FROM studio_events GROUP BY thread_id, run_id)
+		SELECT a.thread_id, a.run_id, a.lo, a.hi, b.run_id, b.lo, b.hi FROM r a JOIN r b
+			ON a.thread_id = b.thread_id AND a.run_id < b.run_id AND a.lo < b.hi AND b.lo < a.hi`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var thread, x, y string
+		var xlo, xhi, ylo, yhi int64
+		if err := rows.Scan(&thread, &x, &xlo, &xhi, &y, &ylo, &yhi); err != nil {
+			t.Fatal(err)
+		}
+		t.Errorf("thread %s: runs %s (events %d..%d) and %s (events %d..%d) executed at once", thread, x, xlo, xhi, y, ylo, yhi)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	var started, unfinished int
+	if err := pool.QueryRow(ctx, `SELECT count(DISTINCT (thread_id, run_id)),
+			count(DISTINCT (thread_id, run_id)) FILTER (WHERE NOT EXISTS (SELECT 1 FROM studio_events f
+				WHERE f.thread_id = e.thread_id AND f.run_id = e.run_id AND f.body->>'kind' = 'run_finished'))
+		FROM studio_events e WHERE body->>'kind' = 'run_started'`).Scan(&started, &unfinished); err != nil {
+		t.Fatal(err)
+	}
+	if started == 0 || unfinished > 0 {
+		t.Errorf("the event logs tell of %d runs started, %d of them never finished", started, unfinished)
+	}
 }

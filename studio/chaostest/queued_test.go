@@ -142,6 +142,7 @@ func TestChaosQueuedRunsSurviveKills(t *testing.T) {
 			prevEnd = *last
 		}
 	}
+	checkEventLog(t, ctx, pool)
 	var queued, active int
 	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM studio_run_queue), (SELECT count(*) FROM studio_thread_leases WHERE run_id IS NOT NULL)`).Scan(&queued, &active); err != nil {
 		t.Fatal(err)
