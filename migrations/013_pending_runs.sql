@@ -20,7 +20,7 @@ ALTER TABLE studio_run_queue
 -- or a finish reads it from the row it locks, so it sees an enqueue that
 -- committed while it waited for the lock (a subquery would read the
 -- statement's older snapshot).
-ALTER TABLE studio_thread_leases ADD COLUMN pending int NOT NULL DEFAULT 0;
+ALTER TABLE studio_thread_leases ADD COLUMN pending int NOT NULL DEFAULT 0 CHECK (pending >= 0);
 
 -- A rollback holds the thread's pending runs while it deletes the
 -- cancelled run's checkpoints. Its process renews the hold while it lasts;

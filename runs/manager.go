@@ -524,7 +524,10 @@ func (m *Manager) cancelRun(ctx context.Context, threadID, runID string) error {
 		err := m.queue.Cancel(ctx, threadID, runID)
 		m.mu.Lock()
 		if errors.Is(err, ErrNotRunning) {
-			return fmt.Errorf("%w: thread %q has no active run %s", ErrNotRunning, threadID, runID)
+			if runID != "" {
+				return fmt.Errorf("%w: thread %q has no active run %s", ErrNotRunning, threadID, runID)
+			}
+			return fmt.Errorf("%w: thread %q has no active run", ErrNotRunning, threadID)
 		}
 		return err
 	}

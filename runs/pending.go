@@ -23,7 +23,7 @@ func (m *Manager) Durable() bool { return m.queue != nil }
 var errNoQueue = errors.New("runs: pending runs need a Manager with a queue (WithQueue)")
 
 // MaxHold bounds how long a hold (HoldQueue) keeps a thread's pending
-// runs waiting should its process die before releasing it.
+// runs waiting after its process died or stalled.
 const MaxHold = 30 * time.Second
 
 // Enqueue keeps req pending in its thread's queue, to start after delay
@@ -126,7 +126,9 @@ func (m *Manager) CancelPending(ctx context.Context, thread, runID string, forge
 
 // HoldQueue keeps the thread's pending runs from starting until release
 // is called (a rollback deletes the cancelled run's checkpoints before
-// the next run may start on them), or for MaxHold.
+// the next run may start on them). The hold is renewed while held; it
+// lapses MaxHold after this process dies or stalls, and a release after
+// such a lapse is reported (ErrHoldLost): a queued run may have started.
 func (m *Manager) HoldQueue(ctx context.Context, thread string) (release func(), err error) {
 	if m.queue == nil {
 		return nil, errNoQueue

@@ -63,9 +63,14 @@ type Queue interface {
 	// took: a run that started meanwhile is not among them.
 	Unqueue(ctx context.Context, thread, runID string) ([]QueuedRun, error)
 	// Hold keeps the thread's pending runs from starting until release
-	// is called, or for at most d should this process die first.
+	// is called, or for at most d should this process die (or stall)
+	// first: then release reports ErrHoldLost.
 	Hold(ctx context.Context, thread string, d time.Duration) (release func(context.Context) error, err error)
 }
+
+// ErrHoldLost: a hold lapsed before it was released (its process
+// stalled past it), so a pending run may have started meanwhile.
+var ErrHoldLost = errors.New("runs: the hold on the thread's queued runs lapsed before it was released")
 
 // QueueLimits bounds the pending runs: each holds its request.
 type QueueLimits struct {

@@ -259,19 +259,13 @@ func (a *API) launchRun(ctx context.Context, thread, assistantID, graph string, 
 		// so the run is listed on it while it waits; but not for a run
 		// the queue refuses (it is full).
 		create := err != nil
-		makeThread := func() error {
-			if _, err := a.cfg.Runs.CreateThread(ctx, thread, graph, nil); err != nil && !errors.Is(err, runs.ErrThreadExists) {
-				return err
-			}
-			return nil
-		}
 		delay := time.Duration(*p.body.AfterSeconds * float64(time.Second))
 		if !a.durable() {
 			if err := a.queueRoom(thread); err != nil {
 				return nil, err
 			}
 			if create {
-				if err := makeThread(); err != nil {
+				if _, err := a.cfg.Runs.CreateThread(ctx, thread, graph, nil); err != nil && !errors.Is(err, runs.ErrThreadExists) {
 					return nil, err
 				}
 			}
@@ -279,19 +273,24 @@ func (a *API) launchRun(ctx context.Context, thread, assistantID, graph string, 
 				return nil, err
 			}
 		} else {
-			// The queue's own limits say whether there is room: the run
-			// is queued first (it cannot start before its delay), its
-			// thread made then.
-			if err := a.addPending(ctx, run, delay); err != nil {
-				return nil, err
-			}
+			// The queue's own limits say whether there is room: a thread
+			// made for a run it refuses goes again. (Made first, so that
+			// a run due at once never finds it missing.)
+			made := false
 			if create {
-				if err := makeThread(); err != nil {
-					if _, cerr := a.cfg.Runs.CancelPending(ctx, thread, run.id, true); cerr != nil {
-						a.log.Error("api: take back a delayed run whose thread could not be made", "thread", thread, "run", run.id, "error", cerr)
-					}
+				_, err := a.cfg.Runs.CreateThread(ctx, thread, graph, nil)
+				if err != nil && !errors.Is(err, runs.ErrThreadExists) {
 					return nil, err
 				}
+				made = err == nil
+			}
+			if err := a.addPending(ctx, run, delay); err != nil {
+				if made {
+					if derr := a.cfg.Runs.DeleteThread(ctx, thread); derr != nil && !errors.Is(derr, runs.ErrUnknownThread) {
+						a.log.Error("api: delete the thread made for a refused delayed run", "thread", thread, "error", derr)
+					}
+				}
+				return nil, err
 			}
 		}
 		a.bookkeep(ctx, thread, graph, assistantID)
@@ -364,6 +363,9 @@ func (a *API) stopRun(ctx context.Context, thread, runID string, rollback bool) 
 		return nil
 	}
 	finish, err := a.cancelActive(ctx, thread, info.RunID, rollback)
+	if errors.Is(err, runs.ErrNotRunning) {
+		return nil // it ended meanwhile: left alone
+	}
 	if err != nil {
 		return err
 	}
@@ -387,7 +389,7 @@ func (a *API) cancelActive(ctx context.Context, thread, runID string, rollback b
 		// next run may have started since): there is nothing to stop,
 		// and a finished run is not rolled back.
 		release()
-		return func(context.Context) error { return nil }, nil
+		return nil, err
 	}
 	if err != nil {
 		release()
@@ -871,6 +873,10 @@ func (a *API) cancelRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	finish, err := a.cancelActive(r.Context(), thread, runID, action == "rollback")
+	if errors.Is(err, runs.ErrNotRunning) {
+		// It ended just now, before the cancel reached it.
+		err = conflict("run %q has ended; there is nothing to cancel", runID)
+	}
 	if err != nil {
 		fail(w, r, a.log, err)
 		return

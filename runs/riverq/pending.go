@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -132,9 +133,11 @@ func (q *Queue) dispatchHead(ctx context.Context, tx pgx.Tx, thread string) erro
 // and then its queue, and looked at again under that lock: one reaper
 // wins it.
 func (q *Queue) reapPending(ctx context.Context) (int, error) {
-	rows, err := q.pool.Query(ctx, `SELECT DISTINCT thread_id FROM studio_run_queue
-		WHERE state = 'pending' AND (dispatched_at IS NULL OR dispatched_at < now() - $1::interval)
-		  AND (not_before IS NULL OR not_before <= now())`, q.cfg.LeaseTTL)
+	rows, err := q.pool.Query(ctx, `SELECT r.thread_id FROM studio_run_queue r JOIN studio_thread_leases l USING (thread_id)
+		WHERE r.state = 'pending' AND l.run_id IS NULL
+		  AND r.seq = (SELECT min(seq) FROM studio_run_queue WHERE thread_id = r.thread_id AND state = 'pending')
+		  AND (r.dispatched_at IS NULL OR r.dispatched_at < now() - $1::interval)
+		  AND (r.not_before IS NULL OR r.not_before <= now())`, q.cfg.LeaseTTL)
 	if err != nil {
 		return 0, err
 	}
@@ -145,8 +148,10 @@ func (q *Queue) reapPending(ctx context.Context) (int, error) {
 	n := 0
 	for _, th := range threads {
 		err := pgx.BeginFunc(ctx, q.pool, func(tx pgx.Tx) error {
+			// A thread locked now is being started, enqueued onto or
+			// finished: it is looked at again next round.
 			var free bool
-			if err := tx.QueryRow(ctx, `SELECT run_id IS NULL FROM studio_thread_leases WHERE thread_id = $1 FOR UPDATE`, th).Scan(&free); err != nil || !free {
+			if err := tx.QueryRow(ctx, `SELECT run_id IS NULL FROM studio_thread_leases WHERE thread_id = $1 FOR UPDATE SKIP LOCKED`, th).Scan(&free); err != nil || !free {
 				if errors.Is(err, pgx.ErrNoRows) {
 					return nil
 				}
@@ -272,7 +277,7 @@ func (q *Queue) Unqueue(ctx context.Context, thread, runID string) ([]runs.Queue
 			return err
 		}
 		if len(out) > 0 {
-			if _, err := tx.Exec(ctx, `UPDATE studio_thread_leases SET pending = greatest(pending - $2, 0) WHERE thread_id = $1`,
+			if _, err := tx.Exec(ctx, `UPDATE studio_thread_leases SET pending = pending - $2 WHERE thread_id = $1`,
 				thread, len(out)); err != nil {
 				return err
 			}
@@ -310,6 +315,7 @@ func (q *Queue) Hold(ctx context.Context, thread string, d time.Duration) (func(
 	}
 	stop := make(chan struct{})
 	renewed := make(chan struct{})
+	var lost atomic.Bool
 	go func() {
 		defer close(renewed)
 		tick := time.NewTicker(d / 3)
@@ -320,9 +326,17 @@ func (q *Queue) Hold(ctx context.Context, thread string, d time.Duration) (func(
 				return
 			case <-tick.C:
 			}
+			// Renewed only while it holds: one that lapsed (this process
+			// stalled past it) may have let a run start, and must not
+			// come back.
 			rctx, cancel := context.WithTimeout(context.Background(), d/3)
-			_, err := q.pool.Exec(rctx, `UPDATE studio_queue_holds SET until = now() + $3::interval WHERE thread_id = $1 AND hold_id = $2`, thread, id, d)
+			tag, err := q.pool.Exec(rctx, `UPDATE studio_queue_holds SET until = now() + $3::interval
+				WHERE thread_id = $1 AND hold_id = $2 AND until > now()`, thread, id, d)
 			cancel()
+			if err == nil && tag.RowsAffected() == 0 {
+				lost.Store(true)
+				return
+			}
 			if err != nil && q.cfg.OnError != nil {
 				q.cfg.OnError(fmt.Errorf("riverq: renew the hold on thread %q: %w", thread, err))
 			}
@@ -334,12 +348,13 @@ func (q *Queue) Hold(ctx context.Context, thread string, d time.Duration) (func(
 			close(stop)
 			<-renewed
 		})
-		return pgx.BeginFunc(ctx, q.pool, func(tx pgx.Tx) error {
+		err := pgx.BeginFunc(ctx, q.pool, func(tx pgx.Tx) error {
 			var active *string
 			if err := tx.QueryRow(ctx, `SELECT run_id FROM studio_thread_leases WHERE thread_id = $1 FOR UPDATE`, thread).Scan(&active); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, `DELETE FROM studio_queue_holds WHERE thread_id = $1 AND hold_id = $2`, thread, id); err != nil {
+			// Lapsed holds of processes that died go too.
+			if _, err := tx.Exec(ctx, `DELETE FROM studio_queue_holds WHERE thread_id = $1 AND (hold_id = $2 OR until <= now())`, thread, id); err != nil {
 				return err
 			}
 			if active == nil {
@@ -347,6 +362,10 @@ func (q *Queue) Hold(ctx context.Context, thread string, d time.Duration) (func(
 			}
 			return nil
 		})
+		if err == nil && lost.Load() {
+			return runs.ErrHoldLost
+		}
+		return err
 	}, nil
 }
 
@@ -403,7 +422,7 @@ func (w *startWorker) Work(ctx context.Context, job *river.Job[StartArgs]) error
 		l = runs.Lease{Thread: job.Args.Thread, RunID: head, Attempt: 1}
 		start = true
 		return tx.QueryRow(ctx, `UPDATE studio_thread_leases SET run_id = $2, job_id = $3, holder = $4, fence = fence + 1,
-			expires_at = now() + $5::interval, redispatch_at = NULL, pending = greatest(pending - 1, 0) WHERE thread_id = $1 RETURNING fence`,
+			expires_at = now() + $5::interval, redispatch_at = NULL, pending = pending - 1 WHERE thread_id = $1 RETURNING fence`,
 			job.Args.Thread, head, job.ID, q.cfg.ID, q.cfg.LeaseTTL).Scan(&l.Fence)
 	})
 	switch {

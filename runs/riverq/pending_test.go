@@ -349,14 +349,20 @@ func TestClaimSeesARunEnqueuedWhileItWaited(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lock.Exec(ctx, `SELECT 1 FROM studio_thread_leases WHERE thread_id = 'race' FOR UPDATE`); err != nil {
+	t.Cleanup(func() { _ = lock.Rollback(ctx) }) // a failed test lets the waiters go
+	var holder int
+	if err := lock.QueryRow(ctx, `SELECT pg_backend_pid() FROM studio_thread_leases WHERE thread_id = 'race' FOR UPDATE`).Scan(&holder); err != nil {
 		t.Fatal(err)
 	}
 	waiting := func(n int) {
 		t.Helper()
 		waitFor(t, fmt.Sprintf("%d statements waiting for the thread's lock", n), 10*time.Second, func() bool {
 			var got int
-			err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%studio_thread_leases%'`).Scan(&got)
+			// Waiting for the holder, or for a waiter ahead of it in the
+			// row's queue.
+			err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity a WHERE $1 = ANY(pg_blocking_pids(a.pid))
+				OR EXISTS (SELECT 1 FROM pg_stat_activity b WHERE $1 = ANY(pg_blocking_pids(b.pid)) AND b.pid = ANY(pg_blocking_pids(a.pid)))`,
+				holder).Scan(&got)
 			return err == nil && got >= n
 		})
 	}
@@ -407,16 +413,18 @@ func TestReaperAndStartDoNotDeadlock(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	if _, err := tx.Exec(ctx, `SELECT run_id FROM studio_thread_leases WHERE thread_id = 'th' FOR UPDATE`); err != nil {
+	var holder int
+	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid() FROM studio_thread_leases WHERE thread_id = 'th' FOR UPDATE`).Scan(&holder); err != nil {
 		t.Fatal(err)
+	}
+	// The start's lock is visible to the reaper: it waits (or, as it
+	// skips a thread locked now, passes it by: the thread is looked at
+	// again next round).
+	if n, err := q.ReapOnce(ctx); err != nil || n != 0 {
+		t.Fatalf("a reap while a start holds the thread: %d, %v; want it passed by", n, err)
 	}
 	reaped := make(chan error, 1)
 	go func() { _, err := q.ReapOnce(ctx); reaped <- err }()
-	waitFor(t, "the reaper to wait for the thread's lock", 10*time.Second, func() bool {
-		var n int
-		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%studio_thread_leases%'`).Scan(&n)
-		return err == nil && n > 0
-	})
 	// The start's second half: the queued run becomes the active one.
 	if _, err := tx.Exec(ctx, `UPDATE studio_run_queue SET state = 'active' WHERE run_id = 'r1'`); err != nil {
 		t.Fatalf("the start, with the reaper waiting: %v", err)
