@@ -258,7 +258,13 @@ func (m *Manager) takeover(ctx context.Context, qr QueuedRun, l Lease) error {
 	if _, err := m.launch(ctx, req); err != nil {
 		return err
 	}
-	t, err := m.holdThread(ctx, qr.Thread)
+	return m.waitHere(ctx, qr.Thread)
+}
+
+// waitHere waits until the run this process launched on thread (a
+// takeover's, a queued run's) has ended here, or ctx ends.
+func (m *Manager) waitHere(ctx context.Context, thread string) error {
+	t, err := m.holdThread(ctx, thread)
 	if err != nil {
 		return err
 	}

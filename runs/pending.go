@@ -193,18 +193,5 @@ func (m *Manager) StartQueued(ctx context.Context, qr QueuedRun, l Lease) error 
 		m.endStoredParts(ctx, qr)
 		return nil
 	}
-	t, err := m.holdThread(ctx, qr.Thread)
-	if err != nil {
-		return err
-	}
-	done := t.done
-	m.mu.Unlock()
-	if done != nil {
-		select {
-		case <-done:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return nil
+	return m.waitHere(ctx, qr.Thread)
 }

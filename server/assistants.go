@@ -331,13 +331,18 @@ func (a *API) searchAssistants(w http.ResponseWriter, r *http.Request) {
 			out = append(out, toWire(as))
 		}
 	}
-	h := w.Header()
+	paginate(w.Header(), q.Offset, len(found), q.Limit, total)
+	writeJSON(w, http.StatusOK, out)
+}
+
+// paginate sets a search's pagination headers: the total, and the next
+// page's offset only when this page (n items from offset) is full and
+// more remain.
+func paginate(h http.Header, offset, n, limit, total int) {
 	h.Set("X-Pagination-Total", strconv.Itoa(total))
-	// A next page only when this one is full and more remain.
-	if next := q.Offset + len(found); len(found) == q.Limit && next < total {
+	if next := offset + n; n == limit && next < total {
 		h.Set("X-Pagination-Next", strconv.Itoa(next))
 	}
-	writeJSON(w, http.StatusOK, out)
 }
 
 func (a *API) countAssistants(w http.ResponseWriter, r *http.Request) {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -367,11 +366,7 @@ func (a *API) searchCrons(w http.ResponseWriter, r *http.Request) {
 			out = append(out, cronToWire(c))
 		}
 	}
-	h := w.Header()
-	h.Set("X-Pagination-Total", strconv.Itoa(total))
-	if next := q.Offset + len(found); len(found) == q.Limit && next < total {
-		h.Set("X-Pagination-Next", strconv.Itoa(next))
-	}
+	paginate(w.Header(), q.Offset, len(found), q.Limit, total)
 	writeJSON(w, http.StatusOK, out)
 }
 

@@ -414,10 +414,7 @@ func (a *API) searchThreads(w http.ResponseWriter, r *http.Request) {
 			out[i] = kept
 		}
 	}
-	w.Header().Set("X-Pagination-Total", strconv.Itoa(total))
-	if next := body.Offset + len(out); len(out) == limit && next < total {
-		w.Header().Set("X-Pagination-Next", strconv.Itoa(next))
-	}
+	paginate(w.Header(), body.Offset, len(out), limit, total)
 	writeJSON(w, http.StatusOK, out)
 }
 
