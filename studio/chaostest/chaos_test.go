@@ -34,7 +34,7 @@ func TestChaosKillReplicas(t *testing.T) {
 	base := pgtest.URL(t)
 	pool := pgtest.Schema(t, nil)
 	createEffects(t, pool)
-	f := newFleet(t, schemaURL(t, base, pool), 3)
+	f := newFleet(t, schemaURL(t, base, pool), 3, killTTL)
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -119,7 +119,7 @@ func TestChaosPausedReplicaIsFencedOut(t *testing.T) {
 	base := pgtest.URL(t)
 	pool := pgtest.Schema(t, nil)
 	createEffects(t, pool)
-	f := newFleet(t, schemaURL(t, base, pool), 2)
+	f := newFleet(t, schemaURL(t, base, pool), 2, leaseTTL)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	a := f.id(0)
@@ -246,7 +246,7 @@ func TestChaosPostgresRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	createEffects(t, pool)
-	f := newFleet(t, cluster.URL, 3)
+	f := newFleet(t, cluster.URL, 3, leaseTTL)
 
 	runs := map[string]string{}
 	var mu sync.Mutex
@@ -340,7 +340,7 @@ func TestChaosTakeoverJobLostWithItsWorker(t *testing.T) {
 	base := pgtest.URL(t)
 	pool := pgtest.Schema(t, nil)
 	createEffects(t, pool)
-	f := newFleet(t, schemaURL(t, base, pool), 1)
+	f := newFleet(t, schemaURL(t, base, pool), 1, leaseTTL)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 

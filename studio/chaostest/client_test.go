@@ -245,20 +245,31 @@ func checkThreads(t *testing.T, ctx context.Context, f *fleet, pool *pgxpool.Poo
 
 	// Effects: at-least-once, but a step is repeated only by the takeover
 	// that cut it, so at most twice.
-	dups, err := pool.Query(ctx, `SELECT run_id, step, count(*) FROM chaos_effects GROUP BY run_id, step HAVING count(*) > 2`)
+	dups, err := pool.Query(ctx, `SELECT run_id, thread_id, step, count(*),
+			string_agg(fence || ' at ' || to_char(at, 'HH24:MI:SS.MS'), ', ' ORDER BY at)
+		FROM chaos_effects GROUP BY run_id, thread_id, step HAVING count(*) > 2`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for dups.Next() {
-		var run string
+		var run, thread, made string
 		var step, n int
-		if err := dups.Scan(&run, &step, &n); err != nil {
+		if err := dups.Scan(&run, &thread, &step, &n, &made); err != nil {
 			t.Fatal(err)
 		}
-		t.Errorf("run %s: step %d made its effect %d times", run, step, n)
+		t.Errorf("run %s: step %d made its effect %d times (fence at time: %s); %s", run, step, n, made, f.history(ctx, pool, thread))
 	}
 	if err := dups.Err(); err != nil {
 		t.Fatal(err)
+	}
+	// And never by one holder twice: a step runs again only under the
+	// new fence of the takeover that cut it.
+	var twice int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM chaos_effects GROUP BY run_id, step, fence HAVING count(*) > 1) d`).Scan(&twice); err != nil {
+		t.Fatal(err)
+	}
+	if twice > 0 {
+		t.Errorf("%d steps made their effect twice under one fence: a holder ran a step again without a takeover", twice)
 	}
 	var missing int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT run_id FROM chaos_effects GROUP BY run_id HAVING count(DISTINCT step) <> $1) m`, steps).Scan(&missing); err != nil {

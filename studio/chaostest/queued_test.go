@@ -28,7 +28,7 @@ func TestChaosQueuedRunsSurviveKills(t *testing.T) {
 	base := pgtest.URL(t)
 	pool := pgtest.Schema(t, nil)
 	createEffects(t, pool)
-	f := newFleet(t, schemaURL(t, base, pool), 3)
+	f := newFleet(t, schemaURL(t, base, pool), 3, killTTL)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	const window = 6 * time.Second

@@ -33,15 +33,21 @@ import (
 const (
 	envReplica = "SUPERSTEP_CHAOS_REPLICA" // the replica's id
 	envURL     = "SUPERSTEP_CHAOS_DATABASE_URL"
+	envTTL     = "SUPERSTEP_CHAOS_LEASE_TTL"
 	addrLine   = "CHAOS_ADDR="
 	// effectRefused is logged by a replica whose effect was fenced out.
 	effectRefused = "chaos: effect refused"
 )
 
 // The replicas' run timings: a silent replica loses its runs after
-// leaseTTL.
+// leaseTTL. The kill tests use killTTL, well below the 2 s between
+// kills, so that a step a kill cut is run again (by the takeover) before
+// the next kill: two kills in one step would run it three times, which
+// no runtime can prevent. The others keep the longer leaseTTL, which
+// rides out the slow renewals of a loaded machine.
 const (
 	leaseTTL   = 2 * time.Second
+	killTTL    = time.Second
 	renewEvery = 200 * time.Millisecond
 	reapEvery  = 250 * time.Millisecond
 )
@@ -51,14 +57,18 @@ const steps = 20
 
 func TestMain(m *testing.M) {
 	if id := os.Getenv(envReplica); id != "" {
-		os.Exit(replicaMain(id, os.Getenv(envURL)))
+		ttl, err := time.ParseDuration(os.Getenv(envTTL))
+		if err != nil {
+			ttl = leaseTTL
+		}
+		os.Exit(replicaMain(id, os.Getenv(envURL), ttl))
 	}
 	os.Exit(m.Run())
 }
 
 // replicaMain serves a Studio with the chaos graph until SIGTERM, and
 // prints its bound address on stdout for the parent test.
-func replicaMain(id, dbURL string) int {
+func replicaMain(id, dbURL string, ttl time.Duration) int {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("replica", id)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
@@ -78,7 +88,7 @@ func replicaMain(id, dbURL string) int {
 		DatabaseURL: dbURL,
 		Addr:        "127.0.0.1:0",
 		Logger:      log,
-		Runs:        studio.RunsConfig{ID: id, LeaseTTL: leaseTTL, RenewEvery: renewEvery, ReapEvery: reapEvery},
+		Runs:        studio.RunsConfig{ID: id, LeaseTTL: ttl, RenewEvery: renewEvery, ReapEvery: reapEvery},
 		Build:       chaosGraph(effects, log),
 	}
 	err = studio.Serve(ctx, cfg, func(a net.Addr) { fmt.Printf("%s%s\n", addrLine, a) })
@@ -178,7 +188,8 @@ type replica struct {
 type fleet struct {
 	t     *testing.T
 	dbURL string
-	logs  string // folder of the replicas' stderr
+	ttl   time.Duration // the replicas' lease TTL
+	logs  string        // folder of the replicas' stderr
 
 	mu    sync.Mutex
 	slots []*replica // nil while a slot's replica is down
@@ -226,8 +237,9 @@ func schemaURL(t *testing.T, base string, pool *pgxpool.Pool) string {
 	return u.String()
 }
 
-func newFleet(t *testing.T, dbURL string, n int) *fleet {
-	f := &fleet{t: t, dbURL: dbURL, logs: t.TempDir(), slots: make([]*replica, n), gen: make([]int, n)}
+// newFleet starts n replicas on dbURL whose leases last ttl.
+func newFleet(t *testing.T, dbURL string, n int, ttl time.Duration) *fleet {
+	f := &fleet{t: t, dbURL: dbURL, ttl: ttl, logs: t.TempDir(), slots: make([]*replica, n), gen: make([]int, n)}
 	t.Cleanup(func() {
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -269,7 +281,7 @@ func (f *fleet) restart(i int) error {
 		return fmt.Errorf("replica %s: log file: %w", id, err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envReplica+"="+id, envURL+"="+f.dbURL)
+	cmd.Env = append(os.Environ(), envReplica+"="+id, envURL+"="+f.dbURL, envTTL+"="+f.ttl.String())
 	cmd.Stderr = logf
 	setProcAttr(cmd)
 	out, err := cmd.StdoutPipe()
