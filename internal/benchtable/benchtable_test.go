@@ -268,3 +268,23 @@ func TestRender(t *testing.T) {
 		}
 	}
 }
+
+// TestEvaluateTarget7: the 100-tab latency meets or misses its 50 ms;
+// the idle thread's memory is reported, with no limit to meet.
+func TestEvaluateTarget7(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	b.WriteString("pkg: github.com/superstep-dev/superstep/handlers\n")
+	b.WriteString("BenchmarkEventLatency100Tabs-2 \t 21 \t 53015501 ns/op \t 27.19 p50-ms \t 55.23 p99-ms\n")
+	b.WriteString("pkg: github.com/superstep-dev/superstep/runs\n")
+	b.WriteString("BenchmarkIdleThreadMemory-2 \t 300 \t 2344786 ns/op \t 25975 B/thread\n")
+	res := parseString(t, b.String())
+	lat := evaluate(res, rowFor(t, "Studio event p99, 100 tabs on one thread"))
+	if lat.status != "not met" || !strings.HasPrefix(lat.figure, "55.2 ms") || lat.limit != "≤ 50 ms" {
+		t.Errorf("100 tabs: %+v, want 55.2 ms, not met against ≤ 50 ms", lat)
+	}
+	mem := evaluate(res, rowFor(t, "memory per idle thread"))
+	if mem.status != "reported" || !strings.HasPrefix(mem.figure, "25975 B/thread") || mem.limit != "—" {
+		t.Errorf("idle thread memory: %+v, want 25975 B/thread, reported", mem)
+	}
+}

@@ -113,6 +113,9 @@ func evaluate(res *results, r row) cell {
 		durable = append(slices.Clone(durable), lb.durability...)
 	}
 	c.status = verdict(have, r)
+	if r.report {
+		c.status = "reported"
+	}
 	for _, d := range durable {
 		if !strings.HasSuffix(d, ": durable") {
 			c.status = "Postgres not durable, not comparable (" + c.status + ")"
@@ -135,7 +138,7 @@ func limitText(r row) string {
 		op = "≥ "
 	}
 	switch {
-	case r.none != "" && r.limit == 0:
+	case r.none != "" && r.limit == 0, r.report:
 		return "—"
 	case r.floor != nil || r.spread || r.none != "":
 		return op + trim(num(r.limit)) + "×"
