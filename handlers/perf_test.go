@@ -214,13 +214,8 @@ func eventLatency(b *testing.B, tabs int) {
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 }
 
-// setupWith serves the Studio's routes (behind Secure) over m.
-func setupWith(b *testing.B, m *runs.Manager) *fixture {
-	b.Helper()
-	return setupRoutes(b, m, handlers.SocketLimits{})
-}
-
-// setupRoutes is setupWith with the given websocket limits.
+// setupRoutes serves the Studio's routes (behind Secure) over m, with
+// the given websocket limits.
 func setupRoutes(b *testing.B, m *runs.Manager, sockets handlers.SocketLimits) *fixture {
 	b.Helper()
 	r := chi.NewRouter()
