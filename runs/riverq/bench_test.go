@@ -121,49 +121,67 @@ func BenchmarkQueueThroughput(b *testing.B) {
 	}{{"no-queue", 1, false}, {"replicas=1", 1, true}, {"replicas=3", 3, true}} {
 		replicas := c.replicas
 		b.Run(c.name, func(b *testing.B) {
-			pool := pgtest.Schema(b, nil)
-			ms := make([]*runs.Manager, replicas)
-			for i := range ms {
-				// Each process has its own pool, as separate processes do.
-				p, err := pgxpool.NewWithConfig(context.Background(), pool.Config().Copy())
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(p.Close)
-				ms[i] = benchManager(b, p, fmt.Sprintf("r%d", i), c.queued)
-			}
-			const total, parallel = 1000, 48
-			ctx := context.Background()
-			var elapsed time.Duration
-			b.ResetTimer()
-			for range b.N {
-				next := make(chan int, total)
-				for i := range total {
-					next <- i
-				}
-				close(next)
-				start := time.Now()
-				var wg sync.WaitGroup
-				for range parallel {
-					wg.Go(func() {
-						for i := range next {
-							m, thread := ms[i%replicas], uuid.NewString()
-							if _, err := m.Start(ctx, "abc", thread, nil, runs.StartOptions{}); err != nil {
-								b.Error(err)
-								return
-							}
-							if _, err := m.Wait(ctx, thread); err != nil {
-								b.Error(err)
-								return
-							}
-						}
-					})
-				}
-				wg.Wait()
-				elapsed += time.Since(start)
-			}
-			b.StopTimer()
-			b.ReportMetric(float64(total*b.N)/elapsed.Seconds(), "runs/s")
+			ms := processes(b, replicas, func(p *pgxpool.Pool, id string) *runs.Manager { return benchManager(b, p, id, c.queued) })
+			throughput(b, ms, func(ctx context.Context, m *runs.Manager, thread string) error {
+				_, err := m.Start(ctx, "abc", thread, nil, runs.StartOptions{})
+				return err
+			})
 		})
 	}
+}
+
+// processes makes n processes on one fresh schema, each with its own
+// pool, as separate processes have.
+func processes(b *testing.B, n int, mk func(p *pgxpool.Pool, id string) *runs.Manager) []*runs.Manager {
+	b.Helper()
+	pool := pgtest.Schema(b, nil)
+	ms := make([]*runs.Manager, n)
+	for i := range ms {
+		p, err := pgxpool.NewWithConfig(context.Background(), pool.Config().Copy())
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(p.Close)
+		ms[i] = mk(p, fmt.Sprintf("r%d", i))
+	}
+	return ms
+}
+
+// throughput starts 1,000 runs (each on a new thread, by start), 48 at a
+// time, spread evenly over ms, waits for each, and reports runs per
+// second.
+func throughput(b *testing.B, ms []*runs.Manager, start func(ctx context.Context, m *runs.Manager, thread string) error) {
+	b.Helper()
+	const total, parallel = 1000, 48
+	ctx := context.Background()
+	var elapsed time.Duration
+	b.ResetTimer()
+	for range b.N {
+		next := make(chan int, total)
+		for i := range total {
+			next <- i
+		}
+		close(next)
+		began := time.Now()
+		var wg sync.WaitGroup
+		for range parallel {
+			wg.Go(func() {
+				for i := range next {
+					m, thread := ms[i%len(ms)], uuid.NewString()
+					if err := start(ctx, m, thread); err != nil {
+						b.Error(err)
+						return
+					}
+					if _, err := m.Wait(ctx, thread); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		elapsed += time.Since(began)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(total*b.N)/elapsed.Seconds(), "runs/s")
 }

@@ -3,7 +3,6 @@ package riverq_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -127,48 +126,8 @@ func BenchmarkPartsThroughput(b *testing.B) {
 	for _, replicas := range []int{1, 3} {
 		for _, c := range []partsCase{plainRun, partsInMemory, partsStored} {
 			b.Run(fmt.Sprintf("replicas=%d/%s", replicas, c), func(b *testing.B) {
-				pool := pgtest.Schema(b, nil)
-				ms := make([]*runs.Manager, replicas)
-				for i := range ms {
-					p, err := pgxpool.NewWithConfig(context.Background(), pool.Config().Copy())
-					if err != nil {
-						b.Fatal(err)
-					}
-					b.Cleanup(p.Close)
-					ms[i] = partsManager(b, p, fmt.Sprintf("r%d", i), c)
-				}
-				const total, parallel = 1000, 48
-				ctx := context.Background()
-				var elapsed time.Duration
-				b.ResetTimer()
-				for range b.N {
-					next := make(chan int, total)
-					for i := range total {
-						next <- i
-					}
-					close(next)
-					start := time.Now()
-					var wg sync.WaitGroup
-					for range parallel {
-						wg.Go(func() {
-							for i := range next {
-								m, thread := ms[i%replicas], uuid.NewString()
-								if err := streamed(ctx, m, thread, c); err != nil {
-									b.Error(err)
-									return
-								}
-								if _, err := m.Wait(ctx, thread); err != nil {
-									b.Error(err)
-									return
-								}
-							}
-						})
-					}
-					wg.Wait()
-					elapsed += time.Since(start)
-				}
-				b.StopTimer()
-				b.ReportMetric(float64(total*b.N)/elapsed.Seconds(), "runs/s")
+				ms := processes(b, replicas, func(p *pgxpool.Pool, id string) *runs.Manager { return partsManager(b, p, id, c) })
+				throughput(b, ms, func(ctx context.Context, m *runs.Manager, thread string) error { return streamed(ctx, m, thread, c) })
 			})
 		}
 	}
