@@ -438,16 +438,7 @@ func (w *startWorker) Work(ctx context.Context, job *river.Job[StartArgs]) error
 		err = q.exec.StartQueued(ctx, run, l)
 	}
 	if err != nil {
-		// As a takeover that failed: handed back, and taken over (from
-		// its input, as it saved nothing) by this or another process.
-		hctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if herr := q.handBack(hctx, l, retryAfter(l.Attempt)); herr != nil && !errors.Is(herr, runs.ErrLeaseLost) {
-			return errors.Join(err, herr)
-		}
-		if q.cfg.OnError != nil {
-			q.cfg.OnError(fmt.Errorf("riverq: start pending run %s of thread %q, handed back: %w", l.RunID, l.Thread, err))
-		}
+		return q.couldNotRun(l, "start pending", err)
 	}
 	return nil
 }

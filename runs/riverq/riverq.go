@@ -35,6 +35,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -466,21 +467,8 @@ func (q *Queue) Queued(ctx context.Context, thread string) ([]runs.QueuedRun, er
 	if err != nil {
 		return nil, err
 	}
-	bodies, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
-	if err != nil {
-		return nil, err
-	}
-	out := make([]runs.QueuedRun, 0, len(bodies))
-	for _, b := range bodies {
-		r, err := runs.DecodeQueuedRun(b)
-		if err != nil {
-			return nil, err
-		}
-		if !r.Edit {
-			out = append(out, r)
-		}
-	}
-	return out, nil
+	out, err := decodeRequests(rows)
+	return slices.DeleteFunc(out, func(r runs.QueuedRun) bool { return r.Edit }), err
 }
 
 // reap hands the runs of expired leases on, every ReapEvery (jittered,
@@ -605,18 +593,25 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		err = q.exec.Takeover(ctx, run, l)
 	}
 	if err != nil {
-		// The run cannot go on here (a graph this process does not
-		// serve, a database failure): handed back for another try, later
-		// each time (the Manager ends it after runs.MaxTakeovers).
-		hctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if herr := q.handBack(hctx, l, retryAfter(l.Attempt)); herr != nil && !errors.Is(herr, runs.ErrLeaseLost) {
-			return errors.Join(err, herr) // river retries this job
-		}
-		// A new job carries the run: this one is done.
-		if q.cfg.OnError != nil {
-			q.cfg.OnError(fmt.Errorf("riverq: take over run %s of thread %q (attempt %d), handed back: %w", l.RunID, l.Thread, l.Attempt, err))
-		}
+		return q.couldNotRun(l, "take over", err)
+	}
+	return nil
+}
+
+// couldNotRun hands back a run this process could not take over or
+// start (what, with err saying why: a graph it does not serve, a
+// database failure), for another try, later each time (the Manager ends
+// it after runs.MaxTakeovers; a start that saved nothing is taken over
+// from its input). A new job carries the run then, and the worker's own
+// job is done; an error makes river retry it.
+func (q *Queue) couldNotRun(l runs.Lease, what string, err error) error {
+	hctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if herr := q.handBack(hctx, l, retryAfter(l.Attempt)); herr != nil && !errors.Is(herr, runs.ErrLeaseLost) {
+		return errors.Join(err, herr)
+	}
+	if q.cfg.OnError != nil {
+		q.cfg.OnError(fmt.Errorf("riverq: %s run %s of thread %q (attempt %d), handed back: %w", what, l.RunID, l.Thread, l.Attempt, err))
 	}
 	return nil
 }
