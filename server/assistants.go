@@ -323,16 +323,22 @@ func (a *API) searchAssistants(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, a.log, assistantErr(err))
 		return
 	}
+	paginate(w.Header(), q.Offset, len(found), q.Limit, total)
+	writeJSON(w, http.StatusOK, selectedPage(found, body.Select, toWire))
+}
+
+// selectedPage is a search's page: each item as the API sends it, or
+// only the fields sel names.
+func selectedPage[T any, W interface{ selected([]string) map[string]any }](found []T, sel []string, wire func(T) W) []any {
 	out := make([]any, 0, len(found))
-	for _, as := range found {
-		if len(body.Select) > 0 {
-			out = append(out, toWire(as).selected(body.Select))
+	for _, x := range found {
+		if len(sel) > 0 {
+			out = append(out, wire(x).selected(sel))
 		} else {
-			out = append(out, toWire(as))
+			out = append(out, wire(x))
 		}
 	}
-	paginate(w.Header(), q.Offset, len(found), q.Limit, total)
-	writeJSON(w, http.StatusOK, out)
+	return out
 }
 
 // paginate sets a search's pagination headers: the total, and the next

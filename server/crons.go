@@ -358,16 +358,8 @@ func (a *API) searchCrons(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, a.log, cronErr(err))
 		return
 	}
-	out := make([]any, 0, len(found))
-	for _, c := range found {
-		if len(body.Select) > 0 {
-			out = append(out, cronToWire(c).selected(body.Select))
-		} else {
-			out = append(out, cronToWire(c))
-		}
-	}
 	paginate(w.Header(), q.Offset, len(found), q.Limit, total)
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, selectedPage(found, body.Select, cronToWire))
 }
 
 func (a *API) countCrons(w http.ResponseWriter, r *http.Request) {
@@ -704,15 +696,8 @@ func (a *API) fireCron(ctx context.Context, f runs.CronFiring) error {
 // deleteWhenIdle deletes a stateless firing's thread once it has no
 // active run, unless the API closes first.
 func (a *API) deleteWhenIdle(thread string) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := a.untilClosed()
 	defer cancel()
-	go func() {
-		select {
-		case <-a.done:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	if _, err := a.cfg.Runs.Wait(ctx, thread); err != nil {
 		if !errors.Is(err, runs.ErrUnknownThread) && ctx.Err() == nil {
 			a.log.Error("api: wait for a cron's stateless run", "thread", thread, "error", err)

@@ -84,6 +84,20 @@ type API struct {
 // already started belong to the run manager, which the caller closes.
 func (a *API) Close() { a.closeOnce.Do(func() { close(a.done) }) }
 
+// untilClosed is a context for the API's own background work: it ends
+// when the API closes, or when cancel is called.
+func (a *API) untilClosed() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-a.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
 // New builds the API.
 func New(cfg Config) (*API, error) {
 	if cfg.Runs == nil {

@@ -49,15 +49,8 @@ func (a *API) checkWebhook(raw string) error {
 // deliverWebhook waits for the run to end, then POSTs its Run object and
 // the thread's values (or its error) to hook.
 func (a *API) deliverWebhook(thread string, run *apiRun, hook string) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := a.untilClosed()
 	defer cancel()
-	go func() {
-		select {
-		case <-a.done:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	select {
 	case <-run.started:
 	case <-ctx.Done():
