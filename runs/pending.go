@@ -66,13 +66,13 @@ func (m *Manager) PendingRuns(ctx context.Context, thread string) ([]QueuedRun, 
 	return m.queue.Pending(ctx, thread)
 }
 
-// HasPending reports whether the thread has pending runs (none without
-// a queue).
-func (m *Manager) HasPending(ctx context.Context, thread string) (bool, error) {
-	if m.queue == nil {
-		return false, nil
+// PendingThreads reports which of threads have pending runs (none
+// without a queue).
+func (m *Manager) PendingThreads(ctx context.Context, threads []string) (map[string]bool, error) {
+	if m.queue == nil || len(threads) == 0 {
+		return map[string]bool{}, nil
 	}
-	return m.queue.HasPending(ctx, thread)
+	return m.queue.PendingThreads(ctx, threads)
 }
 
 // PendingRun finds a pending run by id.

@@ -52,8 +52,8 @@ type Queue interface {
 	// Pending lists the thread's pending runs, oldest first (every
 	// thread's for "").
 	Pending(ctx context.Context, thread string) ([]QueuedRun, error)
-	// HasPending reports whether the thread has pending runs.
-	HasPending(ctx context.Context, thread string) (bool, error)
+	// PendingThreads reports which of threads have pending runs.
+	PendingThreads(ctx context.Context, threads []string) (map[string]bool, error)
 	// PendingRun finds a pending run by its id.
 	PendingRun(ctx context.Context, runID string) (QueuedRun, bool, error)
 	// StillPending reports which of runIDs are pending still.

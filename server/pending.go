@@ -58,12 +58,21 @@ func (a *API) pendingOf(ctx context.Context, thread string) ([]*apiRun, error) {
 	return out, nil
 }
 
-// hasPending reports whether runs wait for the thread.
-func (a *API) hasPending(ctx context.Context, thread string) (bool, error) {
+// waitedFor reports which of the threads have runs waiting for them:
+// one query for a page of threads.
+func (a *API) waitedFor(ctx context.Context, ts []runs.Thread) (map[string]bool, error) {
 	if !a.durable() {
-		return len(a.queuedOf(thread)) > 0, nil
+		out := map[string]bool{}
+		for _, t := range ts {
+			out[t.ID] = len(a.queuedOf(t.ID)) > 0
+		}
+		return out, nil
 	}
-	return a.cfg.Runs.HasPending(ctx, thread)
+	ids := make([]string, len(ts))
+	for i, t := range ts {
+		ids[i] = t.ID
+	}
+	return a.cfg.Runs.PendingThreads(ctx, ids)
 }
 
 // findPending returns a run waiting for thread, if runID is one. With

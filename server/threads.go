@@ -32,14 +32,11 @@ func (a *API) mountThreads(r chi.Router) {
 
 // threadJSON is a thread as the API's Thread object: its record, and
 // its head's values and pending interrupts (by task id). A thread with
-// an active run, or runs queued behind one, is "busy".
-func (a *API) threadJSON(ctx context.Context, t runs.Thread) (map[string]any, error) {
+// an active run, or runs queued (waited says which threads have some;
+// see waitedFor), is "busy".
+func (a *API) threadJSON(ctx context.Context, t runs.Thread, waited map[string]bool) (map[string]any, error) {
 	status := string(t.Status)
-	if t.Status == runs.StatusRunning {
-		status = "busy"
-	} else if busy, err := a.hasPending(ctx, t.ID); err != nil {
-		return nil, err
-	} else if busy {
+	if t.Status == runs.StatusRunning || waited[t.ID] {
 		status = "busy"
 	}
 	values := map[string]any{}
@@ -208,7 +205,12 @@ func (a *API) answerThread(w http.ResponseWriter, r *http.Request, id string) {
 		fail(w, r, a.log, err)
 		return
 	}
-	out, err := a.threadJSON(r.Context(), t)
+	waited, err := a.waitedFor(r.Context(), []runs.Thread{t})
+	if err != nil {
+		fail(w, r, a.log, err)
+		return
+	}
+	out, err := a.threadJSON(r.Context(), t, waited)
 	if err != nil {
 		fail(w, r, a.log, err)
 		return
@@ -367,8 +369,13 @@ func (a *API) searchThreads(w http.ResponseWriter, r *http.Request) {
 			fail(w, r, a.log, err)
 			return
 		}
+		waited, err := a.waitedFor(ctx, ts)
+		if err != nil {
+			fail(w, r, a.log, err)
+			return
+		}
 		for _, t := range ts {
-			j, err := a.threadJSON(ctx, t)
+			j, err := a.threadJSON(ctx, t, waited)
 			if err != nil {
 				fail(w, r, a.log, err)
 				return
@@ -385,8 +392,13 @@ func (a *API) searchThreads(w http.ResponseWriter, r *http.Request) {
 			fail(w, r, a.log, err)
 			return
 		}
+		waited, err := a.waitedFor(ctx, ts)
+		if err != nil {
+			fail(w, r, a.log, err)
+			return
+		}
 		for _, t := range ts {
-			j, err := a.threadJSON(ctx, t)
+			j, err := a.threadJSON(ctx, t, waited)
 			if err != nil {
 				fail(w, r, a.log, err)
 				return

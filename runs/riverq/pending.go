@@ -197,14 +197,22 @@ func (q *Queue) Pending(ctx context.Context, thread string) ([]runs.QueuedRun, e
 	return decodeRequests(rows)
 }
 
-// HasPending implements runs.Queue: the count its lease row keeps.
-func (q *Queue) HasPending(ctx context.Context, thread string) (bool, error) {
-	var has bool
-	err := q.pool.QueryRow(ctx, `SELECT pending > 0 FROM studio_thread_leases WHERE thread_id = $1`, thread).Scan(&has)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return false, nil
+// PendingThreads implements runs.Queue: the counts their lease rows
+// keep, read in one query.
+func (q *Queue) PendingThreads(ctx context.Context, threads []string) (map[string]bool, error) {
+	rows, err := q.pool.Query(ctx, `SELECT thread_id FROM studio_thread_leases WHERE thread_id = ANY($1) AND pending > 0`, threads)
+	if err != nil {
+		return nil, err
 	}
-	return has, err
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		out[id] = true
+	}
+	return out, nil
 }
 
 // PendingRun implements runs.Queue.
