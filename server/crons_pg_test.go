@@ -3,7 +3,6 @@ package server_test
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"slices"
 	"sync"
 	"testing"
@@ -11,8 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/superstep-dev/superstep/checkpoints/pgsaver"
-	"github.com/superstep-dev/superstep/engine"
 	"github.com/superstep-dev/superstep/internal/pgtest"
 	"github.com/superstep-dev/superstep/runs"
 	"github.com/superstep-dev/superstep/runs/pgthreads"
@@ -30,49 +27,17 @@ type cronReplica struct {
 
 func newCronReplica(t *testing.T, pool *pgxpool.Pool, id string, clock *fakeClock) *cronReplica {
 	t.Helper()
-	lin := engine.NewStateGraph[steps]()
-	for _, n := range []string{"a", "b", "c"} {
-		lin.AddNode(n, func(context.Context, steps) (engine.Output, error) { return engine.Update{"log": n}, nil })
-	}
-	lin.AddSequence("a", "b", "c").AddEdge(engine.Start, "a").AddEdge("c", engine.End)
-	linear, err := lin.Compile(engine.CompileOptions{Checkpointer: pgsaver.New(pool, nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	jobs, err := server.NewCronJobs(pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := riverq.New(pool, riverq.Config{ID: id, LeaseTTL: 2 * time.Second, ReapEvery: 100 * time.Millisecond,
-		AddWorkers: jobs.AddWorkers, PeriodicJobs: jobs.PeriodicJobs(), Queues: jobs.Queues()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	events := riverq.NewEventLog(pool, nil)
-	m, err := runs.NewManager(map[string]engine.Compiled{"linear": linear},
-		runs.WithThreadStore(pgthreads.New(pool)), runs.WithRunLog(pgthreads.NewRunLog(pool)),
-		runs.WithQueue(q), runs.WithEventLog(events), runs.WithRenewEvery(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The queue starts before the API exists, as in the Studio: fire
 	// jobs wait for it.
-	if err := q.Start(context.Background(), m); err != nil {
-		t.Fatal(err)
-	}
-	api, err := server.New(server.Config{Runs: m, Assistants: pgthreads.NewAssistants(pool), Crons: pgthreads.NewCrons(pool), CronJobs: jobs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	server.SetCronClock(api, clock.now)
-	srv := httptest.NewServer(api.Handler())
-	t.Cleanup(func() {
-		srv.Close()
-		api.Close()
-		_ = q.Shutdown(context.Background(), m, 0)
-		events.Close()
-	})
-	return &cronReplica{client: &client{t: t, base: srv.URL}, api: api, jobs: jobs}
+	d := durableReplicaWith(t, pool, id, nil, func(c *riverq.Config) {
+		c.AddWorkers, c.PeriodicJobs, c.Queues = jobs.AddWorkers, jobs.PeriodicJobs(), jobs.Queues()
+	}, func(c *server.Config) { c.Crons, c.CronJobs = pgthreads.NewCrons(pool), jobs })
+	server.SetCronClock(d.api, clock.now)
+	return &cronReplica{client: d.client, api: d.api, jobs: jobs}
 }
 
 // TestCronFiresOnceAcrossReplicas: two replicas on one database, each

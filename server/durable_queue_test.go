@@ -56,7 +56,18 @@ type durable struct {
 // database, with its own queue, event log and run manager.
 func durableReplica(t *testing.T, pool *pgxpool.Pool, id string, g *gate, set func(*server.Config)) durable {
 	t.Helper()
-	q, err := riverq.New(pool, riverq.Config{ID: id, LeaseTTL: 2 * time.Second, ReapEvery: 100 * time.Millisecond})
+	return durableReplicaWith(t, pool, id, g, nil, set)
+}
+
+// durableReplicaWith is durableReplica with its queue's configuration
+// adjusted by queue (the API's cron jobs, say) before it is made.
+func durableReplicaWith(t *testing.T, pool *pgxpool.Pool, id string, g *gate, queue func(*riverq.Config), set func(*server.Config)) durable {
+	t.Helper()
+	qc := riverq.Config{ID: id, LeaseTTL: 2 * time.Second, ReapEvery: 100 * time.Millisecond}
+	if queue != nil {
+		queue(&qc)
+	}
+	q, err := riverq.New(pool, qc)
 	if err != nil {
 		t.Fatal(err)
 	}
