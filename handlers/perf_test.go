@@ -160,10 +160,15 @@ func eventLatency(b *testing.B, tabs int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// evs is reused for every message, as a client reading a
+			// stream reuses its buffers; it is cleared first, so every
+			// event is decoded whole into a zero runs.Event.
+			var evs []runs.Event
 			for {
 				// A message is a JSON array of events (see
 				// handlers.ThreadEvents); all of them arrive when it does.
-				var evs []runs.Event
+				clear(evs[:cap(evs)])
+				evs = evs[:0]
 				if err := wsjson.Read(ctx, c, &evs); err != nil {
 					return
 				}
