@@ -56,13 +56,15 @@ test/short: sdk/deps ## Run the tests that need no database (database tests skip
 # its table, and make still fails.
 BENCH_OUT ?= bench.out
 
-.PHONY: bench bench/table
+.PHONY: bench bench/table bench/readme
 bench: ## Run benchmarks (BENCH=regexp PKG=./engine COUNT=6) against a durable local Postgres (fsync and synchronous commit on; its own cluster), then print issue #20's targets
 	db=$$(PG_DURABLE=1 $(DEV_DB)); status=0; \
 	  TEST_DATABASE_URL="$$db" $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) -count $(COUNT) $(PKG) | tee $(BENCH_OUT) || status=$$?; \
 	  echo; $(GO) run ./internal/benchtable < $(BENCH_OUT); exit $$status
 bench/table: ## Print issue #20's targets (figure, floor, ratio, met) from the last make bench's output (BENCH_OUT)
 	$(GO) run ./internal/benchtable < $(BENCH_OUT)
+bench/readme: ## Print issue #20's targets from BENCH_OUT and write them into README.md's Performance section
+	$(GO) run ./internal/benchtable -readme README.md < $(BENCH_OUT)
 
 .PHONY: golden/record
 golden/record: ## Re-record the engine's and models' golden files from LangGraph.js (needs npm; CASES="a b" for some engine cases)

@@ -288,3 +288,60 @@ func TestEvaluateTarget7(t *testing.T) {
 		t.Errorf("idle thread memory: %+v, want 25975 B/thread, reported", mem)
 	}
 }
+
+// TestSpliceTable: the README's table is replaced whole between its
+// markers, the rest of the file kept byte for byte; a file without the
+// markers (or with them twice, or in the wrong order) is an error.
+func TestSpliceTable(t *testing.T) {
+	t.Parallel()
+	doc := "# Title\n\nbefore\n" + readmeBegin + "\n| old | table |\n|---|---|\n\nold notes\n" + readmeEnd + "\nafter\n"
+	got, err := spliceTable([]byte(doc), []byte("| new |\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "# Title\n\nbefore\n" + readmeBegin + "\n| new |\n" + readmeEnd + "\nafter\n"
+	if string(got) != want {
+		t.Errorf("spliced:\n%s\nwant:\n%s", got, want)
+	}
+	for name, bad := range map[string]string{
+		"no markers": "# Title\n",
+		"no end":     readmeBegin + "\n| old |\n",
+		"reversed":   readmeEnd + "\n" + readmeBegin + "\n",
+		"twice":      readmeBegin + "\n" + readmeEnd + "\n" + readmeBegin + "\n" + readmeEnd + "\n",
+	} {
+		if _, err := spliceTable([]byte(bad), []byte("| new |\n")); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+// TestWriteReadme writes a rendered table into a file between its
+// markers, and leaves a file without markers as it was.
+func TestWriteReadme(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := dir + "/README.md"
+	if err := os.WriteFile(path, []byte("intro\n"+readmeBegin+"\nstale\n"+readmeEnd+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var table bytes.Buffer
+	render(&table, load(t, "durable.txt"), targets)
+	if err := writeReadme(path, table.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(path)
+	if !strings.Contains(string(got), "| 1 | superstep on Postgres, sync | `BenchmarkPGSuperstepSync/putstep` |") || strings.Contains(string(got), "stale") {
+		t.Errorf("README after writing:\n%s", got)
+	}
+	plain := dir + "/plain.md"
+	os.WriteFile(plain, []byte("no markers\n"), 0o644)
+	if err := writeReadme(plain, table.Bytes()); err == nil {
+		t.Error("a file without markers: no error")
+	}
+	if b, _ := os.ReadFile(plain); string(b) != "no markers\n" {
+		t.Errorf("a file without markers was changed: %q", b)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Errorf("left behind: %v", entries)
+	}
+}

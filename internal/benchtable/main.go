@@ -5,27 +5,97 @@
 // pgtest logged about the Postgres the benchmarks ran on. `make bench`
 // pipes its output through it.
 //
+// With -readme FILE it also writes the table into FILE between the lines
+// readmeBegin and readmeEnd (`make bench/readme` does it for README.md),
+// so the README's table is the one `make bench` printed, never retyped.
+//
 // It uses the standard library only: the medians and ratios it needs are a
 // few lines, and benchstat's statistics are not what the issue asks for.
 package main
 
 import (
+	"bytes"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 )
 
 func main() {
+	readme := flag.String("readme", "", "also write the table into this file, between its benchtable markers")
+	flag.Parse()
 	res, err := parse(os.Stdin)
+	if err == nil {
+		var table bytes.Buffer
+		render(&table, res, targets)
+		os.Stdout.Write(table.Bytes())
+		if *readme != "" {
+			err = writeReadme(*readme, table.Bytes())
+		}
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchtable:", err)
 		os.Exit(1)
 	}
-	render(os.Stdout, res, targets)
+}
+
+// The lines of a README between which -readme writes the table.
+const (
+	readmeBegin = "<!-- benchtable: begin (make bench/readme writes this table) -->"
+	readmeEnd   = "<!-- benchtable: end -->"
+)
+
+// spliceTable returns doc with the lines between readmeBegin and
+// readmeEnd replaced by table.
+func spliceTable(doc, table []byte) ([]byte, error) {
+	begin := bytes.Index(doc, []byte(readmeBegin+"\n"))
+	end := bytes.Index(doc, []byte(readmeEnd))
+	switch {
+	case begin < 0 || end < 0:
+		return nil, fmt.Errorf("the file has no lines %q and %q to write the table between", readmeBegin, readmeEnd)
+	case end < begin:
+		return nil, errors.New("the table's end marker comes before its begin marker")
+	case bytes.Count(doc, []byte(readmeBegin)) > 1 || bytes.Count(doc, []byte(readmeEnd)) > 1:
+		return nil, errors.New("the file has more than one table marker of a kind")
+	}
+	begin += len(readmeBegin) + 1
+	out := slices.Concat(doc[:begin], table, doc[end:])
+	return out, nil
+}
+
+// writeReadme splices table into the file at path, replacing the file
+// whole (a new file renamed over it), so a failure leaves it as it was.
+func writeReadme(path string, table []byte) error {
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	out, err := spliceTable(doc, table)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".benchtable-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(out); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if st, err := os.Stat(path); err == nil {
+		os.Chmod(tmp.Name(), st.Mode().Perm())
+	}
+	return os.Rename(tmp.Name(), path)
 }
 
 // cell is one row as printed.
