@@ -1,9 +1,10 @@
 package handlers_test
 
 import (
+	"context"
 	"strconv"
-	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -32,9 +33,15 @@ func TestE2EStorePutAndSemanticSearch(t *testing.T) {
 		); err != nil {
 			t.Fatal(err)
 		}
+		// The item page replaces the store page: the value is read in
+		// the page at the moment it shows, never through a node found
+		// before the navigation ended (stale under load).
 		waitFor(t, ctx, "the stored item "+n.key, `#item-value`)
-		text, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("item-value")))
-		if err != nil || !strings.Contains(text, `"text":`) {
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err := chromedp.Run(pctx, chromedp.Poll[bool](`(document.getElementById("item-value")?.textContent ?? "").includes('"text":')`))
+		cancel()
+		if err != nil {
+			text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("item-value")?.textContent ?? "(no item-value)"`))
 			t.Fatalf("item %s shows %q, %v", n.key, text, err)
 		}
 	}
