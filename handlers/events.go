@@ -170,7 +170,7 @@ func threadEvents(rt Routes, limits *sockets) http.Handler {
 // on c after it, as many as fit in MaxMessageBytes; it never waits for
 // an event. open is false when it found c closed (after the events it
 // took).
-func liveMessage(dst []byte, first runs.Event, c <-chan runs.Event) (msg []byte, open bool, err error) {
+func liveMessage(dst []byte, first *runs.Event, c <-chan *runs.Event) (msg []byte, open bool, err error) {
 	if dst, err = appendEvent(append(dst, '['), first); err != nil {
 		return nil, false, err
 	}
@@ -198,7 +198,7 @@ func catchupMessage(dst []byte, evs []runs.Event) (msg []byte, n int, err error)
 		if n > 0 {
 			dst = append(dst, ',')
 		}
-		if dst, err = appendEvent(dst, evs[n]); err != nil {
+		if dst, err = appendEvent(dst, &evs[n]); err != nil {
 			return nil, 0, err
 		}
 		n++
@@ -209,7 +209,7 @@ func catchupMessage(dst []byte, evs []runs.Event) (msg []byte, n int, err error)
 // appendEvent appends ev's JSON: the bytes encoded once for every tab
 // when it was published, or, for catch-up events (never published),
 // encoded here.
-func appendEvent(dst []byte, ev runs.Event) ([]byte, error) {
+func appendEvent(dst []byte, ev *runs.Event) ([]byte, error) {
 	if b := ev.Encoded(); b != nil {
 		return append(dst, b...), nil
 	}

@@ -40,14 +40,16 @@ func TestLiveMessageTakesWhatIsWaiting(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c := make(chan runs.Event, 8)
+			c := make(chan *runs.Event, 8)
 			for _, n := range tt.waiting {
-				c <- ev(n)
+				e := ev(n)
+				c <- &e
 			}
 			if tt.closed {
 				close(c)
 			}
-			msg, open, err := liveMessage(nil, ev("a"), c)
+			first := ev("a")
+			msg, open, err := liveMessage(nil, &first, c)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -59,11 +61,11 @@ func TestLiveMessageTakesWhatIsWaiting(t *testing.T) {
 	t.Run("split at the size cap", func(t *testing.T) {
 		t.Parallel()
 		big := runs.Event{Kind: runs.KindTaskFailed, Thread: "t", Error: strings.Repeat("x", MaxMessageBytes/4)}
-		c := make(chan runs.Event, 8)
+		c := make(chan *runs.Event, 8)
 		for range 8 {
-			c <- big
+			c <- &big
 		}
-		msg, _, err := liveMessage(nil, big, c)
+		msg, _, err := liveMessage(nil, &big, c)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -134,7 +134,7 @@ func TestSlowSubscriberIsDroppedNeverBlocksTheRun(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for ev := range reader.C {
-			got = append(got, ev)
+			got = append(got, *ev)
 			if ev.Kind == runs.KindRunFinished {
 				return
 			}

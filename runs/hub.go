@@ -19,10 +19,12 @@ const SubscriberBuffer = 256
 // closed when the subscription ends: by Close, or because the subscriber
 // fell SubscriberBuffer events behind (then Dropped reports true).
 type Subscription struct {
-	// C delivers the events.
-	C <-chan Event
+	// C delivers the events. Every subscriber of the thread receives the
+	// same *Event: it is never modified after it is sent, and must not
+	// be modified by a receiver (copy it to change it).
+	C <-chan *Event
 
-	c       chan Event
+	c       chan *Event
 	hub     *hub
 	mu      sync.Mutex
 	closed  bool
@@ -86,7 +88,7 @@ func newHub() *hub {
 // the subscription, never in both, so text shown from the one and then
 // the other is never doubled.
 func (h *hub) subscribeAt() (*Subscription, string, []Event) {
-	c := make(chan Event, SubscriberBuffer)
+	c := make(chan *Event, SubscriberBuffer)
 	s := &Subscription{C: c, c: c, hub: h}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -155,7 +157,7 @@ func CheckCursor(s string) error {
 // chunk is in a reply's text or live, never both).
 func (h *hub) resume(cur logCursor) ([]Event, *Subscription, string, error) {
 	epoch, after := cur.epoch, cur.after
-	c := make(chan Event, SubscriberBuffer)
+	c := make(chan *Event, SubscriberBuffer)
 	s := &Subscription{C: c, c: c, hub: h}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -235,12 +237,15 @@ func (h *hub) publishFrom(remote, deliver bool, evs []Event) {
 			h.sink(ev.encoded)
 		}
 		h.retain(ev)
-		if !deliver {
+		if !deliver || len(h.subs) == 0 {
 			continue
 		}
+		// One copy for every subscriber: sending the event itself would
+		// copy its few hundred bytes into each subscriber's buffer.
+		shared := &ev
 		for s := range h.subs {
 			select {
-			case s.c <- ev:
+			case s.c <- shared:
 			default:
 				h.removeLocked(s, true)
 			}

@@ -81,7 +81,7 @@ func untilFinished(t *testing.T, sub *runs.Subscription) []runs.Event {
 			if !ok {
 				t.Fatal("subscription closed before the run finished")
 			}
-			out = append(out, ev)
+			out = append(out, *ev)
 			if ev.Kind == runs.KindRunFinished {
 				return out
 			}

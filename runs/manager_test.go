@@ -212,11 +212,11 @@ func TestStartEventsCarryTriggersDurationsAndBumps(t *testing.T) {
 	for ev := range sub.C {
 		switch {
 		case ev.Kind == runs.KindTaskPlanned && ev.Node == "a":
-			planned = &ev
+			planned = ev
 		case ev.Kind == runs.KindTaskFinished && ev.Node == "a":
-			finished = &ev
+			finished = ev
 		case ev.Kind == runs.KindBarrier && barrier == nil && slices.ContainsFunc(ev.Bumps, func(b runs.Bump) bool { return b.Channel == "log" }):
-			barrier = &ev
+			barrier = ev
 		}
 		if ev.Kind == runs.KindRunFinished {
 			break

@@ -73,7 +73,7 @@ func TestPromptCacheEvents(t *testing.T) {
 	var calls []runs.Event
 	for ev := range s.C {
 		if ev.Kind == runs.KindPromptCache {
-			calls = append(calls, ev)
+			calls = append(calls, *ev)
 		}
 		if ev.Kind == runs.KindRunFinished {
 			break

@@ -163,9 +163,10 @@ func (h *hub) stream(ev Event) {
 		return
 	}
 	ev.encoded, _ = json.Marshal(ev)
+	shared := &ev
 	for s := range h.subs {
 		select {
-		case s.c <- ev:
+		case s.c <- shared:
 		default:
 			h.removeLocked(s, true)
 		}

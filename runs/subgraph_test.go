@@ -97,7 +97,8 @@ func TestSubgraphTaskEventsCarryTheirPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	var live []string
-	for ev := range sub.C {
+	for e := range sub.C {
+		ev := *e
 		if leak := subgraphLeak(ev); leak != "" {
 			t.Errorf("live: %s: %+v", leak, ev)
 		}

@@ -265,7 +265,7 @@ func TestTabOnAnotherProcessResumesFromItsCursor(t *testing.T) {
 	for len(seen) < 4 {
 		select {
 		case ev := <-sub.C:
-			seen = append(seen, ev)
+			seen = append(seen, *ev)
 		case <-time.After(15 * time.Second):
 			t.Fatalf("the tab on B saw only %v", seen)
 		}
@@ -294,7 +294,7 @@ func TestTabOnAnotherProcessResumesFromItsCursor(t *testing.T) {
 	for !slices.ContainsFunc(all, func(ev runs.Event) bool { return ev.Kind == runs.KindRunFinished }) {
 		select {
 		case ev := <-sub2.C:
-			all = append(all, ev)
+			all = append(all, *ev)
 		case <-time.After(15 * time.Second):
 			t.Fatalf("the resumed tab never heard of the run's end: %d events", len(all))
 		}
