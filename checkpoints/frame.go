@@ -176,3 +176,15 @@ func (f *Frame) checkShape() error {
 	}
 	return nil
 }
+
+// PrepareFrame checks PutFrame's arguments as every FrameSaver must (the
+// checks PutStep makes on f.Checkpoint(), in the same order: ids, frame
+// shape, names, values, then metadata) and returns the encoded metadata
+// (see EncodeMetadata). Errors wrap ErrInvalidConfig or ErrInvalidValue.
+// The writes are checked by ValidateStep.
+func PrepareFrame(cfg Config, f *Frame, md Metadata) ([]byte, error) {
+	if err := checkFrame(cfg, f); err != nil {
+		return nil, err
+	}
+	return EncodeMetadata(md)
+}
