@@ -186,5 +186,14 @@ func PrepareFrame(cfg Config, f *Frame, md Metadata) ([]byte, error) {
 	if err := checkFrame(cfg, f); err != nil {
 		return nil, err
 	}
+	if len(md.Extra) == 0 {
+		// EncodeMetadata's bytes without its second pass: with no user
+		// keys, MarshalJSON writes compact, HTML-safe JSON by hand, which
+		// json.Marshal would only scan and copy.
+		if err := checkMetadataText(md); err != nil {
+			return nil, err
+		}
+		return md.MarshalJSON()
+	}
 	return EncodeMetadata(md)
 }

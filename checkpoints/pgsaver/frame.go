@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/internal/pgfence"
@@ -51,8 +52,8 @@ func (s *Saver) PutFrame(ctx context.Context, cfg checkpoints.Config, writes []c
 // twice keeping its last entry, strings escaped as encoding/json escapes
 // them. TestFrameBody holds it to that.
 func frameBody(f *checkpoints.Frame) ([]byte, error) {
-	ts, err := f.TS.UTC().MarshalJSON()
-	if err != nil {
+	ts := f.TS.UTC()
+	if y := ts.Year(); y < 0 || y > 9999 {
 		// Out of encoding/json's range: let it say so, in PutStep's words.
 		cp, _, cerr := f.Checkpoint()
 		if cerr != nil {
@@ -69,8 +70,9 @@ func frameBody(f *checkpoints.Frame) ([]byte, error) {
 	b = strconv.AppendInt(b, checkpoints.FormatVersion, 10)
 	b = append(b, `,"id":`...)
 	b = appendString(b, f.ID)
-	b = append(b, `,"ts":`...)
-	b = append(b, ts...)
+	b = append(b, `,"ts":"`...)
+	b = ts.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, '"')
 	b = append(b, `,"channel_values":null,"channel_versions":`...)
 	b = appendVersions(b, f.Channels, f.Versions)
 	b = append(b, `,"versions_seen":`...)

@@ -60,7 +60,7 @@ func TestFrameBody(t *testing.T) {
 func manySeen(n int) []checkpoints.SeenVersions {
 	var out []checkpoints.SeenVersions
 	for i := range n {
-		out = append(out, checkpoints.SeenVersions{Node: string(rune('z' - i%26)) + string(rune('a'+i/26)),
+		out = append(out, checkpoints.SeenVersions{Node: string(rune('z'-i%26)) + string(rune('a'+i/26)),
 			Channels: []string{"b", "a"}, Versions: []int64{int64(i), 1}})
 	}
 	return out

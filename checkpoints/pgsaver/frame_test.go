@@ -49,7 +49,7 @@ func frameSteps() []frameStep {
 			New:  []checkpoints.FrameValue{{Index: 0, Value: raw(`"a1"`)}, {Index: 2}, {Index: 3, Value: list(2)}},
 			Seen: []checkpoints.SeenVersions{{Node: "__input__"}}, UpdatedChannels: []string{"a", "c", "msgs"}}},
 		{parent: "1", frame: &checkpoints.Frame{ID: "2", TS: ts.Add(1), Channels: names, Versions: []int64{2, 2, 1, 2},
-			New: []checkpoints.FrameValue{{Index: 0, Value: raw(`"a2"`)}, {Index: 1, Value: raw(`{"b":[1,2]}`)}, {Index: 3, Value: list(3)}},
+			New:  []checkpoints.FrameValue{{Index: 0, Value: raw(`"a2"`)}, {Index: 1, Value: raw(`{"b":[1,2]}`)}, {Index: 3, Value: list(3)}},
 			Seen: []checkpoints.SeenVersions{{Node: "__input__"}, {Node: "n", Channels: trig, Versions: []int64{1}}}},
 			writes: []checkpoints.TaskWrites{{TaskID: "t1", TaskPath: "~pull/n", Writes: []checkpoints.Write{{Channel: "a", Value: raw(`"a2"`)}, {Channel: "b", Value: raw(`{"b":[1,2]}`)}}}}},
 		// Another name table: values found by name in the parent.
@@ -132,12 +132,16 @@ func TestPutFrameIsPutStep(t *testing.T) {
 			pool := pgtest.Schema(t, nil)
 			frames, maps := pgsaver.New(pool, nil), pgsaver.New(pool, nil)
 			steps := frameSteps()
-			for _, st := range steps {
+			for i, st := range steps {
 				if cold {
 					// Every put from a saver that remembers nothing.
 					frames, maps = pgsaver.New(pool, nil), pgsaver.New(pool, nil)
 				}
 				md := checkpoints.Metadata{Source: checkpoints.SourceLoop, Step: len(st.parent), Extra: map[string]any{"k": st.parent}}
+				if i%2 == 1 {
+					// Without user keys, as the engine's puts mostly are.
+					md = checkpoints.Metadata{Source: checkpoints.SourceLoop, Step: i, RunID: "run <&> \u2028", Parents: map[string]string{"": "p\"1"}}
+				}
 				for _, th := range []string{"frames", "maps"} {
 					cfg := checkpoints.Config{ThreadID: th, CheckpointID: st.parent}
 					var err error
