@@ -36,7 +36,22 @@
 // saver resolves the unchanged channels from memory and the batch is one
 // INSERT, plus the blob rows of changed large values in the same
 // statement. PutWrites is one statement. PutStep (checkpoints.StepSaver)
-// sends a superstep's writes and its checkpoint in one round trip.
+// and PutFrame (checkpoints.FrameSaver, the engine's form) send a
+// superstep's writes and its checkpoint in one round trip.
+//
+// # Many threads at once: group commit and pool size
+//
+// At most Options.MaxTransactions writes (the pool's MaxConns by default)
+// are in flight at once, each its own transaction. Writes that arrive
+// while that many are in flight wait, and those waiting when one ends go
+// together: one round trip and one commit for all of them, each still all
+// or nothing (a write the server refuses fails alone; the others are sent
+// again without it). Under light load nothing waits and nothing changes;
+// under load, threads share commits instead of queueing for connections.
+// The saver uses the caller's pool, and pgxpool's default (four
+// connections, or one per core if more) is small for many threads: a pool
+// of about eight connections per server core, fewer than the threads,
+// served 64 threads best on a 2-core server (BenchmarkPGThroughput64).
 //
 // # Fences
 //
@@ -94,6 +109,14 @@ type Options struct {
 	// database is found not to hold it. Default pgretry.DefaultWindow
 	// (30 s); negative: no retry.
 	RetryWindow time.Duration
+	// MaxTransactions caps the writes (puts and pending writes) in flight
+	// at once, each one transaction. A write that arrives while that many
+	// are in flight waits, and the writes waiting when one ends are sent
+	// together, in one transaction and one round trip (group commit), so
+	// that under load many threads' saves share commits rather than queue
+	// for connections one by one. Default: the pool's MaxConns; negative:
+	// no limit and no grouping.
+	MaxTransactions int
 }
 
 // Saver is the Postgres checkpoints.Saver. It is safe for concurrent use.
@@ -104,6 +127,8 @@ type Saver struct {
 	// heads remembers the blob map of the last checkpoint put per thread
 	// and namespace (nil when LastValueCacheBytes is negative).
 	heads *heads
+	// commit runs the writes, grouping them under load.
+	commit *committer
 }
 
 var (
@@ -128,7 +153,10 @@ func New(pool *pgxpool.Pool, opts *Options) *Saver {
 	if o.LastValueCacheBytes == 0 {
 		o.LastValueCacheBytes = 64 << 20
 	}
-	s := &Saver{pool: pool, opts: o}
+	if o.MaxTransactions == 0 {
+		o.MaxTransactions = int(pool.Config().MaxConns)
+	}
+	s := &Saver{pool: pool, opts: o, commit: &committer{pool: pool, limit: o.MaxTransactions}}
 	if o.LastValueCacheBytes > 0 {
 		s.last = &lastValues{entries: map[valueKey]*lastValue{}, max: o.LastValueCacheBytes}
 		s.heads = &heads{entries: map[headKey]*head{}, max: 1 << 14}
@@ -625,27 +653,24 @@ func (s *Saver) lastValue(k valueKey, use bool) *lastValue {
 }
 
 func (s *Saver) exec(ctx context.Context, plan *putPlan) error {
-	br := s.pool.SendBatch(ctx, plan.batch)
-	for range plan.batch.Len() - 1 {
-		if _, err := br.Exec(); err != nil {
-			br.Close()
-			return mapPutError(err)
-		}
-	}
-	if !plan.returning {
-		_, err := br.Exec()
-		if cerr := br.Close(); err == nil {
-			err = cerr
-		}
-		return mapPutError(err)
-	}
 	var rows refRows
-	err := br.QueryRow().Scan(&rows.ch, &rows.ver, &rows.hash, &rows.inline)
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
+	err := s.commit.do(ctx, plan.batch, func(br pgx.BatchResults) error {
+		for range plan.batch.Len() - 1 {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		if !plan.returning {
+			_, err := br.Exec()
+			return err
+		}
+		return br.QueryRow().Scan(&rows.ch, &rows.ver, &rows.hash, &rows.inline)
+	})
 	if err != nil {
 		return mapPutError(err)
+	}
+	if !plan.returning {
+		return nil
 	}
 	if len(rows.ch) == len(rows.ver) && len(rows.ch) == len(rows.hash) && len(rows.ch) == len(rows.inline) {
 		plan.head = &head{id: plan.in.cfg.CheckpointID, refs: make(map[string]valueRef, len(rows.ch))}
@@ -767,16 +792,14 @@ func (s *Saver) PutWrites(ctx context.Context, cfg checkpoints.Config, writes []
 	var r writeRows
 	r.add(taskID, taskPath, writes)
 	run := func(ctx context.Context) error {
-		if fence == nil {
-			_, err := s.pool.Exec(ctx, sqlWrites, cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, r.task, r.path, r.idx, r.ch, r.val)
-			return err
-		}
-		// A batch is one implicit transaction: the fence's check and
-		// row lock cover the insert.
+		// A batch is one implicit transaction: the fence's check and row
+		// lock cover the insert.
 		b := &pgx.Batch{}
-		b.Queue(pgfence.SQL, fence.Thread, fence.Token)
+		if fence != nil {
+			b.Queue(pgfence.SQL, fence.Thread, fence.Token)
+		}
 		b.Queue(sqlWrites, cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, r.task, r.path, r.idx, r.ch, r.val)
-		return pgfence.Map(s.pool.SendBatch(ctx, b).Close())
+		return pgfence.Map(s.commit.do(ctx, b, execAll(b.Len())))
 	}
 	// The statement (with its fence, the batch) is one transaction: all
 	// its rows are there, or none.
@@ -793,6 +816,18 @@ func (s *Saver) PutWrites(ctx context.Context, cfg checkpoints.Config, writes []
 		return fmt.Errorf("pgsaver: put writes of task %s: %w", taskID, err)
 	}
 	return nil
+}
+
+// execAll reads the results of n statements that return no rows.
+func execAll(n int) func(pgx.BatchResults) error {
+	return func(br pgx.BatchResults) error {
+		for range n {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }
 
 // sqlWritesLanded counts the rows of a PutWrites that are there as sent:
