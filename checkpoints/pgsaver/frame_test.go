@@ -65,7 +65,12 @@ func frameSteps() []frameStep {
 			VersionsSeen:    map[string]map[string]int64{"n": {"a": 3}}}, newV: map[string]int64{"d": 4}},
 		// A frame after maps.
 		{parent: "4", frame: &checkpoints.Frame{ID: "5", TS: ts.Add(4), Channels: names, Versions: []int64{5, 2, 1, 5},
-			New: []checkpoints.FrameValue{{Index: 0, Value: raw(`"a5"`)}, {Index: 3, Value: list(5)}}, UpdatedChannels: []string{}}},
+			New: []checkpoints.FrameValue{{Index: 0, Value: raw(`"a5"`)}, {Index: 3, Value: list(5)}}, UpdatedChannels: []string{}},
+			// More writes than the statement's few-rows form takes.
+			writes: []checkpoints.TaskWrites{
+				{TaskID: "t5", TaskPath: "~pull/x", Writes: []checkpoints.Write{{Channel: "a", Value: raw(`1`)}, {Channel: "a", Value: raw(`2`)}, {Channel: "b", Value: raw(`3`)}}},
+				{TaskID: "t6", TaskPath: "~push/y", Writes: []checkpoints.Write{{Channel: "a", Value: raw(`4`)}, {Channel: checkpoints.InterruptChannel, Value: raw(`5`)}, {Channel: "c", Value: raw(`6`)}}},
+			}},
 		// A fork from 1 giving b version 2 with another value; a's
 		// version 2 is not the parent's, so it takes the value first saved
 		// at that version (Saver.Put's rule).
@@ -118,7 +123,8 @@ func tableRows(t *testing.T, pool *pgxpool.Pool, thread string) []string {
 }
 
 // A step put with PutFrame stores exactly the rows PutStep stores for the
-// frame's checkpoint (f.Checkpoint()), and reads back the same through
+// frame's checkpoint (f.Checkpoint()), which are those of its writes and
+// checkpoint saved apart (PutWrites, Put), and reads back the same through
 // Get and List: values inline, in blobs and as deltas, versions seen,
 // pending writes, forks, other name tables, maps between frames, a step
 // saved again; from a saver that remembers the thread and from one that
@@ -142,7 +148,7 @@ func TestPutFrameIsPutStep(t *testing.T) {
 					// Without user keys, as the engine's puts mostly are.
 					md = checkpoints.Metadata{Source: checkpoints.SourceLoop, Step: i, RunID: "run <&> \u2028", Parents: map[string]string{"": "p\"1"}}
 				}
-				for _, th := range []string{"frames", "maps"} {
+				for _, th := range []string{"frames", "maps", "separate"} {
 					cfg := checkpoints.Config{ThreadID: th, CheckpointID: st.parent}
 					var err error
 					switch {
@@ -151,6 +157,16 @@ func TestPutFrameIsPutStep(t *testing.T) {
 					case th == "frames":
 						// PutFrame owns the frame: give it a copy of its values.
 						_, err = frames.PutFrame(ctx, cfg, st.writes, cloneFrame(st.frame), md)
+					case th == "separate":
+						// Each task's writes, then the checkpoint, as a
+						// saver without PutStep saves them.
+						for _, tw := range st.writes {
+							if err = maps.PutWrites(ctx, cfg, tw.Writes, tw.TaskID, tw.TaskPath); err != nil {
+								t.Fatal(err)
+							}
+						}
+						cp, newV, _ := st.frame.Checkpoint()
+						_, err = maps.Put(ctx, cfg, cp, md, newV)
 					default:
 						cp, newV, cerr := st.frame.Checkpoint()
 						if cerr != nil {
@@ -166,6 +182,9 @@ func TestPutFrameIsPutStep(t *testing.T) {
 			got, want := tableRows(t, pool, "frames"), tableRows(t, pool, "maps")
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("rows put as frames:\n%s\nrows put as maps:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			if sep := tableRows(t, pool, "separate"); !reflect.DeepEqual(sep, want) {
+				t.Errorf("rows put with PutWrites and Put:\n%s\nrows put with PutStep:\n%s", strings.Join(sep, "\n"), strings.Join(want, "\n"))
 			}
 			if n := len(got); n < len(steps)+4 {
 				t.Errorf("only %d rows", n)
@@ -284,5 +303,65 @@ func TestPutFrameRefusesAsPutStep(t *testing.T) {
 		if after := rowCounts(t, pool, "t"); after != before {
 			t.Errorf("%s: rows went from %v to %v", c.name, before, after)
 		}
+	}
+}
+
+// A step with only small values (one statement: its writes as rows of
+// VALUES up to four, unnested beyond) stores the rows its writes and
+// checkpoint saved apart store, for any number of writes, from frames
+// and from maps.
+func TestPutStepInlineWrites(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.Schema(t, nil)
+	s := pgsaver.New(pool, nil)
+	names := []string{"a", "b"}
+	for _, th := range []string{"frames", "maps", "separate"} {
+		cfg := checkpoints.Config{ThreadID: th}
+		for n := range 7 {
+			var writes []checkpoints.TaskWrites
+			for i := range n {
+				// Tasks of two writes each, the last maybe of one.
+				if i%2 == 0 {
+					task := fmt.Sprint("task", i/2)
+					writes = append(writes, checkpoints.TaskWrites{TaskID: task, TaskPath: "~pull/" + task})
+				}
+				w := &writes[len(writes)-1]
+				w.Writes = append(w.Writes, checkpoints.Write{Channel: names[i%2], Value: json.RawMessage(fmt.Sprint(i))})
+			}
+			f := &checkpoints.Frame{ID: fmt.Sprint("cp", n), TS: time.Date(2026, 1, 1, 0, 0, n, 0, time.UTC), Channels: names,
+				Versions: []int64{int64(n + 1), 1}, New: []checkpoints.FrameValue{{Index: 0, Value: json.RawMessage(fmt.Sprint(n))}}}
+			if n == 0 {
+				f.New = append(f.New, checkpoints.FrameValue{Index: 1, Value: json.RawMessage(`"b"`)})
+			}
+			md := checkpoints.Metadata{Source: checkpoints.SourceLoop, Step: n}
+			cp, newV, _ := f.Checkpoint()
+			var err error
+			switch th {
+			case "frames":
+				cfg, err = s.PutFrame(ctx, cfg, writes, f, md)
+			case "maps":
+				cfg, err = s.PutStep(ctx, cfg, writes, cp, md, newV)
+			default:
+				for _, tw := range writes {
+					if err = s.PutWrites(ctx, cfg, tw.Writes, tw.TaskID, tw.TaskPath); err != nil {
+						t.Fatal(err)
+					}
+				}
+				cfg, err = s.Put(ctx, cfg, cp, md, newV)
+			}
+			if err != nil {
+				t.Fatalf("%s: step with %d writes: %v", th, n, err)
+			}
+		}
+	}
+	want := tableRows(t, pool, "separate")
+	for _, th := range []string{"frames", "maps"} {
+		if got := tableRows(t, pool, th); !reflect.DeepEqual(got, want) {
+			t.Errorf("rows put as %s:\n%s\nrows put apart:\n%s", th, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+	if len(want) != 7+21 {
+		t.Errorf("%d rows, want 7 checkpoints and 21 writes:\n%s", len(want), strings.Join(want, "\n"))
 	}
 }
