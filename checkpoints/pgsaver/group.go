@@ -38,6 +38,7 @@ type committer struct {
 // batchSender is what the committer needs of the pool.
 type batchSender interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
 // maxGroup caps the writes sent in one transaction.
@@ -55,8 +56,15 @@ type groupJob struct {
 
 // do runs b as one transaction and reads its results with read, which
 // must read every statement's result in order and return the first
-// error.
+// error. A nil read is for statements that return no rows: it executes
+// them, and a single one goes as a plain Exec when it goes alone.
 func (c *committer) do(ctx context.Context, b *pgx.Batch, read func(pgx.BatchResults) error) error {
+	if read == nil {
+		read = execAll(len(b.QueuedQueries))
+		if len(b.QueuedQueries) == 1 {
+			read = nil
+		}
+	}
 	if c.limit <= 0 {
 		return c.solo(ctx, b, read)
 	}
@@ -104,8 +112,15 @@ func (c *committer) do(ctx context.Context, b *pgx.Batch, read func(pgx.BatchRes
 	}
 }
 
-// solo runs one write as its own transaction.
+// solo runs one write as its own transaction. A single statement
+// returning no rows (read nil) goes as a plain Exec: the same round trip
+// as a batch of one, without pgx's pipeline bookkeeping.
 func (c *committer) solo(ctx context.Context, b *pgx.Batch, read func(pgx.BatchResults) error) error {
+	if read == nil {
+		q := b.QueuedQueries[0]
+		_, err := c.pool.Exec(ctx, q.SQL, q.Arguments...)
+		return err
+	}
 	br := c.pool.SendBatch(ctx, b)
 	err := read(br)
 	if cerr := br.Close(); err == nil {
@@ -173,7 +188,11 @@ func (c *committer) run(jobs []*groupJob) []*groupJob {
 	failed := -1
 	var err error
 	for i, j := range jobs {
-		if err = j.read(br); err != nil {
+		read := j.read
+		if read == nil {
+			read = execAll(1)
+		}
+		if err = read(br); err != nil {
 			failed = i
 			break
 		}

@@ -734,6 +734,9 @@ func (s *Saver) lastValue(k valueKey, use bool) *lastValue {
 }
 
 func (s *Saver) exec(ctx context.Context, plan *putPlan) error {
+	if !plan.returning {
+		return mapPutError(s.commit.do(ctx, plan.batch, nil))
+	}
 	var rows refRows
 	err := s.commit.do(ctx, plan.batch, func(br pgx.BatchResults) error {
 		for range plan.batch.Len() - 1 {
@@ -741,17 +744,10 @@ func (s *Saver) exec(ctx context.Context, plan *putPlan) error {
 				return err
 			}
 		}
-		if !plan.returning {
-			_, err := br.Exec()
-			return err
-		}
 		return br.QueryRow().Scan(&rows.ch, &rows.ver, &rows.hash, &rows.inline)
 	})
 	if err != nil {
 		return mapPutError(err)
-	}
-	if !plan.returning {
-		return nil
 	}
 	if len(rows.ch) == len(rows.ver) && len(rows.ch) == len(rows.hash) && len(rows.ch) == len(rows.inline) {
 		plan.head = &head{id: plan.in.cfg.CheckpointID, refs: make(map[string]valueRef, len(rows.ch))}
@@ -880,7 +876,7 @@ func (s *Saver) PutWrites(ctx context.Context, cfg checkpoints.Config, writes []
 			b.Queue(pgfence.SQL, fence.Thread, fence.Token)
 		}
 		queueWrites(b, cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, &r, upsert)
-		return s.commit.do(ctx, b, execAll(b.Len()))
+		return s.commit.do(ctx, b, nil)
 	}
 	run := func(ctx context.Context) error {
 		err := send(ctx, false)
