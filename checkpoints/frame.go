@@ -176,3 +176,24 @@ func (f *Frame) checkShape() error {
 	}
 	return nil
 }
+
+// PrepareFrame checks PutFrame's arguments as every FrameSaver must (the
+// checks PutStep makes on f.Checkpoint(), in the same order: ids, frame
+// shape, names, values, then metadata) and returns the encoded metadata
+// (see EncodeMetadata). Errors wrap ErrInvalidConfig or ErrInvalidValue.
+// The writes are checked by ValidateStep.
+func PrepareFrame(cfg Config, f *Frame, md Metadata) ([]byte, error) {
+	if err := checkFrame(cfg, f); err != nil {
+		return nil, err
+	}
+	if len(md.Extra) == 0 {
+		// EncodeMetadata's bytes without its second pass: with no user
+		// keys, MarshalJSON writes compact, HTML-safe JSON by hand, which
+		// json.Marshal would only scan and copy.
+		if err := checkMetadataText(md); err != nil {
+			return nil, err
+		}
+		return md.MarshalJSON()
+	}
+	return EncodeMetadata(md)
+}

@@ -36,7 +36,22 @@
 // saver resolves the unchanged channels from memory and the batch is one
 // INSERT, plus the blob rows of changed large values in the same
 // statement. PutWrites is one statement. PutStep (checkpoints.StepSaver)
-// sends a superstep's writes and its checkpoint in one round trip.
+// and PutFrame (checkpoints.FrameSaver, the engine's form) send a
+// superstep's writes and its checkpoint in one round trip.
+//
+// # Many threads at once: group commit and pool size
+//
+// At most Options.MaxTransactions writes (the pool's MaxConns by default)
+// are in flight at once, each its own transaction. Writes that arrive
+// while that many are in flight wait, and those waiting when one ends go
+// together: one round trip and one commit for all of them, each still all
+// or nothing (a write the server refuses fails alone; the others are sent
+// again without it). Under light load nothing waits and nothing changes;
+// under load, threads share commits instead of queueing for connections.
+// The saver uses the caller's pool, and pgxpool's default (four
+// connections, or one per core if more) is small for many threads: a pool
+// of about eight connections per server core, fewer than the threads,
+// served 64 threads best on a 2-core server (BenchmarkPGThroughput64).
 //
 // # Fences
 //
@@ -62,7 +77,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -95,6 +110,14 @@ type Options struct {
 	// database is found not to hold it. Default pgretry.DefaultWindow
 	// (30 s); negative: no retry.
 	RetryWindow time.Duration
+	// MaxTransactions caps the writes (puts and pending writes) in flight
+	// at once, each one transaction. A write that arrives while that many
+	// are in flight waits, and the writes waiting when one ends are sent
+	// together, in one transaction and one round trip (group commit), so
+	// that under load many threads' saves share commits rather than queue
+	// for connections one by one. Default: the pool's MaxConns; negative:
+	// no limit and no grouping.
+	MaxTransactions int
 }
 
 // Saver is the Postgres checkpoints.Saver. It is safe for concurrent use.
@@ -105,11 +128,14 @@ type Saver struct {
 	// heads remembers the blob map of the last checkpoint put per thread
 	// and namespace (nil when LastValueCacheBytes is negative).
 	heads *heads
+	// commit runs the writes, grouping them under load.
+	commit *committer
 }
 
 var (
-	_ checkpoints.Saver     = (*Saver)(nil)
-	_ checkpoints.StepSaver = (*Saver)(nil)
+	_ checkpoints.Saver      = (*Saver)(nil)
+	_ checkpoints.StepSaver  = (*Saver)(nil)
+	_ checkpoints.FrameSaver = (*Saver)(nil)
 )
 
 // New returns a Saver on pool, whose search_path must reach the tables of
@@ -128,7 +154,10 @@ func New(pool *pgxpool.Pool, opts *Options) *Saver {
 	if o.LastValueCacheBytes == 0 {
 		o.LastValueCacheBytes = 64 << 20
 	}
-	s := &Saver{pool: pool, opts: o}
+	if o.MaxTransactions == 0 {
+		o.MaxTransactions = int(pool.Config().MaxConns)
+	}
+	s := &Saver{pool: pool, opts: o, commit: &committer{pool: pool, limit: o.MaxTransactions}}
 	if o.LastValueCacheBytes > 0 {
 		s.last = &lastValues{entries: map[valueKey]*lastValue{}, max: o.LastValueCacheBytes}
 		s.heads = &heads{entries: map[headKey]*head{}, max: 1 << 14}
@@ -154,13 +183,72 @@ const sqlLockShared = `SELECT pg_advisory_xact_lock_shared($1::int, $2::int)`
 
 // sqlWrites saves pending writes of any number of tasks: regular writes
 // are first-write-wins, special ones (negative idx) are replaced.
-const sqlWrites = `
-INSERT INTO checkpoint_writes AS w (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, encoding, value)
-SELECT $1, $2, $3, x.t, x.i, x.c, x.p, 'json', x.v
-FROM unnest($4::text[], $5::text[], $6::int[], $7::text[], $8::bytea[]) AS x(t, p, i, c, v)
+const sqlWrites = sqlInsertWrites + `
 ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET
     channel = excluded.channel, task_path = excluded.task_path, encoding = excluded.encoding, value = excluded.value
 WHERE w.idx < 0`
+
+// sqlInsertWrites is sqlWrites as a plain INSERT, which is what saving
+// writes comes to unless they were saved before (a resumed step's task
+// saving again): that fails on the primary key, and the writes are sent
+// again with sqlWrites. The upsert's speculative insertion would cost
+// more than twice the plain insert on every save (EXPLAIN ANALYZE: 130
+// against 58 µs for two rows).
+const sqlInsertWrites = `
+INSERT INTO checkpoint_writes AS w (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, encoding, value)
+SELECT $1, $2, $3, x.t, x.i, x.c, x.p, 'json', x.v
+FROM unnest($4::text[], $5::text[], $6::int[], $7::text[], $8::bytea[]) AS x(t, p, i, c, v)`
+
+// maxValuesRows is the most writes a statement takes as rows of VALUES
+// (writeValues) rather than unnested from arrays: a step or a task writes
+// a row or two, which the server inserts faster this way, and pgx encodes
+// five scalars a row instead of five arrays.
+const maxValuesRows = 4
+
+// writeValues is the VALUES list of n writes: thread $1, namespace $2,
+// checkpoint id $cp, then each write's task, path, idx, channel and value
+// from $first on.
+func writeValues(cp, first, n int) string {
+	var rows strings.Builder
+	rows.WriteString("VALUES ")
+	for i := range n {
+		if i > 0 {
+			rows.WriteString(", ")
+		}
+		a := first + 5*i
+		fmt.Fprintf(&rows, "($1, $2, $%d, $%d, $%d, $%d, $%d, 'json', $%d)", cp, a, a+2, a+3, a+1, a+4)
+	}
+	return rows.String()
+}
+
+// sqlInsertFewWrites[n] is sqlInsertWrites for n writes as VALUES rows.
+var sqlInsertFewWrites = func() (out [maxValuesRows + 1]string) {
+	for n := 1; n < len(out); n++ {
+		out[n] = `
+INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, encoding, value)
+` + writeValues(3, 4, n)
+	}
+	return out
+}()
+
+// queueWrites queues the statement that saves writes against checkpoint
+// cp: as a plain insert (few rows as VALUES), or with upsert as sqlWrites.
+func queueWrites(b *pgx.Batch, thread, ns, cp string, r *writeRows, upsert bool) {
+	if n := len(r.idx); !upsert && n <= maxValuesRows {
+		args := make([]any, 0, 3+5*n)
+		args = append(args, thread, ns, cp)
+		for i := range n {
+			args = append(args, r.task[i], r.path[i], r.idx[i], r.ch[i], r.val[i])
+		}
+		b.Queue(sqlInsertFewWrites[n], args...)
+		return
+	}
+	sql := sqlInsertWrites
+	if upsert {
+		sql = sqlWrites
+	}
+	b.Queue(sql, thread, ns, cp, r.task, r.path, r.idx, r.ch, r.val)
+}
 
 const checkpointColumns = `thread_id, checkpoint_ns, checkpoint_id, seq, parent_checkpoint_id, checkpoint, metadata,
     value_channels, value_versions, value_hashes, value_inline`
@@ -204,6 +292,20 @@ WITH w AS (
     SELECT $1, $2, $4, x.t, x.i, x.c, x.p, 'json', x.v
     FROM unnest($11::text[], $12::text[], $13::int[], $14::text[], $15::bytea[]) AS x(t, p, i, c, v)
 )` + sqlPutInline
+
+// sqlPutInlineWithFewWrites[n] is sqlPutInlineWithWrites for n writes
+// as rows of VALUES (maxValuesRows): 41 against 48 µs for the statement
+// with two writes (22 µs without).
+var sqlPutInlineWithFewWrites = func() (out [maxValuesRows + 1]string) {
+	for n := 1; n < len(out); n++ {
+		out[n] = `
+WITH w AS (
+    INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, encoding, value)
+    ` + writeValues(4, 11, n) + `
+)` + sqlPutInline
+	}
+	return out
+}()
 
 // sqlPutBlobs stores a checkpoint resolved by the client with its new
 // blobs. The blobs it carries from its parent ($15) must still exist: if
@@ -262,7 +364,8 @@ func (s *Saver) Put(ctx context.Context, cfg checkpoints.Config, cp *checkpoints
 	if err != nil {
 		return checkpoints.Config{}, err
 	}
-	if err := s.retry(ctx, func(ctx context.Context) error { return s.put(ctx, p, nil, fence) }, s.checkpointLanded(p.Config)); err != nil {
+	in := mapInput(p)
+	if err := s.retry(ctx, func(ctx context.Context) error { return s.put(ctx, in, nil, fence) }, s.checkpointLanded(p.Config)); err != nil {
 		return checkpoints.Config{}, fmt.Errorf("pgsaver: put checkpoint %s: %w", cp.ID, err)
 	}
 	return p.Config, nil
@@ -301,23 +404,89 @@ func (s *Saver) PutStep(ctx context.Context, cfg checkpoints.Config, writes []ch
 	if err != nil {
 		return checkpoints.Config{}, err
 	}
-	var rows *writeRows
-	for _, tw := range writes {
-		if len(tw.Writes) > 0 {
-			if rows == nil {
-				rows = &writeRows{}
-			}
-			rows.add(tw.TaskID, tw.TaskPath, tw.Writes)
-		}
-	}
-	if err := s.retry(ctx, func(ctx context.Context) error { return s.put(ctx, p, rows, fence) }, s.checkpointLanded(p.Config)); err != nil {
+	in, rows := mapInput(p), stepRows(writes)
+	if err := s.retry(ctx, func(ctx context.Context) error { return s.put(ctx, in, rows, fence) }, s.checkpointLanded(p.Config)); err != nil {
 		return checkpoints.Config{}, fmt.Errorf("pgsaver: put step with checkpoint %s: %w", cp.ID, err)
 	}
 	return p.Config, nil
 }
 
-func (s *Saver) put(ctx context.Context, p *checkpoints.PreparedPut, writes *writeRows, fence *checkpoints.Fence) error {
-	thread := p.Config.ThreadID
+// stepRows are the writes of a step as one statement's rows, or nil when
+// there are none.
+func stepRows(writes []checkpoints.TaskWrites) *writeRows {
+	n := 0
+	for _, tw := range writes {
+		n += len(tw.Writes)
+	}
+	if n == 0 {
+		return nil
+	}
+	rows := &writeRows{
+		task: make([]string, 0, n), path: make([]string, 0, n), idx: make([]int32, 0, n),
+		ch: make([]string, 0, n), val: make([][]byte, 0, n),
+	}
+	for _, tw := range writes {
+		if len(tw.Writes) > 0 {
+			rows.add(tw.TaskID, tw.TaskPath, tw.Writes)
+		}
+	}
+	return rows
+}
+
+// putInput is a checked put in the form plan takes, made from maps (Put,
+// PutStep) or from a frame (PutFrame) without building maps.
+type putInput struct {
+	// cfg is the new checkpoint's thread, namespace and id; parent is the
+	// parent's id, "" for none.
+	cfg    checkpoints.Config
+	parent string
+	// body is the checkpoint without its values, encoded as
+	// PreparedPut.Body; metadata is the encoded metadata.
+	body, metadata []byte
+	// channels names the checkpoint's channels in ascending order and
+	// versions holds their versions. A channel whose version is 0 has no
+	// version (a frame's convention) unless all is set (maps: every
+	// channel listed has a version, whatever its value).
+	channels []string
+	versions []int64
+	all      bool
+	// fresh lists, by ascending index, the channels whose versions are
+	// new (Put's newVersions), with their values (nil: no value).
+	fresh []checkpoints.FrameValue
+	// owned says the values may be kept as they are (a frame's are the
+	// saver's); otherwise what is remembered past the put is copied.
+	owned bool
+}
+
+// has reports whether channel i has a version in the checkpoint.
+func (in *putInput) has(i int) bool { return in.all || in.versions[i] != 0 }
+
+// isFresh reports whether channel i has a new version.
+func (in *putInput) isFresh(i int) bool {
+	_, ok := slices.BinarySearchFunc(in.fresh, i, func(v checkpoints.FrameValue, i int) int { return v.Index - i })
+	return ok
+}
+
+// mapInput is the putInput of a put given as maps.
+func mapInput(p *checkpoints.PreparedPut) *putInput {
+	in := &putInput{cfg: p.Config, parent: p.Parent, body: p.Body, metadata: p.Metadata, all: true}
+	in.channels = make([]string, 0, len(p.Checkpoint.ChannelVersions))
+	for ch := range p.Checkpoint.ChannelVersions {
+		in.channels = append(in.channels, ch)
+	}
+	slices.Sort(in.channels)
+	in.versions = make([]int64, len(in.channels))
+	for i, ch := range in.channels {
+		in.versions[i] = p.Checkpoint.ChannelVersions[ch]
+		if _, isNew := p.NewVersions[ch]; isNew {
+			in.fresh = append(in.fresh, checkpoints.FrameValue{Index: i, Value: p.Values[ch]})
+		}
+	}
+	return in
+}
+
+func (s *Saver) put(ctx context.Context, p *putInput, writes *writeRows, fence *checkpoints.Fence) error {
+	thread := p.cfg.ThreadID
 	useMemory, upsert := true, false
 	plan := s.plan(p, writes, fence, useMemory, upsert)
 	err := s.exec(ctx, plan)
@@ -342,7 +511,7 @@ func (s *Saver) put(ctx context.Context, p *checkpoints.PreparedPut, writes *wri
 		for k, v := range plan.remember {
 			s.last.put(k, v)
 		}
-		s.heads.put(headKey{thread, p.Config.Namespace}, plan.head)
+		s.heads.put(headKey{thread, p.cfg.Namespace}, plan.head)
 	}
 	return nil
 }
@@ -355,8 +524,7 @@ type putPlan struct {
 	// the last statement returns it instead.
 	head      *head
 	returning bool
-	id        string
-	versions  map[string]int64
+	in        *putInput
 }
 
 // errStaleCache means a put resolved from remembered state referenced a
@@ -379,6 +547,12 @@ type refRows struct {
 	inline [][]byte
 }
 
+// grow makes room for n more rows.
+func (r *refRows) grow(n int) {
+	r.ch, r.ver = slices.Grow(r.ch, n), slices.Grow(r.ver, n)
+	r.hash, r.inline = slices.Grow(r.hash, n), slices.Grow(r.inline, n)
+}
+
 func (r *refRows) add(ch string, ref valueRef) {
 	r.ch, r.ver = append(r.ch, ch), append(r.ver, ref.version)
 	if ref.inline != nil {
@@ -389,31 +563,23 @@ func (r *refRows) add(ch string, ref valueRef) {
 	}
 }
 
-// Len, Less and Swap sort the rows by channel, so that stored arrays do
-// not depend on map order.
-func (r *refRows) Len() int           { return len(r.ch) }
-func (r *refRows) Less(i, j int) bool { return r.ch[i] < r.ch[j] }
-func (r *refRows) Swap(i, j int) {
-	r.ch[i], r.ch[j] = r.ch[j], r.ch[i]
-	r.ver[i], r.ver[j] = r.ver[j], r.ver[i]
-	r.hash[i], r.hash[j] = r.hash[j], r.hash[i]
-	r.inline[i], r.inline[j] = r.inline[j], r.inline[i]
-}
-
-func (s *Saver) plan(p *checkpoints.PreparedPut, writes *writeRows, fence *checkpoints.Fence, useMemory, upsert bool) *putPlan {
-	thread, ns := p.Config.ThreadID, p.Config.Namespace
-	plan := &putPlan{batch: &pgx.Batch{}, id: p.Config.CheckpointID, versions: p.Checkpoint.ChannelVersions}
-	refs := make(map[string]valueRef, len(p.Checkpoint.ChannelVersions))
+func (s *Saver) plan(p *putInput, writes *writeRows, fence *checkpoints.Fence, useMemory, upsert bool) *putPlan {
+	thread, ns := p.cfg.ThreadID, p.cfg.Namespace
+	plan := &putPlan{batch: &pgx.Batch{}, in: p}
+	refs := make(map[string]valueRef, len(p.channels))
 	var bHash, bBase, bData [][]byte
 	var bEnc []string
 	var newHashes []hash
-	for ch, v := range p.Values {
-		ver, ok := p.Checkpoint.ChannelVersions[ch]
-		if !ok {
-			continue // a value the checkpoint does not carry
+	for _, nv := range p.fresh {
+		ch, ver, v := p.channels[nv.Index], p.versions[nv.Index], nv.Value
+		if v == nil {
+			continue // a new version without a value
 		}
 		if len(v) <= inlineMax {
-			refs[ch] = valueRef{version: ver, inline: slices.Clone([]byte(v))}
+			if !p.owned {
+				v = slices.Clone(v)
+			}
+			refs[ch] = valueRef{version: ver, inline: v}
 			continue
 		}
 		raw := []byte(v)
@@ -428,7 +594,10 @@ func (s *Saver) plan(p *checkpoints.PreparedPut, writes *writeRows, fence *check
 		if prev != nil && prev.hash == h {
 			next = prev
 		} else {
-			val := slices.Clone(raw)
+			val := raw
+			if !p.owned {
+				val = slices.Clone(raw)
+			}
 			next = &lastValue{hash: h, value: val, snapshot: len(val)}
 			if d, ok := deltaOf(prev, val); ok &&
 				prev.depth+1 <= s.opts.MaxDeltaChain &&
@@ -450,30 +619,25 @@ func (s *Saver) plan(p *checkpoints.PreparedPut, writes *writeRows, fence *check
 	// The common case, a child of the checkpoint this saver put last in
 	// the thread: resolve the unchanged channels from memory.
 	var parentHead *head
-	if useMemory && s.heads != nil && p.Parent != "" {
-		if h := s.heads.get(headKey{thread, ns}); h != nil && h.id == p.Parent {
+	if useMemory && s.heads != nil && p.parent != "" {
+		if h := s.heads.get(headKey{thread, ns}); h != nil && h.id == p.parent {
 			parentHead = h
 		}
 	}
 	resolved := true
 	var carried [][]byte
-	var uCh []string
-	var uVer []int64
-	for ch, ver := range p.Checkpoint.ChannelVersions {
-		if _, isNew := p.NewVersions[ch]; isNew {
+	for i, ch := range p.channels {
+		if !p.has(i) || p.isFresh(i) {
 			continue
 		}
-		uCh, uVer = append(uCh, ch), append(uVer, ver)
-		if !resolved {
-			continue
-		}
+		ver := p.versions[i]
 		ref, ok := valueRef{}, false
 		if parentHead != nil {
 			ref, ok = parentHead.refs[ch]
 		}
 		if !ok || ref.version != ver {
 			resolved = false
-			continue
+			break
 		}
 		refs[ch] = ref
 		if ref.blob() && !slices.Contains(newHashes, ref.hash) {
@@ -487,28 +651,37 @@ func (s *Saver) plan(p *checkpoints.PreparedPut, writes *writeRows, fence *check
 		ver []int64
 	}
 	if resolved {
-		for ch, ref := range refs {
+		rows.grow(len(refs))
+		for i, ch := range p.channels {
+			if !p.has(i) {
+				continue
+			}
+			ref, ok := refs[ch]
+			if !ok {
+				// A channel with a version and no value is remembered
+				// too: its child carries it without asking the server.
+				refs[ch] = valueRef{version: p.versions[i], none: true}
+				continue
+			}
 			if !ref.none {
 				rows.add(ch, ref)
 			}
 		}
-		sort.Sort(&rows)
-		// A channel with a version and no value is remembered too: its
-		// child carries it without asking the server.
-		for ch, ver := range p.Checkpoint.ChannelVersions {
-			if _, ok := refs[ch]; !ok {
-				refs[ch] = valueRef{version: ver, none: true}
-			}
-		}
-		plan.head = &head{id: p.Config.CheckpointID, refs: refs}
+		plan.head = &head{id: p.cfg.CheckpointID, refs: refs}
 	} else {
 		// Only the new values go; the server resolves the rest.
-		for ch, ref := range refs {
-			if _, isNew := p.NewVersions[ch]; isNew {
-				rows.add(ch, ref)
+		for i, ch := range p.channels {
+			if !p.has(i) {
+				continue
 			}
+			if p.isFresh(i) {
+				if ref, ok := refs[ch]; ok {
+					rows.add(ch, ref)
+				}
+				continue
+			}
+			resolve.ch, resolve.ver = append(resolve.ch, ch), append(resolve.ver, p.versions[i])
 		}
-		resolve.ch, resolve.ver = uCh, uVer
 		plan.returning = true
 	}
 
@@ -521,16 +694,24 @@ func (s *Saver) plan(p *checkpoints.PreparedPut, writes *writeRows, fence *check
 	if len(bHash) > 0 || len(carried) > 0 || !resolved {
 		b.Queue(sqlLockShared, lockClass, threadLock(thread))
 	}
-	args := []any{thread, ns, p.Config.CheckpointID, p.Parent, p.Body, string(p.Metadata),
-		nonNil(rows.ch), nonNil(rows.ver), nonNil(rows.hash), nonNil(rows.inline)}
+	args := make([]any, 0, 31)
+	args = append(args, thread, ns, p.cfg.CheckpointID, p.parent, p.body, p.metadata,
+		nonNil(rows.ch), nonNil(rows.ver), nonNil(rows.hash), nonNil(rows.inline))
 	if writes != nil && resolved && len(bHash) == 0 && len(carried) == 0 && !upsert {
 		// The hot path of a superstep: its writes and its checkpoint in
 		// one statement.
+		if n := len(writes.idx); n < len(sqlPutInlineWithFewWrites) {
+			for i := range n {
+				args = append(args, writes.task[i], writes.path[i], writes.idx[i], writes.ch[i], writes.val[i])
+			}
+			b.Queue(sqlPutInlineWithFewWrites[n], args...)
+			return plan
+		}
 		b.Queue(sqlPutInlineWithWrites, append(args, writes.task, writes.path, writes.idx, writes.ch, writes.val)...)
 		return plan
 	}
 	if writes != nil {
-		b.Queue(sqlWrites, thread, ns, p.Parent, writes.task, writes.path, writes.idx, writes.ch, writes.val)
+		queueWrites(b, thread, ns, p.parent, writes, upsert)
 	}
 	switch {
 	case !resolved:
@@ -553,30 +734,23 @@ func (s *Saver) lastValue(k valueKey, use bool) *lastValue {
 }
 
 func (s *Saver) exec(ctx context.Context, plan *putPlan) error {
-	br := s.pool.SendBatch(ctx, plan.batch)
-	for range plan.batch.Len() - 1 {
-		if _, err := br.Exec(); err != nil {
-			br.Close()
-			return mapPutError(err)
-		}
-	}
 	if !plan.returning {
-		_, err := br.Exec()
-		if cerr := br.Close(); err == nil {
-			err = cerr
-		}
-		return mapPutError(err)
+		return mapPutError(s.commit.do(ctx, plan.batch, nil))
 	}
 	var rows refRows
-	err := br.QueryRow().Scan(&rows.ch, &rows.ver, &rows.hash, &rows.inline)
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
+	err := s.commit.do(ctx, plan.batch, func(br pgx.BatchResults) error {
+		for range plan.batch.Len() - 1 {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		return br.QueryRow().Scan(&rows.ch, &rows.ver, &rows.hash, &rows.inline)
+	})
 	if err != nil {
 		return mapPutError(err)
 	}
 	if len(rows.ch) == len(rows.ver) && len(rows.ch) == len(rows.hash) && len(rows.ch) == len(rows.inline) {
-		plan.head = &head{id: plan.id, refs: make(map[string]valueRef, len(rows.ch))}
+		plan.head = &head{id: plan.in.cfg.CheckpointID, refs: make(map[string]valueRef, len(rows.ch))}
 		for i, ch := range rows.ch {
 			switch {
 			case len(rows.hash[i]) == len(hash{}):
@@ -585,9 +759,9 @@ func (s *Saver) exec(ctx context.Context, plan *putPlan) error {
 				plan.head.refs[ch] = valueRef{version: rows.ver[i], inline: rows.inline[i]}
 			}
 		}
-		for ch, ver := range plan.versions {
-			if _, ok := plan.head.refs[ch]; !ok {
-				plan.head.refs[ch] = valueRef{version: ver, none: true}
+		for i, ch := range plan.in.channels {
+			if _, ok := plan.head.refs[ch]; !ok && plan.in.has(i) {
+				plan.head.refs[ch] = valueRef{version: plan.in.versions[i], none: true}
 			}
 		}
 	}
@@ -609,6 +783,9 @@ func upserting(sql string, upsert bool) string {
 // isSavedAgain reports a plain insert of a checkpoint id, or of a write,
 // that exists.
 func isSavedAgain(err error) bool {
+	if err == nil {
+		return false
+	}
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "23505" &&
 		(pgErr.ConstraintName == "checkpoints_pkey" || pgErr.ConstraintName == "checkpoint_writes_pkey")
@@ -617,6 +794,9 @@ func isSavedAgain(err error) bool {
 // mapPutError turns the NOT NULL failure sqlPutBlobs raises on purpose
 // into errStaleCache, and a refused fence into checkpoints.ErrFenced.
 func mapPutError(err error) error {
+	if err == nil {
+		return nil
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23502" && pgErr.TableName == "checkpoints" && pgErr.ColumnName == "seq" {
 		return errStaleCache
@@ -625,6 +805,9 @@ func mapPutError(err error) error {
 }
 
 func isBaseMissing(err error) bool {
+	if err == nil {
+		return false
+	}
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "23503" && pgErr.TableName == "checkpoint_blobs"
 }
@@ -685,17 +868,22 @@ func (s *Saver) PutWrites(ctx context.Context, cfg checkpoints.Config, writes []
 	}
 	var r writeRows
 	r.add(taskID, taskPath, writes)
-	run := func(ctx context.Context) error {
-		if fence == nil {
-			_, err := s.pool.Exec(ctx, sqlWrites, cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, r.task, r.path, r.idx, r.ch, r.val)
-			return err
-		}
-		// A batch is one implicit transaction: the fence's check and
-		// row lock cover the insert.
+	send := func(ctx context.Context, upsert bool) error {
+		// A batch is one implicit transaction: the fence's check and row
+		// lock cover the insert.
 		b := &pgx.Batch{}
-		b.Queue(pgfence.SQL, fence.Thread, fence.Token)
-		b.Queue(sqlWrites, cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, r.task, r.path, r.idx, r.ch, r.val)
-		return pgfence.Map(s.pool.SendBatch(ctx, b).Close())
+		if fence != nil {
+			b.Queue(pgfence.SQL, fence.Thread, fence.Token)
+		}
+		queueWrites(b, cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, &r, upsert)
+		return s.commit.do(ctx, b, nil)
+	}
+	run := func(ctx context.Context) error {
+		err := send(ctx, false)
+		if isSavedAgain(err) {
+			err = send(ctx, true)
+		}
+		return pgfence.Map(err)
 	}
 	// The statement (with its fence, the batch) is one transaction: all
 	// its rows are there, or none.
@@ -712,6 +900,18 @@ func (s *Saver) PutWrites(ctx context.Context, cfg checkpoints.Config, writes []
 		return fmt.Errorf("pgsaver: put writes of task %s: %w", taskID, err)
 	}
 	return nil
+}
+
+// execAll reads the results of n statements that return no rows.
+func execAll(n int) func(pgx.BatchResults) error {
+	return func(br pgx.BatchResults) error {
+		for range n {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }
 
 // sqlWritesLanded counts the rows of a PutWrites that are there as sent:
