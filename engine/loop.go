@@ -149,6 +149,7 @@ type loop struct {
 	ckptLazy    bool
 	candidates  []int
 	runBuf      []*task
+	ctxs        taskContexts
 	// volFull lists the volatile channels that may hold a value (see
 	// apply), sorted; volIn marks them; volNext is spare storage.
 	volFull, volNext []int
@@ -1056,6 +1057,7 @@ func (l *loop) runTasks(ctx context.Context, tasks []*task) error {
 	run := l.runBuf[:0]
 	for _, t := range tasks {
 		if !t.cached {
+			t.nextCtx = l.ctxs.next()
 			run = append(run, t)
 		}
 	}

@@ -52,9 +52,10 @@ type task struct {
 	// asUpdate marks a task made by UpdateState: it bumps the step but
 	// records no trigger versions and consumes nothing.
 	asUpdate bool
-	// tctx is the context of the current execution (nil between them).
-	tctx *taskContext
-	ov   overlay
+	// tctx is the context of the current execution (nil between them);
+	// nextCtx is the fresh one the loop has set aside for the next.
+	tctx, nextCtx *taskContext
+	ov            overlay
 	// scratch is the *S a conditional edge's router state is built in,
 	// kept across the task's reuse.
 	scratch any
@@ -105,7 +106,8 @@ func (t *task) step() int { return t.l.step }
 // goroutine that outlives it), and the context must stay what it was —
 // the run's values and cancellation — while the task object goes on to
 // other executions. Once the execution is over, t is nil and the context
-// no longer belongs to a node.
+// no longer belongs to a node. They are allocated in blocks
+// (taskContexts), each element used once.
 type taskContext struct {
 	context.Context
 	t atomic.Pointer[task]
@@ -402,7 +404,12 @@ func (t *task) execute(ctx context.Context) error {
 	if len(policies) == 0 {
 		policies = l.g.cfg.Retry
 	}
-	tctx := &taskContext{Context: ctx}
+	tctx := t.nextCtx
+	if tctx == nil {
+		tctx = &taskContext{}
+	}
+	t.nextCtx = nil
+	tctx.Context = ctx
 	tctx.t.Store(t)
 	t.tctx = tctx
 	defer func() {
@@ -454,6 +461,28 @@ func (t *task) execute(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// taskContexts hands out fresh task contexts from blocks, so a run of
+// many one-task supersteps does not allocate one per task. An element is
+// handed out once and never reused: a context a node keeps holds its
+// block, whose other elements are the kept contexts of other executions
+// or were never used. It belongs to the loop's goroutine.
+type taskContexts struct {
+	block []taskContext
+}
+
+// taskContextBlock is how many contexts a block holds: a few kilobytes at
+// most stay alive for a node that keeps its context.
+const taskContextBlock = 64
+
+func (c *taskContexts) next() *taskContext {
+	if len(c.block) == 0 {
+		c.block = make([]taskContext, taskContextBlock)
+	}
+	tc := &c.block[0]
+	c.block = c.block[1:]
+	return tc
 }
 
 // readInput builds a pull task's input from the current channels.
