@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/superstep-dev/superstep/cache"
 	"github.com/superstep-dev/superstep/checkpoints"
@@ -165,6 +166,7 @@ type loop struct {
 	// whose channels changed (stateDirty) unless stateAll asks for all.
 	stateVal   any
 	stateBuf   any
+	statePtr   unsafe.Pointer // what stateBuf points to
 	stateDirty []int
 	stateAll   bool
 	grouped    [][]any
@@ -762,11 +764,12 @@ func (l *loop) state() (any, error) {
 		}
 		if l.emit == nil {
 			l.stateBuf, l.stateAll, l.stateDirty = v, false, l.stateDirty[:0]
+			l.statePtr = reflect.ValueOf(v).UnsafePointer()
 		}
 		l.stateVal = v
 		return v, nil
 	}
-	if err := p.refresh(reflect.ValueOf(l.stateBuf).UnsafePointer(), l.reader(), l.stateDirty); err != nil {
+	if err := p.refresh(l.statePtr, l.reader(), l.stateDirty); err != nil {
 		l.stateAll = true
 		return nil, err
 	}
@@ -781,7 +784,10 @@ func (l *loop) newTask(n *Node) *task {
 		t = l.free[len(l.free)-1]
 		l.free = l.free[:len(l.free)-1]
 		writes, wch, ovn, ovv, scratch := t.writes[:0], t.wch[:0], t.ov.names[:0], t.ov.vals[:0], t.scratch
-		*t = task{writes: writes, wch: wch, scratch: scratch}
+		// Cleared in place, then the kept buffers put back: a composite
+		// literal would be built on the stack and copied over.
+		*t = task{}
+		t.writes, t.wch, t.scratch = writes, wch, scratch
 		t.ov.names, t.ov.vals = ovn, ovv
 	} else {
 		t = &task{}
@@ -818,12 +824,26 @@ func (l *loop) pullCandidates() []int {
 			c = append(c, l.g.trigNodes[ch]...)
 		}
 		if len(c) > 1 {
-			slices.Sort(c)
+			sortFew(c)
 			c = slices.Compact(c)
 		}
 	}
 	l.candidates = c
 	return c
+}
+
+// sortFew sorts channel or node indexes, of which a step has a few:
+// without a call into the sort for none, one or two.
+func sortFew(s []int) {
+	switch {
+	case len(s) < 2:
+	case len(s) == 2:
+		if s[1] < s[0] {
+			s[0], s[1] = s[1], s[0]
+		}
+	default:
+		slices.Sort(s)
+	}
 }
 
 func (l *loop) triggered(n *Node) bool {
@@ -1066,7 +1086,7 @@ func (l *loop) runTasks(ctx context.Context, tasks []*task) error {
 	case 0:
 		return nil
 	case 1:
-		if err := run[0].execute(ctx); !errors.Is(err, errInterruptSignal) {
+		if err := run[0].execute(ctx); err == nil || !errors.Is(err, errInterruptSignal) {
 			return err
 		}
 		return l.interrupted(tasks)
@@ -1379,7 +1399,7 @@ func (l *loop) apply(tasks []*task) ([]int, error) {
 	if added {
 		slices.Sort(l.volFull) // bumps are reported in channel order
 	}
-	slices.Sort(updated)
+	sortFew(updated)
 	l.updated, l.updatedKnown = updated, true
 	if l.emit != nil {
 		names := make([]string, len(updated))

@@ -146,7 +146,7 @@ func (g *StateGraph[S]) edgeWriters(name string, joinWrites map[string][]string,
 	for _, b := range g.branches[name] {
 		plan, _ := newInputPlan(reflect.TypeFor[S](), g.byName)
 		*plans = append(*plans, plan)
-		ws = append(ws, branchWriter[S]{g: g, b: b, src: name, plan: plan, refs: refs})
+		ws = append(ws, &branchWriter[S]{g: g, b: b, src: name, plan: plan, refs: refs})
 	}
 	return ws
 }
@@ -273,11 +273,28 @@ func (g *StateGraph[S]) validate(node string, out Output, emit func(field int, k
 
 // field returns the position in g.fields of the state key.
 func (g *StateGraph[S]) field(node, key string) (int, error) {
+	if len(g.fields) <= smallState {
+		// Comparing a few names costs less than hashing the key. From
+		// the last, as byName keeps the last field of a repeated name.
+		for i := len(g.fields) - 1; i >= 0; i-- {
+			if g.fields[i].name == key {
+				return i, nil
+			}
+		}
+		return 0, g.unknownKey(node, key)
+	}
 	i, ok := g.byName[key]
 	if !ok {
-		return 0, fmt.Errorf("%w: node %q wrote unknown state key %q (state keys: %s)", ErrInvalidUpdate, node, key, strings.Join(g.keys(), ", "))
+		return 0, g.unknownKey(node, key)
 	}
 	return i, nil
+}
+
+// smallState is the number of state keys up to which field scans them.
+const smallState = 8
+
+func (g *StateGraph[S]) unknownKey(node, key string) error {
+	return fmt.Errorf("%w: node %q wrote unknown state key %q (state keys: %s)", ErrInvalidUpdate, node, key, strings.Join(g.keys(), ", "))
 }
 
 // convertField converts v, written to the state key of field i, to the
@@ -513,7 +530,7 @@ type branchWriter[S any] struct {
 	refs *chanRefs
 }
 
-func (w branchWriter[S]) write(t *task, _ any) error {
+func (w *branchWriter[S]) write(t *task, _ any) error {
 	st, err := w.state(t)
 	if err != nil {
 		return err
@@ -565,7 +582,7 @@ func (w branchWriter[S]) write(t *task, _ any) error {
 // the task's own writes applied (upstream's fresh local read). It copies
 // the step's shared state into the task's scratch struct and sets only
 // the fields the task wrote, so a router costs no allocation.
-func (w branchWriter[S]) state(t *task) (*S, error) {
+func (w *branchWriter[S]) state(t *task) (*S, error) {
 	base, err := t.l.state()
 	if err != nil {
 		return nil, err

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/superstep-dev/superstep/cache"
 	"github.com/superstep-dev/superstep/engine/channels"
@@ -110,13 +111,16 @@ func (t *task) step() int { return t.l.step }
 // (taskContexts), each element used once.
 type taskContext struct {
 	context.Context
-	t atomic.Pointer[task]
+	// t is the running *task: set before the context is handed to the
+	// node (a plain write, as nothing else can see the context yet) and
+	// cleared atomically when the execution ends.
+	t unsafe.Pointer
 }
 
 func (c *taskContext) Value(key any) any {
 	if key == (taskCtxKey{}) {
-		if t := c.t.Load(); t != nil {
-			return t
+		if t := atomic.LoadPointer(&c.t); t != nil {
+			return (*task)(t)
 		}
 		return nil
 	}
@@ -410,10 +414,10 @@ func (t *task) execute(ctx context.Context) error {
 	}
 	t.nextCtx = nil
 	tctx.Context = ctx
-	tctx.t.Store(t)
+	tctx.t = unsafe.Pointer(t)
 	t.tctx = tctx
 	defer func() {
-		tctx.t.Store(nil)
+		atomic.StorePointer(&tctx.t, nil)
 		t.tctx = nil
 	}()
 	var start time.Time
@@ -653,6 +657,9 @@ func fmtAny(v any) string {
 }
 
 func sortTasks(ts []*task) {
+	if len(ts) < 2 {
+		return
+	}
 	slices.SortFunc(ts, func(a, b *task) int {
 		switch {
 		case a.less(b):
