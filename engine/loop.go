@@ -784,11 +784,13 @@ func (l *loop) newTask(n *Node) *task {
 		t = l.free[len(l.free)-1]
 		l.free = l.free[:len(l.free)-1]
 		writes, wch, ovn, ovv, scratch := t.writes[:0], t.wch[:0], t.ov.names[:0], t.ov.vals[:0], t.scratch
+		encoded, encBuf := t.encoded[:0], t.encBuf[:0]
 		// Cleared in place, then the kept buffers put back: a composite
 		// literal would be built on the stack and copied over.
 		*t = task{}
 		t.writes, t.wch, t.scratch = writes, wch, scratch
 		t.ov.names, t.ov.vals = ovn, ovv
+		t.encoded, t.encBuf = encoded, encBuf
 	} else {
 		t = &task{}
 		t.writes, t.wch = t.wbuf[:0], t.wcbuf[:0]
@@ -1170,7 +1172,19 @@ func (l *loop) commitSuccess(ctx context.Context, t *task, d time.Duration) erro
 	if l.stepSaver == nil || t.useCache {
 		ctx = context.WithoutCancel(ctx)
 	}
-	encoded, err := encodeWrites(t.writes)
+	// The Write slice goes back to the task once the saver is done with
+	// it: a StepSaver's is saved with the step's checkpoint, before the
+	// task runs again, and PutWrites keeps nothing. Async and exit saves
+	// keep theirs for later.
+	reuse := l.stepSaver != nil || (l.persist == nil && l.opts.Durability != DurabilityExit)
+	var encoded []checkpoints.Write
+	var err error
+	if reuse {
+		encoded, err = appendEncoded(t.encoded[:0], t.writes, &t.encBuf)
+		t.encoded = encoded
+	} else {
+		encoded, err = appendEncoded(nil, t.writes, &t.encBuf)
+	}
 	if err != nil {
 		return fmt.Errorf("node %q: %w", t.name, err)
 	}
@@ -1206,22 +1220,51 @@ func (l *loop) commitError(ctx context.Context, t *task) {
 	_ = l.putWrites(ctx, t.ID(), []checkpoints.Write{{Channel: errorKey, Value: msg}})
 }
 
-// encodeWrites encodes a task's writes. Small values share one buffer;
-// each is capped so that none can be appended into the next.
+// encodeWrites encodes writes for a saver.
 func encodeWrites(ws []KV) ([]checkpoints.Write, error) {
-	out := make([]checkpoints.Write, 0, len(ws))
-	buf := make([]byte, 0, 16*len(ws))
+	var scratch []byte
+	return appendEncoded(nil, ws, &scratch)
+}
+
+// appendEncoded encodes ws, appending them to out. Small values are
+// encoded in *scratch (kept for the next call), then copied into one
+// allocation of their exact size that they share; each is capped so that
+// none can be appended into the next. The values are the saver's, never
+// reused.
+func appendEncoded(out []checkpoints.Write, ws []KV, scratch *[]byte) ([]checkpoints.Write, error) {
+	if out == nil {
+		out = make([]checkpoints.Write, 0, len(ws))
+	}
+	start := len(out)
+	buf := (*scratch)[:0]
+	defer func() { *scratch = buf }()
+	var endBuf [4]int32
+	ends := endBuf[:0] // end of each simple value in buf; -1: encoded apart
 	for _, w := range ws {
 		if next, ok := jsonfast.AppendSimple(buf, w.Value); ok {
-			out = append(out, checkpoints.Write{Channel: w.Key, Value: next[len(buf):len(next):len(next)]})
 			buf = next
+			ends = append(ends, int32(len(buf)))
+			out = append(out, checkpoints.Write{Channel: w.Key})
 			continue
 		}
 		b, err := json.Marshal(w.Value)
 		if err != nil {
-			return nil, fmt.Errorf("write to %q is not JSON-encodable: %w", w.Key, err)
+			return out[:start], fmt.Errorf("write to %q is not JSON-encodable: %w", w.Key, err)
 		}
+		ends = append(ends, -1)
 		out = append(out, checkpoints.Write{Channel: w.Key, Value: b})
+	}
+	if len(buf) > 0 {
+		vals := make([]byte, len(buf))
+		copy(vals, buf)
+		from := 0
+		for i, end := range ends {
+			if end < 0 {
+				continue
+			}
+			out[start+i].Value = vals[from:end:end]
+			from = int(end)
+		}
 	}
 	return out, nil
 }
@@ -1456,8 +1499,22 @@ func (l *loop) metadata(source checkpoints.Source) checkpoints.Metadata {
 // seenFrame is versions_seen in a frame's form; buf holds room for the
 // nodes that ran since the last frame (see frame).
 func (l *loop) seenFrame(buf []int64) []checkpoints.SeenVersions {
-	out := make([]checkpoints.SeenVersions, 0, len(l.extraSeen)+len(l.seen)+2)
-	if !slices.ContainsFunc(l.extraSeen, func(s checkpoints.SeenVersions) bool { return s.Node == inputTask }) {
+	// Sized exactly: a frame is kept for as long as its checkpoint.
+	noInput := !slices.ContainsFunc(l.extraSeen, func(s checkpoints.SeenVersions) bool { return s.Node == inputTask })
+	n := len(l.extraSeen)
+	if noInput {
+		n++
+	}
+	for _, s := range l.seen {
+		if s != nil {
+			n++
+		}
+	}
+	if l.seenInterrupt != nil {
+		n++
+	}
+	out := make([]checkpoints.SeenVersions, 0, n)
+	if noInput {
 		out = append(out, checkpoints.SeenVersions{Node: inputTask})
 	}
 	out = append(out, l.extraSeen...)
@@ -1568,7 +1625,18 @@ func (l *loop) saveCheckpoint(ctx context.Context, source checkpoints.Source) er
 		l.stepWrites = nil
 		l.exitMu.Unlock()
 	}
-	return l.put(ctx, parent, writes, f, md)
+	err = l.put(ctx, parent, writes, f, md)
+	if writes != nil {
+		// The saver kept the values, not the slices: the next step
+		// buffers its writes here.
+		clear(writes)
+		l.exitMu.Lock()
+		if l.stepWrites == nil {
+			l.stepWrites = writes[:0]
+		}
+		l.exitMu.Unlock()
+	}
+	return err
 }
 
 // put saves a frame, with the writes of the step that led to it (which

@@ -58,6 +58,7 @@ func (l *loop) release() {
 		clear(t.writes[:cap(t.writes)])
 		clear(t.wbuf[:])
 		clear(t.ov.vals)
+		clear(t.encoded[:cap(t.encoded)])
 	}
 	for i := range l.grouped {
 		clear(l.grouped[i])

@@ -15,6 +15,7 @@ import (
 	"unsafe"
 
 	"github.com/superstep-dev/superstep/cache"
+	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/engine/channels"
 	"github.com/superstep-dev/superstep/store"
 )
@@ -35,6 +36,11 @@ type task struct {
 	// while it is as long as writes (setWrites empties it).
 	wch   []int32
 	wcbuf [2]int32
+	// encoded is storage for the encoded writes, when the saver is done
+	// with them before the task runs again (see commitSuccess); encBuf is
+	// scratch space for encoding their values.
+	encoded []checkpoints.Write
+	encBuf  []byte
 	// cached: the writes came from the cache or from pending writes; the
 	// node does not run.
 	cached   bool
