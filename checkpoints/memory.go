@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"unsafe"
 )
 
 // Memory is a Saver that keeps every checkpoint of every thread in memory,
@@ -89,45 +91,51 @@ type memCP struct {
 	values memValues // the values, unless frame is set
 	frame  *memFrame
 	md     Metadata
-	mdJSON []byte   // the metadata as stored, for filters (nil: md has no user keys)
-	doc    *lazyDoc // the metadata decoded on first use by a filter
+	mdJSON []byte // the metadata as stored, for filters (nil: md has no user keys)
+	// doc is the metadata decoded (a *lazyDoc), made when a filter first
+	// needs it: most checkpoints are never filtered. Copies of a memCP
+	// share it once made, as they share mdJSON.
+	doc unsafe.Pointer
 	// writes are the pending writes saved against the checkpoint, sorted
 	// by task and index.
 	writes []memWrite
 }
 
-// lazyDoc decodes metadata once, when a filter first needs it: most
-// checkpoints are never filtered. Copies of a memCP share it, as they
-// share mdJSON.
+// lazyDoc is a checkpoint's metadata decoded for filters.
 type lazyDoc struct {
-	once sync.Once
-	doc  any
+	doc any
 }
 
 func (c *memCP) document() any {
-	c.doc.once.Do(func() {
-		raw := c.mdJSON
-		if raw == nil {
-			// Metadata without user keys is encoded only when a filter
-			// first needs it; its strings were checked when it was put.
-			raw, _ = json.Marshal(c.md)
-		}
-		c.doc.doc, _ = decodeJSON(raw)
-	})
-	return c.doc.doc
+	if d := (*lazyDoc)(atomic.LoadPointer(&c.doc)); d != nil {
+		return d.doc
+	}
+	raw := c.mdJSON
+	if raw == nil {
+		// Metadata without user keys is encoded only when a filter
+		// first needs it; its strings were checked when it was put.
+		raw, _ = json.Marshal(c.md)
+	}
+	d := &lazyDoc{}
+	d.doc, _ = decodeJSON(raw)
+	// Readers filtering at once (under the read lock) may each decode;
+	// the first to store wins and all return its document.
+	if !atomic.CompareAndSwapPointer(&c.doc, nil, unsafe.Pointer(d)) {
+		d = (*lazyDoc)(atomic.LoadPointer(&c.doc))
+	}
+	return d.doc
 }
 
-// memFrame is a checkpoint stored from a Frame.
+// memFrame is a checkpoint stored from a Frame: the frame itself (never
+// modified, see PutFrame), with every channel's value by index.
 type memFrame struct {
-	channels []string
-	versions []int64  // by channel index; 0: none
-	values   [][]byte // by channel index; nil: none
-	seen     []SeenVersions
+	*Frame
+	values [][]byte // by channel index; nil: none
 }
 
 // index is channel's index in the frame, or -1.
 func (f *memFrame) index(channel string) int {
-	if i, ok := slices.BinarySearch(f.channels, channel); ok {
+	if i, ok := slices.BinarySearch(f.Channels, channel); ok {
 		return i
 	}
 	return -1
@@ -136,8 +144,8 @@ func (f *memFrame) index(channel string) int {
 // version is the checkpoint's version of channel.
 func (c *memCP) version(channel string) (int64, bool) {
 	if f := c.frame; f != nil {
-		if i := f.index(channel); i >= 0 && f.versions[i] != 0 {
-			return f.versions[i], true
+		if i := f.index(channel); i >= 0 && f.Versions[i] != 0 {
+			return f.Versions[i], true
 		}
 		return 0, false
 	}
@@ -310,12 +318,7 @@ func (m *Memory) store(in memPut, cp *Checkpoint, newVersions map[string]int64, 
 	if ref == nil && len(ns.order) > 0 {
 		ref = ns.order[len(ns.order)-1]
 	}
-	alloc := &struct {
-		c memCP
-		d lazyDoc
-	}{}
-	stored := &alloc.c
-	*stored = memCP{thread: in.cfg.ThreadID, ns: in.cfg.Namespace, parent: in.parent, md: in.md, mdJSON: in.mdJSON, doc: &alloc.d}
+	stored := &memCP{thread: in.cfg.ThreadID, ns: in.cfg.Namespace, parent: in.parent, md: in.md, mdJSON: in.mdJSON}
 	stored.cp = Checkpoint{V: cp.V, ID: cp.ID, TS: cp.TS.UTC()}
 	if owned {
 		stored.cp.ChannelVersions = cp.ChannelVersions
@@ -399,18 +402,18 @@ func (m *Memory) PutFrame(ctx context.Context, cfg Config, writes []TaskWrites, 
 
 // storeFrame saves a checked frame in ns; m.mu must be held.
 func (m *Memory) storeFrame(ns *memNS, in memPut, f *Frame) Config {
+	// One allocation holds the checkpoint and its frame.
 	alloc := &struct {
 		c memCP
-		d lazyDoc
 		f memFrame
 	}{}
 	stored, fr := &alloc.c, &alloc.f
-	*stored = memCP{thread: in.cfg.ThreadID, ns: in.cfg.Namespace, parent: in.parent, md: in.md, mdJSON: in.mdJSON, doc: &alloc.d, frame: fr}
+	*stored = memCP{thread: in.cfg.ThreadID, ns: in.cfg.Namespace, parent: in.parent, md: in.md, mdJSON: in.mdJSON, frame: fr}
 	stored.cp = Checkpoint{V: FormatVersion, ID: f.ID, TS: f.TS.UTC(), UpdatedChannels: f.UpdatedChannels}
-	*fr = memFrame{channels: f.Channels, versions: f.Versions, values: make([][]byte, len(f.Channels)), seen: f.Seen}
+	*fr = memFrame{Frame: f, values: make([][]byte, len(f.Channels))}
 	parent := ns.get(in.parent)
 	var same *memFrame // the parent's frame, when it has the same channels by index
-	if parent != nil && parent.frame != nil && sameNames(parent.frame.channels, f.Channels) {
+	if parent != nil && parent.frame != nil && sameNames(parent.frame.Channels, f.Channels) {
 		same = parent.frame
 	}
 	next := 0
@@ -422,7 +425,7 @@ func (m *Memory) storeFrame(ns *memNS, in memPut, f *Frame) Config {
 		}
 		switch {
 		case ver == 0: // no version, no value
-		case same != nil && same.versions[i] == ver:
+		case same != nil && same.Versions[i] == ver:
 			fr.values[i] = same.values[i]
 		default:
 			fr.values[i], _, _ = ns.inherited(parent, f.Channels[i], ver)
@@ -763,7 +766,7 @@ func (c *memCP) fill(t *Tuple, cp *Checkpoint, parent *Config, ns *memNS, metada
 		cp.ChannelValues = make(map[string]json.RawMessage, len(f.values))
 		for i, v := range f.values {
 			if v != nil {
-				cp.ChannelValues[f.channels[i]] = slices.Clone(v)
+				cp.ChannelValues[f.Channels[i]] = slices.Clone(v)
 			}
 		}
 	} else {
@@ -906,14 +909,14 @@ func (ns *memNS) keep(keep func(*memCP) bool) {
 
 // fillMaps builds the version maps of a checkpoint stored as a frame.
 func (f *memFrame) fillMaps(cp *Checkpoint) {
-	cp.ChannelVersions = make(map[string]int64, len(f.versions))
-	for i, v := range f.versions {
+	cp.ChannelVersions = make(map[string]int64, len(f.Versions))
+	for i, v := range f.Versions {
 		if v != 0 {
-			cp.ChannelVersions[f.channels[i]] = v
+			cp.ChannelVersions[f.Channels[i]] = v
 		}
 	}
-	cp.VersionsSeen = make(map[string]map[string]int64, len(f.seen))
-	for _, s := range f.seen {
+	cp.VersionsSeen = make(map[string]map[string]int64, len(f.Seen))
+	for _, s := range f.Seen {
 		cp.VersionsSeen[s.Node] = s.versions()
 	}
 }
