@@ -54,6 +54,18 @@ func (ns *memNS) get(id string) *memCP {
 	if ns.byID != nil {
 		return ns.byID[id]
 	}
+	n := len(ns.order)
+	if n == 0 {
+		return nil
+	}
+	// Most lookups are of the newest checkpoint (a step's parent) or of
+	// an id newer than all (the step's own).
+	switch last := ns.order[n-1]; {
+	case last.cp.ID == id:
+		return last
+	case last.cp.ID < id:
+		return nil
+	}
 	i, ok := slices.BinarySearchFunc(ns.order, id, func(c *memCP, id string) int { return strings.Compare(c.cp.ID, id) })
 	if !ok {
 		return nil
