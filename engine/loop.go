@@ -476,7 +476,8 @@ func (l *loop) hasVersions() bool {
 // when something observes it (a saver, a listener, a cache, a task id).
 func (l *loop) newCheckpointID() {
 	if l.needIDs {
-		l.setCheckpointID(newCheckpointID())
+		b := newCheckpointBytes()
+		l.ckptID, l.ckptBytes = formatUUID(b), b
 		return
 	}
 	l.ckptID, l.ckptLazy = "", true
@@ -484,7 +485,8 @@ func (l *loop) newCheckpointID() {
 
 func (l *loop) checkpointBytes() [16]byte {
 	if l.ckptLazy {
-		l.setCheckpointID(newCheckpointID())
+		b := newCheckpointBytes()
+		l.ckptID, l.ckptBytes = formatUUID(b), b
 		l.ckptLazy = false
 	}
 	return l.ckptBytes
