@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -209,18 +210,6 @@ func (t *task) inputChannels() any {
 		}
 	}
 	return out
-}
-
-// less orders tasks as upstream's barrier does: pull tasks by node name,
-// then push tasks by Send index.
-func (t *task) less(o *task) bool {
-	if t.push != o.push {
-		return !t.push
-	}
-	if t.push {
-		return t.idx < o.idx
-	}
-	return t.name < o.name
 }
 
 type taskCtxKey struct{}
@@ -663,16 +652,26 @@ func fmtAny(v any) string {
 }
 
 func sortTasks(ts []*task) {
-	if len(ts) < 2 {
-		return
+	if len(ts) < 2 || slices.IsSortedFunc(ts, cmpTasks) {
+		return // planned in barrier order, as a step of pull tasks is
 	}
-	slices.SortFunc(ts, func(a, b *task) int {
-		switch {
-		case a.less(b):
-			return -1
-		case b.less(a):
+	slices.SortFunc(ts, cmpTasks)
+}
+
+// cmpTasks orders tasks as upstream's barrier does: pull tasks by node
+// name, then push tasks by Send index. Pull tasks of the graph's nodes
+// compare by node index, which is node name order (nodeNames is sorted).
+func cmpTasks(a, b *task) int {
+	switch {
+	case a.push != b.push:
+		if a.push {
 			return 1
 		}
-		return 0
-	})
+		return -1
+	case a.push:
+		return cmp.Compare(a.idx, b.idx)
+	case a.node != nil && b.node != nil && a.l == b.l:
+		return cmp.Compare(a.node.idx, b.node.idx)
+	}
+	return strings.Compare(a.name, b.name)
 }
