@@ -368,7 +368,8 @@ func (l *loop) restore(tup *checkpoints.Tuple) error {
 	if m := l.mem; m != nil && len(m.seen) == nodes && len(m.grouped) == n {
 		// The buffers of an earlier run: seen keeps its storage aside.
 		l.seenStore, l.seen = m.seen, make([][]int64, nodes)
-		l.chans, l.versions, l.seenDirty = reuse(m.chans, n), reuse(m.versions, n), reuse(m.seenDirty, nodes)
+		// m.chans holds the earlier run's channels, emptied (see release).
+		l.chans, l.versions, l.seenDirty = m.chans[:n], reuse(m.versions, n), reuse(m.seenDirty, nodes)
 		l.grouped, l.touchedSet = m.grouped, m.touchedSet
 		l.mem = nil
 	} else {
@@ -390,22 +391,18 @@ func (l *loop) restore(tup *checkpoints.Tuple) error {
 	l.step = -1
 	if tup == nil {
 		for i, spec := range l.g.specs {
-			ch, err := spec.FromCheckpoint(nil)
-			if err != nil {
+			if err := l.restoreChannel(i, spec, nil); err != nil {
 				return err
 			}
-			l.chans[i] = ch
 		}
 		l.newCheckpointID()
 		return nil
 	}
 	cp := tup.Checkpoint
 	for i, spec := range l.g.specs {
-		ch, err := spec.FromCheckpoint(cp.ChannelValues[l.g.chanNames[i]])
-		if err != nil {
+		if err := l.restoreChannel(i, spec, cp.ChannelValues[l.g.chanNames[i]]); err != nil {
 			return fmt.Errorf("%w: restore channel %q from checkpoint %s: %w", ErrCheckpointMismatch, l.g.chanNames[i], cp.ID, err)
 		}
-		l.chans[i] = ch
 	}
 	for c, v := range cp.ChannelVersions {
 		if i, ok := l.g.chanIdx[c]; ok {
@@ -450,6 +447,21 @@ func (l *loop) restore(tup *checkpoints.Tuple) error {
 	l.hasSaved = true
 	l.pending = tup.PendingWrites
 	l.loadedParent, l.loadedMeta = tup.ParentConfig, tup.Metadata
+	return nil
+}
+
+// restoreChannel sets channel i from its saved data. A channel without
+// data keeps the emptied channel an earlier run left in its place, when
+// there is one.
+func (l *loop) restoreChannel(i int, spec channels.Channel, data json.RawMessage) error {
+	if data == nil && l.chans[i] != nil {
+		return nil
+	}
+	ch, err := spec.FromCheckpoint(data)
+	if err != nil {
+		return err
+	}
+	l.chans[i] = ch
 	return nil
 }
 

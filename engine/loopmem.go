@@ -65,7 +65,16 @@ func (l *loop) release() {
 		l.grouped[i] = l.grouped[i][:0]
 	}
 	clear(l.touchedSet)
-	clear(l.chans)
+	// The next run takes the channels it can empty; nothing of this run
+	// holds them (its output is built, its values are copies or shared
+	// values that no channel modifies).
+	for i, ch := range l.chans {
+		if e, ok := ch.(channels.Emptier); ok {
+			e.Empty()
+		} else {
+			l.chans[i] = nil
+		}
+	}
 	*m = loopMem{
 		free: l.free, chans: l.chans, versions: l.versions, seen: l.seen, seenDirty: l.seenDirty,
 		grouped: l.grouped, touchedSet: l.touchedSet, tasks: clearTasks(l.tasks), runBuf: clearTasks(l.runBuf),

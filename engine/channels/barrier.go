@@ -122,7 +122,10 @@ type NamedBarrierValue struct {
 	barrierSeen
 }
 
-var _ Channel = (*NamedBarrierValue)(nil)
+var (
+	_ Channel = (*NamedBarrierValue)(nil)
+	_ Emptier = (*NamedBarrierValue)(nil)
+)
 
 // NewNamedBarrierValue returns a barrier waiting for names (duplicates are
 // ignored).
@@ -185,6 +188,9 @@ func (c *NamedBarrierValue) FromCheckpoint(data json.RawMessage) (Channel, error
 	}
 	return out, nil
 }
+
+// Empty implements Emptier.
+func (c *NamedBarrierValue) Empty() { c.reset() }
 
 // Copy returns an independent copy.
 func (c *NamedBarrierValue) Copy() Channel {
