@@ -1118,6 +1118,9 @@ func (l *loop) runTasks(ctx context.Context, tasks []*task) error {
 // returned state shows them, as upstream's final values do; nothing is
 // checkpointed.
 func (l *loop) interrupted(tasks []*task) error {
+	if !slices.ContainsFunc(tasks, func(t *task) bool { return len(t.interrupts) > 0 || t.subInterrupted }) {
+		return nil
+	}
 	var is []Interruption
 	var done []*task
 	var before, after []string
