@@ -399,10 +399,6 @@ func (t *task) call(ctx context.Context) (out any, err error) {
 // execute runs the task with its retry policies and commits the result.
 func (t *task) execute(ctx context.Context) error {
 	l := t.l
-	policies := t.node.Retry
-	if len(policies) == 0 {
-		policies = l.g.cfg.Retry
-	}
 	tctx := t.nextCtx
 	if tctx == nil {
 		tctx = &taskContext{}
@@ -445,6 +441,10 @@ func (t *task) execute(ctx context.Context) error {
 			// A sibling failed or the run was cancelled: not this task's fault.
 			t.setWrites(t.writes[:0])
 			return ctx.Err()
+		}
+		policies := t.node.Retry
+		if len(policies) == 0 {
+			policies = l.g.cfg.Retry
 		}
 		p, ok := policyFor(policies, err)
 		if !ok || t.attempts >= p.maxAttempts() {
@@ -556,12 +556,12 @@ func (t *task) localRead() (reader, error) {
 			continue
 		}
 		ci, ok := t.chanOf(i)
-		if !ok || slices.Contains(ov.names, ci) {
+		if !ok || (len(ov.names) > 0 && slices.Contains(ov.names, ci)) {
 			continue
 		}
 		ch := l.chans[ci]
-		n := 0
-		for _, w2 := range t.writes[i:] {
+		n := 1
+		for _, w2 := range t.writes[i+1:] {
 			if w2.Key == w.Key {
 				n++
 			}
