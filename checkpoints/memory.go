@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
+	"unsafe"
 )
 
 // Memory is a Saver that keeps every checkpoint of every thread in memory,
@@ -33,13 +36,57 @@ type memThread struct {
 }
 
 type memNS struct {
-	byID map[string]*memCP
 	// order holds the checkpoints by ascending seq: the newest is last.
 	order []*memCP
-	// writes holds pending writes by checkpoint id, sorted by task and
-	// index. They live apart from the checkpoints because a write may be
-	// saved before its checkpoint (or without one, if a put is lost).
+	// byID indexes order by checkpoint id once ids stop arriving in
+	// ascending order; until then (the engine's ids always ascend) get
+	// searches order, and a checkpoint costs no map entry.
+	byID map[string]*memCP
+	// writes holds the pending writes saved against checkpoint ids that
+	// have no checkpoint (yet: a write may be saved before its checkpoint,
+	// or without one if a put is lost). A checkpoint keeps its own
+	// (memCP.writes) and takes these when it is stored.
 	writes map[string][]memWrite
+}
+
+// get returns the checkpoint with the id, or nil.
+func (ns *memNS) get(id string) *memCP {
+	if ns.byID != nil {
+		return ns.byID[id]
+	}
+	n := len(ns.order)
+	if n == 0 {
+		return nil
+	}
+	// Most lookups are of the newest checkpoint (a step's parent) or of
+	// an id newer than all (the step's own).
+	switch last := ns.order[n-1]; {
+	case last.cp.ID == id:
+		return last
+	case last.cp.ID < id:
+		return nil
+	}
+	i, ok := slices.BinarySearchFunc(ns.order, id, func(c *memCP, id string) int { return strings.Compare(c.cp.ID, id) })
+	if !ok {
+		return nil
+	}
+	return ns.order[i]
+}
+
+// indexLast records the checkpoint just appended to order by its id,
+// building byID the first time ids do not ascend.
+func (ns *memNS) indexLast() {
+	n := len(ns.order)
+	c := ns.order[n-1]
+	switch {
+	case ns.byID != nil:
+		ns.byID[c.cp.ID] = c
+	case n > 1 && ns.order[n-2].cp.ID >= c.cp.ID:
+		ns.byID = make(map[string]*memCP, n)
+		for _, c := range ns.order {
+			ns.byID[c.cp.ID] = c
+		}
+	}
 }
 
 // memCP is a stored checkpoint. Its maps, slices and byte slices are never
@@ -56,42 +103,51 @@ type memCP struct {
 	values memValues // the values, unless frame is set
 	frame  *memFrame
 	md     Metadata
-	mdJSON []byte   // the metadata as stored, for filters (nil: md has no user keys)
-	doc    *lazyDoc // the metadata decoded on first use by a filter
+	mdJSON []byte // the metadata as stored, for filters (nil: md has no user keys)
+	// doc is the metadata decoded (a *lazyDoc), made when a filter first
+	// needs it: most checkpoints are never filtered. Copies of a memCP
+	// share it once made, as they share mdJSON.
+	doc unsafe.Pointer
+	// writes are the pending writes saved against the checkpoint, sorted
+	// by task and index.
+	writes []memWrite
 }
 
-// lazyDoc decodes metadata once, when a filter first needs it: most
-// checkpoints are never filtered. Copies of a memCP share it, as they
-// share mdJSON.
+// lazyDoc is a checkpoint's metadata decoded for filters.
 type lazyDoc struct {
-	once sync.Once
-	doc  any
+	doc any
 }
 
 func (c *memCP) document() any {
-	c.doc.once.Do(func() {
-		raw := c.mdJSON
-		if raw == nil {
-			// Metadata without user keys is encoded only when a filter
-			// first needs it; its strings were checked when it was put.
-			raw, _ = json.Marshal(c.md)
-		}
-		c.doc.doc, _ = decodeJSON(raw)
-	})
-	return c.doc.doc
+	if d := (*lazyDoc)(atomic.LoadPointer(&c.doc)); d != nil {
+		return d.doc
+	}
+	raw := c.mdJSON
+	if raw == nil {
+		// Metadata without user keys is encoded only when a filter
+		// first needs it; its strings were checked when it was put.
+		raw, _ = json.Marshal(c.md)
+	}
+	d := &lazyDoc{}
+	d.doc, _ = decodeJSON(raw)
+	// Readers filtering at once (under the read lock) may each decode;
+	// the first to store wins and all return its document.
+	if !atomic.CompareAndSwapPointer(&c.doc, nil, unsafe.Pointer(d)) {
+		d = (*lazyDoc)(atomic.LoadPointer(&c.doc))
+	}
+	return d.doc
 }
 
-// memFrame is a checkpoint stored from a Frame.
+// memFrame is a checkpoint stored from a Frame: the frame itself (never
+// modified, see PutFrame), with every channel's value by index.
 type memFrame struct {
-	channels []string
-	versions []int64  // by channel index; 0: none
-	values   [][]byte // by channel index; nil: none
-	seen     []SeenVersions
+	*Frame
+	values [][]byte // by channel index; nil: none
 }
 
 // index is channel's index in the frame, or -1.
 func (f *memFrame) index(channel string) int {
-	if i, ok := slices.BinarySearch(f.channels, channel); ok {
+	if i, ok := slices.BinarySearch(f.Channels, channel); ok {
 		return i
 	}
 	return -1
@@ -100,8 +156,8 @@ func (f *memFrame) index(channel string) int {
 // version is the checkpoint's version of channel.
 func (c *memCP) version(channel string) (int64, bool) {
 	if f := c.frame; f != nil {
-		if i := f.index(channel); i >= 0 && f.versions[i] != 0 {
-			return f.versions[i], true
+		if i := f.index(channel); i >= 0 && f.Versions[i] != 0 {
+			return f.Versions[i], true
 		}
 		return 0, false
 	}
@@ -253,7 +309,7 @@ func (m *Memory) ensure(thread, name string) *memNS {
 	}
 	ns := th.namespaces[name]
 	if ns == nil {
-		ns = &memNS{byID: map[string]*memCP{}, writes: map[string][]memWrite{}}
+		ns = &memNS{writes: map[string][]memWrite{}}
 		th.namespaces[name] = ns
 	}
 	return ns
@@ -269,17 +325,12 @@ func (m *Memory) ensure(thread, name string) *memNS {
 func (m *Memory) store(in memPut, cp *Checkpoint, newVersions map[string]int64, owned bool) Config {
 	ns := m.ensure(in.cfg.ThreadID, in.cfg.Namespace)
 	th := m.threads[in.cfg.ThreadID]
-	parent := ns.byID[in.parent]
+	parent := ns.get(in.parent)
 	ref := parent
 	if ref == nil && len(ns.order) > 0 {
 		ref = ns.order[len(ns.order)-1]
 	}
-	alloc := &struct {
-		c memCP
-		d lazyDoc
-	}{}
-	stored := &alloc.c
-	*stored = memCP{thread: in.cfg.ThreadID, ns: in.cfg.Namespace, parent: in.parent, md: in.md, mdJSON: in.mdJSON, doc: &alloc.d}
+	stored := &memCP{thread: in.cfg.ThreadID, ns: in.cfg.Namespace, parent: in.parent, md: in.md, mdJSON: in.mdJSON}
 	stored.cp = Checkpoint{V: cp.V, ID: cp.ID, TS: cp.TS.UTC()}
 	if owned {
 		stored.cp.ChannelVersions = cp.ChannelVersions
@@ -329,15 +380,19 @@ func (m *Memory) store(in memPut, cp *Checkpoint, newVersions map[string]int64, 
 // add places a new checkpoint in ns, or replaces the one with its id
 // (keeping that one's position).
 func (th *memThread) add(ns *memNS, c *memCP) {
-	if old := ns.byID[c.cp.ID]; old != nil {
-		c.seq = old.seq
+	if old := ns.get(c.cp.ID); old != nil {
+		c.seq, c.writes = old.seq, old.writes
 		*old = *c
 		return
 	}
+	if ws, ok := ns.writes[c.cp.ID]; ok {
+		c.writes = ws
+		delete(ns.writes, c.cp.ID)
+	}
 	th.lastSeq++
 	c.seq = th.lastSeq
-	ns.byID[c.cp.ID] = c
 	ns.order = append(ns.order, c)
+	ns.indexLast()
 }
 
 // PutFrame implements FrameSaver: the frame's columns are kept as they
@@ -359,18 +414,18 @@ func (m *Memory) PutFrame(ctx context.Context, cfg Config, writes []TaskWrites, 
 
 // storeFrame saves a checked frame in ns; m.mu must be held.
 func (m *Memory) storeFrame(ns *memNS, in memPut, f *Frame) Config {
+	// One allocation holds the checkpoint and its frame.
 	alloc := &struct {
 		c memCP
-		d lazyDoc
 		f memFrame
 	}{}
 	stored, fr := &alloc.c, &alloc.f
-	*stored = memCP{thread: in.cfg.ThreadID, ns: in.cfg.Namespace, parent: in.parent, md: in.md, mdJSON: in.mdJSON, doc: &alloc.d, frame: fr}
+	*stored = memCP{thread: in.cfg.ThreadID, ns: in.cfg.Namespace, parent: in.parent, md: in.md, mdJSON: in.mdJSON, frame: fr}
 	stored.cp = Checkpoint{V: FormatVersion, ID: f.ID, TS: f.TS.UTC(), UpdatedChannels: f.UpdatedChannels}
-	*fr = memFrame{channels: f.Channels, versions: f.Versions, values: make([][]byte, len(f.Channels)), seen: f.Seen}
-	parent := ns.byID[in.parent]
+	*fr = memFrame{Frame: f, values: make([][]byte, len(f.Channels))}
+	parent := ns.get(in.parent)
 	var same *memFrame // the parent's frame, when it has the same channels by index
-	if parent != nil && parent.frame != nil && sameNames(parent.frame.channels, f.Channels) {
+	if parent != nil && parent.frame != nil && sameNames(parent.frame.Channels, f.Channels) {
 		same = parent.frame
 	}
 	next := 0
@@ -382,7 +437,7 @@ func (m *Memory) storeFrame(ns *memNS, in memPut, f *Frame) Config {
 		}
 		switch {
 		case ver == 0: // no version, no value
-		case same != nil && same.versions[i] == ver:
+		case same != nil && same.Versions[i] == ver:
 			fr.values[i] = same.values[i]
 		default:
 			fr.values[i], _, _ = ns.inherited(parent, f.Channels[i], ver)
@@ -484,7 +539,13 @@ func (m *Memory) PutWrites(ctx context.Context, cfg Config, writes []Write, task
 // addWrites saves a task's checked writes against checkpoint id; owned:
 // the caller handed the values over (PutStep), so they are not copied.
 func (ns *memNS) addWrites(id string, writes []Write, taskID string, owned bool) {
-	list := ns.writes[id]
+	c := ns.get(id)
+	var list []memWrite
+	if c != nil {
+		list = c.writes
+	} else {
+		list = ns.writes[id]
+	}
 	if list == nil {
 		list = make([]memWrite, 0, len(writes))
 	}
@@ -502,7 +563,11 @@ func (ns *memNS) addWrites(id string, writes []Write, taskID string, owned bool)
 			list[at] = mw
 		}
 	}
-	ns.writes[id] = list
+	if c != nil {
+		c.writes = list
+	} else {
+		ns.writes[id] = list
+	}
 }
 
 func cmpWrite(a, b memWrite) int {
@@ -525,7 +590,7 @@ func (m *Memory) Get(ctx context.Context, cfg Config) (*Tuple, error) {
 	}
 	var c *memCP
 	if cfg.CheckpointID != "" {
-		c = ns.byID[cfg.CheckpointID]
+		c = ns.get(cfg.CheckpointID)
 	} else if len(ns.order) > 0 {
 		c = ns.order[len(ns.order)-1]
 	}
@@ -575,7 +640,7 @@ func (m *Memory) List(ctx context.Context, q ListQuery, opts ListOptions) ([]*Tu
 		beforeSeq := int64(-1)
 		if opts.Before != "" {
 			for _, ns := range th.namespaces {
-				if c := ns.byID[opts.Before]; c != nil {
+				if c := ns.get(opts.Before); c != nil {
 					beforeSeq = c.seq
 					break
 				}
@@ -713,7 +778,7 @@ func (c *memCP) fill(t *Tuple, cp *Checkpoint, parent *Config, ns *memNS, metada
 		cp.ChannelValues = make(map[string]json.RawMessage, len(f.values))
 		for i, v := range f.values {
 			if v != nil {
-				cp.ChannelValues[f.channels[i]] = slices.Clone(v)
+				cp.ChannelValues[f.Channels[i]] = slices.Clone(v)
 			}
 		}
 	} else {
@@ -722,7 +787,7 @@ func (c *memCP) fill(t *Tuple, cp *Checkpoint, parent *Config, ns *memNS, metada
 			cp.ChannelValues[v.channel] = slices.Clone(v.value)
 		}
 	}
-	for _, w := range ns.writes[c.cp.ID] {
+	for _, w := range c.writes {
 		t.PendingWrites = append(t.PendingWrites, PendingWrite{TaskID: w.task, Channel: w.channel, Value: slices.Clone(w.value)})
 	}
 }
@@ -765,15 +830,20 @@ func (m *Memory) CopyThread(ctx context.Context, src, dst string) error {
 	to := &memThread{lastSeq: from.lastSeq, namespaces: make(map[string]*memNS, len(from.namespaces))}
 	for name, ns := range from.namespaces {
 		c := &memNS{
-			byID:   make(map[string]*memCP, len(ns.byID)),
 			order:  make([]*memCP, len(ns.order)),
 			writes: make(map[string][]memWrite, len(ns.writes)),
+		}
+		if ns.byID != nil {
+			c.byID = make(map[string]*memCP, len(ns.byID))
 		}
 		for i, cp := range ns.order {
 			cc := *cp
 			cc.thread = dst
+			cc.writes = slices.Clone(cp.writes) // written in place by addWrites
 			c.order[i] = &cc
-			c.byID[cc.cp.ID] = &cc
+			if c.byID != nil {
+				c.byID[cc.cp.ID] = &cc
+			}
 		}
 		for id, ws := range ns.writes {
 			c.writes[id] = slices.Clone(ws)
@@ -839,28 +909,26 @@ func (ns *memNS) keep(keep func(*memCP) bool) {
 	for _, c := range ns.order {
 		if keep(c) {
 			kept = append(kept, c)
-		} else {
+		} else if ns.byID != nil {
 			delete(ns.byID, c.cp.ID)
 		}
 	}
 	ns.order = kept
-	for id := range ns.writes {
-		if ns.byID[id] == nil {
-			delete(ns.writes, id)
-		}
-	}
+	// The writes of dropped checkpoints went with them; those saved
+	// against no checkpoint go too.
+	clear(ns.writes)
 }
 
 // fillMaps builds the version maps of a checkpoint stored as a frame.
 func (f *memFrame) fillMaps(cp *Checkpoint) {
-	cp.ChannelVersions = make(map[string]int64, len(f.versions))
-	for i, v := range f.versions {
+	cp.ChannelVersions = make(map[string]int64, len(f.Versions))
+	for i, v := range f.Versions {
 		if v != 0 {
-			cp.ChannelVersions[f.channels[i]] = v
+			cp.ChannelVersions[f.Channels[i]] = v
 		}
 	}
-	cp.VersionsSeen = make(map[string]map[string]int64, len(f.seen))
-	for _, s := range f.seen {
+	cp.VersionsSeen = make(map[string]map[string]int64, len(f.Seen))
+	for _, s := range f.Seen {
 		cp.VersionsSeen[s.Node] = s.versions()
 	}
 }

@@ -159,15 +159,20 @@
 // state is built once per step and shared by the step's nodes, refreshed
 // in place field by field as channels change, with fields of common types
 // set without reflection; writers pass channel indexes with their writes;
-// a finished run leaves its tasks and buffers to the next run of the same
-// graph; small JSON values are encoded and checked without
+// a finished run leaves its tasks, buffers and emptied channels to the
+// next run of the same graph; task contexts are allocated in blocks (each
+// still used once, as a node may keep its context); in sync durability a
+// step's write buffers are reused once the saver has the step; small
+// JSON values are encoded and checked without
 // encoding/json's reflection and scanner; and a checkpoint is handed to a
 // checkpoints.FrameSaver (the memory saver) as a Frame — versions by
 // channel index in the graph's own name table, versions seen shared
 // between checkpoints until their node runs again — instead of the maps
 // of a Checkpoint, which other savers get. Set writes one key without
-// building a map, which in a hot loop is most of a node's cost. The
-// benchmarks in bench_test.go (BenchmarkLoop1000, BenchmarkFanOut100,
+// building a map, which in a hot loop is most of a node's cost; what
+// remains is Go's boxing of the KV into Output (and of an int above 255
+// into any), which BenchmarkLoop1000 reports apart from the engine's own
+// allocations. The benchmarks in bench_test.go (BenchmarkLoop1000, BenchmarkFanOut100,
 // BenchmarkSend100, BenchmarkChain10, BenchmarkLoop1000Checkpointed) track
 // these.
 //

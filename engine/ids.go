@@ -24,6 +24,11 @@ var idGen struct {
 }
 
 func newCheckpointID() string {
+	return formatUUID(newCheckpointBytes())
+}
+
+// newCheckpointBytes is newCheckpointID's 16 bytes.
+func newCheckpointBytes() [16]byte {
 	var b [16]byte
 	idGen.Lock()
 	if idGen.rng == nil {
@@ -57,7 +62,7 @@ func newCheckpointID() string {
 	b[6] = 0x70 | byte(hi>>8)
 	b[7] = byte(hi)
 	binary.BigEndian.PutUint64(b[8:], lo|0x8000000000000000)
-	return formatUUID(b)
+	return b
 }
 
 func formatUUID(b [16]byte) string {

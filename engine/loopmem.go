@@ -25,6 +25,8 @@ type loopMem struct {
 	volFull    []int
 	volNext    []int
 	volIn      []bool
+	// ctxs holds the unused rest of a block of task contexts.
+	ctxs taskContexts
 }
 
 // adopt takes the buffers of an earlier run.
@@ -35,6 +37,7 @@ func (l *loop) adopt(m *loopMem) {
 	l.candidates, l.updated, l.touched = m.candidates[:0], m.updated[:0], m.touched[:0]
 	l.stateDirty, l.bumps = m.stateDirty[:0], m.bumps[:0]
 	l.volFull, l.volNext, l.volIn = m.volFull[:0], m.volNext[:0], m.volIn
+	l.ctxs = m.ctxs
 }
 
 // release hands the run's buffers to the next run, unless a listener may
@@ -51,22 +54,32 @@ func (l *loop) release() {
 		// Drop what the tasks point to, so a pooled task keeps no state
 		// of this run alive.
 		t.l, t.node, t.input, t.err, t.resume, t.interrupts = nil, nil, nil, nil, nil, nil
-		t.tctx, t.scratch = nil, nil
+		t.tctx, t.nextCtx, t.scratch = nil, nil, nil
 		clear(t.writes[:cap(t.writes)])
 		clear(t.wbuf[:])
 		clear(t.ov.vals)
+		clear(t.encoded[:cap(t.encoded)])
 	}
 	for i := range l.grouped {
 		clear(l.grouped[i])
 		l.grouped[i] = l.grouped[i][:0]
 	}
 	clear(l.touchedSet)
-	clear(l.chans)
+	// The next run takes the channels it can empty; nothing of this run
+	// holds them (its output is built, its values are copies or shared
+	// values that no channel modifies).
+	for i, ch := range l.chans {
+		if e, ok := ch.(channels.Emptier); ok {
+			e.Empty()
+		} else {
+			l.chans[i] = nil
+		}
+	}
 	*m = loopMem{
 		free: l.free, chans: l.chans, versions: l.versions, seen: l.seen, seenDirty: l.seenDirty,
 		grouped: l.grouped, touchedSet: l.touchedSet, tasks: clearTasks(l.tasks), runBuf: clearTasks(l.runBuf),
 		candidates: l.candidates, updated: l.updated, touched: l.touched, stateDirty: l.stateDirty, bumps: l.bumps,
-		volFull: l.volFull, volNext: l.volNext, volIn: l.volIn,
+		volFull: l.volFull, volNext: l.volNext, volIn: l.volIn, ctxs: l.ctxs,
 	}
 	l.g.mem.Put(m)
 }

@@ -2,10 +2,14 @@ package engine_test
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/engine"
 )
 
@@ -78,5 +82,58 @@ func TestRepeatedRunsAreIndependent(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Error(e)
+	}
+}
+
+type staleState struct {
+	X   int      `json:"x"`
+	Log []string `json:"log" reduce:"append"`
+}
+
+// A run hands its emptied channels to the next run of the graph: a value
+// or a join's arrivals left by a run that stopped must not reach the
+// next one.
+func TestNextRunStartsEmpty(t *testing.T) {
+	t.Parallel()
+	g := engine.NewStateGraph[staleState]()
+	for _, name := range []string{"a", "m", "b"} {
+		g.AddNode(name, func(context.Context, staleState) (engine.Output, error) { return engine.Set("log", name), nil })
+	}
+	g.AddNode("c", func(_ context.Context, s staleState) (engine.Output, error) {
+		return engine.Set("log", "c after "+strings.Join(s.Log, ",")), nil
+	})
+	g.AddEdge(engine.Start, "a").AddEdge(engine.Start, "m").AddEdge("m", "b")
+	g.AddJoin([]string{"a", "b"}, "c")
+	saver := checkpoints.NewMemory()
+	cg, err := g.Compile(engine.CompileOptions{Checkpointer: saver})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// The first run stops before c: x holds 5 and the join has seen a and b.
+	_, err = cg.Invoke(ctx, engine.Update{"x": 5}, &engine.RunOptions{ThreadID: "first", InterruptBefore: []string{"c"}})
+	if !errors.Is(err, engine.ErrInterrupted) {
+		t.Fatalf("first run: %v, want an interrupt before c", err)
+	}
+	out, err := cg.Invoke(ctx, engine.Update{"log": []string{}}, &engine.RunOptions{ThreadID: "second"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.X != 0 {
+		t.Errorf("second run's x = %d, want 0 (only the first run wrote it)", out.X)
+	}
+	if want := []string{"a", "m", "b", "c after a,m,b"}; !slices.Equal(out.Log, want) {
+		t.Errorf("second run's log = %q, want %q", out.Log, want)
+	}
+	// A join left complete would have planned c at the second run's
+	// input, where new input discards what was pending, marking c's
+	// trigger seen.
+	history, err := saver.List(ctx, checkpoints.ListQuery{ThreadID: "second"}, checkpoints.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	input := history[len(history)-1]
+	if seen, ok := input.Checkpoint.VersionsSeen["c"]; ok {
+		t.Errorf("second run's input checkpoint has versions seen for c: %v (nothing had run c)", seen)
 	}
 }

@@ -120,6 +120,9 @@ func (g *StateGraph[S]) compile(opts CompileOptions) (*Pregel, error) {
 	refs.branch = make(map[string]chanRef, len(g.branchChan))
 	for node, ch := range g.branchChan {
 		refs.branch[node] = chanRef{name: ch, idx: p.chanIdx[ch]}
+		if len(g.branchChan) <= smallState {
+			refs.few = append(refs.few, namedRef{node, chanRef{name: ch, idx: p.chanIdx[ch]}})
+		}
 	}
 	p.mapOutput = statePlan.build
 	p.statePlan = statePlan
@@ -146,7 +149,7 @@ func (g *StateGraph[S]) edgeWriters(name string, joinWrites map[string][]string,
 	for _, b := range g.branches[name] {
 		plan, _ := newInputPlan(reflect.TypeFor[S](), g.byName)
 		*plans = append(*plans, plan)
-		ws = append(ws, branchWriter[S]{g: g, b: b, src: name, plan: plan, refs: refs})
+		ws = append(ws, &branchWriter[S]{g: g, b: b, src: name, plan: plan, refs: refs})
 	}
 	return ws
 }
@@ -224,16 +227,9 @@ func (g *StateGraph[S]) inputUpdate(input any) (Output, error) {
 // deterministic order.
 func (g *StateGraph[S]) validate(node string, out Output, emit func(field int, key string, v any)) error {
 	one := func(k string, v any) error {
-		i, err := g.field(node, k)
+		i, cv, err := g.checkKey(node, k, v)
 		if err != nil {
 			return err
-		}
-		cv, err := g.convertField(node, k, i, v)
-		if err != nil {
-			return err
-		}
-		if g.fields[i].fillsIDs {
-			cv = fillMissingIDs(cv)
 		}
 		emit(i, k, cv)
 		return nil
@@ -271,13 +267,47 @@ func (g *StateGraph[S]) validate(node string, out Output, emit func(field int, k
 	return nil
 }
 
+// checkKey checks one write of an update: it returns the key's position
+// in g.fields and the value converted to the field's type.
+func (g *StateGraph[S]) checkKey(node, key string, v any) (int, any, error) {
+	i, err := g.field(node, key)
+	if err != nil {
+		return 0, nil, err
+	}
+	cv, err := g.convertField(node, key, i, v)
+	if err != nil {
+		return 0, nil, err
+	}
+	if g.fields[i].fillsIDs {
+		cv = fillMissingIDs(cv)
+	}
+	return i, cv, nil
+}
+
 // field returns the position in g.fields of the state key.
 func (g *StateGraph[S]) field(node, key string) (int, error) {
+	if len(g.fields) <= smallState {
+		// Comparing a few names costs less than hashing the key. From
+		// the last, as byName keeps the last field of a repeated name.
+		for i := len(g.fields) - 1; i >= 0; i-- {
+			if g.fields[i].name == key {
+				return i, nil
+			}
+		}
+		return 0, g.unknownKey(node, key)
+	}
 	i, ok := g.byName[key]
 	if !ok {
-		return 0, fmt.Errorf("%w: node %q wrote unknown state key %q (state keys: %s)", ErrInvalidUpdate, node, key, strings.Join(g.keys(), ", "))
+		return 0, g.unknownKey(node, key)
 	}
 	return i, nil
+}
+
+// smallState is the number of state keys up to which field scans them.
+const smallState = 8
+
+func (g *StateGraph[S]) unknownKey(node, key string) error {
+	return fmt.Errorf("%w: node %q wrote unknown state key %q (state keys: %s)", ErrInvalidUpdate, node, key, strings.Join(g.keys(), ", "))
 }
 
 // convertField converts v, written to the state key of field i, to the
@@ -438,6 +468,27 @@ type stateWriter[S any] struct {
 type chanRefs struct {
 	field  []int              // by position in StateGraph.fields
 	branch map[string]chanRef // by node: its branch:to: channel
+	few    []namedRef         // branch as a list, when it is short
+}
+
+type namedRef struct {
+	node string
+	ref  chanRef
+}
+
+// branchOf returns the branch:to: channel of the node.
+func (r *chanRefs) branchOf(node string) (chanRef, bool) {
+	if r.few != nil {
+		// Comparing a few names costs less than hashing the node's.
+		for i := range r.few {
+			if r.few[i].node == node {
+				return r.few[i].ref, true
+			}
+		}
+		return chanRef{}, false
+	}
+	ref, ok := r.branch[node]
+	return ref, ok
 }
 
 type chanRef struct {
@@ -456,6 +507,15 @@ func (w *stateWriter[S]) write(t *task, out any) error {
 		}
 		return w.command(t, c)
 	}
+	if kv, ok := o.(KV); ok {
+		// One key (Set): validate's steps without its callback.
+		i, cv, err := w.g.checkKey(t.name, kv.Key, kv.Value)
+		if err != nil {
+			return err
+		}
+		t.addWriteAt(kv.Key, w.refs.field[i], cv)
+		return nil
+	}
 	return w.g.validate(t.name, o, func(i int, k string, v any) { t.addWriteAt(k, w.refs.field[i], v) })
 }
 
@@ -472,7 +532,7 @@ func (w *stateWriter[S]) command(t *task, c *Command) error {
 			if d == End {
 				continue
 			}
-			ch, ok := w.refs.branch[d]
+			ch, ok := w.refs.branchOf(d)
 			if !ok {
 				return fmt.Errorf("%w: node %q routes to unknown node %q", ErrInvalidUpdate, t.name, d)
 			}
@@ -513,7 +573,7 @@ type branchWriter[S any] struct {
 	refs *chanRefs
 }
 
-func (w branchWriter[S]) write(t *task, _ any) error {
+func (w *branchWriter[S]) write(t *task, _ any) error {
 	st, err := w.state(t)
 	if err != nil {
 		return err
@@ -540,7 +600,7 @@ func (w branchWriter[S]) write(t *task, _ any) error {
 		if dest == End {
 			return nil
 		}
-		ch, ok := w.refs.branch[dest]
+		ch, ok := w.refs.branchOf(dest)
 		switch {
 		case dest == Start || dest == "":
 			return fmt.Errorf("%w: router after %q returned %q", ErrInvalidUpdate, w.src, dest)
@@ -565,7 +625,7 @@ func (w branchWriter[S]) write(t *task, _ any) error {
 // the task's own writes applied (upstream's fresh local read). It copies
 // the step's shared state into the task's scratch struct and sets only
 // the fields the task wrote, so a router costs no allocation.
-func (w branchWriter[S]) state(t *task) (*S, error) {
+func (w *branchWriter[S]) state(t *task) (*S, error) {
 	base, err := t.l.state()
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,8 +13,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/superstep-dev/superstep/cache"
+	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/engine/channels"
 	"github.com/superstep-dev/superstep/store"
 )
@@ -34,6 +37,11 @@ type task struct {
 	// while it is as long as writes (setWrites empties it).
 	wch   []int32
 	wcbuf [2]int32
+	// encoded is storage for the encoded writes, when the saver is done
+	// with them before the task runs again (see commitSuccess); encBuf is
+	// scratch space for encoding their values.
+	encoded []checkpoints.Write
+	encBuf  []byte
 	// cached: the writes came from the cache or from pending writes; the
 	// node does not run.
 	cached   bool
@@ -52,9 +60,10 @@ type task struct {
 	// asUpdate marks a task made by UpdateState: it bumps the step but
 	// records no trigger versions and consumes nothing.
 	asUpdate bool
-	// tctx is the context of the current execution (nil between them).
-	tctx *taskContext
-	ov   overlay
+	// tctx is the context of the current execution (nil between them);
+	// nextCtx is the fresh one the loop has set aside for the next.
+	tctx, nextCtx *taskContext
+	ov            overlay
 	// scratch is the *S a conditional edge's router state is built in,
 	// kept across the task's reuse.
 	scratch any
@@ -105,16 +114,20 @@ func (t *task) step() int { return t.l.step }
 // goroutine that outlives it), and the context must stay what it was —
 // the run's values and cancellation — while the task object goes on to
 // other executions. Once the execution is over, t is nil and the context
-// no longer belongs to a node.
+// no longer belongs to a node. They are allocated in blocks
+// (taskContexts), each element used once.
 type taskContext struct {
 	context.Context
-	t atomic.Pointer[task]
+	// t is the running *task: set before the context is handed to the
+	// node (a plain write, as nothing else can see the context yet) and
+	// cleared atomically when the execution ends.
+	t unsafe.Pointer
 }
 
 func (c *taskContext) Value(key any) any {
 	if key == (taskCtxKey{}) {
-		if t := c.t.Load(); t != nil {
-			return t
+		if t := atomic.LoadPointer(&c.t); t != nil {
+			return (*task)(t)
 		}
 		return nil
 	}
@@ -197,18 +210,6 @@ func (t *task) inputChannels() any {
 		}
 	}
 	return out
-}
-
-// less orders tasks as upstream's barrier does: pull tasks by node name,
-// then push tasks by Send index.
-func (t *task) less(o *task) bool {
-	if t.push != o.push {
-		return !t.push
-	}
-	if t.push {
-		return t.idx < o.idx
-	}
-	return t.name < o.name
 }
 
 type taskCtxKey struct{}
@@ -398,15 +399,16 @@ func (t *task) call(ctx context.Context) (out any, err error) {
 // execute runs the task with its retry policies and commits the result.
 func (t *task) execute(ctx context.Context) error {
 	l := t.l
-	policies := t.node.Retry
-	if len(policies) == 0 {
-		policies = l.g.cfg.Retry
+	tctx := t.nextCtx
+	if tctx == nil {
+		tctx = &taskContext{}
 	}
-	tctx := &taskContext{Context: ctx}
-	tctx.t.Store(t)
+	t.nextCtx = nil
+	tctx.Context = ctx
+	tctx.t = unsafe.Pointer(t)
 	t.tctx = tctx
 	defer func() {
-		tctx.t.Store(nil)
+		atomic.StorePointer(&tctx.t, nil)
 		t.tctx = nil
 	}()
 	var start time.Time
@@ -440,6 +442,10 @@ func (t *task) execute(ctx context.Context) error {
 			t.setWrites(t.writes[:0])
 			return ctx.Err()
 		}
+		policies := t.node.Retry
+		if len(policies) == 0 {
+			policies = l.g.cfg.Retry
+		}
 		p, ok := policyFor(policies, err)
 		if !ok || t.attempts >= p.maxAttempts() {
 			t.err = err
@@ -454,6 +460,28 @@ func (t *task) execute(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// taskContexts hands out fresh task contexts from blocks, so a run of
+// many one-task supersteps does not allocate one per task. An element is
+// handed out once and never reused: a context a node keeps holds its
+// block, whose other elements are the kept contexts of other executions
+// or were never used. It belongs to the loop's goroutine.
+type taskContexts struct {
+	block []taskContext
+}
+
+// taskContextBlock is how many contexts a block holds: a few kilobytes at
+// most stay alive for a node that keeps its context.
+const taskContextBlock = 64
+
+func (c *taskContexts) next() *taskContext {
+	if len(c.block) == 0 {
+		c.block = make([]taskContext, taskContextBlock)
+	}
+	tc := &c.block[0]
+	c.block = c.block[1:]
+	return tc
 }
 
 // readInput builds a pull task's input from the current channels.
@@ -528,12 +556,12 @@ func (t *task) localRead() (reader, error) {
 			continue
 		}
 		ci, ok := t.chanOf(i)
-		if !ok || slices.Contains(ov.names, ci) {
+		if !ok || (len(ov.names) > 0 && slices.Contains(ov.names, ci)) {
 			continue
 		}
 		ch := l.chans[ci]
-		n := 0
-		for _, w2 := range t.writes[i:] {
+		n := 1
+		for _, w2 := range t.writes[i+1:] {
 			if w2.Key == w.Key {
 				n++
 			}
@@ -624,13 +652,26 @@ func fmtAny(v any) string {
 }
 
 func sortTasks(ts []*task) {
-	slices.SortFunc(ts, func(a, b *task) int {
-		switch {
-		case a.less(b):
-			return -1
-		case b.less(a):
+	if len(ts) < 2 || slices.IsSortedFunc(ts, cmpTasks) {
+		return // planned in barrier order, as a step of pull tasks is
+	}
+	slices.SortFunc(ts, cmpTasks)
+}
+
+// cmpTasks orders tasks as upstream's barrier does: pull tasks by node
+// name, then push tasks by Send index. Pull tasks of the graph's nodes
+// compare by node index, which is node name order (nodeNames is sorted).
+func cmpTasks(a, b *task) int {
+	switch {
+	case a.push != b.push:
+		if a.push {
 			return 1
 		}
-		return 0
-	})
+		return -1
+	case a.push:
+		return cmp.Compare(a.idx, b.idx)
+	case a.node != nil && b.node != nil && a.l == b.l:
+		return cmp.Compare(a.node.idx, b.node.idx)
+	}
+	return strings.Compare(a.name, b.name)
 }

@@ -25,6 +25,17 @@ func newBarrierNames(names []string) *barrierNames {
 	return &barrierNames{sorted: sorted, index: index}
 }
 
+// find returns name's index, trying the index at hint first: a step's
+// writes come in barrier order (pull tasks by node name), so names
+// written by many tasks arrive sorted and each is found by one compare.
+func (n *barrierNames) find(name string, hint int) (int, bool) {
+	if hint < len(n.sorted) && n.sorted[hint] == name {
+		return hint, true
+	}
+	i, ok := n.index[name]
+	return i, ok
+}
+
 // barrierSeen is the state both barrier kinds share: which names were seen.
 type barrierSeen struct {
 	names *barrierNames
@@ -37,20 +48,25 @@ func (b *barrierSeen) complete() bool { return b.count == len(b.names.sorted) }
 // add marks the names written this step as seen; an unknown name or a
 // non-string is an error and leaves the barrier unchanged.
 func (b *barrierSeen) add(values []any) (bool, error) {
+	next := 0
 	for _, v := range values {
 		name, ok := v.(string)
 		if !ok {
 			return false, fmt.Errorf("%w: a barrier channel takes node names (strings), got a value of type %T",
 				ErrInvalidUpdate, v)
 		}
-		if _, ok := b.names.index[name]; !ok {
+		i, ok := b.names.find(name, next)
+		if !ok {
 			return false, fmt.Errorf("%w: %q is not one of the names this barrier waits for (%s)",
 				ErrInvalidUpdate, name, strings.Join(b.names.sorted, ", "))
 		}
+		next = i + 1
 	}
 	changed := false
+	next = 0
 	for _, v := range values {
-		i := b.names.index[v.(string)]
+		i, _ := b.names.find(v.(string), next)
+		next = i + 1
 		if !b.seen[i] {
 			b.seen[i] = true
 			b.count++
@@ -106,7 +122,10 @@ type NamedBarrierValue struct {
 	barrierSeen
 }
 
-var _ Channel = (*NamedBarrierValue)(nil)
+var (
+	_ Channel = (*NamedBarrierValue)(nil)
+	_ Emptier = (*NamedBarrierValue)(nil)
+)
 
 // NewNamedBarrierValue returns a barrier waiting for names (duplicates are
 // ignored).
@@ -169,6 +188,9 @@ func (c *NamedBarrierValue) FromCheckpoint(data json.RawMessage) (Channel, error
 	}
 	return out, nil
 }
+
+// Empty implements Emptier.
+func (c *NamedBarrierValue) Empty() { c.reset() }
 
 // Copy returns an independent copy.
 func (c *NamedBarrierValue) Copy() Channel {

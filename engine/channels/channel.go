@@ -47,6 +47,15 @@ type Channel interface {
 	Copy() Channel
 }
 
+// Emptier is implemented by channel kinds that can be emptied in place:
+// Empty leaves the channel as FromCheckpoint(nil), called on the channel
+// it was made from, would return a new one. The engine empties a finished
+// run's channels and gives them to the next run of the same graph instead
+// of making new ones (a graph with a channel per edge has many).
+type Emptier interface {
+	Empty()
+}
+
 // Unwritten is implemented by channel kinds that can say, once and for
 // all, whether Update(nil) — a step that wrote nothing to them — may
 // change them. The loop calls Update(nil) only on channels that may

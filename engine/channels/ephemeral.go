@@ -15,7 +15,10 @@ type EphemeralValue struct {
 	has   bool
 }
 
-var _ Channel = (*EphemeralValue)(nil)
+var (
+	_ Channel = (*EphemeralValue)(nil)
+	_ Emptier = (*EphemeralValue)(nil)
+)
 
 // NewEphemeralValue returns an empty EphemeralValue holding values of typ
 // (nil: any). With guard, two writes in one step are an error; without, the
@@ -79,6 +82,9 @@ func (c *EphemeralValue) FromCheckpoint(data json.RawMessage) (Channel, error) {
 	out.value, out.has = v, true
 	return out, nil
 }
+
+// Empty implements Emptier.
+func (c *EphemeralValue) Empty() { c.value, c.has = nil, false }
 
 // Copy returns an independent copy.
 func (c *EphemeralValue) Copy() Channel {

@@ -15,7 +15,10 @@ type LastValue struct {
 	has   bool
 }
 
-var _ Channel = (*LastValue)(nil)
+var (
+	_ Channel = (*LastValue)(nil)
+	_ Emptier = (*LastValue)(nil)
+)
 
 // NewLastValue returns an empty LastValue holding values of typ (nil: any).
 func NewLastValue(typ reflect.Type) *LastValue {
@@ -81,6 +84,9 @@ func (c *LastValue) FromCheckpoint(data json.RawMessage) (Channel, error) {
 	out.value, out.has = v, true
 	return out, nil
 }
+
+// Empty implements Emptier.
+func (c *LastValue) Empty() { c.value, c.has = nil, false }
 
 // Copy returns an independent copy. The value itself is shared: updates
 // replace it and never modify it.

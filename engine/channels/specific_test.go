@@ -577,3 +577,48 @@ func TestCheckpointUsesPointerReceiverMarshalers(t *testing.T) {
 		})
 	}
 }
+
+// Empty leaves a channel as FromCheckpoint(nil) on it returns a new one:
+// empty, saving nothing, and taking writes as a new channel does.
+func TestEmptyIsFromCheckpointWithoutData(t *testing.T) {
+	t.Parallel()
+	for _, proto := range allKinds() {
+		e, ok := proto.(Emptier)
+		if !ok {
+			continue
+		}
+		want, err := proto.FromCheckpoint(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Empty()
+		got := proto
+		if got.IsAvailable() != want.IsAvailable() {
+			t.Errorf("%T: available after Empty = %v, want %v", got, got.IsAvailable(), want.IsAvailable())
+		}
+		gv, gok := got.Get()
+		wv, wok := want.Get()
+		if gok != wok || !reflect.DeepEqual(gv, wv) {
+			t.Errorf("%T: Get after Empty = %v, %v; want %v, %v", got, gv, gok, wv, wok)
+		}
+		gd, gsave, _ := got.Checkpoint()
+		wd, wsave, _ := want.Checkpoint()
+		if gsave != wsave || string(gd) != string(wd) {
+			t.Errorf("%T: Checkpoint after Empty = %s, %v; want %s, %v", got, gd, gsave, wd, wsave)
+		}
+		// Both take the same writes the same way.
+		var write []any
+		if _, barrier := got.(*NamedBarrierValue); barrier {
+			write = []any{"a"}
+		} else {
+			write = []any{2}
+		}
+		gc, gerr := got.Update(write)
+		wc, werr := want.Update(write)
+		gv, _ = got.Get()
+		wv, _ = want.Get()
+		if gc != wc || (gerr == nil) != (werr == nil) || !reflect.DeepEqual(gv, wv) {
+			t.Errorf("%T: Update after Empty = %v, %v (value %v); want %v, %v (value %v)", got, gc, gerr, gv, wc, werr, wv)
+		}
+	}
+}

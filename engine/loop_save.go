@@ -1,0 +1,429 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/superstep-dev/superstep/checkpoints"
+	"github.com/superstep-dev/superstep/internal/jsonfast"
+)
+
+// encodeWrites encodes writes for a saver.
+func encodeWrites(ws []KV) ([]checkpoints.Write, error) {
+	var scratch []byte
+	return appendEncoded(nil, ws, &scratch)
+}
+
+// appendEncoded encodes ws, appending them to out. Small values are
+// encoded in *scratch (kept for the next call), then copied into one
+// allocation of their exact size that they share; each is capped so that
+// none can be appended into the next. The values are the saver's, never
+// reused.
+func appendEncoded(out []checkpoints.Write, ws []KV, scratch *[]byte) ([]checkpoints.Write, error) {
+	if out == nil {
+		out = make([]checkpoints.Write, 0, len(ws))
+	}
+	start := len(out)
+	buf := (*scratch)[:0]
+	defer func() { *scratch = buf }()
+	var endBuf [4]int32
+	ends := endBuf[:0] // end of each simple value in buf; -1: encoded apart
+	for _, w := range ws {
+		if next, ok := jsonfast.AppendSimple(buf, w.Value); ok {
+			buf = next
+			ends = append(ends, int32(len(buf)))
+			out = append(out, checkpoints.Write{Channel: w.Key})
+			continue
+		}
+		b, err := json.Marshal(w.Value)
+		if err != nil {
+			return out[:start], fmt.Errorf("write to %q is not JSON-encodable: %w", w.Key, err)
+		}
+		ends = append(ends, -1)
+		out = append(out, checkpoints.Write{Channel: w.Key, Value: b})
+	}
+	if len(buf) > 0 {
+		vals := make([]byte, len(buf))
+		copy(vals, buf)
+		from := 0
+		for i, end := range ends {
+			if end < 0 {
+				continue
+			}
+			out[start+i].Value = vals[from:end:end]
+			from = int(end)
+		}
+	}
+	return out, nil
+}
+
+func (l *loop) putWrites(ctx context.Context, taskID string, ws []checkpoints.Write) error {
+	switch {
+	case l.stepSaver != nil:
+		l.exitMu.Lock()
+		l.stepWrites = append(l.stepWrites, checkpoints.TaskWrites{TaskID: taskID, Writes: ws})
+		l.exitMu.Unlock()
+		return nil
+	case l.opts.Durability == DurabilityExit:
+		l.exitMu.Lock()
+		l.exitWrites = append(l.exitWrites, exitWrite{taskID: taskID, writes: ws})
+		l.exitMu.Unlock()
+		return nil
+	case l.persist != nil:
+		cfg := l.ckptCfg
+		l.persist.submit(func(ctx context.Context) error {
+			return l.saver.PutWrites(ctx, cfg, ws, taskID, "")
+		})
+		return nil
+	}
+	if err := l.saver.PutWrites(ctx, l.ckptCfg, ws, taskID, ""); err != nil {
+		return fmt.Errorf("save writes of task %s: %w", taskID, err)
+	}
+	return nil
+}
+
+// putCheckpoint records the state after a step (or the input) as a new
+// checkpoint and advances the step.
+func (l *loop) putCheckpoint(ctx context.Context, source checkpoints.Source) error {
+	l.newCheckpointID()
+	defer func() { l.step++ }()
+	if l.saver == nil || l.opts.Durability == DurabilityExit {
+		if l.emit != nil {
+			cfg := checkpoints.Config{ThreadID: l.opts.ThreadID, Namespace: l.ns, CheckpointID: l.ckptID}
+			l.lastSaved = &CheckpointSaved{Config: cfg, Parent: l.evParent, Metadata: l.metadata(source), Values: l.values()}
+			l.evParent = &cfg
+		}
+		return nil
+	}
+	return l.saveCheckpoint(ctx, source)
+}
+
+// noParents is the Parents of root checkpoints saved without a listener.
+var noParents = map[string]string{}
+
+func (l *loop) metadata(source checkpoints.Source) checkpoints.Metadata {
+	md := checkpoints.Metadata{Source: source, Step: l.step, Parents: noParents, RunID: l.opts.RunID}
+	if len(l.parents) > 0 || l.emit != nil {
+		// A listener gets a map of its own; savers never modify the
+		// shared empty one.
+		md.Parents = maps.Clone(l.parents)
+		if md.Parents == nil {
+			md.Parents = map[string]string{}
+		}
+	}
+	if len(l.opts.Metadata) > 0 {
+		md.Extra = maps.Clone(l.opts.Metadata)
+	}
+	return md
+}
+
+// seenFrame is versions_seen in a frame's form; buf holds room for the
+// nodes that ran since the last frame (see frame).
+func (l *loop) seenFrame(buf []int64) []checkpoints.SeenVersions {
+	// Sized exactly: a frame is kept for as long as its checkpoint.
+	noInput := !slices.ContainsFunc(l.extraSeen, func(s checkpoints.SeenVersions) bool { return s.Node == inputTask })
+	n := len(l.extraSeen)
+	if noInput {
+		n++
+	}
+	for _, s := range l.seen {
+		if s != nil {
+			n++
+		}
+	}
+	if l.seenInterrupt != nil {
+		n++
+	}
+	out := make([]checkpoints.SeenVersions, 0, n)
+	if noInput {
+		out = append(out, checkpoints.SeenVersions{Node: inputTask})
+	}
+	out = append(out, l.extraSeen...)
+	for i, s := range l.seen {
+		if s == nil {
+			continue
+		}
+		n := l.g.nodeList[i]
+		frozen := l.seenFrozen[i]
+		if frozen == nil || l.seenDirty[i] {
+			frozen, buf = buf[:len(s):len(s)], buf[len(s):]
+			copy(frozen, s)
+			l.seenFrozen[i], l.seenDirty[i] = frozen, false
+		}
+		out = append(out, checkpoints.SeenVersions{Node: n.Name, Channels: n.Triggers, Versions: frozen})
+	}
+	if l.seenInterrupt != nil {
+		out = append(out, checkpoints.SeenVersions{Node: interruptKey, Channels: l.g.chanNames, Versions: l.seenInterrupt})
+	}
+	return out
+}
+
+// frame builds the checkpoint of the current state; only the channels
+// whose versions changed since the last put are encoded.
+func (l *loop) frame() (*checkpoints.Frame, error) {
+	// One allocation holds the versions and the versions seen of the
+	// nodes that ran.
+	need := len(l.versions)
+	for i, s := range l.seen {
+		if s != nil && (l.seenFrozen[i] == nil || l.seenDirty[i]) {
+			need += len(s)
+		}
+	}
+	buf := make([]int64, need)
+	n := copy(buf, l.versions)
+	f := &checkpoints.Frame{
+		ID:       l.ckptID,
+		TS:       time.Now().UTC(),
+		Channels: l.g.chanNames,
+		Versions: buf[:n:n],
+		Seen:     l.seenFrame(buf[n:]),
+	}
+	if l.updatedKnown {
+		if l.updNames == nil || !slices.Equal(l.updIdx, l.updated) {
+			l.updNames = make([]string, len(l.updated))
+			for i, c := range l.updated {
+				l.updNames[i] = l.g.chanNames[c]
+			}
+			l.updIdx = append(l.updIdx[:0], l.updated...)
+		}
+		f.UpdatedChannels = l.updNames
+	}
+	changed := 0
+	for c, v := range f.Versions {
+		if v != 0 && (!l.hasSaved || l.saved[c] != v) {
+			changed++
+		}
+	}
+	f.New = make([]checkpoints.FrameValue, 0, changed)
+	for c, v := range f.Versions {
+		if v == 0 || (l.hasSaved && l.saved[c] == v) {
+			continue
+		}
+		raw, ok, err := l.chans[c].Checkpoint()
+		if err != nil {
+			return nil, fmt.Errorf("encode channel %q: %w", l.g.chanNames[c], err)
+		}
+		if !ok {
+			raw = nil
+		}
+		f.New = append(f.New, checkpoints.FrameValue{Index: c, Value: raw})
+	}
+	// The frame is the saver's now and never modified: the next put
+	// replaces l.saved instead of writing into it.
+	l.saved, l.hasSaved = f.Versions, true
+	return f, nil
+}
+
+func (l *loop) saveCheckpoint(ctx context.Context, source checkpoints.Source) error {
+	f, err := l.frame()
+	if err != nil {
+		return err
+	}
+	md := l.metadata(source)
+	parent := l.ckptCfg
+	parent.ThreadID, parent.Namespace = l.opts.ThreadID, l.ns
+	next := checkpoints.Config{ThreadID: l.opts.ThreadID, Namespace: l.ns, CheckpointID: f.ID}
+	l.ckptCfg = next
+	if l.emit != nil {
+		var parentPtr *checkpoints.Config
+		if parent.CheckpointID != "" {
+			p := parent
+			parentPtr = &p
+		}
+		ev := &CheckpointSaved{Config: next, Parent: parentPtr, Metadata: md, Values: l.values()}
+		l.lastSaved, l.evParent = ev, &ev.Config
+	}
+	if l.persist != nil {
+		l.persist.submit(func(ctx context.Context) error {
+			return l.put(ctx, parent, nil, f, md)
+		})
+		return nil
+	}
+	var writes []checkpoints.TaskWrites
+	if l.stepSaver != nil {
+		l.exitMu.Lock()
+		writes = l.stepWrites
+		l.stepWrites = nil
+		l.exitMu.Unlock()
+	}
+	err = l.put(ctx, parent, writes, f, md)
+	if writes != nil {
+		// The saver kept the values, not the slices: the next step
+		// buffers its writes here.
+		clear(writes)
+		l.exitMu.Lock()
+		if l.stepWrites == nil {
+			l.stepWrites = writes[:0]
+		}
+		l.exitMu.Unlock()
+	}
+	return err
+}
+
+// put saves a frame, with the writes of the step that led to it (which
+// only a StepSaver is given), in the form the saver takes.
+func (l *loop) put(ctx context.Context, parent checkpoints.Config, writes []checkpoints.TaskWrites, f *checkpoints.Frame, md checkpoints.Metadata) error {
+	var err error
+	if l.frameSaver != nil {
+		_, err = l.frameSaver.PutFrame(ctx, parent, writes, f, md)
+	} else if cp, newVersions, cerr := f.Checkpoint(); cerr != nil {
+		err = cerr
+	} else if l.stepSaver != nil {
+		_, err = l.stepSaver.PutStep(ctx, parent, writes, cp, md, newVersions)
+	} else {
+		_, err = l.saver.Put(ctx, parent, cp, md, newVersions)
+	}
+	if err != nil {
+		return fmt.Errorf("save checkpoint %s: %w", f.ID, err)
+	}
+	return nil
+}
+
+// finishPersist flushes background saves, and in exit durability saves the
+// final checkpoint and the pending writes of the step that stopped.
+func (l *loop) finishPersist(ctx context.Context, runErr error) error {
+	if l.saver == nil {
+		return nil
+	}
+	if err := l.flushStepWrites(ctx); err != nil {
+		return err
+	}
+	if l.opts.Durability == DurabilityExit && l.ckptID != "" && l.ckptCfg.CheckpointID != l.ckptID {
+		pctx := context.WithoutCancel(ctx)
+		if runErr == nil || l.ckptID != "" {
+			if err := l.saveCheckpointAt(pctx); err != nil {
+				return err
+			}
+		}
+		for _, w := range l.exitWrites {
+			if err := l.saver.PutWrites(pctx, l.ckptCfg, w.writes, w.taskID, ""); err != nil {
+				return err
+			}
+		}
+	}
+	if l.persist != nil {
+		return l.persist.wait()
+	}
+	return nil
+}
+
+// withFlush returns err, joined with a failure to save writes if any.
+func withFlush(err, flushErr error) error {
+	if flushErr == nil {
+		return err
+	}
+	return errors.Join(err, flushErr)
+}
+
+// flushStepWrites saves buffered task writes on their own: the step did
+// not reach its checkpoint (a task failed or interrupted, or the run
+// ended), and the writes of the tasks that succeeded must survive.
+func (l *loop) flushStepWrites(ctx context.Context) error {
+	if l.stepSaver == nil {
+		return nil
+	}
+	l.exitMu.Lock()
+	writes := l.stepWrites
+	l.stepWrites = nil
+	l.exitMu.Unlock()
+	ctx = context.WithoutCancel(ctx)
+	for _, w := range writes {
+		if err := l.saver.PutWrites(ctx, l.ckptCfg, w.Writes, w.TaskID, w.TaskPath); err != nil {
+			return fmt.Errorf("save writes of task %s: %w", w.TaskID, err)
+		}
+	}
+	return nil
+}
+
+// saveCheckpointAt saves the in-memory current checkpoint (exit
+// durability) with the step it was created at.
+func (l *loop) saveCheckpointAt(ctx context.Context) error {
+	if !l.hasVersions() {
+		return nil
+	}
+	l.step--
+	defer func() { l.step++ }()
+	src := checkpoints.SourceLoop
+	if l.step < 0 {
+		src = checkpoints.SourceInput
+	}
+	return l.saveCheckpoint(ctx, src)
+}
+
+// persister runs saves in the background, in submission order.
+type persister struct {
+	jobs chan persistJob
+	done chan struct{}
+	err  error
+	// mu guards closed: WaitCheckpoint may flush from a goroutine a node
+	// left behind after the run ended and wait closed jobs.
+	mu     sync.Mutex
+	closed bool
+}
+
+// persistJob is a save, or a barrier that receives the first error once
+// every earlier job has run.
+type persistJob struct {
+	fn      func(context.Context) error
+	barrier chan error
+}
+
+func newPersister() *persister {
+	p := &persister{jobs: make(chan persistJob, 64), done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		for job := range p.jobs {
+			switch {
+			case job.barrier != nil:
+				job.barrier <- p.err
+			case p.err == nil:
+				p.err = job.fn(context.Background())
+			}
+		}
+	}()
+	return p
+}
+
+func (p *persister) submit(job func(context.Context) error) { p.jobs <- persistJob{fn: job} }
+
+// flush waits until every save submitted so far has run.
+func (p *persister) flush() error { return p.flushCtx(context.Background()) }
+
+// flushCtx is flush, given up when ctx ends.
+func (p *persister) flushCtx(ctx context.Context) error {
+	b := make(chan error, 1)
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		<-p.done
+		return p.err
+	}
+	select {
+	case p.jobs <- persistJob{barrier: b}:
+	case <-ctx.Done():
+		p.mu.Unlock()
+		return ctx.Err()
+	}
+	p.mu.Unlock()
+	select {
+	case err := <-b:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (p *persister) wait() error {
+	p.mu.Lock()
+	p.closed = true
+	close(p.jobs)
+	p.mu.Unlock()
+	<-p.done
+	return p.err
+}
