@@ -433,3 +433,31 @@ func BenchmarkPGHistoryStorage(b *testing.B) {
 	}
 	report()
 }
+
+// BenchmarkPGDeltaChain is BenchmarkPGGetStateAt and
+// BenchmarkPGHistoryStorage together for several ways of bounding the
+// delta chain a read replays, to choose the default from: skip deltas of
+// several fan-outs, and plain deltas on the previous value with a full
+// snapshot every k (a fan-out too large to reach, MaxDeltaChain k-1). A
+// shorter chain reads faster and stores more.
+func BenchmarkPGDeltaChain(b *testing.B) {
+	type policy struct {
+		name          string
+		fanOut, chain int
+	}
+	var policies []policy
+	for _, k := range []int{4, 8, 16, 32} {
+		policies = append(policies, policy{fmt.Sprintf("skip-fanout=%d", k), k, 0})
+	}
+	for _, k := range []int{8, 16, 32, 64, 256} {
+		policies = append(policies, policy{fmt.Sprintf("snapshot-every=%d", k), 1 << 30, k - 1})
+	}
+	for _, p := range policies {
+		b.Run(p.name, func(b *testing.B) {
+			pool := pgtest.Schema(b, nil)
+			s, cfgs, report := historyStorage(b, pool, pgsaver.WithDeltaFanOut(pgsaver.Options{MaxDeltaChain: p.chain}, p.fanOut))
+			benchGetStateAt(b, pool, s, cfgs)
+			report()
+		})
+	}
+}
