@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/superstep-dev/superstep/checkpoints"
 )
@@ -170,6 +172,7 @@ func (s *Saver) List(ctx context.Context, q checkpoints.ListQuery, opts checkpoi
 	if !checkpoints.ValidText(q.ThreadID) || !checkpoints.ValidText(q.Namespace) || !checkpoints.ValidText(opts.Before) {
 		return nil, nil
 	}
+	opts.MetadataOnly = opts.MetadataOnly || opts.Headers
 	sql, args := buildList(q, opts, filter)
 	var out []*checkpoints.Tuple
 	if opts.MetadataOnly {
@@ -178,7 +181,7 @@ func (s *Saver) List(ctx context.Context, q checkpoints.ListQuery, opts checkpoi
 			if err != nil {
 				return err
 			}
-			out, err = collectTuples(rows, false, nil)
+			out, err = collectHeaders(rows, opts.Headers, min(opts.Limit, 1000))
 			return err
 		}, nil)
 		if err != nil {
@@ -215,17 +218,17 @@ func buildList(q checkpoints.ListQuery, opts checkpoints.ListOptions, filter []b
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
 	}
-	sb.WriteString("SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint, c.metadata")
-	if !opts.MetadataOnly {
-		sb.WriteString(`, c.value_channels, c.value_hashes, c.value_inline, w.tasks, w.channels, w.encodings, w.vals
+	sb.WriteString("SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint")
+	if opts.MetadataOnly {
+		sb.WriteString(sqlMetadataFields + "\nFROM checkpoints c")
+	} else {
+		sb.WriteString(`, c.metadata, c.value_channels, c.value_hashes, c.value_inline, w.tasks, w.channels, w.encodings, w.vals
 FROM checkpoints c CROSS JOIN LATERAL (
     SELECT array_agg(w.task_id ORDER BY w.task_id, w.idx), array_agg(w.channel ORDER BY w.task_id, w.idx),
            array_agg(w.encoding ORDER BY w.task_id, w.idx), array_agg(w.value ORDER BY w.task_id, w.idx)
     FROM checkpoint_writes w
     WHERE w.thread_id = c.thread_id AND w.checkpoint_ns = c.checkpoint_ns AND w.checkpoint_id = c.checkpoint_id
 ) AS w(tasks, channels, encodings, vals)`)
-	} else {
-		sb.WriteString("\nFROM checkpoints c")
 	}
 	sb.WriteString("\nWHERE true")
 	var thread string
@@ -353,4 +356,138 @@ func loadBlobs(ctx context.Context, tx pgx.Tx, datas []*rowData) (map[hash][]byt
 		return nil, err
 	}
 	return resolveBlobs(blobs, hashes)
+}
+
+// sqlMetadataFields are the columns a metadata-only listing reads in
+// place of the metadata: Postgres takes the known keys out of the jsonb
+// (each as its JSON and, for strings, as text) and leaves the other keys
+// in one object, so that a page decodes no JSON for the known keys. A
+// metadata that is not an object comes whole, to fail as it always did.
+const sqlMetadataFields = `,
+       c.metadata->'source', c.metadata->>'source', c.metadata->'step', c.metadata->'run_id', c.metadata->>'run_id',
+       c.metadata->'parents',
+       CASE WHEN jsonb_typeof(c.metadata) = 'object' THEN c.metadata - '{source,step,parents,run_id}'::text[] END,
+       CASE WHEN jsonb_typeof(c.metadata) <> 'object' THEN c.metadata END`
+
+// header is what a Headers listing keeps of a checkpoint body.
+type header struct {
+	V  int       `json:"v"`
+	ID string    `json:"id"`
+	TS time.Time `json:"ts"`
+}
+
+// collectHeaders reads the rows of a metadata-only listing (columns:
+// thread, namespace, id, parent, body, then sqlMetadataFields). A page is
+// allocation-bound, so the columns are read in the driver's memory, the
+// tuples, checkpoints and parent configs of a page are allocated together
+// (sizeHint of each to begin with), and strings repeated from row to row
+// (thread, namespace, source, run id) are shared. The results are those of the full decode (rowData.tuple
+// without values); with headers only the checkpoint's V, ID and TS are
+// decoded, and an empty Parents is left nil (checkpoints.ListOptions).
+func collectHeaders(rows pgx.Rows, headers bool, sizeHint int) ([]*checkpoints.Tuple, error) {
+	defer rows.Close()
+	tuples := make([]checkpoints.Tuple, 0, sizeHint)
+	cps := make([]checkpoints.Checkpoint, 0, sizeHint)
+	parents := make([]checkpoints.Config, 0, sizeHint)
+	var thread, ns, id, parent, body, srcJSON, src, step, runJSON, run, parentsJSON, extra, whole pgtype.DriverBytes
+	dest := []any{&thread, &ns, &id, &parent, &body, &srcJSON, &src, &step, &runJSON, &run, &parentsJSON, &extra, &whole}
+	var h header
+	last := &checkpoints.Tuple{} // the previous row, whose strings are shared
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		tuples, cps, parents = append(tuples, checkpoints.Tuple{}), append(cps, checkpoints.Checkpoint{}), append(parents, checkpoints.Config{})
+		t, cp := &tuples[len(tuples)-1], &cps[len(cps)-1]
+		t.Config = checkpoints.Config{
+			ThreadID: share(thread, last.Config.ThreadID), Namespace: share(ns, last.Config.Namespace), CheckpointID: string(id),
+		}
+		var err error
+		if headers {
+			h = header{}
+			err = json.Unmarshal(body, &h)
+			*cp = checkpoints.Checkpoint{V: h.V, ID: h.ID, TS: h.TS}
+		} else {
+			err = json.Unmarshal(body, cp)
+			cp.ChannelValues = nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: checkpoint %s: %v", ErrCorrupt, t.Config.CheckpointID, err)
+		}
+		md := &t.Metadata
+		if whole != nil {
+			err = json.Unmarshal(whole, md)
+		} else {
+			err = decodeMetadataFields(md, &last.Metadata, srcJSON, src, step, runJSON, run, parentsJSON, extra)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: metadata of %s: %v", ErrCorrupt, t.Config.CheckpointID, err)
+		}
+		if md.Parents == nil && !headers {
+			md.Parents = map[string]string{}
+		}
+		if parent != nil {
+			// The tuple points at its parent config once the page's
+			// slices stop growing.
+			parents[len(parents)-1] = checkpoints.Config{ThreadID: t.Config.ThreadID, Namespace: t.Config.Namespace, CheckpointID: string(parent)}
+		}
+		last = t
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]*checkpoints.Tuple, len(tuples))
+	for i := range tuples {
+		tuples[i].Checkpoint = &cps[i]
+		if parents[i].CheckpointID != "" {
+			tuples[i].ParentConfig = &parents[i]
+		}
+		out[i] = &tuples[i]
+	}
+	return out, nil
+}
+
+// decodeMetadataFields fills md from the columns of sqlMetadataFields as
+// checkpoints.Metadata's UnmarshalJSON would from the whole object: a key
+// that is absent leaves its field zero, a string is taken as Postgres
+// unescaped it, and anything else (a step that is not a plain integer, a
+// source that is not a string, parents, other keys) goes through
+// encoding/json as it did. prev is the previous row's metadata, whose
+// strings are shared when equal.
+func decodeMetadataFields(md, prev *checkpoints.Metadata, srcJSON, src, step, runJSON, run, parentsJSON, extra []byte) error {
+	var err error
+	switch {
+	case srcJSON == nil:
+	case srcJSON[0] == '"':
+		md.Source = checkpoints.Source(share(src, string(prev.Source)))
+	default:
+		err = json.Unmarshal(srcJSON, &md.Source)
+	}
+	if err == nil && step != nil {
+		if md.Step, err = strconv.Atoi(string(step)); err != nil {
+			md.Step, err = 0, json.Unmarshal(step, &md.Step)
+		}
+	}
+	switch {
+	case err != nil || runJSON == nil:
+	case runJSON[0] == '"':
+		md.RunID = share(run, prev.RunID)
+	default:
+		err = json.Unmarshal(runJSON, &md.RunID)
+	}
+	if err == nil && parentsJSON != nil && string(parentsJSON) != "{}" {
+		err = json.Unmarshal(parentsJSON, &md.Parents)
+	}
+	if err == nil && extra != nil && string(extra) != "{}" {
+		err = json.Unmarshal(extra, &md.Extra)
+	}
+	return err
+}
+
+// share returns b as a string, prev itself when it holds the same bytes.
+func share(b []byte, prev string) string {
+	if string(b) == prev {
+		return prev
+	}
+	return string(b)
 }
