@@ -461,3 +461,35 @@ func BenchmarkPGDeltaChain(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPGHistoryPageHeaders is BenchmarkPGHistoryPage as the API's
+// history lists it: engine.GetStateHistory with MetadataOnly asks for
+// headers (ListOptions.Headers: a checkpoint's id and time, not its
+// version maps). Its floor is the same raw index scan, interleaved.
+func BenchmarkPGHistoryPageHeaders(b *testing.B) {
+	pool := pgtest.Schema(b, nil)
+	s := pgsaver.New(pool, nil)
+	historyThread(b, s, 1000)
+	ctx := context.Background()
+	var pageTime, floorTime time.Duration
+	b.ReportAllocs()
+	for b.Loop() {
+		start := time.Now()
+		page, err := s.List(ctx, checkpoints.ListQuery{ThreadID: "history"}, checkpoints.ListOptions{Limit: 50, MetadataOnly: true, Headers: true})
+		pageTime += time.Since(start)
+		if err != nil || len(page) != 50 || page[0].Checkpoint.TS.IsZero() || page[0].Metadata.Extra["user"] != "ann" {
+			b.Fatalf("%d tuples, %v", len(page), err)
+		}
+		start = time.Now()
+		n := historyFloor(b, pool)
+		floorTime += time.Since(start)
+		if n != 50 {
+			b.Fatalf("floor scan: %d rows", n)
+		}
+	}
+	page := float64(pageTime.Nanoseconds()) / 1e6 / float64(b.N)
+	floor := float64(floorTime.Nanoseconds()) / 1e6 / float64(b.N)
+	b.ReportMetric(page, "ms/page")
+	b.ReportMetric(floor, "ms/floor")
+	b.ReportMetric(page/floor, "x-floor")
+}

@@ -64,6 +64,10 @@ var targets = []row{
 	// columns, read raw) after every page, so both meet the same load.
 	{target: "4", what: "history page, newest 50 of 1,000, metadata only", fig: m(pgsaver, `^BenchmarkPGHistoryPage$`, "ms/page"),
 		floor: ptr(m(pgsaver, `^BenchmarkPGHistoryPage$`, "ms/floor")), limit: 1.2, unit: "ms"},
+	// The same page as the API's history lists it (engine.GetStateHistory
+	// asks for headers: no version maps).
+	{target: "4", what: "the same, headers (the API's history)", fig: m(pgsaver, `^BenchmarkPGHistoryPageHeaders$`, "ms/page"),
+		floor: ptr(m(pgsaver, `^BenchmarkPGHistoryPageHeaders$`, "ms/floor")), limit: 1.2, unit: "ms"},
 	{target: "5", what: "store batched put (embedding included)", fig: m(pgstore, `^BenchmarkStorePutBatch$`, "items/s"),
 		atLeast: true, limit: 3000, unit: "items/s"},
 	{target: "5", what: "store search p50, one namespace + filter", fig: m(pgstore, `^BenchmarkStoreSearch100k/prefix\+filter$`, "p50-ms"),
