@@ -21,22 +21,26 @@ import (
 // in a LATERAL subquery that OFFSET 0 keeps from being flattened, so the
 // plan is one index lookup per blob whatever the table statistics say (a
 // freshly filled table otherwise gets a hash join that scans the thread's
-// blobs once per chain link).
+// blobs once per chain link). The chain is a UNION ALL: UNION would hash
+// every row, data included, to drop the duplicates that two channels
+// sharing blobs produce, which cost more than sending them; the depth
+// bound (maxChainRead) stops a cycle, which only tampering can make.
 const sqlGet = `
 WITH RECURSIVE c AS (
     SELECT checkpoint_id, parent_checkpoint_id, checkpoint, metadata, value_channels, value_hashes, value_inline
     FROM checkpoints
     WHERE thread_id = $1 AND checkpoint_ns = $2 %s
 ), chain AS (
-    SELECT b.hash, b.encoding, b.base, b.data
+    SELECT b.hash, b.encoding, b.base, b.data, 1 AS depth
     FROM c, unnest(c.value_hashes) AS h(hash) CROSS JOIN LATERAL (
         SELECT * FROM checkpoint_blobs b WHERE b.thread_id = $1 AND b.hash = h.hash OFFSET 0
     ) b
-    UNION
-    SELECT b.hash, b.encoding, b.base, b.data
+    UNION ALL
+    SELECT b.hash, b.encoding, b.base, b.data, chain.depth + 1
     FROM chain CROSS JOIN LATERAL (
         SELECT * FROM checkpoint_blobs b WHERE b.thread_id = $1 AND b.hash = chain.base OFFSET 0
     ) b
+    WHERE chain.depth < ` + maxChainRead + `
 )
 SELECT c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint, c.metadata, c.value_channels, c.value_hashes, c.value_inline,
        bl.hashes, bl.encodings, bl.bases, bl.datas, w.tasks, w.channels, w.encodings, w.vals
@@ -52,6 +56,10 @@ const sqlWritesOf = `
            array_agg(w.encoding ORDER BY w.task_id, w.idx), array_agg(w.value ORDER BY w.task_id, w.idx)
     FROM checkpoint_writes w
     WHERE w.thread_id = $1 AND w.checkpoint_ns = $2 AND w.checkpoint_id = c.checkpoint_id`
+
+// maxChainRead bounds the blobs a read follows from one value: far more
+// than any chain Options.MaxDeltaChain allows.
+const maxChainRead = "100000"
 
 var (
 	sqlGetByID   = fmt.Sprintf(sqlGet, "AND checkpoint_id = $3")
@@ -301,17 +309,20 @@ func collectTuples(rows pgx.Rows, withValues bool, load func([]*rowData) (map[ha
 	return out, nil
 }
 
+// sqlLoadBlobs reads the blobs of the listed values' delta chains, as
+// sqlGet does.
 const sqlLoadBlobs = `
 WITH RECURSIVE chain AS (
-    SELECT b.thread_id, b.hash, b.encoding, b.base, b.data
+    SELECT b.thread_id, b.hash, b.encoding, b.base, b.data, 1 AS depth
     FROM unnest($1::text[], $2::bytea[]) AS k(t, h) CROSS JOIN LATERAL (
         SELECT * FROM checkpoint_blobs b WHERE b.thread_id = k.t AND b.hash = k.h OFFSET 0
     ) b
-    UNION
-    SELECT b.thread_id, b.hash, b.encoding, b.base, b.data
+    UNION ALL
+    SELECT b.thread_id, b.hash, b.encoding, b.base, b.data, chain.depth + 1
     FROM chain CROSS JOIN LATERAL (
         SELECT * FROM checkpoint_blobs b WHERE b.thread_id = chain.thread_id AND b.hash = chain.base OFFSET 0
     ) b
+    WHERE chain.depth < ` + maxChainRead + `
 )
 SELECT thread_id, hash, encoding, base, data FROM chain`
 
