@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -72,36 +73,87 @@ func (s *Saver) Get(ctx context.Context, cfg checkpoints.Config) (*checkpoints.T
 		return nil, nil
 	}
 	var r rowData
-	var bHash, bBase, bData [][]byte
-	var bEnc []string
+	var values map[hash][]byte
+	found := false
 	err := s.retry(ctx, func(ctx context.Context) error {
-		var row pgx.Row
+		var rows pgx.Rows
+		var err error
 		if cfg.CheckpointID != "" {
-			row = s.pool.QueryRow(ctx, sqlGetByID, cfg.ThreadID, cfg.Namespace, cfg.CheckpointID)
+			rows, err = s.pool.Query(ctx, sqlGetByID, cfg.ThreadID, cfg.Namespace, cfg.CheckpointID)
 		} else {
-			row = s.pool.QueryRow(ctx, sqlGetLatest, cfg.ThreadID, cfg.Namespace)
+			rows, err = s.pool.Query(ctx, sqlGetLatest, cfg.ThreadID, cfg.Namespace)
 		}
-		return row.Scan(&r.id, &r.parent, &r.body, &r.metadata, &r.channels, &r.hashes, &r.inline,
-			&bHash, &bEnc, &bBase, &bData, &r.wTasks, &r.wChannels, &r.wEncodings, &r.wValues)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		if found = rows.Next(); !found {
+			return rows.Err()
+		}
+		// The blobs are read in the driver's memory: only the values
+		// rebuilt from them are kept, before the rows close.
+		r = rowData{}
+		var bHash, bEnc, bBase, bData []pgtype.DriverBytes
+		if err := rows.Scan(&r.id, &r.parent, &r.body, &r.metadata, &r.channels, &r.hashes, &r.inline,
+			&bHash, &bEnc, &bBase, &bData, &r.wTasks, &r.wChannels, &r.wEncodings, &r.wValues); err != nil {
+			return err
+		}
+		if values, err = rebuild(r.hashes, bHash, bEnc, bBase, bData); err != nil {
+			return err
+		}
+		rows.Close()
+		return rows.Err()
 	}, nil)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
+	if errors.Is(err, ErrCorrupt) {
+		return nil, err
 	}
 	if err != nil {
 		return nil, fmt.Errorf("pgsaver: get %+v: %w", cfg, err)
 	}
-	blobs := make(map[hash]storedBlob, len(bHash))
-	for i, h := range bHash {
-		if len(h) == len(hash{}) {
-			blobs[hash(h)] = storedBlob{encoding: bEnc[i], base: bBase[i], data: bData[i]}
-		}
-	}
-	values, err := resolveBlobs(blobs, r.hashes)
-	if err != nil {
-		return nil, err
+	if !found {
+		return nil, nil
 	}
 	r.thread, r.ns = cfg.ThreadID, cfg.Namespace
 	return r.tuple(values, true)
+}
+
+// rebuild returns the values of the wanted hashes from the blobs of their
+// delta chains, as a read returns them in the driver's memory (parallel
+// columns). The values are the caller's: a value stored whole, which is
+// the blob's own bytes, is copied.
+func rebuild(wanted [][]byte, hashes, encs, bases, datas []pgtype.DriverBytes) (map[hash][]byte, error) {
+	blobs := make(map[hash]storedBlob, len(hashes))
+	for i, h := range hashes {
+		if len(h) == len(hash{}) {
+			blobs[hash(h)] = storedBlob{encoding: encodingOf(encs[i]), base: bases[i], data: datas[i]}
+		}
+	}
+	values, err := resolveBlobs(blobs, wanted)
+	if err != nil {
+		return nil, err
+	}
+	var copied []hash
+	for _, w := range wanted {
+		if len(w) != len(hash{}) || slices.Contains(copied, hash(w)) {
+			continue
+		}
+		if h := hash(w); blobs[h].encoding == encJSON {
+			values[h], copied = slices.Clone(values[h]), append(copied, h)
+		}
+	}
+	return values, nil
+}
+
+// encodingOf is a blob's encoding column as a string, without allocating
+// for the known ones.
+func encodingOf(b []byte) string {
+	switch string(b) {
+	case encJSON:
+		return encJSON
+	case encAppend:
+		return encAppend
+	}
+	return string(b)
 }
 
 // rowData is a checkpoint row as scanned.
