@@ -297,18 +297,199 @@ func BenchmarkPGHistoryPageFloor(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e6/float64(b.N), "ms/floor")
 }
 
+// sqlGetFloor is the floor of a Get: the checkpoint row's primary-key
+// lookup with the columns Get reads from it, and nothing more (no blobs,
+// no writes).
+const sqlGetFloor = `SELECT checkpoint_id, parent_checkpoint_id, checkpoint, metadata, value_channels, value_hashes, value_inline
+FROM checkpoints WHERE thread_id = $1 AND checkpoint_ns = $2 AND checkpoint_id = $3`
+
+// getFloor reads sqlGetFloor on pool, taking the columns as the raw bytes
+// the server sent.
+func getFloor(b *testing.B, pool *pgxpool.Pool, cfg checkpoints.Config) {
+	rows, err := pool.Query(context.Background(), sqlGetFloor, cfg.ThreadID, cfg.Namespace, cfg.CheckpointID)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n, size := 0, 0
+	for rows.Next() {
+		for _, v := range rows.RawValues() {
+			size += len(v)
+		}
+		n++
+	}
+	if err := rows.Err(); err != nil || n != 1 || size == 0 {
+		b.Fatalf("floor lookup: %d rows, %d bytes, %v", n, size, err)
+	}
+}
+
+// BenchmarkPGGetStateAt reads a random checkpoint of a 1,000-checkpoint
+// thread whose message list grows every step, as time travel does.
+//
+// x-floor is its cost over getFloor, the primary-key lookup of the same
+// checkpoint row, interleaved with the reads (one lookup after every
+// Get) so that load on the machine moves both alike. B/op and allocs/op
+// include the floor's few.
 func BenchmarkPGGetStateAt(b *testing.B) {
-	s := pgsaver.New(pgtest.Schema(b, nil), nil)
+	pool := pgtest.Schema(b, nil)
+	s := pgsaver.New(pool, nil)
 	cfgs := historyThread(b, s, 1000)
+	benchGetStateAt(b, pool, s, cfgs)
+}
+
+func benchGetStateAt(b *testing.B, pool *pgxpool.Pool, s checkpoints.Saver, cfgs []checkpoints.Config) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(1, 2))
+	var getTime, floorTime time.Duration
 	b.ReportAllocs()
 	for b.Loop() {
 		cfg := cfgs[rng.IntN(len(cfgs))]
+		start := time.Now()
 		tu, err := s.Get(ctx, cfg)
+		getTime += time.Since(start)
 		if err != nil || tu == nil || len(tu.PendingWrites) != 1 || len(tu.Checkpoint.ChannelValues) != 2 {
 			b.Fatalf("Get(%v) = %+v, %v", cfg, tu, err)
 		}
+		start = time.Now()
+		getFloor(b, pool, cfg)
+		floorTime += time.Since(start)
 	}
-	b.ReportMetric(float64(b.Elapsed().Microseconds())/1e3/float64(b.N), "ms/get")
+	get := float64(getTime.Nanoseconds()) / float64(b.N)
+	floor := float64(floorTime.Nanoseconds()) / float64(b.N)
+	b.ReportMetric(get, "ns/get")
+	b.ReportMetric(floor, "ns/floor")
+	b.ReportMetric(get/floor, "x-floor")
+}
+
+// countingSaver sums the bytes of the channel values handed to Put (raw)
+// and the bytes they add over the channel's previous value when they
+// extend it as an appended list does (appended; a value that does not
+// extend its previous one counts whole).
+type countingSaver struct {
+	checkpoints.Saver
+	raw, appended int
+	last          map[string][]byte
+}
+
+func (c *countingSaver) Put(ctx context.Context, cfg checkpoints.Config, cp *checkpoints.Checkpoint, md checkpoints.Metadata, newVersions map[string]int64) (checkpoints.Config, error) {
+	if c.last == nil {
+		c.last = map[string][]byte{}
+	}
+	for ch, v := range cp.ChannelValues {
+		c.raw += len(v)
+		prev := c.last[ch]
+		if n := len(prev); n > 2 && len(v) > n && string(v[:n-1]) == string(prev[:n-1]) {
+			c.appended += len(v) - n
+		} else {
+			c.appended += len(v)
+		}
+		c.last[ch] = v
+	}
+	return c.Saver.Put(ctx, cfg, cp, md, newVersions)
+}
+
+// sqlThreadStorage is the bytes a thread's checkpoints and blobs take in
+// their tables (each row as stored: pg_column_size of the row, its header
+// and its columns, compressed where Postgres compressed them), and the
+// bytes of its blobs' data uncompressed.
+const sqlThreadStorage = `SELECT
+    (SELECT coalesce(sum(pg_column_size(c.*)), 0) FROM checkpoints c WHERE c.thread_id = $1)
+  + (SELECT coalesce(sum(pg_column_size(b.*)), 0) FROM checkpoint_blobs b WHERE b.thread_id = $1),
+    (SELECT coalesce(sum(octet_length(b.data)), 0) FROM checkpoint_blobs b WHERE b.thread_id = $1)`
+
+// historyStorage saves historyThread's 1,000 checkpoints on a saver with
+// opts and returns the saver, the configs, and a function that reports
+// (after the benchmark's loop, which drops metrics reported before it)
+// x-raw, the bytes the thread's rows take over the raw bytes of the
+// channel values handed to Put, and blob-x-appended, its blobs' data
+// (uncompressed) over the bytes those values appended (what storing only
+// the new messages would take).
+func historyStorage(b *testing.B, pool *pgxpool.Pool, opts *pgsaver.Options) (*pgsaver.Saver, []checkpoints.Config, func()) {
+	s := pgsaver.New(pool, opts)
+	c := &countingSaver{Saver: s}
+	cfgs := historyThread(b, c, 1000)
+	var stored, blobData int64
+	if err := pool.QueryRow(context.Background(), sqlThreadStorage, "history").Scan(&stored, &blobData); err != nil {
+		b.Fatal(err)
+	}
+	report := func() {
+		b.ReportMetric(float64(stored)/float64(c.raw), "x-raw")
+		b.ReportMetric(float64(blobData)/float64(c.appended), "blob-x-appended")
+	}
+	return s, cfgs, report
+}
+
+// BenchmarkPGHistoryStorage is the storage of BenchmarkPGGetStateAt's
+// thread (1,000 checkpoints, a message list growing every step), as
+// historyStorage reports it. The loop measures only the query that sums
+// the storage.
+func BenchmarkPGHistoryStorage(b *testing.B) {
+	pool := pgtest.Schema(b, nil)
+	_, _, report := historyStorage(b, pool, nil)
+	for b.Loop() {
+		var stored, blobData int64
+		if err := pool.QueryRow(context.Background(), sqlThreadStorage, "history").Scan(&stored, &blobData); err != nil {
+			b.Fatal(err)
+		}
+	}
+	report()
+}
+
+// BenchmarkPGDeltaChain is BenchmarkPGGetStateAt and
+// BenchmarkPGHistoryStorage together for several ways of bounding the
+// delta chain a read replays, to choose the default from: skip deltas of
+// several fan-outs, and plain deltas on the previous value with a full
+// snapshot every k (a fan-out too large to reach, MaxDeltaChain k-1). A
+// shorter chain reads faster and stores more.
+func BenchmarkPGDeltaChain(b *testing.B) {
+	type policy struct {
+		name          string
+		fanOut, chain int
+	}
+	var policies []policy
+	for _, k := range []int{4, 8, 16, 32} {
+		policies = append(policies, policy{fmt.Sprintf("skip-fanout=%d", k), k, 0})
+	}
+	for _, k := range []int{8, 16, 32, 64, 256} {
+		policies = append(policies, policy{fmt.Sprintf("snapshot-every=%d", k), 1 << 30, k - 1})
+	}
+	for _, p := range policies {
+		b.Run(p.name, func(b *testing.B) {
+			pool := pgtest.Schema(b, nil)
+			s, cfgs, report := historyStorage(b, pool, pgsaver.WithDeltaFanOut(pgsaver.Options{MaxDeltaChain: p.chain}, p.fanOut))
+			benchGetStateAt(b, pool, s, cfgs)
+			report()
+		})
+	}
+}
+
+// BenchmarkPGHistoryPageHeaders is BenchmarkPGHistoryPage as the API's
+// history lists it: engine.GetStateHistory with MetadataOnly asks for
+// headers (ListOptions.Headers: a checkpoint's id and time, not its
+// version maps). Its floor is the same raw index scan, interleaved.
+func BenchmarkPGHistoryPageHeaders(b *testing.B) {
+	pool := pgtest.Schema(b, nil)
+	s := pgsaver.New(pool, nil)
+	historyThread(b, s, 1000)
+	ctx := context.Background()
+	var pageTime, floorTime time.Duration
+	b.ReportAllocs()
+	for b.Loop() {
+		start := time.Now()
+		page, err := s.List(ctx, checkpoints.ListQuery{ThreadID: "history"}, checkpoints.ListOptions{Limit: 50, MetadataOnly: true, Headers: true})
+		pageTime += time.Since(start)
+		if err != nil || len(page) != 50 || page[0].Checkpoint.TS.IsZero() || page[0].Metadata.Extra["user"] != "ann" {
+			b.Fatalf("%d tuples, %v", len(page), err)
+		}
+		start = time.Now()
+		n := historyFloor(b, pool)
+		floorTime += time.Since(start)
+		if n != 50 {
+			b.Fatalf("floor scan: %d rows", n)
+		}
+	}
+	page := float64(pageTime.Nanoseconds()) / 1e6 / float64(b.N)
+	floor := float64(floorTime.Nanoseconds()) / 1e6 / float64(b.N)
+	b.ReportMetric(page, "ms/page")
+	b.ReportMetric(floor, "ms/floor")
+	b.ReportMetric(page/floor, "x-floor")
 }

@@ -146,6 +146,8 @@ func TestTamperedRowsAreErrors(t *testing.T) {
 		{"unknown write encoding", `UPDATE checkpoint_writes SET encoding = 'msgpack'`},
 		{"inline value not JSON", `UPDATE checkpoints SET value_hashes = ARRAY[NULL::bytea], value_inline = ARRAY[convert_to('{', 'UTF8')]`},
 		{"value both inline and in a blob", `UPDATE checkpoints SET value_inline = ARRAY[convert_to('1', 'UTF8')]`},
+		// A read follows a chain a bounded number of links, then fails.
+		{"delta chain in a cycle", `UPDATE checkpoint_blobs SET encoding = 'json-append', base = hash WHERE encoding = 'json'`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/superstep-dev/superstep/checkpoints"
 )
@@ -19,22 +22,26 @@ import (
 // in a LATERAL subquery that OFFSET 0 keeps from being flattened, so the
 // plan is one index lookup per blob whatever the table statistics say (a
 // freshly filled table otherwise gets a hash join that scans the thread's
-// blobs once per chain link).
+// blobs once per chain link). The chain is a UNION ALL: UNION would hash
+// every row, data included, to drop the duplicates that two channels
+// sharing blobs produce, which cost more than sending them; the depth
+// bound (maxChainRead) stops a cycle, which only tampering can make.
 const sqlGet = `
 WITH RECURSIVE c AS (
     SELECT checkpoint_id, parent_checkpoint_id, checkpoint, metadata, value_channels, value_hashes, value_inline
     FROM checkpoints
     WHERE thread_id = $1 AND checkpoint_ns = $2 %s
 ), chain AS (
-    SELECT b.hash, b.encoding, b.base, b.data
+    SELECT b.hash, b.encoding, b.base, b.data, 1 AS depth
     FROM c, unnest(c.value_hashes) AS h(hash) CROSS JOIN LATERAL (
         SELECT * FROM checkpoint_blobs b WHERE b.thread_id = $1 AND b.hash = h.hash OFFSET 0
     ) b
-    UNION
-    SELECT b.hash, b.encoding, b.base, b.data
+    UNION ALL
+    SELECT b.hash, b.encoding, b.base, b.data, chain.depth + 1
     FROM chain CROSS JOIN LATERAL (
         SELECT * FROM checkpoint_blobs b WHERE b.thread_id = $1 AND b.hash = chain.base OFFSET 0
     ) b
+    WHERE chain.depth < ` + maxChainRead + `
 )
 SELECT c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint, c.metadata, c.value_channels, c.value_hashes, c.value_inline,
        bl.hashes, bl.encodings, bl.bases, bl.datas, w.tasks, w.channels, w.encodings, w.vals
@@ -51,6 +58,10 @@ const sqlWritesOf = `
     FROM checkpoint_writes w
     WHERE w.thread_id = $1 AND w.checkpoint_ns = $2 AND w.checkpoint_id = c.checkpoint_id`
 
+// maxChainRead bounds the blobs a read follows from one value: far more
+// than any chain Options.MaxDeltaChain allows.
+const maxChainRead = "100000"
+
 var (
 	sqlGetByID   = fmt.Sprintf(sqlGet, "AND checkpoint_id = $3")
 	sqlGetLatest = fmt.Sprintf(sqlGet, "ORDER BY seq DESC LIMIT 1")
@@ -62,36 +73,87 @@ func (s *Saver) Get(ctx context.Context, cfg checkpoints.Config) (*checkpoints.T
 		return nil, nil
 	}
 	var r rowData
-	var bHash, bBase, bData [][]byte
-	var bEnc []string
+	var values map[hash][]byte
+	found := false
 	err := s.retry(ctx, func(ctx context.Context) error {
-		var row pgx.Row
+		var rows pgx.Rows
+		var err error
 		if cfg.CheckpointID != "" {
-			row = s.pool.QueryRow(ctx, sqlGetByID, cfg.ThreadID, cfg.Namespace, cfg.CheckpointID)
+			rows, err = s.pool.Query(ctx, sqlGetByID, cfg.ThreadID, cfg.Namespace, cfg.CheckpointID)
 		} else {
-			row = s.pool.QueryRow(ctx, sqlGetLatest, cfg.ThreadID, cfg.Namespace)
+			rows, err = s.pool.Query(ctx, sqlGetLatest, cfg.ThreadID, cfg.Namespace)
 		}
-		return row.Scan(&r.id, &r.parent, &r.body, &r.metadata, &r.channels, &r.hashes, &r.inline,
-			&bHash, &bEnc, &bBase, &bData, &r.wTasks, &r.wChannels, &r.wEncodings, &r.wValues)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		if found = rows.Next(); !found {
+			return rows.Err()
+		}
+		// The blobs are read in the driver's memory: only the values
+		// rebuilt from them are kept, before the rows close.
+		r = rowData{}
+		var bHash, bEnc, bBase, bData []pgtype.DriverBytes
+		if err := rows.Scan(&r.id, &r.parent, &r.body, &r.metadata, &r.channels, &r.hashes, &r.inline,
+			&bHash, &bEnc, &bBase, &bData, &r.wTasks, &r.wChannels, &r.wEncodings, &r.wValues); err != nil {
+			return err
+		}
+		if values, err = rebuild(r.hashes, bHash, bEnc, bBase, bData); err != nil {
+			return err
+		}
+		rows.Close()
+		return rows.Err()
 	}, nil)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
+	if errors.Is(err, ErrCorrupt) {
+		return nil, err
 	}
 	if err != nil {
 		return nil, fmt.Errorf("pgsaver: get %+v: %w", cfg, err)
 	}
-	blobs := make(map[hash]storedBlob, len(bHash))
-	for i, h := range bHash {
-		if len(h) == len(hash{}) {
-			blobs[hash(h)] = storedBlob{encoding: bEnc[i], base: bBase[i], data: bData[i]}
-		}
-	}
-	values, err := resolveBlobs(blobs, r.hashes)
-	if err != nil {
-		return nil, err
+	if !found {
+		return nil, nil
 	}
 	r.thread, r.ns = cfg.ThreadID, cfg.Namespace
 	return r.tuple(values, true)
+}
+
+// rebuild returns the values of the wanted hashes from the blobs of their
+// delta chains, as a read returns them in the driver's memory (parallel
+// columns). The values are the caller's: a value stored whole, which is
+// the blob's own bytes, is copied.
+func rebuild(wanted [][]byte, hashes, encs, bases, datas []pgtype.DriverBytes) (map[hash][]byte, error) {
+	blobs := make(map[hash]storedBlob, len(hashes))
+	for i, h := range hashes {
+		if len(h) == len(hash{}) {
+			blobs[hash(h)] = storedBlob{encoding: encodingOf(encs[i]), base: bases[i], data: datas[i]}
+		}
+	}
+	values, err := resolveBlobs(blobs, wanted)
+	if err != nil {
+		return nil, err
+	}
+	var copied []hash
+	for _, w := range wanted {
+		if len(w) != len(hash{}) || slices.Contains(copied, hash(w)) {
+			continue
+		}
+		if h := hash(w); blobs[h].encoding == encJSON {
+			values[h], copied = slices.Clone(values[h]), append(copied, h)
+		}
+	}
+	return values, nil
+}
+
+// encodingOf is a blob's encoding column as a string, without allocating
+// for the known ones.
+func encodingOf(b []byte) string {
+	switch string(b) {
+	case encJSON:
+		return encJSON
+	case encAppend:
+		return encAppend
+	}
+	return string(b)
 }
 
 // rowData is a checkpoint row as scanned.
@@ -170,6 +232,7 @@ func (s *Saver) List(ctx context.Context, q checkpoints.ListQuery, opts checkpoi
 	if !checkpoints.ValidText(q.ThreadID) || !checkpoints.ValidText(q.Namespace) || !checkpoints.ValidText(opts.Before) {
 		return nil, nil
 	}
+	opts.MetadataOnly = opts.MetadataOnly || opts.Headers
 	sql, args := buildList(q, opts, filter)
 	var out []*checkpoints.Tuple
 	if opts.MetadataOnly {
@@ -178,7 +241,7 @@ func (s *Saver) List(ctx context.Context, q checkpoints.ListQuery, opts checkpoi
 			if err != nil {
 				return err
 			}
-			out, err = collectTuples(rows, false, nil)
+			out, err = collectHeaders(rows, opts.Headers, min(opts.Limit, 1000))
 			return err
 		}, nil)
 		if err != nil {
@@ -215,17 +278,17 @@ func buildList(q checkpoints.ListQuery, opts checkpoints.ListOptions, filter []b
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
 	}
-	sb.WriteString("SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint, c.metadata")
-	if !opts.MetadataOnly {
-		sb.WriteString(`, c.value_channels, c.value_hashes, c.value_inline, w.tasks, w.channels, w.encodings, w.vals
+	sb.WriteString("SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint")
+	if opts.MetadataOnly {
+		sb.WriteString(sqlMetadataFields + "\nFROM checkpoints c")
+	} else {
+		sb.WriteString(`, c.metadata, c.value_channels, c.value_hashes, c.value_inline, w.tasks, w.channels, w.encodings, w.vals
 FROM checkpoints c CROSS JOIN LATERAL (
     SELECT array_agg(w.task_id ORDER BY w.task_id, w.idx), array_agg(w.channel ORDER BY w.task_id, w.idx),
            array_agg(w.encoding ORDER BY w.task_id, w.idx), array_agg(w.value ORDER BY w.task_id, w.idx)
     FROM checkpoint_writes w
     WHERE w.thread_id = c.thread_id AND w.checkpoint_ns = c.checkpoint_ns AND w.checkpoint_id = c.checkpoint_id
 ) AS w(tasks, channels, encodings, vals)`)
-	} else {
-		sb.WriteString("\nFROM checkpoints c")
 	}
 	sb.WriteString("\nWHERE true")
 	var thread string
@@ -298,17 +361,20 @@ func collectTuples(rows pgx.Rows, withValues bool, load func([]*rowData) (map[ha
 	return out, nil
 }
 
+// sqlLoadBlobs reads the blobs of the listed values' delta chains, as
+// sqlGet does.
 const sqlLoadBlobs = `
 WITH RECURSIVE chain AS (
-    SELECT b.thread_id, b.hash, b.encoding, b.base, b.data
+    SELECT b.thread_id, b.hash, b.encoding, b.base, b.data, 1 AS depth
     FROM unnest($1::text[], $2::bytea[]) AS k(t, h) CROSS JOIN LATERAL (
         SELECT * FROM checkpoint_blobs b WHERE b.thread_id = k.t AND b.hash = k.h OFFSET 0
     ) b
-    UNION
-    SELECT b.thread_id, b.hash, b.encoding, b.base, b.data
+    UNION ALL
+    SELECT b.thread_id, b.hash, b.encoding, b.base, b.data, chain.depth + 1
     FROM chain CROSS JOIN LATERAL (
         SELECT * FROM checkpoint_blobs b WHERE b.thread_id = chain.thread_id AND b.hash = chain.base OFFSET 0
     ) b
+    WHERE chain.depth < ` + maxChainRead + `
 )
 SELECT thread_id, hash, encoding, base, data FROM chain`
 
@@ -353,4 +419,138 @@ func loadBlobs(ctx context.Context, tx pgx.Tx, datas []*rowData) (map[hash][]byt
 		return nil, err
 	}
 	return resolveBlobs(blobs, hashes)
+}
+
+// sqlMetadataFields are the columns a metadata-only listing reads in
+// place of the metadata: Postgres takes the known keys out of the jsonb
+// (each as its JSON and, for strings, as text) and leaves the other keys
+// in one object, so that a page decodes no JSON for the known keys. A
+// metadata that is not an object comes whole, to fail as it always did.
+const sqlMetadataFields = `,
+       c.metadata->'source', c.metadata->>'source', c.metadata->'step', c.metadata->'run_id', c.metadata->>'run_id',
+       c.metadata->'parents',
+       CASE WHEN jsonb_typeof(c.metadata) = 'object' THEN c.metadata - '{source,step,parents,run_id}'::text[] END,
+       CASE WHEN jsonb_typeof(c.metadata) <> 'object' THEN c.metadata END`
+
+// header is what a Headers listing keeps of a checkpoint body.
+type header struct {
+	V  int       `json:"v"`
+	ID string    `json:"id"`
+	TS time.Time `json:"ts"`
+}
+
+// collectHeaders reads the rows of a metadata-only listing (columns:
+// thread, namespace, id, parent, body, then sqlMetadataFields). A page is
+// allocation-bound, so the columns are read in the driver's memory, the
+// tuples, checkpoints and parent configs of a page are allocated together
+// (sizeHint of each to begin with), and strings repeated from row to row
+// (thread, namespace, source, run id) are shared. The results are those of the full decode (rowData.tuple
+// without values); with headers only the checkpoint's V, ID and TS are
+// decoded, and an empty Parents is left nil (checkpoints.ListOptions).
+func collectHeaders(rows pgx.Rows, headers bool, sizeHint int) ([]*checkpoints.Tuple, error) {
+	defer rows.Close()
+	tuples := make([]checkpoints.Tuple, 0, sizeHint)
+	cps := make([]checkpoints.Checkpoint, 0, sizeHint)
+	parents := make([]checkpoints.Config, 0, sizeHint)
+	var thread, ns, id, parent, body, srcJSON, src, step, runJSON, run, parentsJSON, extra, whole pgtype.DriverBytes
+	dest := []any{&thread, &ns, &id, &parent, &body, &srcJSON, &src, &step, &runJSON, &run, &parentsJSON, &extra, &whole}
+	var h header
+	last := &checkpoints.Tuple{} // the previous row, whose strings are shared
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		tuples, cps, parents = append(tuples, checkpoints.Tuple{}), append(cps, checkpoints.Checkpoint{}), append(parents, checkpoints.Config{})
+		t, cp := &tuples[len(tuples)-1], &cps[len(cps)-1]
+		t.Config = checkpoints.Config{
+			ThreadID: share(thread, last.Config.ThreadID), Namespace: share(ns, last.Config.Namespace), CheckpointID: string(id),
+		}
+		var err error
+		if headers {
+			h = header{}
+			err = json.Unmarshal(body, &h)
+			*cp = checkpoints.Checkpoint{V: h.V, ID: h.ID, TS: h.TS}
+		} else {
+			err = json.Unmarshal(body, cp)
+			cp.ChannelValues = nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: checkpoint %s: %v", ErrCorrupt, t.Config.CheckpointID, err)
+		}
+		md := &t.Metadata
+		if whole != nil {
+			err = json.Unmarshal(whole, md)
+		} else {
+			err = decodeMetadataFields(md, &last.Metadata, srcJSON, src, step, runJSON, run, parentsJSON, extra)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: metadata of %s: %v", ErrCorrupt, t.Config.CheckpointID, err)
+		}
+		if md.Parents == nil && !headers {
+			md.Parents = map[string]string{}
+		}
+		if parent != nil {
+			// The tuple points at its parent config once the page's
+			// slices stop growing.
+			parents[len(parents)-1] = checkpoints.Config{ThreadID: t.Config.ThreadID, Namespace: t.Config.Namespace, CheckpointID: string(parent)}
+		}
+		last = t
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]*checkpoints.Tuple, len(tuples))
+	for i := range tuples {
+		tuples[i].Checkpoint = &cps[i]
+		if parents[i].CheckpointID != "" {
+			tuples[i].ParentConfig = &parents[i]
+		}
+		out[i] = &tuples[i]
+	}
+	return out, nil
+}
+
+// decodeMetadataFields fills md from the columns of sqlMetadataFields as
+// checkpoints.Metadata's UnmarshalJSON would from the whole object: a key
+// that is absent leaves its field zero, a string is taken as Postgres
+// unescaped it, and anything else (a step that is not a plain integer, a
+// source that is not a string, parents, other keys) goes through
+// encoding/json as it did. prev is the previous row's metadata, whose
+// strings are shared when equal.
+func decodeMetadataFields(md, prev *checkpoints.Metadata, srcJSON, src, step, runJSON, run, parentsJSON, extra []byte) error {
+	var err error
+	switch {
+	case srcJSON == nil:
+	case srcJSON[0] == '"':
+		md.Source = checkpoints.Source(share(src, string(prev.Source)))
+	default:
+		err = json.Unmarshal(srcJSON, &md.Source)
+	}
+	if err == nil && step != nil {
+		if md.Step, err = strconv.Atoi(string(step)); err != nil {
+			md.Step, err = 0, json.Unmarshal(step, &md.Step)
+		}
+	}
+	switch {
+	case err != nil || runJSON == nil:
+	case runJSON[0] == '"':
+		md.RunID = share(run, prev.RunID)
+	default:
+		err = json.Unmarshal(runJSON, &md.RunID)
+	}
+	if err == nil && parentsJSON != nil && string(parentsJSON) != "{}" {
+		err = json.Unmarshal(parentsJSON, &md.Parents)
+	}
+	if err == nil && extra != nil && string(extra) != "{}" {
+		err = json.Unmarshal(extra, &md.Extra)
+	}
+	return err
+}
+
+// share returns b as a string, prev itself when it holds the same bytes.
+func share(b []byte, prev string) string {
+	if string(b) == prev {
+		return prev
+	}
+	return string(b)
 }

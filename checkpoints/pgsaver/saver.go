@@ -20,13 +20,12 @@
 // upstream's worst storage complaint. When a channel's new value is its
 // previous value (as last written by this saver, in the same thread and
 // namespace) with elements appended, only the appended elements are stored,
-// as a delta on the previous blob. A full snapshot is stored instead once
-// the chain since the last snapshot reaches Options.MaxDeltaChain blobs or
-// its deltas outgrow Options.SnapshotRatio times that snapshot, which
-// bounds both the rows read to rebuild a value and the total storage (at
-// most about 1 + (1+r)/r times the bytes appended, r = SnapshotRatio, until
-// the chain cap is reached). Reads rebuild values and check each against
-// its hash.
+// as a delta on an earlier blob of the same list: skip deltas, which
+// bound both the blobs read to rebuild a value (a few dozen for a thread
+// of thousands of steps, at most Options.MaxDeltaChain) and the total
+// storage (the bytes appended, about once per base-16 digit of the
+// thread's length, plus the first full value). Reads rebuild values and
+// check each against its hash.
 //
 // # Transactions and round trips
 //
@@ -93,10 +92,15 @@ import (
 // Options tune a Saver. The zero value (or nil) gives the defaults.
 type Options struct {
 	// MaxDeltaChain caps the deltas between a value and its full snapshot,
-	// and so the blobs read to rebuild it. Default 256.
+	// and so the blobs read to rebuild it: a value whose chain would be
+	// longer is stored whole. Default 64, which a thread reaches only
+	// after hundreds of thousands of appends (see the package doc).
 	MaxDeltaChain int
-	// SnapshotRatio starts a new snapshot when the deltas since the last
-	// one add up to more than this many times its size. Default 2.
+	// SnapshotRatio is ignored.
+	//
+	// Deprecated: it started a new snapshot once the deltas since the
+	// last one outgrew it this many times, to bound storage; skip deltas
+	// keep storage linear without snapshots.
 	SnapshotRatio int
 	// LastValueCacheBytes bounds the memory used to remember the last
 	// value written per channel, which delta storage needs. Default 64
@@ -118,6 +122,9 @@ type Options struct {
 	// for connections one by one. Default: the pool's MaxConns; negative:
 	// no limit and no grouping.
 	MaxTransactions int
+
+	// deltaFanOut is deltaPolicy.fanOut (defaultFanOut); tests set it.
+	deltaFanOut int
 }
 
 // Saver is the Postgres checkpoints.Saver. It is safe for concurrent use.
@@ -146,10 +153,10 @@ func New(pool *pgxpool.Pool, opts *Options) *Saver {
 		o = *opts
 	}
 	if o.MaxDeltaChain <= 0 {
-		o.MaxDeltaChain = 256
+		o.MaxDeltaChain = 64
 	}
-	if o.SnapshotRatio <= 0 {
-		o.SnapshotRatio = 2
+	if o.deltaFanOut <= 1 {
+		o.deltaFanOut = defaultFanOut
 	}
 	if o.LastValueCacheBytes == 0 {
 		o.LastValueCacheBytes = 64 << 20
@@ -598,13 +605,8 @@ func (s *Saver) plan(p *putInput, writes *writeRows, fence *checkpoints.Fence, u
 			if !p.owned {
 				val = slices.Clone(raw)
 			}
-			next = &lastValue{hash: h, value: val, snapshot: len(val)}
-			if d, ok := deltaOf(prev, val); ok &&
-				prev.depth+1 <= s.opts.MaxDeltaChain &&
-				prev.sinceSnapshot+len(d) <= s.opts.SnapshotRatio*prev.snapshot {
-				enc, base, data = encAppend, prev.hash[:], d
-				next = &lastValue{hash: h, value: val, depth: prev.depth + 1, sinceSnapshot: prev.sinceSnapshot + len(d), snapshot: prev.snapshot}
-			}
+			policy := deltaPolicy{fanOut: s.opts.deltaFanOut, maxChain: s.opts.MaxDeltaChain}
+			enc, base, data, next = policy.store(prev, h, val)
 		}
 		if plan.remember == nil {
 			plan.remember = map[valueKey]*lastValue{}
@@ -930,12 +932,4 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
-}
-
-// deltaOf is appendDelta against the value remembered before, if any.
-func deltaOf(prev *lastValue, val []byte) ([]byte, bool) {
-	if prev == nil {
-		return nil, false
-	}
-	return appendDelta(prev.value, val)
 }

@@ -1,0 +1,126 @@
+package pgsaver_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/superstep-dev/superstep/checkpoints"
+	"github.com/superstep-dev/superstep/checkpoints/pgsaver"
+	"github.com/superstep-dev/superstep/internal/pgtest"
+)
+
+// TestMetadataOnlyListingDecodesAsTheFullOne: a metadata-only listing
+// takes the metadata's known keys out in SQL; its tuples must be those
+// of a full listing without values and writes, whatever the metadata
+// holds, and a headers listing must keep V, ID, TS and the metadata.
+func TestMetadataOnlyListingDecodesAsTheFullOne(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgsaver.New(pgtest.Schema(t, nil), nil)
+	mds := []checkpoints.Metadata{
+		{Source: checkpoints.SourceInput, Step: -1, Parents: map[string]string{}},
+		{Source: checkpoints.SourceLoop, Step: 0, RunID: "run-1", Extra: map[string]any{"user": "ann"}},
+		{Source: checkpoints.SourceLoop, Step: 1, RunID: "run-1", Extra: map[string]any{"user": "ann"}},
+		{Source: "qu\"ote\\é\u2028", Step: 1 << 40, RunID: "ru\tn-\u00e9", Parents: map[string]string{"": "p1", "node:a|b": "p2"},
+			Extra: map[string]any{"nested": map[string]any{"a": []any{1.5, "x", nil, true}}, "Source": "not the source", "n": 1e21}},
+		{Source: checkpoints.SourceUpdate, Step: 7, Extra: map[string]any{"empty": map[string]any{}, "list": []any{}}},
+	}
+	cfg := checkpoints.Config{ThreadID: "t"}
+	for i, md := range mds {
+		cp := &checkpoints.Checkpoint{
+			V: checkpoints.FormatVersion, ID: checkpoints.NewID(), TS: time.Now().UTC(),
+			ChannelValues:   map[string]json.RawMessage{"n": json.RawMessage(`1`)},
+			ChannelVersions: map[string]int64{"n": int64(i + 1)},
+			VersionsSeen:    map[string]map[string]int64{"a": {"n": int64(i)}},
+			UpdatedChannels: []string{"n"},
+		}
+		var err error
+		if cfg, err = s.Put(ctx, cfg, cp, md, map[string]int64{"n": int64(i + 1)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.PutWrites(ctx, cfg, []checkpoints.Write{{Channel: "n", Value: json.RawMessage(`2`)}}, "task", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := checkpoints.ListQuery{ThreadID: "t"}
+	full, err := s.List(ctx, q, checkpoints.ListOptions{})
+	if err != nil || len(full) != len(mds) {
+		t.Fatalf("full listing: %d tuples, %v", len(full), err)
+	}
+	for _, opts := range []checkpoints.ListOptions{{MetadataOnly: true}, {Headers: true}, {MetadataOnly: true, Headers: true}} {
+		got, err := s.List(ctx, q, opts)
+		if err != nil || len(got) != len(full) {
+			t.Fatalf("%+v: %d tuples, %v", opts, len(got), err)
+		}
+		for i, f := range full {
+			want := *f
+			cp := *f.Checkpoint
+			cp.ChannelValues = nil
+			want.Checkpoint, want.PendingWrites = &cp, nil
+			if opts.Headers {
+				cp = checkpoints.Checkpoint{V: cp.V, ID: cp.ID, TS: cp.TS}
+				if len(want.Metadata.Parents) == 0 {
+					want.Metadata.Parents = nil
+				}
+			}
+			if !reflect.DeepEqual(got[i], &want) {
+				t.Errorf("%+v: tuple %d\n got %+v %+v\nwant %+v %+v", opts, i, got[i], got[i].Checkpoint, &want, want.Checkpoint)
+			}
+		}
+	}
+}
+
+// TestMetadataOnlyListingOfTamperedMetadata: metadata that the full
+// decode refuses is refused by a metadata-only listing too, and one it
+// accepts is read the same.
+func TestMetadataOnlyListingOfTamperedMetadata(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, metadata string
+		ok             bool
+	}{
+		{"step not an integer", `{"source": "loop", "step": 1.5}`, false},
+		{"step as a string", `{"source": "loop", "step": "1"}`, false},
+		{"source not a string", `{"source": 42, "step": 1}`, false},
+		{"parents not strings", `{"source": "loop", "step": 1, "parents": {"": 1}}`, false},
+		{"an array", `[1, 2]`, false},
+		{"a number", `7`, false},
+		{"nulls", `{"source": null, "step": null, "run_id": null, "parents": null}`, true},
+		{"no known keys", `{"x": 1}`, true},
+		{"step with an exponent", `{"step": 1e2}`, true},
+		{"null", `null`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			pool := pgtest.Schema(t, nil)
+			s := pgsaver.New(pool, nil)
+			cp := &checkpoints.Checkpoint{V: checkpoints.FormatVersion, ID: checkpoints.NewID(), TS: time.Now().UTC(),
+				ChannelVersions: map[string]int64{}, VersionsSeen: map[string]map[string]int64{}}
+			if _, err := s.Put(ctx, checkpoints.Config{ThreadID: "t"}, cp, checkpoints.Metadata{}, nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := pool.Exec(ctx, `UPDATE checkpoints SET metadata = $1::jsonb`, tc.metadata); err != nil {
+				t.Fatal(err)
+			}
+			full, fullErr := s.List(ctx, checkpoints.ListQuery{ThreadID: "t"}, checkpoints.ListOptions{})
+			got, err := s.List(ctx, checkpoints.ListQuery{ThreadID: "t"}, checkpoints.ListOptions{MetadataOnly: true})
+			if tc.ok != (fullErr == nil) {
+				t.Fatalf("full listing: %v, want ok=%v", fullErr, tc.ok)
+			}
+			if !tc.ok {
+				if !errors.Is(err, pgsaver.ErrCorrupt) || !errors.Is(fullErr, pgsaver.ErrCorrupt) {
+					t.Fatalf("metadata-only listing: %v, full: %v; want both ErrCorrupt", err, fullErr)
+				}
+				return
+			}
+			if err != nil || len(got) != 1 || !reflect.DeepEqual(got[0].Metadata, full[0].Metadata) {
+				t.Fatalf("metadata-only listing: %+v, %v; want %+v", got, err, full[0].Metadata)
+			}
+		})
+	}
+}
