@@ -235,3 +235,54 @@ func TestVectorSearchPrefixSiblings(t *testing.T) {
 		}
 	}
 }
+
+// TestVectorRowsRewrittenOnlyWhenChanged: a re-put replaces an item's
+// vectors, but one whose text is unchanged is left in place, so it does
+// not cost the vector indexes an insert (and the HNSW index a dead
+// element).
+func TestVectorRowsRewrittenOnlyWhenChanged(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Schema(t, nil)
+	s, err := open(t, pool, storetest.NewWordEmbedder(), false, "text", "title")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := []string{"docs"}
+	versions := func() map[string]string {
+		t.Helper()
+		rows, err := pool.Query(ctx, `SELECT field, xmin::text FROM store_vectors WHERE key = 'a'`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]string{}
+		for rows.Next() {
+			var f, x string
+			if err := rows.Scan(&f, &x); err != nil {
+				t.Fatal(err)
+			}
+			m[f] = x
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	if err := store.Put(ctx, s, ns, "a", map[string]any{"text": "apple pie", "title": "baking"}); err != nil {
+		t.Fatal(err)
+	}
+	before := versions()
+	if err := store.Put(ctx, s, ns, "a", map[string]any{"text": "apple pie", "title": "car engine", "n": 2}); err != nil {
+		t.Fatal(err)
+	}
+	after := versions()
+	if len(after) != 2 || after["text"] != before["text"] || after["title"] == before["title"] {
+		t.Errorf("vector row versions %v, then %v: want text kept and title rewritten", before, after)
+	}
+	got, err := store.Search(ctx, s, store.SearchOp{NamespacePrefix: ns, Query: "car engine"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || math.Abs(*got[0].Score-1) > 1e-6 || got[0].Value["n"] != 2.0 {
+		t.Errorf("search for the new title = %+v, want the re-put item with score 1", got)
+	}
+}
