@@ -286,3 +286,48 @@ func TestVectorRowsRewrittenOnlyWhenChanged(t *testing.T) {
 		t.Errorf("search for the new title = %+v, want the re-put item with score 1", got)
 	}
 }
+
+// TestIndexPathFindsRareMatches: on the HNSW path a filter that few items
+// pass still fills the page, which needs the index scan's settings
+// (pgvector's iterative scan goes on past hnsw.ef_search candidates) to
+// reach the query: without them the index yields 20 of the 600 vectors,
+// and about one of the 8 items passing. (Not all 8: an HNSW graph built
+// from these word vectors leaves a few percent of its elements
+// unreachable, which elements depends on the build.)
+func TestIndexPathFindsRareMatches(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Schema(t, nil)
+	emb := &storetest.WordEmbedder{ID: "p", Dims: 64}
+	exact, err := open(t, pool, emb, false, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	approx, err := pgstore.New(ctx, pool, pgstore.Options{ExactSearchMax: 1, EFSearch: 20, Options: store.Options{Index: &store.IndexConfig{Embedder: emb, Fields: []string{"t"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ops []store.Op
+	for i := range 600 {
+		kind := "common"
+		if i%75 == 0 {
+			kind = "rare"
+		}
+		ops = append(ops, store.PutOp{Namespace: []string{"n"}, Key: fmt.Sprintf("%03d", i), Value: map[string]any{"t": fmt.Sprintf("apple w%d w%d", i, i%7), "kind": kind}})
+	}
+	if _, err := exact.Batch(ctx, ops); err != nil {
+		t.Fatal(err)
+	}
+	op := store.SearchOp{Query: "apple w3", Filter: map[string]any{"kind": "rare"}, Limit: 10}
+	want, err := store.Search(ctx, exact, op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := store.Search(ctx, approx, op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rare := keysOf(want)
+	if len(rare) != 8 || len(got) < 5 || slices.ContainsFunc(keysOf(got), func(k string) bool { return !slices.Contains(rare, k) }) {
+		t.Errorf("index path %v, exact %v; want at least 5 of the 8 rare items and nothing else", keysOf(got), rare)
+	}
+}
