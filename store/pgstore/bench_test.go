@@ -57,7 +57,7 @@ const (
 // bump it when the corpus generator or its loading changes, so a kept
 // schema built by older code is never reused. The migrations are hashed
 // into the name as well.
-const benchDataVersion = "1"
+const benchDataVersion = "2"
 
 // corpus is the benchmark's items: texts and their offline embeddings,
 // generated deterministically once per process.
