@@ -115,8 +115,8 @@ func New(ctx context.Context, db DB, opts Options) (*Store, error) {
 // takes about 0.6 of the server time per vector that m = 16 does (0.25 ms
 // against 0.43 on BenchmarkStorePutBatch). Recall on
 // BenchmarkStoreSearch100k's whole-store query is no lower: it depends
-// more on how the index is built (see openIndex) than on m, and serial
-// builds at m = 10 gave 0.956-0.959 over eight builds. Changing m needs
+// more on how the index is built (see openIndex) than on m: eleven serial
+// builds at m = 10 gave 0.948-0.959 (median 0.957). Changing m needs
 // a migration that drops the index (see migrations/015_store_hnsw_m.sql),
 // which New then builds again.
 const hnswM = 10
@@ -168,9 +168,10 @@ func (s *Store) openIndex(ctx context.Context) error {
 		// clusters of near-identical vectors unreachable in six of
 		// fifteen builds of BenchmarkStoreSearch100k's corpus, at m from
 		// 10 to 16 (whole-store recall@10 0.932-0.941, against
-		// 0.951-0.960 for the others); eight serial builds gave
-		// 0.956-0.959. A serial build takes longer, once. The setting
-		// ends with this transaction.
+		// 0.951-0.960 for the others); of seventeen serial builds one
+		// did (0.936, at m = 12), and eleven at m = 10 gave 0.948-0.959.
+		// A serial build takes longer, once. The setting ends with this
+		// transaction.
 		if _, err := tx.Exec(ctx, `SELECT set_config('max_parallel_maintenance_workers', '0', true)`); err != nil {
 			return fmt.Errorf("pgstore: create vector index: %w", err)
 		}
