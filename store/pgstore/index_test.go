@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/superstep-dev/superstep/internal/pgtest"
+	"github.com/superstep-dev/superstep/migrations"
 	"github.com/superstep-dev/superstep/store"
 	"github.com/superstep-dev/superstep/store/pgstore"
 	"github.com/superstep-dev/superstep/store/storetest"
@@ -233,5 +234,149 @@ func TestVectorSearchPrefixSiblings(t *testing.T) {
 				t.Errorf("%s path, prefix %q: got %q, want %q", name, tc.prefix, got, tc.want)
 			}
 		}
+	}
+}
+
+// TestVectorRowsRewrittenOnlyWhenChanged: a re-put replaces an item's
+// vectors, but one whose text is unchanged is left in place, so it does
+// not cost the vector indexes an insert (and the HNSW index a dead
+// element).
+func TestVectorRowsRewrittenOnlyWhenChanged(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Schema(t, nil)
+	s, err := open(t, pool, storetest.NewWordEmbedder(), false, "text", "title")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := []string{"docs"}
+	versions := func() map[string]string {
+		t.Helper()
+		rows, err := pool.Query(ctx, `SELECT field, xmin::text FROM store_vectors WHERE key = 'a'`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]string{}
+		for rows.Next() {
+			var f, x string
+			if err := rows.Scan(&f, &x); err != nil {
+				t.Fatal(err)
+			}
+			m[f] = x
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	if err := store.Put(ctx, s, ns, "a", map[string]any{"text": "apple pie", "title": "baking"}); err != nil {
+		t.Fatal(err)
+	}
+	before := versions()
+	if err := store.Put(ctx, s, ns, "a", map[string]any{"text": "apple pie", "title": "car engine", "n": 2}); err != nil {
+		t.Fatal(err)
+	}
+	after := versions()
+	if len(after) != 2 || after["text"] != before["text"] || after["title"] == before["title"] {
+		t.Errorf("vector row versions %v, then %v: want text kept and title rewritten", before, after)
+	}
+	got, err := store.Search(ctx, s, store.SearchOp{NamespacePrefix: ns, Query: "car engine"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || math.Abs(*got[0].Score-1) > 1e-6 || got[0].Value["n"] != 2.0 {
+		t.Errorf("search for the new title = %+v, want the re-put item with score 1", got)
+	}
+}
+
+// TestMigrationRebuildsHNSWIndex: a store whose HNSW index was built
+// before migration 15 (pgvector's default m) gets it dropped by the
+// migration and built again, with the store's m, when it opens.
+func TestMigrationRebuildsHNSWIndex(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Schema(t, &pgtest.SchemaOptions{Unmigrated: true})
+	if err := migrations.To(ctx, pool, 14); err != nil {
+		t.Fatal(err)
+	}
+	emb := &storetest.WordEmbedder{ID: "m", Dims: 64}
+	if _, err := pool.Exec(ctx, `INSERT INTO store_index (embedder, dims) VALUES ($1, 64)`, emb.Name()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `CREATE INDEX store_vectors_hnsw_d64 ON store_vectors
+		USING hnsw ((embedding::vector(64)) vector_cosine_ops) WHERE vector_dims(embedding) = 64`); err != nil {
+		t.Fatal(err)
+	}
+	if err := migrations.Up(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	indexdef := func() string {
+		t.Helper()
+		var def string
+		err := pool.QueryRow(ctx, `SELECT coalesce(string_agg(indexdef, '; '), '') FROM pg_indexes
+			WHERE schemaname = current_schema() AND indexname LIKE 'store_vectors_hnsw_d%'`).Scan(&def)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return def
+	}
+	if def := indexdef(); def != "" {
+		t.Fatalf("after the migration: %s, want no HNSW index", def)
+	}
+	s, err := open(t, pool, emb, false, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if def := indexdef(); !strings.Contains(def, "m='10'") || !strings.Contains(def, "vector(64)") {
+		t.Errorf("after open: %q, want the 64-d index with m=10", def)
+	}
+	if err := store.Put(ctx, s, []string{"n"}, "k", map[string]any{"t": "apple"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := store.Search(ctx, s, store.SearchOp{Query: "apple"}); err != nil || len(got) != 1 {
+		t.Errorf("search = %+v, %v", got, err)
+	}
+}
+
+// TestIndexPathFindsRareMatches: on the HNSW path a filter that few items
+// pass still fills the page, which needs the index scan's settings
+// (pgvector's iterative scan goes on past hnsw.ef_search candidates) to
+// reach the query: without them the index yields 20 of the 600 vectors,
+// and about one of the 8 items passing. (Not all 8: an HNSW graph built
+// from these word vectors leaves a few percent of its elements
+// unreachable, which elements depends on the build.)
+func TestIndexPathFindsRareMatches(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Schema(t, nil)
+	emb := &storetest.WordEmbedder{ID: "p", Dims: 64}
+	exact, err := open(t, pool, emb, false, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	approx, err := pgstore.New(ctx, pool, pgstore.Options{ExactSearchMax: 1, EFSearch: 20, Options: store.Options{Index: &store.IndexConfig{Embedder: emb, Fields: []string{"t"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ops []store.Op
+	for i := range 600 {
+		kind := "common"
+		if i%75 == 0 {
+			kind = "rare"
+		}
+		ops = append(ops, store.PutOp{Namespace: []string{"n"}, Key: fmt.Sprintf("%03d", i), Value: map[string]any{"t": fmt.Sprintf("apple w%d w%d", i, i%7), "kind": kind}})
+	}
+	if _, err := exact.Batch(ctx, ops); err != nil {
+		t.Fatal(err)
+	}
+	op := store.SearchOp{Query: "apple w3", Filter: map[string]any{"kind": "rare"}, Limit: 10}
+	want, err := store.Search(ctx, exact, op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := store.Search(ctx, approx, op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rare := keysOf(want)
+	if len(rare) != 8 || len(got) < 5 || slices.ContainsFunc(keysOf(got), func(k string) bool { return !slices.Contains(rare, k) }) {
+		t.Errorf("index path %v, exact %v; want at least 5 of the 8 rare items and nothing else", keysOf(got), rare)
 	}
 }

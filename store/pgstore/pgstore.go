@@ -4,8 +4,13 @@
 // Vectors are sent as text ('[0.1,0.2,…]'::vector), so the store works on
 // any pgx pool or transaction without registering pgvector types on its
 // connections. The vectors table has an untyped vector column; at open the
-// store creates an HNSW index (vector_cosine_ops) on embedding::vector(dim)
-// for the dimension recorded in store_index.
+// store creates an HNSW index (vector_cosine_ops, m = hnswM) on
+// embedding::vector(dim) for the dimension recorded in store_index.
+//
+// A batch's writes are one statement in its transaction (putSQL): the
+// deleted items, the upserted items and their vectors, which replace the
+// old ones. A vector whose text did not change is left as it is, so a
+// re-put costs the vector indexes nothing for it.
 //
 // A search with a query is exact when at most Options.ExactSearchMax
 // vectors lie under the namespace prefix: they are read from a covering
@@ -40,6 +45,7 @@ type DB interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 // Options configure a Postgres store.
@@ -101,6 +107,20 @@ func New(ctx context.Context, db DB, opts Options) (*Store, error) {
 	return s, nil
 }
 
+// hnswM is the HNSW index's m (pgvector's default is 16). Inserting a
+// vector adds it to the neighbour lists of its 2m nearest elements at the
+// bottom layer; a full list is chosen again from its up to 2m entries plus
+// the new one, all loaded and compared, so a put's index maintenance grows
+// faster than m², and it is most of a batched put's time. At m = 10 it
+// takes about 0.6 of the server time per vector that m = 16 does (0.25 ms
+// against 0.43 on BenchmarkStorePutBatch). Recall on
+// BenchmarkStoreSearch100k's whole-store query is no lower: it depends
+// more on how the index is built (see openIndex) than on m: eleven serial
+// builds at m = 10 gave 0.948-0.959 (median 0.957). Changing m needs
+// a migration that drops the index (see migrations/015_store_hnsw_m.sql),
+// which New then builds again.
+const hnswM = 10
+
 func hnswIndexName(dims int) string { return "store_vectors_hnsw_d" + strconv.Itoa(dims) }
 
 func (s *Store) openIndex(ctx context.Context) error {
@@ -136,19 +156,32 @@ func (s *Store) openIndex(ctx context.Context) error {
 				return err
 			}
 		}
-		if _, err := tx.Exec(ctx, `CREATE INDEX IF NOT EXISTS `+hnswIndexName(emb.Dim())+
-			` ON store_vectors USING hnsw ((embedding::vector(`+strconv.Itoa(emb.Dim())+`)) vector_cosine_ops)`+
-			// Partial: an index build also reads rows deleted by this
-			// transaction (a re-embed's old vectors), whose cast would fail.
-			` WHERE vector_dims(embedding) = `+strconv.Itoa(emb.Dim())); err != nil {
-			return fmt.Errorf("pgstore: create vector index: %w", err)
-		}
 		cover := `CREATE INDEX IF NOT EXISTS ` + coverIndexName + ` ON store_vectors (prefix, key, field) INCLUDE (embedding)`
 		if emb.Dim() > coverMaxDims {
 			cover = `DROP INDEX IF EXISTS ` + coverIndexName
 		}
 		if _, err := tx.Exec(ctx, cover); err != nil {
 			return fmt.Errorf("pgstore: covering vector index: %w", err)
+		}
+		// The HNSW index is built by this backend alone: pgvector's
+		// parallel build (workers inserting into one graph at once) left
+		// clusters of near-identical vectors unreachable in six of
+		// fifteen builds of BenchmarkStoreSearch100k's corpus, at m from
+		// 10 to 16 (whole-store recall@10 0.932-0.941, against
+		// 0.951-0.960 for the others); of seventeen serial builds one
+		// did (0.936, at m = 12), and eleven at m = 10 gave 0.948-0.959.
+		// A serial build takes longer, once. The setting ends with this
+		// transaction.
+		if _, err := tx.Exec(ctx, `SELECT set_config('max_parallel_maintenance_workers', '0', true)`); err != nil {
+			return fmt.Errorf("pgstore: create vector index: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `CREATE INDEX IF NOT EXISTS `+hnswIndexName(emb.Dim())+
+			` ON store_vectors USING hnsw ((embedding::vector(`+strconv.Itoa(emb.Dim())+`)) vector_cosine_ops)`+
+			` WITH (m = `+strconv.Itoa(hnswM)+`)`+
+			// Partial: an index build also reads rows deleted by this
+			// transaction (a re-embed's old vectors), whose cast would fail.
+			` WHERE vector_dims(embedding) = `+strconv.Itoa(emb.Dim())); err != nil {
+			return fmt.Errorf("pgstore: create vector index: %w", err)
 		}
 		return nil
 	})
@@ -202,8 +235,12 @@ func (s *Store) reembed(ctx context.Context, tx pgx.Tx) error {
 		if err != nil {
 			return fmt.Errorf("pgstore: re-embed: %w", err)
 		}
-		if err := insertVectors(ctx, tx, p.Puts); err != nil {
-			return err
+		var a putArgs
+		for _, put := range p.Puts {
+			a.addVectors(store.JoinNamespace(put.Namespace), put)
+		}
+		if _, err := a.exec(ctx, tx, s.now()); err != nil {
+			return fmt.Errorf("pgstore: re-embed: %w", err)
 		}
 	}
 }
@@ -216,16 +253,17 @@ func (s *Store) Batch(ctx context.Context, ops []store.Op) ([]store.Result, erro
 	}
 	now := s.now()
 	res := make([]store.Result, p.N)
-	// xid is the transaction id of the last attempt that wrote, read as
-	// its first statement: whether that transaction committed is exactly
-	// whether its writes landed (pg_xact_status), whatever other batches
-	// did to the same items since.
+	// xid is the transaction id of the last attempt that wrote, returned
+	// by its write statement: whether that transaction committed is
+	// exactly whether its writes landed (pg_xact_status), whatever other
+	// batches did to the same items since. An attempt whose write
+	// statement did not answer never sent its COMMIT, so it did not land.
 	var xid string
 	op := pgretry.Op{Run: func(ctx context.Context) error { xid = ""; return s.batch(ctx, p, res, now, &xid) }}
 	if len(p.Puts) > 0 {
 		op.Landed = func(ctx context.Context) (bool, error) {
 			if xid == "" {
-				return false, nil // the transaction never began
+				return false, nil // its write statement never answered: no COMMIT was sent
 			}
 			var status *string
 			if err := s.db.QueryRow(ctx, `SELECT pg_xact_status($1::xid8)`, xid).Scan(&status); err != nil {
@@ -262,11 +300,6 @@ func (s *Store) batch(ctx context.Context, p *store.Prepared, res []store.Result
 		return nil
 	}
 	return pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
-		if len(p.Puts) > 0 {
-			if err := tx.QueryRow(ctx, `SELECT pg_current_xact_id()::text`).Scan(xid); err != nil {
-				return err
-			}
-		}
 		for _, g := range p.Gets {
 			it, err := s.get(ctx, tx, g, now)
 			if err != nil {
@@ -288,7 +321,12 @@ func (s *Store) batch(ctx context.Context, p *store.Prepared, res []store.Result
 			}
 			res[l.Index].Namespaces = ns
 		}
-		return applyPuts(ctx, tx, p.Puts, now)
+		if len(p.Puts) == 0 {
+			return nil
+		}
+		var err error
+		*xid, err = applyPuts(ctx, tx, p.Puts, now)
+		return err
 	})
 }
 
@@ -327,90 +365,118 @@ func refresh(ctx context.Context, db DB, prefixes, keys []string, now time.Time)
 	return nil
 }
 
-func applyPuts(ctx context.Context, tx pgx.Tx, puts []store.PreparedPut, now time.Time) error {
-	if len(puts) == 0 {
-		return nil
-	}
-	var delP, delK, upP, upK, upV []string
-	var upTTL []*int64
-	var upFields []*string
-	for _, put := range puts {
-		prefix := store.JoinNamespace(put.Namespace)
-		if put.Value == nil {
-			delP, delK = append(delP, prefix), append(delK, put.Key)
-			continue
-		}
-		v, err := jsonText(put.Value)
-		if err != nil {
-			return err
-		}
-		upP, upK, upV = append(upP, prefix), append(upK, put.Key), append(upV, v)
-		var ttl *int64
-		if put.TTL > 0 {
-			us := put.TTL.Microseconds()
-			ttl = &us
-		}
-		upTTL = append(upTTL, ttl)
-		var fields *string
-		if put.IndexSpec != nil {
-			f, err := jsonText(put.IndexSpec)
-			if err != nil {
-				return err
-			}
-			fields = &f
-		}
-		upFields = append(upFields, fields)
-	}
-	if len(delP) > 0 {
-		if _, err := tx.Exec(ctx, `DELETE FROM store_items i USING unnest($1::text[], $2::text[]) AS u(prefix, key)
-			WHERE i.prefix = u.prefix AND i.key = u.key`, delP, delK); err != nil {
-			return fmt.Errorf("pgstore: delete: %w", err)
-		}
-	}
-	if len(upP) == 0 {
-		return nil
-	}
-	// An expired but unswept item is gone for readers, so a put over it
-	// starts a new item (a fresh created_at), as in the memory store.
-	if _, err := tx.Exec(ctx, `INSERT INTO store_items AS i (prefix, key, value, created_at, updated_at, expires_at, ttl_us, index_fields)
+// putSQL writes a batch's puts in one statement: deletes (with their
+// vectors, by cascade), upserted items, and the upserted items' vectors,
+// which replace the old ones (never merged: a re-put with fewer matches or
+// without indexing leaves nothing stale behind). A vector whose field the
+// put embeds again is updated in place, and only when it changed, so a
+// re-put of the same text leaves the vector indexes alone. It returns the
+// transaction's id (see Batch).
+//
+// The parts write disjoint rows, so the order in which Postgres runs them
+// does not matter; the vectors' foreign key is checked at the end of the
+// statement, after the items are in.
+//
+// An expired but unswept item is gone for readers, so a put over it
+// starts a new item (a fresh created_at), as in the memory store.
+const putSQL = `WITH u AS (
+		SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[])
+			AS u(prefix, key, value, ttl_us, fields, vector_fields)),
+	deleted AS (
+		DELETE FROM store_items i USING unnest($8::text[], $9::text[]) AS d(prefix, key)
+		WHERE i.prefix = d.prefix AND i.key = d.key),
+	items AS (
+		INSERT INTO store_items AS i (prefix, key, value, created_at, updated_at, expires_at, ttl_us, index_fields)
 		SELECT u.prefix, u.key, u.value::jsonb, $1::timestamptz, $1::timestamptz, $1::timestamptz + u.ttl_us * interval '1 microsecond', u.ttl_us, u.fields::jsonb
-		FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[]) AS u(prefix, key, value, ttl_us, fields)
+		FROM u
 		ON CONFLICT (prefix, key) DO UPDATE SET
 			value = EXCLUDED.value,
 			created_at = CASE WHEN i.expires_at IS NOT NULL AND i.expires_at <= EXCLUDED.updated_at THEN EXCLUDED.created_at ELSE i.created_at END,
 			updated_at = EXCLUDED.updated_at,
 			expires_at = EXCLUDED.expires_at,
 			ttl_us = EXCLUDED.ttl_us,
-			index_fields = EXCLUDED.index_fields`,
-		now, upP, upK, upV, upTTL, upFields); err != nil {
-		return fmt.Errorf("pgstore: put: %w", err)
-	}
-	// The item's vectors are replaced, never merged: a re-put with fewer
-	// matches or without indexing leaves nothing stale behind.
-	if _, err := tx.Exec(ctx, `DELETE FROM store_vectors v USING unnest($1::text[], $2::text[]) AS u(prefix, key)
-		WHERE v.prefix = u.prefix AND v.key = u.key`, upP, upK); err != nil {
-		return fmt.Errorf("pgstore: replace vectors: %w", err)
-	}
-	return insertVectors(ctx, tx, puts)
+			index_fields = EXCLUDED.index_fields),
+	stale AS (
+		DELETE FROM store_vectors v USING u
+		WHERE v.prefix = u.prefix AND v.key = u.key AND NOT u.vector_fields::jsonb ? v.field),
+	vectors AS (
+		INSERT INTO store_vectors AS v (prefix, key, field, embedding)
+		SELECT n.prefix, n.key, n.field, n.embedding::vector
+		FROM unnest($10::text[], $11::text[], $12::text[], $13::text[]) AS n(prefix, key, field, embedding)
+		ON CONFLICT (prefix, key, field) DO UPDATE SET embedding = EXCLUDED.embedding
+		WHERE v.embedding IS DISTINCT FROM EXCLUDED.embedding)
+	SELECT pg_current_xact_id()::text`
+
+// putArgs are putSQL's parameters after now: items to upsert, items to
+// delete, vectors to write.
+type putArgs struct {
+	upP, upK, upV         []string
+	upTTL                 []*int64
+	upFields, upVecFields []*string
+	delP, delK            []string
+	vp, vk, vf, vv        []string
 }
 
-func insertVectors(ctx context.Context, tx pgx.Tx, puts []store.PreparedPut) error {
-	var vp, vk, vf, vv []string
+func (a *putArgs) addVectors(prefix string, put store.PreparedPut) {
+	for _, fv := range put.Vectors {
+		a.vp, a.vk, a.vf, a.vv = append(a.vp, prefix), append(a.vk, put.Key), append(a.vf, fv.Field), append(a.vv, VectorText(fv.Vector))
+	}
+}
+
+// exec runs putSQL and returns the transaction's id; callers wrap its
+// error.
+func (a *putArgs) exec(ctx context.Context, tx pgx.Tx, now time.Time) (string, error) {
+	var xid string
+	err := tx.QueryRow(ctx, putSQL, now, a.upP, a.upK, a.upV, a.upTTL, a.upFields, a.upVecFields,
+		a.delP, a.delK, a.vp, a.vk, a.vf, a.vv).Scan(&xid)
+	return xid, err
+}
+
+// applyPuts writes puts in one statement and returns the transaction's id.
+func applyPuts(ctx context.Context, tx pgx.Tx, puts []store.PreparedPut, now time.Time) (string, error) {
+	var a putArgs
 	for _, put := range puts {
 		prefix := store.JoinNamespace(put.Namespace)
-		for _, fv := range put.Vectors {
-			vp, vk, vf, vv = append(vp, prefix), append(vk, put.Key), append(vf, fv.Field), append(vv, VectorText(fv.Vector))
+		if put.Value == nil {
+			a.delP, a.delK = append(a.delP, prefix), append(a.delK, put.Key)
+			continue
 		}
+		v, err := jsonText(put.Value)
+		if err != nil {
+			return "", err
+		}
+		a.upP, a.upK, a.upV = append(a.upP, prefix), append(a.upK, put.Key), append(a.upV, v)
+		var ttl *int64
+		if put.TTL > 0 {
+			us := put.TTL.Microseconds()
+			ttl = &us
+		}
+		a.upTTL = append(a.upTTL, ttl)
+		var fields *string
+		if put.IndexSpec != nil {
+			f, err := jsonText(put.IndexSpec)
+			if err != nil {
+				return "", err
+			}
+			fields = &f
+		}
+		a.upFields = append(a.upFields, fields)
+		vecFields := make([]string, len(put.Vectors))
+		for i, fv := range put.Vectors {
+			vecFields[i] = fv.Field
+		}
+		vf, err := jsonText(vecFields)
+		if err != nil {
+			return "", err
+		}
+		a.upVecFields = append(a.upVecFields, &vf)
+		a.addVectors(prefix, put)
 	}
-	if len(vp) == 0 {
-		return nil
+	xid, err := a.exec(ctx, tx, now)
+	if err != nil {
+		return "", fmt.Errorf("pgstore: put: %w", err)
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO store_vectors (prefix, key, field, embedding)
-		SELECT u.prefix, u.key, u.field, u.embedding::vector
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(prefix, key, field, embedding)`, vp, vk, vf, vv); err != nil {
-		return fmt.Errorf("pgstore: insert vectors: %w", err)
-	}
-	return nil
+	return xid, nil
 }
 
 // VectorText formats v in pgvector's text form. Vectors travel as text

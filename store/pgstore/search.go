@@ -264,12 +264,7 @@ func (s *Store) vectorSearch(ctx context.Context, db DB, sr store.PreparedSearch
 	if n <= s.opts.ExactSearchMax {
 		return out, nil
 	}
-	var res []scored
-	err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		res, err = s.searchIndex(ctx, tx, sr, now)
-		return err
-	})
-	return res, err
+	return s.searchIndex(ctx, db, sr, now)
 }
 
 // searchIndex is the approximate search: the HNSW index yields the
@@ -277,15 +272,9 @@ func (s *Store) vectorSearch(ctx context.Context, db DB, sr store.PreparedSearch
 // vectors outside the prefix), the first k of them are max-pooled per
 // item and the items filtered; k widens until the page is full or the
 // index has no more.
-func (s *Store) searchIndex(ctx context.Context, tx pgx.Tx, sr store.PreparedSearch, now time.Time) ([]scored, error) {
+func (s *Store) searchIndex(ctx context.Context, db DB, sr store.PreparedSearch, now time.Time) ([]scored, error) {
 	want := sr.Offset + sr.Limit
-	ef := min(max(s.opts.EFSearch, want), 1000)
-	// Custom plans: a generic plan cannot see the LIMIT and may not use
-	// the index at all.
-	if _, err := tx.Exec(ctx, `SELECT set_config('plan_cache_mode', 'force_custom_plan', true),
-		set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', $1, true)`, strconv.Itoa(ef)); err != nil {
-		return nil, fmt.Errorf("pgstore: search: configure: %w", err)
-	}
+	ef := strconv.Itoa(min(max(s.opts.EFSearch, want), 1000))
 	dim := strconv.Itoa(len(sr.QueryVector))
 	q := &query{}
 	q.arg(now)
@@ -315,7 +304,7 @@ func (s *Store) searchIndex(ctx context.Context, tx pgx.Tx, sr store.PreparedSea
 			SELECT * FROM p ORDER BY dist, prefix, key LIMIT ` + limit + ` OFFSET ` + offset + `) r ON true`
 	for cands := want*2 + 16; ; {
 		q.args[len(q.args)-3] = cands // k
-		out, got, passed, err := scanIndexPage(ctx, tx, sql, q.args)
+		out, got, passed, err := scanIndexPage(ctx, db, ef, sql, q.args)
 		if err != nil {
 			return nil, err
 		}
@@ -334,8 +323,22 @@ func (s *Store) searchIndex(ctx context.Context, tx pgx.Tx, sr store.PreparedSea
 	}
 }
 
-func scanIndexPage(ctx context.Context, tx pgx.Tx, sql string, args []any) (out []scored, got, passed int, err error) {
-	rows, err := tx.Query(ctx, sql, args...)
+// scanIndexPage runs one try of searchIndex's query, with the index
+// scan's settings made just before it in the same transaction: one round
+// trip (a pgx batch runs in one implicit transaction, or in db's when it
+// is one), and the settings end with that transaction. Custom plans: a
+// generic plan cannot see the LIMIT and may not use the index at all.
+func scanIndexPage(ctx context.Context, db DB, ef, sql string, args []any) (out []scored, got, passed int, err error) {
+	b := &pgx.Batch{}
+	b.Queue(`SELECT set_config('plan_cache_mode', 'force_custom_plan', true),
+		set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', $1, true)`, ef)
+	b.Queue(sql, args...)
+	br := db.SendBatch(ctx, b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return nil, 0, 0, fmt.Errorf("pgstore: search: configure: %w", err)
+	}
+	rows, err := br.Query()
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("pgstore: search: %w", err)
 	}
