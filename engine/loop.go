@@ -104,9 +104,10 @@ type loop struct {
 	exitMu     sync.Mutex
 	exitWrites []exitWrite
 
-	// stepSaver, in sync durability, saves a superstep's task writes with
-	// the checkpoint that follows them in one call; stepWrites buffers
-	// them until then (guarded by exitMu).
+	// stepSaver, in sync and async durability, saves a superstep's task
+	// writes with the checkpoint that follows them in one call (async: in
+	// the background, in order); stepWrites buffers them until then
+	// (guarded by exitMu).
 	stepSaver  checkpoints.StepSaver
 	stepWrites []checkpoints.TaskWrites
 	// frameSaver is the saver when it stores frames.
@@ -229,11 +230,12 @@ func (g *Pregel) newLoop(opts *RunOptions) (*loop, error) {
 	return l, nil
 }
 
-// saverForms finds the optional forms the saver takes: frames, and in
-// sync durability a step's writes together with its checkpoint.
+// saverForms finds the optional forms the saver takes: frames, and a
+// step's writes together with its checkpoint (not in exit durability,
+// which saves only the step that stops the run).
 func (l *loop) saverForms() {
 	l.frameSaver, _ = l.saver.(checkpoints.FrameSaver)
-	if ss, ok := l.saver.(checkpoints.StepSaver); ok && l.opts.Durability == DurabilitySync {
+	if ss, ok := l.saver.(checkpoints.StepSaver); ok && l.opts.Durability != DurabilityExit {
 		l.stepSaver = ss
 	}
 }

@@ -239,18 +239,20 @@ func (l *loop) saveCheckpoint(ctx context.Context, source checkpoints.Source) er
 		ev := &CheckpointSaved{Config: next, Parent: parentPtr, Metadata: md, Values: l.values()}
 		l.lastSaved, l.evParent = ev, &ev.Config
 	}
-	if l.persist != nil {
-		l.persist.submit(func(ctx context.Context) error {
-			return l.put(ctx, parent, nil, f, md)
-		})
-		return nil
-	}
 	var writes []checkpoints.TaskWrites
 	if l.stepSaver != nil {
 		l.exitMu.Lock()
 		writes = l.stepWrites
 		l.stepWrites = nil
 		l.exitMu.Unlock()
+	}
+	if l.persist != nil {
+		// In the background, in order: the step's writes and its
+		// checkpoint still go in one call, one transaction.
+		l.persist.submit(func(ctx context.Context) error {
+			return l.put(ctx, parent, writes, f, md)
+		})
+		return nil
 	}
 	err = l.put(ctx, parent, writes, f, md)
 	if writes != nil {
@@ -332,13 +334,22 @@ func (l *loop) flushStepWrites(ctx context.Context) error {
 	writes := l.stepWrites
 	l.stepWrites = nil
 	l.exitMu.Unlock()
-	ctx = context.WithoutCancel(ctx)
-	for _, w := range writes {
-		if err := l.saver.PutWrites(ctx, l.ckptCfg, w.Writes, w.TaskID, w.TaskPath); err != nil {
-			return fmt.Errorf("save writes of task %s: %w", w.TaskID, err)
+	cfg := l.ckptCfg
+	save := func(ctx context.Context) error {
+		for _, w := range writes {
+			if err := l.saver.PutWrites(ctx, cfg, w.Writes, w.TaskID, w.TaskPath); err != nil {
+				return fmt.Errorf("save writes of task %s: %w", w.TaskID, err)
+			}
 		}
+		return nil
 	}
-	return nil
+	if l.persist != nil && len(writes) > 0 {
+		// After the saves before them (their checkpoint among them);
+		// a failure is the run's, from the persister's wait.
+		l.persist.submit(save)
+		return nil
+	}
+	return save(context.WithoutCancel(ctx))
 }
 
 // saveCheckpointAt saves the in-memory current checkpoint (exit

@@ -286,10 +286,10 @@ func (l *loop) commitSuccess(ctx context.Context, t *task, d time.Duration) erro
 		ctx = context.WithoutCancel(ctx)
 	}
 	// The Write slice goes back to the task once the saver is done with
-	// it: a StepSaver's is saved with the step's checkpoint, before the
-	// task runs again, and PutWrites keeps nothing. Async and exit saves
-	// keep theirs for later.
-	reuse := l.stepSaver != nil || (l.persist == nil && l.opts.Durability != DurabilityExit)
+	// it: in sync durability a StepSaver's is saved with the step's
+	// checkpoint, before the task runs again, and PutWrites keeps
+	// nothing. Async and exit saves keep theirs for later.
+	reuse := l.persist == nil && l.opts.Durability != DurabilityExit
 	var encoded []checkpoints.Write
 	var err error
 	if reuse {
