@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/superstep-dev/superstep/checkpoints"
@@ -104,12 +105,16 @@ type loop struct {
 	exitMu     sync.Mutex
 	exitWrites []exitWrite
 
-	// stepSaver, in sync and async durability, saves a superstep's task
-	// writes with the checkpoint that follows them in one call (async: in
-	// the background, in order); stepWrites buffers them until then
-	// (guarded by exitMu).
+	// stepSaver, in sync and async durability, saves the writes of a
+	// superstep's last task to succeed with the checkpoint that follows
+	// them, in one call (async: in the background, in order); stepWrites
+	// buffers them until then (guarded by exitMu).
 	stepSaver  checkpoints.StepSaver
 	stepWrites []checkpoints.TaskWrites
+	// toFinish counts the step's running tasks that have not succeeded
+	// yet: only the last to succeed leaves its writes to the step's
+	// checkpoint (see commitSuccess).
+	toFinish atomic.Int32
 	// frameSaver is the saver when it stores frames.
 	frameSaver checkpoints.FrameSaver
 	// updNames are the names of the updated channels updIdx, as last put

@@ -63,13 +63,10 @@ func appendEncoded(out []checkpoints.Write, ws []KV, scratch *[]byte) ([]checkpo
 	return out, nil
 }
 
+// putWrites saves a task's writes on their own (see commitSuccess for
+// the writes a step's checkpoint takes along).
 func (l *loop) putWrites(ctx context.Context, taskID string, ws []checkpoints.Write) error {
 	switch {
-	case l.stepSaver != nil:
-		l.exitMu.Lock()
-		l.stepWrites = append(l.stepWrites, checkpoints.TaskWrites{TaskID: taskID, Writes: ws})
-		l.exitMu.Unlock()
-		return nil
 	case l.opts.Durability == DurabilityExit:
 		l.exitMu.Lock()
 		l.exitWrites = append(l.exitWrites, exitWrite{taskID: taskID, writes: ws})

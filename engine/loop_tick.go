@@ -194,6 +194,7 @@ func (l *loop) runTasks(ctx context.Context, tasks []*task) error {
 		}
 	}
 	l.runBuf = run
+	l.toFinish.Store(int32(len(run)))
 	switch len(run) {
 	case 0:
 		return nil
@@ -278,17 +279,22 @@ func (l *loop) commitSuccess(ctx context.Context, t *task, d time.Duration) erro
 	if !needEncode {
 		return nil
 	}
+	// The last of a step's tasks to succeed leaves its writes to a
+	// StepSaver, which saves them with the step's checkpoint, made as soon
+	// as it returns: one transaction for the common one-task step. Any
+	// other task's writes are saved as it finishes, as upstream does, so
+	// that a crash while a sibling still works loses none of them.
+	combine := l.stepSaver != nil && l.toFinish.Add(-1) == 0
 	// A successful task's writes are saved even when a sibling's failure
 	// has cancelled the step: they are what lets a resume skip this task.
-	// (Buffered for a StepSaver, they need no context until the step's
-	// checkpoint is saved.)
-	if l.stepSaver == nil || t.useCache {
+	// (Left to the checkpoint, they need no context until it is saved.)
+	if !combine || t.useCache {
 		ctx = context.WithoutCancel(ctx)
 	}
 	// The Write slice goes back to the task once the saver is done with
-	// it: in sync durability a StepSaver's is saved with the step's
-	// checkpoint, before the task runs again, and PutWrites keeps
-	// nothing. Async and exit saves keep theirs for later.
+	// it: in sync durability it is saved with the step's checkpoint,
+	// before the task runs again, or by PutWrites, which keeps nothing.
+	// Async and exit saves keep theirs for later.
 	reuse := l.persist == nil && l.opts.Durability != DurabilityExit
 	var encoded []checkpoints.Write
 	var err error
@@ -317,6 +323,12 @@ func (l *loop) commitSuccess(ctx context.Context, t *task, d time.Duration) erro
 	}
 	if len(encoded) == 0 {
 		encoded = []checkpoints.Write{{Channel: noWritesKey, Value: json.RawMessage("null")}}
+	}
+	if combine {
+		l.exitMu.Lock()
+		l.stepWrites = append(l.stepWrites, checkpoints.TaskWrites{TaskID: t.ID(), Writes: encoded})
+		l.exitMu.Unlock()
+		return nil
 	}
 	return l.putWrites(ctx, t.ID(), encoded)
 }
