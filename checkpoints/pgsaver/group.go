@@ -1,8 +1,10 @@
 package pgsaver
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -46,7 +48,11 @@ const maxGroup = 32
 
 // groupJob is one write waiting for, or in, a transaction.
 type groupJob struct {
-	ctx   context.Context
+	ctx context.Context
+	// lock is the write's thread's advisory lock key (threadLock): a
+	// group's writes are sent in its order, the order maintenance locks
+	// threads in, so a group and a Prune never wait on each other.
+	lock  int32
 	batch *pgx.Batch
 	read  func(pgx.BatchResults) error
 	err   error
@@ -58,7 +64,7 @@ type groupJob struct {
 // must read every statement's result in order and return the first
 // error. A nil read is for statements that return no rows: it executes
 // them, and a single one goes as a plain Exec when it goes alone.
-func (c *committer) do(ctx context.Context, b *pgx.Batch, read func(pgx.BatchResults) error) error {
+func (c *committer) do(ctx context.Context, thread string, b *pgx.Batch, read func(pgx.BatchResults) error) error {
 	if read == nil {
 		read = execAll(len(b.QueuedQueries))
 		if len(b.QueuedQueries) == 1 {
@@ -78,7 +84,7 @@ func (c *committer) do(ctx context.Context, b *pgx.Batch, read func(pgx.BatchRes
 		c.finish()
 		return err
 	}
-	j := &groupJob{ctx: ctx, batch: b, read: read, done: make(chan struct{})}
+	j := &groupJob{ctx: ctx, lock: threadLock(thread), batch: b, read: read, done: make(chan struct{})}
 	c.pending = append(c.pending, j)
 	lead := c.inflight < c.limit
 	if lead {
@@ -86,7 +92,9 @@ func (c *committer) do(ctx context.Context, b *pgx.Batch, read func(pgx.BatchRes
 	}
 	c.mu.Unlock()
 	if lead {
-		c.lead()
+		// The group goes on a goroutine of its own: its leader, like
+		// every other member, stops waiting when its context ends.
+		go c.lead()
 	}
 	select {
 	case <-j.done:
@@ -178,6 +186,7 @@ func (c *committer) run(jobs []*groupJob) []*groupJob {
 		c.settle(j, c.solo(j.ctx, unsent(j.batch), j.read))
 		return nil
 	}
+	slices.SortStableFunc(jobs, func(a, b *groupJob) int { return cmp.Compare(a.lock, b.lock) })
 	b := &pgx.Batch{}
 	for _, j := range jobs {
 		b.QueuedQueries = append(b.QueuedQueries, unsent(j.batch).QueuedQueries...)

@@ -524,7 +524,9 @@ func (s *Saver) put(ctx context.Context, p *putInput, writes *writeRows, fence *
 }
 
 type putPlan struct {
-	batch    *pgx.Batch
+	batch *pgx.Batch
+	// thread is the thread the put writes to.
+	thread   string
 	remember map[valueKey]*lastValue
 	// head is the new checkpoint's value map, remembered so that its child
 	// can be resolved without the server's help. When returning is set,
@@ -572,7 +574,7 @@ func (r *refRows) add(ch string, ref valueRef) {
 
 func (s *Saver) plan(p *putInput, writes *writeRows, fence *checkpoints.Fence, useMemory, upsert bool) *putPlan {
 	thread, ns := p.cfg.ThreadID, p.cfg.Namespace
-	plan := &putPlan{batch: &pgx.Batch{}, in: p}
+	plan := &putPlan{batch: &pgx.Batch{}, thread: thread, in: p}
 	refs := make(map[string]valueRef, len(p.channels))
 	var bHash, bBase, bData [][]byte
 	var bEnc []string
@@ -737,10 +739,10 @@ func (s *Saver) lastValue(k valueKey, use bool) *lastValue {
 
 func (s *Saver) exec(ctx context.Context, plan *putPlan) error {
 	if !plan.returning {
-		return mapPutError(s.commit.do(ctx, plan.batch, nil))
+		return mapPutError(s.commit.do(ctx, plan.thread, plan.batch, nil))
 	}
 	var rows refRows
-	err := s.commit.do(ctx, plan.batch, func(br pgx.BatchResults) error {
+	err := s.commit.do(ctx, plan.thread, plan.batch, func(br pgx.BatchResults) error {
 		for range plan.batch.Len() - 1 {
 			if _, err := br.Exec(); err != nil {
 				return err
@@ -878,7 +880,7 @@ func (s *Saver) PutWrites(ctx context.Context, cfg checkpoints.Config, writes []
 			b.Queue(pgfence.SQL, fence.Thread, fence.Token)
 		}
 		queueWrites(b, cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, &r, upsert)
-		return s.commit.do(ctx, b, nil)
+		return s.commit.do(ctx, cfg.ThreadID, b, nil)
 	}
 	run := func(ctx context.Context) error {
 		err := send(ctx, false)
