@@ -58,7 +58,8 @@ type FrameSaver interface {
 	Saver
 	// PutFrame is PutStep(ctx, cfg, writes, f.Checkpoint()) with the
 	// frame's new versions, all or nothing, with the same checks. It takes
-	// ownership of the frame, md and the writes' values.
+	// ownership of the frame, md and the writes' values; the writes'
+	// slices are lent for the call, as PutStep's are.
 	PutFrame(ctx context.Context, cfg Config, writes []TaskWrites, f *Frame, md Metadata) (Config, error)
 }
 

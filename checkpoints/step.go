@@ -29,6 +29,9 @@ type StepSaver interface {
 	// given: the caller must not modify cp's maps, slices and values, md,
 	// or the writes' values after the call. The memory saver keeps them
 	// as they are instead of copying them; the engine builds them afresh
-	// for every step (and gives a FrameSaver a Frame instead).
+	// for every step (and gives a FrameSaver a Frame instead). The writes
+	// slice and each TaskWrites' Writes slice are only lent for the call:
+	// the engine reuses them for the next step, so a saver that keeps a
+	// write keeps its Value, never those slices.
 	PutStep(ctx context.Context, cfg Config, writes []TaskWrites, cp *Checkpoint, md Metadata, newVersions map[string]int64) (Config, error)
 }
