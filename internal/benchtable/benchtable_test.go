@@ -292,6 +292,26 @@ func TestEvaluateTarget7(t *testing.T) {
 	}
 }
 
+// TestEvaluateTarget3Storage: a thread that stores every value of its
+// growing list whole (delta storage off: 0.101 of the bytes handed to Put,
+// 476 times what its steps appended) misses target 3's storage limit; skip
+// deltas (2.51 times) meet it.
+func TestEvaluateTarget3Storage(t *testing.T) {
+	t.Parallel()
+	row := rowFor(t, "storage vs bytes written (the list's blobs over what its steps appended)")
+	for _, tc := range []struct {
+		line, status string
+	}{
+		{"BenchmarkPGHistoryStorage-2 \t 1 \t 100 ns/op \t 0.101 x-raw \t 476 blob-x-appended\n", "not met"},
+		{"BenchmarkPGHistoryStorage-2 \t 1 \t 100 ns/op \t 0.029 x-raw \t 2.51 blob-x-appended\n", "met"},
+	} {
+		res := parseString(t, "pkg: github.com/superstep-dev/superstep/checkpoints/pgsaver\n"+tc.line)
+		if c := evaluate(res, row); !strings.HasPrefix(c.status, tc.status) {
+			t.Errorf("%q: %+v, want %s", tc.line, c, tc.status)
+		}
+	}
+}
+
 // TestSpliceTable: the README's table is replaced whole between its
 // markers, the rest of the file kept byte for byte; a file without the
 // markers (or with them twice, or in the wrong order) is an error.
