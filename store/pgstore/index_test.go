@@ -13,7 +13,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/superstep-dev/superstep/internal/pgtest"
-	"github.com/superstep-dev/superstep/migrations"
 	"github.com/superstep-dev/superstep/store"
 	"github.com/superstep-dev/superstep/store/pgstore"
 	"github.com/superstep-dev/superstep/store/storetest"
@@ -288,51 +287,56 @@ func TestVectorRowsRewrittenOnlyWhenChanged(t *testing.T) {
 	}
 }
 
-// TestMigrationRebuildsHNSWIndex: a store whose HNSW index was built
-// before migration 15 (pgvector's default m) gets it dropped by the
-// migration and built again, with the store's m, when it opens.
-func TestMigrationRebuildsHNSWIndex(t *testing.T) {
+// TestUpgradeKeepsTheHNSWIndex: a store opened on a database whose HNSW
+// index an older version built (pgvector's default m = 16) keeps it and
+// searches through it: opening never rebuilds an index, which on a large
+// store would block writes for the whole build. A new index is built with
+// m = hnswM.
+func TestUpgradeKeepsTheHNSWIndex(t *testing.T) {
 	t.Parallel()
-	pool := pgtest.Schema(t, &pgtest.SchemaOptions{Unmigrated: true})
-	if err := migrations.To(ctx, pool, 14); err != nil {
-		t.Fatal(err)
-	}
-	emb := &storetest.WordEmbedder{ID: "m", Dims: 64}
-	if _, err := pool.Exec(ctx, `INSERT INTO store_index (embedder, dims) VALUES ($1, 64)`, emb.Name()); err != nil {
+	pool := pgtest.Schema(t, nil)
+	old := &storetest.WordEmbedder{ID: "m", Dims: 64}
+	if _, err := pool.Exec(ctx, `INSERT INTO store_index (embedder, dims) VALUES ($1, 64)`, old.Name()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, `CREATE INDEX store_vectors_hnsw_d64 ON store_vectors
 		USING hnsw ((embedding::vector(64)) vector_cosine_ops) WHERE vector_dims(embedding) = 64`); err != nil {
 		t.Fatal(err)
 	}
-	if err := migrations.Up(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	indexdef := func() string {
+	indexdef := func(dims string) string {
 		t.Helper()
 		var def string
 		err := pool.QueryRow(ctx, `SELECT coalesce(string_agg(indexdef, '; '), '') FROM pg_indexes
-			WHERE schemaname = current_schema() AND indexname LIKE 'store_vectors_hnsw_d%'`).Scan(&def)
+			WHERE schemaname = current_schema() AND indexname = 'store_vectors_hnsw_d' || $1`, dims).Scan(&def)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return def
 	}
-	if def := indexdef(); def != "" {
-		t.Fatalf("after the migration: %s, want no HNSW index", def)
-	}
-	s, err := open(t, pool, emb, false, "t")
+	s, err := open(t, pool, old, false, "t")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if def := indexdef(); !strings.Contains(def, "m='10'") || !strings.Contains(def, "vector(64)") {
-		t.Errorf("after open: %q, want the 64-d index with m=10", def)
+	if def := indexdef("64"); def == "" || strings.Contains(def, "m='10'") {
+		t.Errorf("after open: %q, want the older 64-d index, kept", def)
 	}
 	if err := store.Put(ctx, s, []string{"n"}, "k", map[string]any{"t": "apple"}); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := store.Search(ctx, s, store.SearchOp{Query: "apple"}); err != nil || len(got) != 1 {
 		t.Errorf("search = %+v, %v", got, err)
+	}
+	fresh := pgtest.Schema(t, nil)
+	if _, err := open(t, fresh, &storetest.WordEmbedder{ID: "m", Dims: 32}, false, "t"); err != nil {
+		t.Fatal(err)
+	}
+	var def string
+	if err := fresh.QueryRow(ctx, `SELECT coalesce(string_agg(indexdef, '; '), '') FROM pg_indexes
+		WHERE schemaname = current_schema() AND indexname LIKE 'store_vectors_hnsw_d%'`).Scan(&def); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(def, "m='10'") || !strings.Contains(def, "vector(32)") {
+		t.Errorf("a new store's index: %q, want the 32-d index with m=10", def)
 	}
 }
 

@@ -116,9 +116,12 @@ func New(ctx context.Context, db DB, opts Options) (*Store, error) {
 // against 0.43 on BenchmarkStorePutBatch). Recall on
 // BenchmarkStoreSearch100k's whole-store query is no lower: it depends
 // more on how the index is built (see openIndex) than on m: eleven serial
-// builds at m = 10 gave 0.948-0.959 (median 0.957). Changing m needs
-// a migration that drops the index (see migrations/015_store_hnsw_m.sql),
-// which New then builds again.
+// builds at m = 10 gave 0.948-0.959 (median 0.957). New builds an index
+// only when none exists: an index an older version built (m = 16) is kept,
+// since rebuilding it in New would block the store's writes for the whole
+// build. To move such a store to m = 10, build the new index by hand
+// (CREATE INDEX CONCURRENTLY ... WITH (m = 10), as openIndex defines it,
+// under another name; then drop the old one and rename the new one).
 const hnswM = 10
 
 func hnswIndexName(dims int) string { return "store_vectors_hnsw_d" + strconv.Itoa(dims) }
