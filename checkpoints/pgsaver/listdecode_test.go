@@ -98,3 +98,70 @@ func checkListDecode(t *testing.T, data []byte) {
 		}
 	}
 }
+
+// BenchmarkListDecode is the client's share of a metadata-only page, per
+// row: decoding a body of BenchmarkPGHistoryPage's thread (whole, or its
+// header) and its metadata, with the listing's decoders and with
+// encoding/json, which they replace.
+func BenchmarkListDecode(b *testing.B) {
+	body := []byte(listDecodeSeeds[0])
+	md := []byte(listDecodeSeeds[4])
+	var cp checkpoints.Checkpoint
+	b.Run("body", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := decodeBody(body, &cp, false); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("body/encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			cp = checkpoints.Checkpoint{}
+			if err := json.Unmarshal(body, &cp); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("header", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := decodeBody(body, &cp, true); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("header/encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var h header
+			if err := json.Unmarshal(body, &h); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("metadata", func(b *testing.B) {
+		var d metadataDecoder
+		var prev checkpoints.Metadata
+		if err := d.decode(&prev, &checkpoints.Metadata{}, md); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			var m checkpoints.Metadata
+			if err := d.decode(&m, &prev, md); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("metadata/encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var m checkpoints.Metadata
+			if err := json.Unmarshal(md, &m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
