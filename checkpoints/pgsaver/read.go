@@ -280,7 +280,7 @@ func buildList(q checkpoints.ListQuery, opts checkpoints.ListOptions, filter []b
 	}
 	sb.WriteString("SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint")
 	if opts.MetadataOnly {
-		sb.WriteString(sqlMetadataFields)
+		sb.WriteString(sqlMetadataFields + "\nFROM checkpoints c")
 	} else {
 		sb.WriteString(`, c.metadata, c.value_channels, c.value_hashes, c.value_inline, w.tasks, w.channels, w.encodings, w.vals
 FROM checkpoints c CROSS JOIN LATERAL (
@@ -425,8 +425,7 @@ func loadBlobs(ctx context.Context, tx pgx.Tx, datas []*rowData) (map[hash][]byt
 // place of the full listing's: the metadata, as the raw index scan reads
 // it. Taking its known keys out in SQL instead (one jsonb operator a key)
 // cost the server more than decoding the object costs the client.
-const sqlMetadataFields = `, c.metadata
-FROM checkpoints c`
+const sqlMetadataFields = `, c.metadata`
 
 // header is what a Headers listing keeps of a checkpoint body.
 type header struct {
