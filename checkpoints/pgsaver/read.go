@@ -421,16 +421,11 @@ func loadBlobs(ctx context.Context, tx pgx.Tx, datas []*rowData) (map[hash][]byt
 	return resolveBlobs(blobs, hashes)
 }
 
-// sqlMetadataFields are the columns a metadata-only listing reads in
-// place of the metadata: Postgres takes the known keys out of the jsonb
-// (each as its JSON and, for strings, as text) and leaves the other keys
-// in one object, so that a page decodes no JSON for the known keys. A
-// metadata that is not an object comes whole, to fail as it always did.
-const sqlMetadataFields = `,
-       c.metadata->'source', c.metadata->>'source', c.metadata->'step', c.metadata->'run_id', c.metadata->>'run_id',
-       c.metadata->'parents',
-       CASE WHEN jsonb_typeof(c.metadata) = 'object' THEN c.metadata - '{source,step,parents,run_id}'::text[] END,
-       CASE WHEN jsonb_typeof(c.metadata) <> 'object' THEN c.metadata END`
+// sqlMetadataFields is the column a metadata-only listing reads in
+// place of the full listing's: the metadata, as the raw index scan reads
+// it. Taking its known keys out in SQL instead (one jsonb operator a key)
+// cost the server more than decoding the object costs the client.
+const sqlMetadataFields = `, c.metadata`
 
 // header is what a Headers listing keeps of a checkpoint body.
 type header struct {
@@ -440,21 +435,24 @@ type header struct {
 }
 
 // collectHeaders reads the rows of a metadata-only listing (columns:
-// thread, namespace, id, parent, body, then sqlMetadataFields). A page is
-// allocation-bound, so the columns are read in the driver's memory, the
-// tuples, checkpoints and parent configs of a page are allocated together
-// (sizeHint of each to begin with), and strings repeated from row to row
-// (thread, namespace, source, run id) are shared. The results are those of the full decode (rowData.tuple
-// without values); with headers only the checkpoint's V, ID and TS are
-// decoded, and an empty Parents is left nil (checkpoints.ListOptions).
+// thread, namespace, id, parent, body, metadata). A page is bound by
+// decoding and allocation, so the columns are read in the driver's
+// memory, bodies and metadata are decoded in one pass each (decodeBody,
+// metadataDecoder), the tuples, checkpoints and parent configs of a page
+// are allocated together (sizeHint of each to begin with), and strings
+// repeated from row to row (thread, namespace, source, run id, extra
+// strings) are shared. The results are those of the full decode
+// (rowData.tuple without values); with headers only the checkpoint's V,
+// ID and TS are decoded, and an empty Parents is left nil
+// (checkpoints.ListOptions).
 func collectHeaders(rows pgx.Rows, headers bool, sizeHint int) ([]*checkpoints.Tuple, error) {
 	defer rows.Close()
 	tuples := make([]checkpoints.Tuple, 0, sizeHint)
 	cps := make([]checkpoints.Checkpoint, 0, sizeHint)
 	parents := make([]checkpoints.Config, 0, sizeHint)
-	var thread, ns, id, parent, body, srcJSON, src, step, runJSON, run, parentsJSON, extra, whole pgtype.DriverBytes
-	dest := []any{&thread, &ns, &id, &parent, &body, &srcJSON, &src, &step, &runJSON, &run, &parentsJSON, &extra, &whole}
-	var h header
+	var thread, ns, id, parent, body, metadata pgtype.DriverBytes
+	dest := []any{&thread, &ns, &id, &parent, &body, &metadata}
+	var mdDec metadataDecoder
 	last := &checkpoints.Tuple{} // the previous row, whose strings are shared
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
@@ -465,25 +463,11 @@ func collectHeaders(rows pgx.Rows, headers bool, sizeHint int) ([]*checkpoints.T
 		t.Config = checkpoints.Config{
 			ThreadID: share(thread, last.Config.ThreadID), Namespace: share(ns, last.Config.Namespace), CheckpointID: string(id),
 		}
-		var err error
-		if headers {
-			h = header{}
-			err = json.Unmarshal(body, &h)
-			*cp = checkpoints.Checkpoint{V: h.V, ID: h.ID, TS: h.TS}
-		} else {
-			err = json.Unmarshal(body, cp)
-			cp.ChannelValues = nil
-		}
-		if err != nil {
+		if err := decodeBody(body, cp, headers); err != nil {
 			return nil, fmt.Errorf("%w: checkpoint %s: %v", ErrCorrupt, t.Config.CheckpointID, err)
 		}
 		md := &t.Metadata
-		if whole != nil {
-			err = json.Unmarshal(whole, md)
-		} else {
-			err = decodeMetadataFields(md, &last.Metadata, srcJSON, src, step, runJSON, run, parentsJSON, extra)
-		}
-		if err != nil {
+		if err := mdDec.decode(md, &last.Metadata, metadata); err != nil {
 			return nil, fmt.Errorf("%w: metadata of %s: %v", ErrCorrupt, t.Config.CheckpointID, err)
 		}
 		if md.Parents == nil && !headers {
@@ -508,43 +492,6 @@ func collectHeaders(rows pgx.Rows, headers bool, sizeHint int) ([]*checkpoints.T
 		out[i] = &tuples[i]
 	}
 	return out, nil
-}
-
-// decodeMetadataFields fills md from the columns of sqlMetadataFields as
-// checkpoints.Metadata's UnmarshalJSON would from the whole object: a key
-// that is absent leaves its field zero, a string is taken as Postgres
-// unescaped it, and anything else (a step that is not a plain integer, a
-// source that is not a string, parents, other keys) goes through
-// encoding/json as it did. prev is the previous row's metadata, whose
-// strings are shared when equal.
-func decodeMetadataFields(md, prev *checkpoints.Metadata, srcJSON, src, step, runJSON, run, parentsJSON, extra []byte) error {
-	var err error
-	switch {
-	case srcJSON == nil:
-	case srcJSON[0] == '"':
-		md.Source = checkpoints.Source(share(src, string(prev.Source)))
-	default:
-		err = json.Unmarshal(srcJSON, &md.Source)
-	}
-	if err == nil && step != nil {
-		if md.Step, err = strconv.Atoi(string(step)); err != nil {
-			md.Step, err = 0, json.Unmarshal(step, &md.Step)
-		}
-	}
-	switch {
-	case err != nil || runJSON == nil:
-	case runJSON[0] == '"':
-		md.RunID = share(run, prev.RunID)
-	default:
-		err = json.Unmarshal(runJSON, &md.RunID)
-	}
-	if err == nil && parentsJSON != nil && string(parentsJSON) != "{}" {
-		err = json.Unmarshal(parentsJSON, &md.Parents)
-	}
-	if err == nil && extra != nil && string(extra) != "{}" {
-		err = json.Unmarshal(extra, &md.Extra)
-	}
-	return err
 }
 
 // share returns b as a string, prev itself when it holds the same bytes.

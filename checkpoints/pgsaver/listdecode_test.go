@@ -1,0 +1,167 @@
+package pgsaver
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/superstep-dev/superstep/checkpoints"
+)
+
+// listDecodeSeeds are checkpoint bodies and metadata as a listing reads
+// them: bodies written by Put and PutFrame, metadata as Postgres prints
+// jsonb (keys sorted by length, ", " and ": " between them), then inputs
+// where encoding/json and the v2 decoder could part: names in another
+// case, duplicate names, escapes, invalid UTF-8, odd times and numbers,
+// trailing data.
+var listDecodeSeeds = []string{
+	// A body of BenchmarkPGHistoryPage's thread, and a counter loop's
+	// written by PutFrame.
+	`{"v":1,"id":"01a21685-e16a-7c4e-bd07-59c02308f8ee","ts":"2026-11-26T06:23:22.474806628Z","channel_values":null,"channel_versions":{"config":1,"messages":1000,"step":1000},"versions_seen":{"agent":{"messages":999},"tools":{"messages":999}},"updated_channels":["messages","step"]}`,
+	`{"v":1,"id":"01a201c3-2d18-70f6-931a-7c7b0714615c","ts":"2026-11-26T04:00:00.123456789Z","channel_values":null,"channel_versions":{"__start__":2,"branch:to:inc":43,"n":43},"versions_seen":{"__input__":{},"__start__":{"__start__":1},"inc":{"branch:to:inc":42}},"updated_channels":["branch:to:inc","n"]}`,
+	`{"v":1,"id":"\u003cid\u0026\u003e","ts":"2026-11-26T05:00:00.123456789+01:00","channel_values":{"n":1},"channel_versions":{"a\u0026b":1,"i\u2028j":5,"mé":7},"versions_seen":{"n\u003c1\u003e":{"z":3}},"updated_channels":[]}`,
+	`{"v":1,"id":"x","ts":"2026-01-01T00:00:00Z","channel_values":null,"channel_versions":{},"versions_seen":{},"updated_channels":null}`,
+	// Metadata.
+	`{"step": 999, "user": "ann", "source": "loop", "run_id": "run-1", "parents": {}}`,
+	`{"step": -1, "source": "input", "parents": {}}`,
+	`{"n": 1000000000000000000000, "step": 1099511627776, "Source": "not the source", "nested": {"a": [1.5, "x", null, true]}, "run_id": "ru\tn-é", "source": "qu\"ote\\é\u2028", "parents": {"": "p1", "node:a|b": "p2"}}`,
+	`{"list": [], "step": 7, "empty": {}, "source": "update", "parents": {}}`,
+	`{"source": "loop", "step": 1.5}`, `{"source": "loop", "step": "1"}`, `{"source": 42, "step": 1}`,
+	`{"source": "loop", "step": 1, "parents": {"": 1}}`, `{"source": null, "step": null, "run_id": null, "parents": null}`,
+	`{"x": 1}`, `{"step": 1e2}`, `null`, `[1, 2]`, `7`, `{}`, `{"a": true, "b": false, "c": null, "d": 1e400}`,
+	// Where the decoders could part.
+	`{"V":1,"ID":"upper","Ts":"2026-01-01T00:00:00Z","Channel_Versions":{"a":1}}`,
+	`{"v":1,"id":"a","id":"b","ts":"2026-01-01T00:00:00Z","ts":null}`,
+	`{"v":1,"id":"` + "\xff\xfe" + `","ts":"2026-01-01T00:00:00Z"}`,
+	`{"id":"\ud800","ts":"2026-01-01T24:00:00Z"}`, `{"ts":"2026-01-01T00:00:00.Z"}`, `{"ts":"2026-01-01t00:00:00z"}`,
+	`{"ts":"2026-01-01T00:00:00+24:00"}`, `{"ts":" 2026-01-01T00:00:00Z"}`, `{"ts":1}`, `{"v":1.0}`, `{"v":-0}`, `{"v":9223372036854775808}`,
+	`{"channel_versions":{"a":1,"a":null}}`, `{"versions_seen":{"n":null}}`, `{"updated_channels":["a",null]}`,
+	`{"step": 1, "step": "x"}`, `{"step": "x", "step": 1}`, `{"source": "a", "sour\u0063e": 1}`, `{"user": "` + "\xff" + `"}`,
+	`{"v":1} `, ` {"v":1}`, `{"v":1}x`, `{"v":1}{}`, `{"step": 1} {}`, `{"a\u0000b": "\u0000"}`, ``, `{`,
+}
+
+// FuzzListDecode: a listing's decoders (decodeBody, with and without
+// headers, and metadataDecoder) give what encoding/json gives, on every
+// input: the same checkpoint, the same metadata, an error exactly when
+// encoding/json gives one.
+func FuzzListDecode(f *testing.F) {
+	for _, s := range listDecodeSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkListDecode(t, data)
+	})
+}
+
+// TestListDecodeAsEncodingJSON runs FuzzListDecode's check on its seeds
+// (go test runs the fuzz target on them too; this says so by name).
+func TestListDecodeAsEncodingJSON(t *testing.T) {
+	t.Parallel()
+	for _, s := range listDecodeSeeds {
+		checkListDecode(t, []byte(s))
+	}
+}
+
+func checkListDecode(t *testing.T, data []byte) {
+	t.Helper()
+	// Bodies, full and headers only.
+	var wantCP checkpoints.Checkpoint
+	wantErr := json.Unmarshal(data, &wantCP)
+	wantCP.ChannelValues = nil
+	var gotCP checkpoints.Checkpoint
+	gotErr := decodeBody(data, &gotCP, false)
+	if (gotErr == nil) != (wantErr == nil) || wantErr == nil && !reflect.DeepEqual(gotCP, wantCP) {
+		t.Fatalf("body %q:\n got %+v, %v\nwant %+v, %v", data, gotCP, gotErr, wantCP, wantErr)
+	}
+	var wantH header
+	wantErr = json.Unmarshal(data, &wantH)
+	gotErr = decodeBody(data, &gotCP, true)
+	if (gotErr == nil) != (wantErr == nil) || wantErr == nil && !reflect.DeepEqual(gotCP, checkpoints.Checkpoint{V: wantH.V, ID: wantH.ID, TS: wantH.TS}) {
+		t.Fatalf("headers of %q:\n got %+v, %v\nwant %+v, %v", data, gotCP, gotErr, wantH, wantErr)
+	}
+
+	// Metadata, decoded twice: the second time strings are shared with
+	// the first's.
+	var wantMD checkpoints.Metadata
+	wantErr = json.Unmarshal(data, &wantMD)
+	var d metadataDecoder
+	var first, second checkpoints.Metadata
+	firstErr := d.decode(&first, &checkpoints.Metadata{}, data)
+	secondErr := d.decode(&second, &first, data)
+	for i, got := range []checkpoints.Metadata{first, second} {
+		gotErr := []error{firstErr, secondErr}[i]
+		if got.Parents == nil {
+			got.Parents = map[string]string{} // as collectHeaders does
+		}
+		if (gotErr == nil) != (wantErr == nil) || wantErr == nil && !reflect.DeepEqual(got, wantMD) {
+			t.Fatalf("metadata %q (decode %d):\n got %#v, %v\nwant %#v, %v", data, i+1, got, gotErr, wantMD, wantErr)
+		}
+	}
+}
+
+// BenchmarkListDecode is the client's share of a metadata-only page, per
+// row: decoding a body of BenchmarkPGHistoryPage's thread (whole, or its
+// header) and its metadata, with the listing's decoders and with
+// encoding/json, which they replace.
+func BenchmarkListDecode(b *testing.B) {
+	body := []byte(listDecodeSeeds[0])
+	md := []byte(listDecodeSeeds[4])
+	var cp checkpoints.Checkpoint
+	b.Run("body", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := decodeBody(body, &cp, false); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("body/encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			cp = checkpoints.Checkpoint{}
+			if err := json.Unmarshal(body, &cp); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("header", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := decodeBody(body, &cp, true); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("header/encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var h header
+			if err := json.Unmarshal(body, &h); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("metadata", func(b *testing.B) {
+		var d metadataDecoder
+		var prev checkpoints.Metadata
+		if err := d.decode(&prev, &checkpoints.Metadata{}, md); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			var m checkpoints.Metadata
+			if err := d.decode(&m, &prev, md); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("metadata/encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var m checkpoints.Metadata
+			if err := json.Unmarshal(md, &m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
