@@ -361,22 +361,29 @@ func collectTuples(rows pgx.Rows, withValues bool, load func([]*rowData) (map[ha
 	return out, nil
 }
 
-// sqlLoadBlobs reads the blobs of the listed values' delta chains, as
-// sqlGet does.
+// sqlLoadBlobs reads the blobs of the listed values' delta chains. The
+// chains of a page of checkpoints share most of their blobs (every skip
+// delta chain of a list runs down to the same snapshot and spine), so,
+// unlike sqlGet's, the walk follows keys only, through a UNION that keeps
+// each blob once (and ends a cycle, which only tampering can make), and
+// the blobs' data is read once per blob at the end: a UNION ALL of whole
+// rows sent a page of 50 checkpoints' shared blobs dozens of times.
 const sqlLoadBlobs = `
-WITH RECURSIVE chain AS (
-    SELECT b.thread_id, b.hash, b.encoding, b.base, b.data, 1 AS depth
+WITH RECURSIVE chain(thread_id, hash, base) AS (
+    SELECT b.thread_id, b.hash, b.base
     FROM unnest($1::text[], $2::bytea[]) AS k(t, h) CROSS JOIN LATERAL (
-        SELECT * FROM checkpoint_blobs b WHERE b.thread_id = k.t AND b.hash = k.h OFFSET 0
+        SELECT b.thread_id, b.hash, b.base FROM checkpoint_blobs b WHERE b.thread_id = k.t AND b.hash = k.h OFFSET 0
     ) b
-    UNION ALL
-    SELECT b.thread_id, b.hash, b.encoding, b.base, b.data, chain.depth + 1
+    UNION
+    SELECT b.thread_id, b.hash, b.base
     FROM chain CROSS JOIN LATERAL (
-        SELECT * FROM checkpoint_blobs b WHERE b.thread_id = chain.thread_id AND b.hash = chain.base OFFSET 0
+        SELECT b.thread_id, b.hash, b.base FROM checkpoint_blobs b WHERE b.thread_id = chain.thread_id AND b.hash = chain.base OFFSET 0
     ) b
-    WHERE chain.depth < ` + maxChainRead + `
 )
-SELECT thread_id, hash, encoding, base, data FROM chain`
+SELECT b.thread_id, b.hash, b.encoding, b.base, b.data
+FROM chain CROSS JOIN LATERAL (
+    SELECT b.thread_id, b.hash, b.encoding, b.base, b.data FROM checkpoint_blobs b WHERE b.thread_id = chain.thread_id AND b.hash = chain.hash OFFSET 0
+) b`
 
 // loadBlobs reads and rebuilds the values of the listed checkpoints. Blobs
 // are per thread; a hash names the same content in every thread, so the
