@@ -256,6 +256,14 @@ func historyFloor(b *testing.B, pool *pgxpool.Pool) int {
 // rows and columns, interleaved with the pages (one floor scan after
 // every page) so that load on the machine moves both alike.
 func BenchmarkPGHistoryPage(b *testing.B) {
+	benchHistoryPage(b, checkpoints.ListOptions{Limit: 50, MetadataOnly: true}, nil)
+}
+
+// benchHistoryPage lists the newest 50 of historyThread's 1,000
+// checkpoints with opts, each page followed by its floor scan, checks each
+// page (50 tuples, and check if given) and reports ms/page, ms/floor and
+// x-floor.
+func benchHistoryPage(b *testing.B, opts checkpoints.ListOptions, check func([]*checkpoints.Tuple) bool) {
 	pool := pgtest.Schema(b, nil)
 	s := pgsaver.New(pool, nil)
 	historyThread(b, s, 1000)
@@ -264,9 +272,9 @@ func BenchmarkPGHistoryPage(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		start := time.Now()
-		page, err := s.List(ctx, checkpoints.ListQuery{ThreadID: "history"}, checkpoints.ListOptions{Limit: 50, MetadataOnly: true})
+		page, err := s.List(ctx, checkpoints.ListQuery{ThreadID: "history"}, opts)
 		pageTime += time.Since(start)
-		if err != nil || len(page) != 50 {
+		if err != nil || len(page) != 50 || (check != nil && !check(page)) {
 			b.Fatalf("%d tuples, %v", len(page), err)
 		}
 		start = time.Now()
@@ -467,29 +475,7 @@ func BenchmarkPGDeltaChain(b *testing.B) {
 // headers (ListOptions.Headers: a checkpoint's id and time, not its
 // version maps). Its floor is the same raw index scan, interleaved.
 func BenchmarkPGHistoryPageHeaders(b *testing.B) {
-	pool := pgtest.Schema(b, nil)
-	s := pgsaver.New(pool, nil)
-	historyThread(b, s, 1000)
-	ctx := context.Background()
-	var pageTime, floorTime time.Duration
-	b.ReportAllocs()
-	for b.Loop() {
-		start := time.Now()
-		page, err := s.List(ctx, checkpoints.ListQuery{ThreadID: "history"}, checkpoints.ListOptions{Limit: 50, MetadataOnly: true, Headers: true})
-		pageTime += time.Since(start)
-		if err != nil || len(page) != 50 || page[0].Checkpoint.TS.IsZero() || page[0].Metadata.Extra["user"] != "ann" {
-			b.Fatalf("%d tuples, %v", len(page), err)
-		}
-		start = time.Now()
-		n := historyFloor(b, pool)
-		floorTime += time.Since(start)
-		if n != 50 {
-			b.Fatalf("floor scan: %d rows", n)
-		}
-	}
-	page := float64(pageTime.Nanoseconds()) / 1e6 / float64(b.N)
-	floor := float64(floorTime.Nanoseconds()) / 1e6 / float64(b.N)
-	b.ReportMetric(page, "ms/page")
-	b.ReportMetric(floor, "ms/floor")
-	b.ReportMetric(page/floor, "x-floor")
+	benchHistoryPage(b, checkpoints.ListOptions{Limit: 50, MetadataOnly: true, Headers: true}, func(page []*checkpoints.Tuple) bool {
+		return !page[0].Checkpoint.TS.IsZero() && page[0].Metadata.Extra["user"] == "ann"
+	})
 }
