@@ -278,10 +278,20 @@ func (l *loop) put(ctx context.Context, parent checkpoints.Config, writes []chec
 	} else {
 		_, err = l.saver.Put(ctx, parent, cp, md, newVersions)
 	}
-	if err != nil {
-		return fmt.Errorf("save checkpoint %s: %w", f.ID, err)
+	if err == nil {
+		return nil
 	}
-	return nil
+	err = fmt.Errorf("save checkpoint %s: %w", f.ID, err)
+	// The checkpoint was not saved (the run's context ended, say): the
+	// writes of the step's last task still are, on the checkpoint they
+	// follow, so that a resume skips the task as it skips its siblings.
+	wctx := context.WithoutCancel(ctx)
+	for _, w := range writes {
+		if werr := l.saver.PutWrites(wctx, parent, w.Writes, w.TaskID, w.TaskPath); werr != nil {
+			return errors.Join(err, fmt.Errorf("save writes of task %s: %w", w.TaskID, werr))
+		}
+	}
+	return err
 }
 
 // finishPersist flushes background saves, and in exit durability saves the

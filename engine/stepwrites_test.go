@@ -152,3 +152,41 @@ func hasPending(t *testing.T, saver checkpoints.Saver, channel, value string) bo
 	}
 	return false
 }
+
+// ctxSaver is a memory saver whose PutFrame fails once its context has
+// ended, as a database saver's does.
+type ctxSaver struct{ *checkpoints.Memory }
+
+func (c ctxSaver) PutFrame(ctx context.Context, cfg checkpoints.Config, writes []checkpoints.TaskWrites, f *checkpoints.Frame, md checkpoints.Metadata) (checkpoints.Config, error) {
+	if err := ctx.Err(); err != nil {
+		return checkpoints.Config{}, err
+	}
+	return c.Memory.PutFrame(ctx, cfg, writes, f, md)
+}
+
+// A task that succeeded is not lost when its step's checkpoint cannot be
+// saved (the run's context ended just as it returned): its writes are
+// saved on the checkpoint before, and a resume does not run it again.
+func TestLastTaskWritesOutliveAFailedCheckpoint(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g := engine.NewStateGraph[roundState]()
+	g.AddNode("work", func(_ context.Context, s roundState) (engine.Output, error) {
+		cancel() // the caller gives up as the node returns
+		return engine.Set("log", "done"), nil
+	})
+	g.AddEdge(engine.Start, "work")
+	g.AddEdge("work", engine.End)
+	saver := ctxSaver{checkpoints.NewMemory()}
+	cg, err := g.Compile(engine.CompileOptions{Checkpointer: saver})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cg.Invoke(ctx, engine.Update{"n": 0}, &engine.RunOptions{ThreadID: "t", Durability: engine.DurabilitySync}); err == nil {
+		t.Fatal("the run succeeded, want the cancelled save's error")
+	}
+	if !hasPending(t, saver, "log", `"done"`) {
+		t.Error("work's write was lost with its step's checkpoint")
+	}
+}
