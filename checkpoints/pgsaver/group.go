@@ -137,10 +137,11 @@ func (c *committer) solo(ctx context.Context, b *pgx.Batch, read func(pgx.BatchR
 	return err
 }
 
-// lead sends the waiting writes as transactions until none wait, then
-// gives its place back. It runs on the goroutine of a caller whose write
-// is among the first group, and hands what waits after that group to a
-// goroutine of its own, so that the caller returns with its result.
+// lead sends the first waiting group, and the rest of it again while one
+// of its writes is refused, then hands what waits meanwhile to the next
+// lead (finish). It runs on a goroutine of its own, never a caller's, so
+// every caller waits for its write the same way, and leaves when its
+// context ends.
 func (c *committer) lead() {
 	jobs := c.take()
 	for len(jobs) > 0 {
