@@ -408,9 +408,11 @@ const sqlThreadStorage = `SELECT
 // opts and returns the saver, the configs, and a function that reports
 // (after the benchmark's loop, which drops metrics reported before it)
 // x-raw, the bytes the thread's rows take over the raw bytes of the
-// channel values handed to Put, and blob-x-appended, its blobs' data
+// channel values handed to Put, blob-x-appended, its blobs' data
 // (uncompressed) over the bytes those values appended (what storing only
-// the new messages would take).
+// the new messages would take), and rows-x-appended, all its rows
+// (checkpoints with their bodies and metadata, and blobs) over those
+// same appended bytes.
 func historyStorage(b *testing.B, pool *pgxpool.Pool, opts *pgsaver.Options) (*pgsaver.Saver, []checkpoints.Config, func()) {
 	s := pgsaver.New(pool, opts)
 	c := &countingSaver{Saver: s}
@@ -422,6 +424,7 @@ func historyStorage(b *testing.B, pool *pgxpool.Pool, opts *pgsaver.Options) (*p
 	report := func() {
 		b.ReportMetric(float64(stored)/float64(c.raw), "x-raw")
 		b.ReportMetric(float64(blobData)/float64(c.appended), "blob-x-appended")
+		b.ReportMetric(float64(stored)/float64(c.appended), "rows-x-appended")
 	}
 	return s, cfgs, report
 }

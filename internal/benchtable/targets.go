@@ -66,6 +66,10 @@ var targets = []row{
 	// to Put: a list grown every step hands Put quadratic bytes, against
 	// which even storing every value whole would pass.
 	{target: "3", what: "storage vs bytes written (the list's blobs over what its steps appended)", fig: m(pgsaver, `^BenchmarkPGHistoryStorage$`, "blob-x-appended"), limit: 3},
+	// The whole thread's rows over the same bytes: a checkpoint's body
+	// and metadata (about 400 bytes) dwarf the one short message each step
+	// of this thread appends.
+	{target: "3", what: "the thread's rows (checkpoints and blobs) over what its steps appended", fig: m(pgsaver, `^BenchmarkPGHistoryStorage$`, "rows-x-appended"), report: true},
 	// The page benchmark runs the floor scan (the same rows, order and
 	// columns, read raw) after every page, so both meet the same load.
 	{target: "4", what: "history page, newest 50 of 1,000, metadata only", fig: m(pgsaver, `^BenchmarkPGHistoryPage$`, "ms/page"),
