@@ -2,7 +2,9 @@ package pgsaver
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/superstep-dev/superstep/checkpoints"
@@ -164,4 +166,40 @@ func BenchmarkListDecode(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestListDecodeKnowsEveryMetadataField: the listing's metadata decoder
+// names Metadata's JSON keys itself (any other key goes to Extra), so a
+// field added to Metadata must be added there too. A metadata object
+// with every field's key set decodes as encoding/json decodes it.
+func TestListDecodeKnowsEveryMetadataField(t *testing.T) {
+	t.Parallel()
+	samples := map[string]string{"source": `"loop"`, "step": "7", "parents": `{"": "p1"}`, "run_id": `"r1"`}
+	var parts []string
+	mt := reflect.TypeFor[checkpoints.Metadata]()
+	for i := range mt.NumField() {
+		name, _, _ := strings.Cut(mt.Field(i).Tag.Get("json"), ",")
+		if name == "-" {
+			continue
+		}
+		v, ok := samples[name]
+		if !ok {
+			t.Fatalf("Metadata has a field with JSON key %q that listdecode's metadata decoder does not name: add it there and here", name)
+		}
+		parts = append(parts, fmt.Sprintf("%q: %s", name, v))
+	}
+	parts = append(parts, `"user": "ann"`)
+	raw := []byte("{" + strings.Join(parts, ", ") + "}")
+	var want checkpoints.Metadata
+	if err := json.Unmarshal(raw, &want); err != nil {
+		t.Fatal(err)
+	}
+	var d metadataDecoder
+	var got checkpoints.Metadata
+	if err := d.decode(&got, &checkpoints.Metadata{}, raw); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("listdecode: %+v, encoding/json: %+v", got, want)
+	}
 }
