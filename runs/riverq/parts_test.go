@@ -14,8 +14,6 @@ import (
 	"github.com/superstep-dev/superstep/engine"
 	"github.com/superstep-dev/superstep/internal/pgtest"
 	"github.com/superstep-dev/superstep/runs"
-	"github.com/superstep-dev/superstep/runs/pgthreads"
-	"github.com/superstep-dev/superstep/runs/riverq"
 )
 
 // startParts starts a process serving graph "ab" (a → b): on the process
@@ -38,31 +36,7 @@ func startParts(t *testing.T, pool *pgxpool.Pool, id string, dead *atomic.Bool, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := riverq.New(pool, riverq.Config{ID: id, LeaseTTL: time.Second, ReapEvery: 100 * time.Millisecond,
-		OnError: func(err error) { t.Logf("%s: %v", id, err) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var qq runs.Queue = q
-	if dead != nil {
-		qq = crashQueue{q, dead}
-	}
-	m, err := runs.NewManager(map[string]engine.Compiled{"ab": g},
-		runs.WithThreadStore(pgthreads.New(pool)), runs.WithRunLog(pgthreads.NewRunLog(pool)),
-		runs.WithQueue(qq), runs.WithRenewEvery(100*time.Millisecond), runs.WithEventLog(evlog(t, pool)),
-		runs.WithErrorHandler(func(err error) { t.Logf("%s: %v", id, err) }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := q.Start(context.Background(), m); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		m.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = q.Stop(ctx)
-	})
+	m, _ := serveQueued(t, pool, id, "ab", g, dead)
 	return m
 }
 

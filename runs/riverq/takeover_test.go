@@ -60,6 +60,15 @@ func startAB(t *testing.T, pool *pgxpool.Pool, id string, bRuns *atomic.Int32, d
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveQueued(t, pool, id, graphName, g, dead)
+}
+
+// serveQueued is a process on pool serving g as name through a river
+// queue (1 s leases, reaped every 100 ms) and the Postgres registry, run
+// log and event log; with dead, it stops renewing its leases once dead
+// is set (crashQueue), as a killed process would.
+func serveQueued(t *testing.T, pool *pgxpool.Pool, id, name string, g engine.Compiled, dead *atomic.Bool) (*runs.Manager, *riverq.Queue) {
+	t.Helper()
 	q, err := riverq.New(pool, riverq.Config{ID: id, LeaseTTL: time.Second, ReapEvery: 100 * time.Millisecond,
 		OnError: func(err error) { t.Logf("%s: %v", id, err) }})
 	if err != nil {
@@ -69,7 +78,7 @@ func startAB(t *testing.T, pool *pgxpool.Pool, id string, bRuns *atomic.Int32, d
 	if dead != nil {
 		qq = crashQueue{q, dead}
 	}
-	m, err := runs.NewManager(map[string]engine.Compiled{graphName: g},
+	m, err := runs.NewManager(map[string]engine.Compiled{name: g},
 		runs.WithThreadStore(pgthreads.New(pool)), runs.WithRunLog(pgthreads.NewRunLog(pool)),
 		runs.WithQueue(qq), runs.WithRenewEvery(100*time.Millisecond), runs.WithEventLog(evlog(t, pool)),
 		runs.WithErrorHandler(func(err error) { t.Logf("%s: %v", id, err) }))
