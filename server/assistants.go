@@ -277,46 +277,18 @@ func pageOf(limit, offset *int) (int, int, error) {
 func (a *API) searchAssistants(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		assistantFilter
-		Limit     *int     `json:"limit"`
-		Offset    *int     `json:"offset"`
-		SortBy    *string  `json:"sort_by"`
-		SortOrder *string  `json:"sort_order"`
-		Select    []string `json:"select"`
+		searchPage
 	}
 	if err := decodeBody(r, &body, true); err != nil {
 		fail(w, r, a.log, err)
 		return
 	}
 	q := body.query()
-	var err error
-	if q.Limit, q.Offset, err = pageOf(body.Limit, body.Offset); err != nil {
-		fail(w, r, a.log, err)
-		return
-	}
-	if body.SortBy != nil {
-		q.SortBy = runs.AssistantSort(*body.SortBy)
-		if !slices.Contains(runs.AssistantSorts, q.SortBy) {
-			fail(w, r, a.log, invalid("sort_by", "%q: use one of assistant_id, graph_id, name, created_at, updated_at", clipped(*body.SortBy)))
-			return
-		}
-	}
 	// Newest first unless asked otherwise, as the LangGraph servers list.
 	q.Desc = true
-	if body.SortOrder != nil {
-		switch *body.SortOrder {
-		case "asc":
-			q.Desc = false
-		case "desc":
-		default:
-			fail(w, r, a.log, invalid("sort_order", "%q: use asc or desc", clipped(*body.SortOrder)))
-			return
-		}
-	}
-	for _, f := range body.Select {
-		if !slices.Contains(assistantFields, f) {
-			fail(w, r, a.log, invalid("select", "unknown field %q: use %s", clipped(f), strings.Join(assistantFields, ", ")))
-			return
-		}
+	if err := readPage(body.searchPage, runs.AssistantSorts, assistantFields, &q.Limit, &q.Offset, &q.SortBy, &q.Desc); err != nil {
+		fail(w, r, a.log, err)
+		return
 	}
 	found, total, err := a.cfg.Assistants.SearchAssistants(r.Context(), q)
 	if err != nil {
@@ -325,6 +297,51 @@ func (a *API) searchAssistants(w http.ResponseWriter, r *http.Request) {
 	}
 	paginate(w.Header(), q.Offset, len(found), q.Limit, total)
 	writeJSON(w, http.StatusOK, selectedPage(found, body.Select, toWire))
+}
+
+// searchPage is a search body's page, order and fields.
+type searchPage struct {
+	Limit     *int     `json:"limit"`
+	Offset    *int     `json:"offset"`
+	SortBy    *string  `json:"sort_by"`
+	SortOrder *string  `json:"sort_order"`
+	Select    []string `json:"select"`
+}
+
+// readPage checks p and reads it into a search query: its limit and
+// offset (pageOf), its sort column (one of sorts) and order when given,
+// and the fields it selects (each one of fields).
+func readPage[S ~string](p searchPage, sorts []S, fields []string, limit, offset *int, sort *S, desc *bool) error {
+	var err error
+	if *limit, *offset, err = pageOf(p.Limit, p.Offset); err != nil {
+		return err
+	}
+	if p.SortBy != nil {
+		if !slices.Contains(sorts, S(*p.SortBy)) {
+			names := make([]string, len(sorts))
+			for i, s := range sorts {
+				names[i] = string(s)
+			}
+			return invalid("sort_by", "%q: use one of %s", clipped(*p.SortBy), strings.Join(names, ", "))
+		}
+		*sort = S(*p.SortBy)
+	}
+	if p.SortOrder != nil {
+		switch *p.SortOrder {
+		case "asc":
+			*desc = false
+		case "desc":
+			*desc = true
+		default:
+			return invalid("sort_order", "%q: use asc or desc", clipped(*p.SortOrder))
+		}
+	}
+	for _, f := range p.Select {
+		if !slices.Contains(fields, f) {
+			return invalid("select", "unknown field %q: use %s", clipped(f), strings.Join(fields, ", "))
+		}
+	}
+	return nil
 }
 
 // selectedPage is a search's page: each item as the API sends it, or

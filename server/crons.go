@@ -305,44 +305,16 @@ func (a *API) cronQuery(ctx context.Context, f cronFilter) runs.CronQuery {
 func (a *API) searchCrons(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		cronFilter
-		Limit     *int     `json:"limit"`
-		Offset    *int     `json:"offset"`
-		SortBy    *string  `json:"sort_by"`
-		SortOrder *string  `json:"sort_order"`
-		Select    []string `json:"select"`
+		searchPage
 	}
 	if err := decodeBody(r, &body, true); err != nil {
 		fail(w, r, a.log, err)
 		return
 	}
 	q := a.cronQuery(r.Context(), body.cronFilter)
-	var err error
-	if q.Limit, q.Offset, err = pageOf(body.Limit, body.Offset); err != nil {
+	if err := readPage(body.searchPage, runs.CronSorts, cronFields, &q.Limit, &q.Offset, &q.SortBy, &q.Desc); err != nil {
 		fail(w, r, a.log, err)
 		return
-	}
-	if body.SortBy != nil {
-		q.SortBy = runs.CronSort(*body.SortBy)
-		if !slices.Contains(runs.CronSorts, q.SortBy) {
-			fail(w, r, a.log, invalid("sort_by", "%q: use one of cron_id, assistant_id, thread_id, created_at, updated_at, next_run_date", clipped(*body.SortBy)))
-			return
-		}
-	}
-	if body.SortOrder != nil {
-		switch *body.SortOrder {
-		case "asc":
-		case "desc":
-			q.Desc = true
-		default:
-			fail(w, r, a.log, invalid("sort_order", "%q: use asc or desc", clipped(*body.SortOrder)))
-			return
-		}
-	}
-	for _, f := range body.Select {
-		if !slices.Contains(cronFields, f) {
-			fail(w, r, a.log, invalid("select", "unknown field %q: use %s", clipped(f), strings.Join(cronFields, ", ")))
-			return
-		}
 	}
 	if err := a.dropOrphanCrons(r.Context()); err != nil {
 		fail(w, r, a.log, err)
