@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -159,33 +160,8 @@ const pageSnapshot = `JSON.stringify({
 // and B's says it does not; afterwards neither does.
 func TestE2ETwoReplicasTwoTabsOneRun(t *testing.T) {
 	t.Parallel()
-	dbURL, _ := schemaURL(t)
-	entered := make(chan struct{}, 1)
-	release := make(chan struct{})
-	released := false
-	t.Cleanup(func() {
-		if !released {
-			close(release)
-		}
-	})
-	a, b := openReplica(t, dbURL, "replica-a", entered, release), openReplica(t, dbURL, "replica-b", entered, release)
-
 	const thread = "two-tabs"
-	res, err := http.Post(a.srv.URL+"/threads/"+thread+"/runs", "application/json",
-		strings.NewReader(`{"assistant_id":"relay","input":{"log":["go"]},"if_not_exists":"create"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		t.Fatalf("POST /threads/%s/runs on A = %d %s", thread, res.StatusCode, body)
-	}
-	select {
-	case <-entered:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the run never reached its first node")
-	}
+	a, b, _, release := heldRun(t, thread)
 
 	// The run is held in its first node, on A.
 	if h := a.health(t); h.Replica != "replica-a" || h.Active != 1 || h.Executing != 1 || h.Waiting != 0 || h.Workers <= 0 {
@@ -213,8 +189,7 @@ func TestE2ETwoReplicasTwoTabsOneRun(t *testing.T) {
 		}
 	}
 
-	released = true
-	close(release)
+	release()
 	for _, tab := range tabs {
 		waitFor(t, tab.ctx, tab.name+": the run's end", `body[data-status="idle"][data-runs="1"]`)
 	}
@@ -366,4 +341,35 @@ func waitFor(t *testing.T, ctx context.Context, what, sel string) {
 		html, _ := chromedp.Run(ctx, chromedp.OuterHTML(chromedp.CSS("body")))
 		t.Fatalf("waiting for %s (%s): %v\npage: %.3000s", what, sel, err, html)
 	}
+}
+
+// heldRun opens replicas A and B on one new schema, starts thread's run
+// of "relay" through A's API and waits until the run holds in its first
+// node, on A. release lets the node go on (the test's end does, if the
+// test did not); entered receives whenever a replica enters the node.
+func heldRun(t *testing.T, thread string) (a, b replica, entered <-chan struct{}, release func()) {
+	t.Helper()
+	dbURL, _ := schemaURL(t)
+	in := make(chan struct{}, 1)
+	gate := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(gate) }) }
+	t.Cleanup(release)
+	a, b = openReplica(t, dbURL, "replica-a", in, gate), openReplica(t, dbURL, "replica-b", in, gate)
+	res, err := http.Post(a.srv.URL+"/threads/"+thread+"/runs", "application/json",
+		strings.NewReader(`{"assistant_id":"relay","input":{"log":["go"]},"if_not_exists":"create"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("POST /threads/%s/runs on A = %d %s", thread, res.StatusCode, body)
+	}
+	select {
+	case <-in:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the run never reached its first node on A")
+	}
+	return a, b, in, release
 }

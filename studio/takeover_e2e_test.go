@@ -2,8 +2,6 @@ package studio_test
 
 import (
 	"encoding/json"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -19,27 +17,8 @@ import (
 // over and when, and a reload shows the same page.
 func TestE2ETakeoverShowsOnThePage(t *testing.T) {
 	t.Parallel()
-	dbURL, _ := schemaURL(t)
-	entered := make(chan struct{}, 1)
-	release := make(chan struct{})
-	released := false
-	t.Cleanup(func() {
-		if !released {
-			close(release)
-		}
-	})
-	a, b := openReplica(t, dbURL, "replica-a", entered, release), openReplica(t, dbURL, "replica-b", entered, release)
 	const thread = "taken-over"
-	res, err := http.Post(a.srv.URL+"/threads/"+thread+"/runs", "application/json",
-		strings.NewReader(`{"assistant_id":"relay","input":{"log":["go"]},"if_not_exists":"create"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		t.Fatalf("POST /threads/%s/runs on A = %d %s", thread, res.StatusCode, body)
-	}
+	a, b, entered, release := heldRun(t, thread)
 	wait := func(what string) {
 		t.Helper()
 		select {
@@ -48,7 +27,6 @@ func TestE2ETakeoverShowsOnThePage(t *testing.T) {
 			t.Fatal(what)
 		}
 	}
-	wait("the run never reached its first node on A")
 
 	tab := e2e.Browser(t)
 	if err := chromedp.Do(tab, chromedp.Navigate(b.srv.URL+"/threads/"+thread)); err != nil {
@@ -82,8 +60,7 @@ func TestE2ETakeoverShowsOnThePage(t *testing.T) {
 		t.Fatalf("the run's title after the takeover is %q; want %q then when it was taken over, attempt 2", title, before)
 	}
 
-	released = true
-	close(release)
+	release()
 	waitFor(t, tab, "the run's end on B", `body[data-status="idle"][data-runs="1"]`)
 	live, err := chromedp.Run(tab, chromedp.Evaluate[string](pageSnapshot))
 	if err != nil {
