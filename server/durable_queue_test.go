@@ -178,26 +178,8 @@ func TestStreamOfAnEnqueuedRunOnADurableQueue(t *testing.T) {
 	thread := uuid.NewString()
 	c.json("POST", "/threads/"+thread+"/runs", map[string]any{"assistant_id": "linear", "input": map[string]any{"log": []string{"first"}}, "if_not_exists": "create"}, 200)
 	<-g.entered
-	got := make(chan string, 1)
-	go func() {
-		_, _, body := c.do("POST", "/threads/"+thread+"/runs/stream", map[string]any{"assistant_id": "linear", "input": map[string]any{"log": []string{"second"}}, "stream_mode": "values"})
-		got <- string(body)
-	}()
 	// The second run is queued before the first is let go.
-	deadline := time.Now().Add(10 * time.Second)
-	for len(c.list("GET", "/threads/"+thread+"/runs?status=pending", nil, 200)) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the streamed run never showed as pending")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	close(g.release)
-	var body string
-	select {
-	case body = <-got:
-	case <-time.After(20 * time.Second):
-		t.Fatal("the stream of the queued run did not end")
-	}
+	body := streamQueued(t, c, thread, "values", g.release)
 	if !strings.Contains(body, "event: metadata") || !strings.Contains(body, `"log":["first","a","b","c","second","a","b","c"]`) {
 		t.Fatalf("the queued run's stream lacks its parts:\n%s", body)
 	}
@@ -253,25 +235,7 @@ func TestQueuedRunStartedElsewhereStreamsHere(t *testing.T) {
 	if err := a.q.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan string, 1)
-	go func() {
-		_, _, body := a.do("POST", "/threads/"+thread+"/runs/stream", map[string]any{"assistant_id": "linear", "input": map[string]any{"log": []string{"second"}}, "stream_mode": []string{"values", "updates"}})
-		got <- string(body)
-	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(a.list("GET", "/threads/"+thread+"/runs?status=pending", nil, 200)) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the streamed run never showed as pending")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	close(g.release)
-	var body string
-	select {
-	case body = <-got:
-	case <-time.After(20 * time.Second):
-		t.Fatal("the stream of the queued run did not end")
-	}
+	body := streamQueued(t, a.client, thread, []string{"values", "updates"}, g.release)
 	for _, want := range []string{"event: metadata", "event: updates", `"log":["first","a","b","c","second","a","b","c"]`} {
 		if !strings.Contains(body, want) {
 			t.Fatalf("the stream lacks %q:\n%s", want, body)
@@ -356,5 +320,32 @@ func TestRefusedDelayedRunLeavesNoThread(t *testing.T) {
 	}
 	if code, _, body := c.do("GET", "/threads/"+second, nil); code != 404 {
 		t.Fatalf("the refused run's thread: GET = %d %s, want 404 (never made)", code, body)
+	}
+}
+
+// streamQueued streams, through c, a second run of "linear" on thread
+// (whose first run holds), waits until it is queued, lets the first run
+// go (closing release) and returns the stream's body once it ends.
+func streamQueued(t *testing.T, c *client, thread string, modes any, release chan struct{}) string {
+	t.Helper()
+	got := make(chan string, 1)
+	go func() {
+		_, _, body := c.do("POST", "/threads/"+thread+"/runs/stream", map[string]any{"assistant_id": "linear", "input": map[string]any{"log": []string{"second"}}, "stream_mode": modes})
+		got <- string(body)
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(c.list("GET", "/threads/"+thread+"/runs?status=pending", nil, 200)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the streamed run never showed as pending")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(release)
+	select {
+	case body := <-got:
+		return body
+	case <-time.After(20 * time.Second):
+		t.Fatal("the stream of the queued run did not end")
+		return ""
 	}
 }
