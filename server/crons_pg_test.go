@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/superstep-dev/superstep/internal/pgtest"
+	"github.com/superstep-dev/superstep/internal/testclock"
 	"github.com/superstep-dev/superstep/runs"
 	"github.com/superstep-dev/superstep/runs/pgthreads"
 	"github.com/superstep-dev/superstep/runs/riverq"
@@ -25,7 +26,7 @@ type cronReplica struct {
 	jobs *server.CronJobs
 }
 
-func newCronReplica(t *testing.T, pool *pgxpool.Pool, id string, clock *fakeClock) *cronReplica {
+func newCronReplica(t *testing.T, pool *pgxpool.Pool, id string, clock *testclock.Clock) *cronReplica {
 	t.Helper()
 	jobs, err := server.NewCronJobs(pool)
 	if err != nil {
@@ -36,7 +37,7 @@ func newCronReplica(t *testing.T, pool *pgxpool.Pool, id string, clock *fakeCloc
 	d := durableReplicaWith(t, pool, id, nil, func(c *riverq.Config) {
 		c.AddWorkers, c.PeriodicJobs, c.Queues = jobs.AddWorkers, jobs.PeriodicJobs(), jobs.Queues()
 	}, func(c *server.Config) { c.Crons, c.CronJobs = pgthreads.NewCrons(pool), jobs })
-	server.SetCronClock(d.api, clock.now)
+	server.SetCronClock(d.api, clock.Now)
 	return &cronReplica{client: d.client, api: d.api, jobs: jobs}
 }
 
@@ -48,7 +49,7 @@ func newCronReplica(t *testing.T, pool *pgxpool.Pool, id string, clock *fakeCloc
 func TestCronFiresOnceAcrossReplicas(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.Schema(t, nil)
-	clock := newFakeClock(cronT0)
+	clock := testclock.New(cronT0)
 	a, b := newCronReplica(t, pool, "a", clock), newCronReplica(t, pool, "b", clock)
 	thread := a.newThread()
 	cr := b.json("POST", "/threads/"+thread+"/runs/crons", map[string]any{"assistant_id": "linear", "schedule": "* * * * *",
@@ -56,13 +57,13 @@ func TestCronFiresOnceAcrossReplicas(t *testing.T) {
 	want := []string{}
 	wantLog := ""
 	for i := 1; i <= 3; i++ {
-		clock.set(minute(i))
+		clock.Set(minute(i))
 		var wg sync.WaitGroup
 		for _, r := range []*cronReplica{a, b, a, b} {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if _, err := r.jobs.Tick(context.Background(), clock.now()); err != nil {
+				if _, err := r.jobs.Tick(context.Background(), clock.Now()); err != nil {
 					t.Error(err)
 				}
 			}()
@@ -122,13 +123,13 @@ func TestCronFiresOnceAcrossReplicas(t *testing.T) {
 func TestCronFiresFromRiversPeriodicJob(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.Schema(t, nil)
-	clock := newFakeClock(cronT0)
+	clock := testclock.New(cronT0)
 	a, b := newCronReplica(t, pool, "a", clock), newCronReplica(t, pool, "b", clock)
 	cr := a.json("POST", "/runs/crons", map[string]any{"assistant_id": "linear", "schedule": "* * * * *",
 		"input": map[string]any{"log": []string{"s"}}, "on_run_completed": "keep"}, 200)
 	// Three due times, each found by a tick of its own.
 	for i := 1; i <= 3; i++ {
-		clock.set(minute(i))
+		clock.Set(minute(i))
 		thread := runs.CronFiring{Cron: runs.Cron{ID: cr["cron_id"].(string)}, At: minute(i)}.Key()
 		deadline := time.Now().Add(30 * time.Second)
 		for {

@@ -6,38 +6,17 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/superstep-dev/superstep/internal/pgtest"
+	"github.com/superstep-dev/superstep/internal/testclock"
 	"github.com/superstep-dev/superstep/runs"
 	"github.com/superstep-dev/superstep/runs/pgthreads"
 	"github.com/superstep-dev/superstep/server"
 )
-
-// fakeClock is the crons' clock in a test: schedules fire when the test
-// moves it, not after a real minute.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock(t time.Time) *fakeClock { return &fakeClock{t: t} }
-
-func (c *fakeClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) set(t time.Time) {
-	c.mu.Lock()
-	c.t = t
-	c.mu.Unlock()
-}
 
 // cronT0 is half a minute past midnight: a "* * * * *" cron made then
 // fires first at 00:01.
@@ -48,7 +27,7 @@ func minute(n int) time.Time { return time.Date(2030, 1, 1, 0, n, 0, 0, time.UTC
 type cronServer struct {
 	*client
 	api   *server.API
-	clock *fakeClock
+	clock *testclock.Clock
 	store runs.CronStore
 }
 
@@ -79,8 +58,8 @@ func newCronServer(t *testing.T, store runs.CronStore, assistants runs.Assistant
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock := newFakeClock(cronT0)
-	server.SetCronClock(api, clock.now)
+	clock := testclock.New(cronT0)
+	server.SetCronClock(api, clock.Now)
 	// The test fires due crons itself and counts them.
 	server.SetCronTicker(api, false)
 	srv := httptest.NewServer(api.Handler())
@@ -99,7 +78,7 @@ func (c *cronServer) fire(want int) {
 		c.t.Fatal(err)
 	}
 	if n != want {
-		c.t.Fatalf("fired %d crons at %s, want %d", n, c.clock.now().Format(time.TimeOnly), want)
+		c.t.Fatalf("fired %d crons at %s, want %d", n, c.clock.Now().Format(time.TimeOnly), want)
 	}
 }
 
@@ -269,7 +248,7 @@ func TestThreadCronFiresOnSchedule(t *testing.T) {
 		cr := c.json("POST", "/threads/"+thread+"/runs/crons", map[string]any{"assistant_id": "linear", "schedule": "* * * * *",
 			"input": map[string]any{"log": []string{"tick"}}, "end_time": "2030-01-01T00:05:30Z"}, 200)
 		c.fire(0) // 00:00:30: not due
-		c.clock.set(minute(1))
+		c.clock.Set(minute(1))
 		c.fire(1)
 		waitValues(t, c.client, thread, "[tick a b c]")
 		if got := c.cronRuns(thread); fmt.Sprint(got) != "[2030-01-01T00:01:00Z]" {
@@ -294,17 +273,17 @@ func TestThreadCronFiresOnSchedule(t *testing.T) {
 		}
 		// Nothing looked from 00:01 to 00:04:10: one run (for the first
 		// time missed), not three.
-		c.clock.set(minute(4).Add(10 * time.Second))
+		c.clock.Set(minute(4).Add(10 * time.Second))
 		c.fire(1)
 		waitValues(t, c.client, thread, "[tick a b c tick a b c]")
-		c.clock.set(minute(5))
+		c.clock.Set(minute(5))
 		c.fire(1)
 		waitValues(t, c.client, thread, "[tick a b c tick a b c tick a b c]")
 		// Past its end time it never fires again.
 		if got := c.list("POST", "/runs/crons/search", nil, 200)[0]["next_run_date"]; got != nil {
 			t.Errorf("next run past the end time is %v, want null", got)
 		}
-		c.clock.set(minute(30))
+		c.clock.Set(minute(30))
 		c.fire(0)
 		if got := c.cronRuns(thread); fmt.Sprint(got) != "[2030-01-01T00:01:00Z 2030-01-01T00:02:00Z 2030-01-01T00:05:00Z]" {
 			t.Errorf("fired for %v", got)
@@ -316,7 +295,7 @@ func TestThreadCronFiresOnSchedule(t *testing.T) {
 		if code, _, b := c.do("DELETE", "/runs/crons/"+other["cron_id"].(string), nil); code != 204 {
 			t.Fatalf("delete = %d %s", code, b)
 		}
-		c.clock.set(minute(31))
+		c.clock.Set(minute(31))
 		c.fire(0)
 
 		// Deleting the thread deletes its crons.
@@ -328,7 +307,7 @@ func TestThreadCronFiresOnSchedule(t *testing.T) {
 		if _, _, b := c.do("POST", "/runs/crons/count", map[string]any{"thread_id": thread}); string(b) != "0" {
 			t.Errorf("crons of the deleted thread: %s, want 0", b)
 		}
-		c.clock.set(minute(32))
+		c.clock.Set(minute(32))
 		c.fire(0)
 
 		// Deleting an assistant deletes its crons.
@@ -362,9 +341,9 @@ func TestStatelessCronRunsOnANewThreadEachTime(t *testing.T) {
 	threadOf := func(cron map[string]any, at time.Time) string {
 		return runs.CronFiring{Cron: runs.Cron{ID: cron["cron_id"].(string)}, At: at}.Key()
 	}
-	c.clock.set(minute(1))
+	c.clock.Set(minute(1))
 	c.fire(2)
-	c.clock.set(minute(2))
+	c.clock.Set(minute(2))
 	c.fire(2)
 	for _, at := range []time.Time{minute(1), minute(2)} {
 		waitValues(t, c.client, threadOf(keep, at), "[kept a b c]")
@@ -423,6 +402,6 @@ func TestCronTickerFiresWithoutBeingAsked(t *testing.T) {
 	thread := c.newThread()
 	c.json("POST", "/threads/"+thread+"/runs/crons", map[string]any{"assistant_id": "linear", "schedule": "* * * * *",
 		"input": map[string]any{"log": []string{"tick"}}}, 200)
-	c.clock.set(minute(1))
+	c.clock.Set(minute(1))
 	waitValues(t, c.client, thread, "[tick a b c]")
 }
