@@ -200,16 +200,22 @@ func (q *Queue) Pending(ctx context.Context, thread string) ([]runs.QueuedRun, e
 // PendingThreads implements runs.Queue: the counts their lease rows
 // keep, read in one query.
 func (q *Queue) PendingThreads(ctx context.Context, threads []string) (map[string]bool, error) {
-	rows, err := q.pool.Query(ctx, `SELECT thread_id FROM studio_thread_leases WHERE thread_id = ANY($1) AND pending > 0`, threads)
+	return q.idSet(ctx, `SELECT thread_id FROM studio_thread_leases WHERE thread_id = ANY($1) AND pending > 0`, threads)
+}
+
+// idSet runs a query of one text column over ids and returns the set of
+// what it found.
+func (q *Queue) idSet(ctx context.Context, sql string, ids []string) (map[string]bool, error) {
+	rows, err := q.pool.Query(ctx, sql, ids)
 	if err != nil {
 		return nil, err
 	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]bool, len(ids))
-	for _, id := range ids {
+	out := make(map[string]bool, len(found))
+	for _, id := range found {
 		out[id] = true
 	}
 	return out, nil
@@ -230,19 +236,7 @@ func (q *Queue) PendingRun(ctx context.Context, runID string) (runs.QueuedRun, b
 
 // StillPending implements runs.Queue.
 func (q *Queue) StillPending(ctx context.Context, runIDs []string) (map[string]bool, error) {
-	rows, err := q.pool.Query(ctx, `SELECT run_id FROM studio_run_queue WHERE run_id = ANY($1) AND state = 'pending'`, runIDs)
-	if err != nil {
-		return nil, err
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		out[id] = true
-	}
-	return out, nil
+	return q.idSet(ctx, `SELECT run_id FROM studio_run_queue WHERE run_id = ANY($1) AND state = 'pending'`, runIDs)
 }
 
 // Unqueue implements runs.Queue.
