@@ -2,7 +2,6 @@ package pgsaver
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/superstep-dev/superstep/checkpoints"
+	"github.com/superstep-dev/superstep/internal/jsonfast"
 	"github.com/superstep-dev/superstep/internal/pgfence"
 )
 
@@ -69,7 +69,7 @@ func frameBody(f *checkpoints.Frame) ([]byte, error) {
 	b = append(b, `{"v":`...)
 	b = strconv.AppendInt(b, checkpoints.FormatVersion, 10)
 	b = append(b, `,"id":`...)
-	b = appendString(b, f.ID)
+	b = jsonfast.AppendString(b, f.ID)
 	b = append(b, `,"ts":"`...)
 	b = ts.AppendFormat(b, time.RFC3339Nano)
 	b = append(b, '"')
@@ -86,7 +86,7 @@ func frameBody(f *checkpoints.Frame) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendString(b, ch)
+			b = jsonfast.AppendString(b, ch)
 		}
 		b = append(b, ']')
 	}
@@ -104,7 +104,7 @@ func appendVersions(b []byte, names []string, versions []int64) []byte {
 		if k > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, names[i])
+		b = jsonfast.AppendString(b, names[i])
 		b = append(b, ':')
 		b = strconv.AppendInt(b, versions[i], 10)
 	}
@@ -121,7 +121,7 @@ func appendSeen(b []byte, seen []checkpoints.SeenVersions) []byte {
 		if k > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, seen[i].Node)
+		b = jsonfast.AppendString(b, seen[i].Node)
 		b = append(b, ':')
 		b = appendVersions(b, seen[i].Channels, seen[i].Versions)
 	}
@@ -155,18 +155,4 @@ func sortedIndexes(order []int, n int, name func(int) string, keep func(int) boo
 		out = append(out, i)
 	}
 	return out
-}
-
-// appendString appends s as encoding/json writes it (HTML-safe): plain
-// printable ASCII as it is, anything else through encoding/json itself.
-func appendString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s)
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }

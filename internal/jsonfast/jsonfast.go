@@ -51,6 +51,18 @@ func AppendSimple(dst []byte, v any) ([]byte, bool) {
 	return dst, false
 }
 
+// AppendString appends s as encoding/json writes it (HTML-safe): plain
+// printable ASCII as it is, anything else through encoding/json itself.
+func AppendString(dst []byte, s string) []byte {
+	if !plain(s) {
+		q, _ := json.Marshal(s)
+		return append(dst, q...)
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
+}
+
 // plain reports whether s is printable ASCII that encoding/json writes as
 // it is (it escapes ", \, <, > and &).
 func plain(s string) bool {

@@ -57,3 +57,13 @@ func TestSimple(t *testing.T) {
 		}
 	}
 }
+
+func TestAppendStringMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"", "plain", `quote " and \ slash`, "<a&b>", "tab\there", "é ünïcode", "\xff bad utf-8", "line\u2028sep"} {
+		want, _ := json.Marshal(s)
+		if got := jsonfast.AppendString([]byte("x"), s); string(got) != "x"+string(want) {
+			t.Errorf("AppendString(%q) = %s, want x%s", s, got, want)
+		}
+	}
+}
