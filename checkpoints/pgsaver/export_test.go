@@ -6,3 +6,12 @@ func WithDeltaFanOut(opts Options, k int) *Options {
 	opts.deltaFanOut = k
 	return &opts
 }
+
+// WritesStored is an SQL expression counting the writes stored for the
+// rows where cond holds: rows of checkpoint_writes, and the writes a
+// checkpoint carries for its parent (parent_writes).
+func WritesStored(cond string) string {
+	return `((SELECT count(*) FROM checkpoint_writes WHERE ` + cond + `) +
+		(SELECT coalesce(sum(jsonb_array_length(convert_from(parent_writes, 'UTF8')::jsonb)), 0)
+		 FROM checkpoints WHERE (` + cond + `) AND parent_writes IS NOT NULL))`
+}

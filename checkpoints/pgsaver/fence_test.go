@@ -20,7 +20,7 @@ func rowCounts(t *testing.T, pool *pgxpool.Pool, thread string) [3]int {
 	var n [3]int
 	err := pool.QueryRow(context.Background(), `SELECT
 		(SELECT count(*) FROM checkpoints WHERE thread_id = $1),
-		(SELECT count(*) FROM checkpoint_writes WHERE thread_id = $1),
+		`+pgsaver.WritesStored("thread_id = $1")+`,
 		(SELECT count(*) FROM checkpoint_blobs WHERE thread_id = $1)`, thread).Scan(&n[0], &n[1], &n[2])
 	if err != nil {
 		t.Fatal(err)

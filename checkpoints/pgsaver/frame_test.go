@@ -96,8 +96,9 @@ func frameSteps() []frameStep {
 func tableRows(t *testing.T, pool *pgxpool.Pool, thread string) []string {
 	t.Helper()
 	rows, err := pool.Query(context.Background(), `
-		SELECT format('checkpoint %s %s %s %s %s %s %s %s %s', checkpoint_ns, checkpoint_id, parent_checkpoint_id,
-		              encode(checkpoint, 'escape'), metadata, value_channels, value_versions, value_hashes, value_inline)
+		SELECT format('checkpoint %s %s %s %s %s %s %s %s %s %s', checkpoint_ns, checkpoint_id, parent_checkpoint_id,
+		              encode(checkpoint, 'escape'), metadata, value_channels, value_versions, value_hashes, value_inline,
+		              encode(parent_writes, 'escape'))
 		FROM checkpoints WHERE thread_id = $1
 		UNION ALL
 		SELECT format('write %s %s %s %s %s %s %s %s', checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, encoding, value)
@@ -116,9 +117,8 @@ func tableRows(t *testing.T, pool *pgxpool.Pool, thread string) []string {
 }
 
 // A step put with PutFrame stores exactly the rows PutStep stores for the
-// frame's checkpoint (f.Checkpoint()), which are those of its writes and
-// checkpoint saved apart (PutWrites, Put), and reads back the same through
-// Get and List: values inline, in blobs and as deltas, versions seen,
+// frame's checkpoint (f.Checkpoint()), and both read back through List as
+// its writes and checkpoint saved apart (PutWrites, Put) do: values inline, in blobs and as deltas, versions seen,
 // pending writes, forks, other name tables, maps between frames, a step
 // saved again; from a saver that remembers the thread and from one that
 // does not (the server resolves the values).
@@ -176,9 +176,6 @@ func TestPutFrameIsPutStep(t *testing.T) {
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("rows put as frames:\n%s\nrows put as maps:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 			}
-			if sep := tableRows(t, pool, "separate"); !reflect.DeepEqual(sep, want) {
-				t.Errorf("rows put with PutWrites and Put:\n%s\nrows put with PutStep:\n%s", strings.Join(sep, "\n"), strings.Join(want, "\n"))
-			}
 			if n := len(got); n < len(steps)+4 {
 				t.Errorf("only %d rows", n)
 			}
@@ -191,16 +188,24 @@ func TestPutFrameIsPutStep(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if len(gotList) != len(steps)-1 || len(gotList) != len(wantList) {
-					t.Fatalf("%d checkpoints put as frames, %d as maps", len(gotList), len(wantList))
+				// Saved apart, the writes are rows of checkpoint_writes;
+				// carried by the step's checkpoint, they read back the same.
+				sepList, err := s.List(ctx, checkpoints.ListQuery{ThreadID: "separate"}, checkpoints.ListOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(gotList) != len(steps)-1 || len(gotList) != len(wantList) || len(sepList) != len(wantList) {
+					t.Fatalf("%d checkpoints put as frames, %d as maps, %d apart", len(gotList), len(wantList), len(sepList))
 				}
 				for i := range gotList {
-					gotList[i].Config.ThreadID = "maps"
-					if gotList[i].ParentConfig != nil {
-						gotList[i].ParentConfig.ThreadID = "maps"
-					}
-					if !reflect.DeepEqual(gotList[i], wantList[i]) {
-						t.Errorf("checkpoint %s put as a frame reads differently from maps", wantList[i].Config.CheckpointID)
+					for name, tu := range map[string]*checkpoints.Tuple{"a frame": gotList[i], "writes and checkpoint apart": sepList[i]} {
+						tu.Config.ThreadID = "maps"
+						if tu.ParentConfig != nil {
+							tu.ParentConfig.ThreadID = "maps"
+						}
+						if !reflect.DeepEqual(tu, wantList[i]) {
+							t.Errorf("checkpoint %s put as %s reads differently from PutStep's:\n%+v\n%+v", wantList[i].Config.CheckpointID, name, tu, wantList[i])
+						}
 					}
 				}
 				tu, err := s.Get(ctx, checkpoints.Config{ThreadID: "frames", CheckpointID: "5"})
@@ -299,10 +304,11 @@ func TestPutFrameRefusesAsPutStep(t *testing.T) {
 	}
 }
 
-// A step with only small values (one statement: its writes as rows of
-// VALUES up to four, unnested beyond) stores the rows its writes and
-// checkpoint saved apart store, for any number of writes, from frames
-// and from maps.
+// A step with only small values, saved with PutFrame or PutStep, is one
+// row: the checkpoint, carrying the step's writes for its parent. Frames
+// and maps store the same rows, and every checkpoint reads back with the
+// pending writes the same writes and checkpoints saved apart (PutWrites,
+// Put: rows of checkpoint_writes) read back with, for any number of writes.
 func TestPutStepInlineWrites(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -348,13 +354,46 @@ func TestPutStepInlineWrites(t *testing.T) {
 			}
 		}
 	}
-	want := tableRows(t, pool, "separate")
+	if frames, maps := tableRows(t, pool, "frames"), tableRows(t, pool, "maps"); !reflect.DeepEqual(frames, maps) {
+		t.Errorf("rows put as frames:\n%s\nrows put as maps:\n%s", strings.Join(frames, "\n"), strings.Join(maps, "\n"))
+	}
+	if got := rowCounts(t, pool, "frames"); got != [3]int{7, 21, 0} {
+		t.Errorf("frames thread: (checkpoints, writes, blobs) = %v, want 7 checkpoints carrying 21 writes", got)
+	}
+	var writeRows int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM checkpoint_writes WHERE thread_id IN ('frames', 'maps')`).Scan(&writeRows); err != nil || writeRows != 0 {
+		t.Errorf("steps saved %d rows of checkpoint_writes (%v), want none: the checkpoint rows carry them", writeRows, err)
+	}
+	want := pendingByStep(t, s, "separate")
+	if total := len(strings.Join(want, "")); total == 0 {
+		t.Fatal("the writes saved apart read back as none")
+	}
 	for _, th := range []string{"frames", "maps"} {
-		if got := tableRows(t, pool, th); !reflect.DeepEqual(got, want) {
-			t.Errorf("rows put as %s:\n%s\nrows put apart:\n%s", th, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		if got := pendingByStep(t, s, th); !reflect.DeepEqual(got, want) {
+			t.Errorf("pending writes of the steps put as %s:\n%s\nput apart:\n%s", th, strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
 	}
-	if len(want) != 7+21 {
-		t.Errorf("%d rows, want 7 checkpoints and 21 writes:\n%s", len(want), strings.Join(want, "\n"))
+}
+
+// pendingByStep reads each checkpoint of thread (cp0 to cp6) and lists its
+// pending writes, as Get and as List return them.
+func pendingByStep(t *testing.T, s *pgsaver.Saver, thread string) []string {
+	t.Helper()
+	ctx := context.Background()
+	var out []string
+	for n := range 7 {
+		tu, err := s.Get(ctx, checkpoints.Config{ThreadID: thread, CheckpointID: fmt.Sprint("cp", n)})
+		if err != nil || tu == nil {
+			t.Fatalf("get cp%d of %s: %v, %v", n, thread, tu, err)
+		}
+		out = append(out, fmt.Sprint("get cp", n, " ", writesOf(tu)))
 	}
+	list, err := s.List(ctx, checkpoints.ListQuery{ThreadID: thread}, checkpoints.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tu := range list {
+		out = append(out, fmt.Sprint("list ", tu.Config.CheckpointID, " ", writesOf(tu)))
+	}
+	return out
 }

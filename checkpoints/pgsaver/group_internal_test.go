@@ -125,7 +125,7 @@ func TestGroupCommit(t *testing.T) {
 	var fenced bool
 	err := pool.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM checkpoints WHERE thread_id LIKE 't%'),
-		(SELECT count(*) FROM checkpoint_writes WHERE thread_id LIKE 't%' OR thread_id = 'w'),
+		`+WritesStored("thread_id LIKE 't%' OR thread_id = 'w'")+`,
 		(SELECT count(DISTINCT xmin::text) FROM (SELECT xmin FROM checkpoints WHERE thread_id LIKE 't%'
 		                                        UNION ALL SELECT xmin FROM checkpoint_writes WHERE thread_id LIKE 't%' OR thread_id = 'w') x),
 		EXISTS (SELECT 1 FROM checkpoints WHERE thread_id = 'fenced')`).Scan(&cps, &writes, &txs, &fenced)

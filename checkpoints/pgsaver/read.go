@@ -1,6 +1,7 @@
 package pgsaver
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -28,7 +29,7 @@ import (
 // bound (maxChainRead) stops a cycle, which only tampering can make.
 const sqlGet = `
 WITH RECURSIVE c AS (
-    SELECT checkpoint_id, parent_checkpoint_id, checkpoint, metadata, value_channels, value_hashes, value_inline
+    SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata, value_channels, value_hashes, value_inline
     FROM checkpoints
     WHERE thread_id = $1 AND checkpoint_ns = $2 %s
 ), chain AS (
@@ -44,19 +45,31 @@ WITH RECURSIVE c AS (
     WHERE chain.depth < ` + maxChainRead + `
 )
 SELECT c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint, c.metadata, c.value_channels, c.value_hashes, c.value_inline,
-       bl.hashes, bl.encodings, bl.bases, bl.datas, w.tasks, w.channels, w.encodings, w.vals
+       bl.hashes, bl.encodings, bl.bases, bl.datas, ` + sqlWritesColumns + `
 FROM c
 CROSS JOIN LATERAL (
     SELECT array_agg(hash), array_agg(encoding), array_agg(base), array_agg(data) FROM chain
-) AS bl(hashes, encodings, bases, datas)
-CROSS JOIN LATERAL (` + sqlWritesOf + `) AS w(tasks, channels, encodings, vals)`
+) AS bl(hashes, encodings, bases, datas)` + sqlWritesOfC
 
-// sqlWritesOf aggregates the pending writes of checkpoint c, in order.
-const sqlWritesOf = `
-    SELECT array_agg(w.task_id ORDER BY w.task_id, w.idx), array_agg(w.channel ORDER BY w.task_id, w.idx),
-           array_agg(w.encoding ORDER BY w.task_id, w.idx), array_agg(w.value ORDER BY w.task_id, w.idx)
+// sqlWritesOfC joins checkpoint c (with c.thread_id and c.checkpoint_ns,
+// or $1 and $2) to its pending writes, as sqlWritesColumns: its rows of
+// checkpoint_writes in order, and the parent_writes of its children that
+// carry some, in the order they were saved (rowData.pendingWrites).
+const sqlWritesOfC = `
+CROSS JOIN LATERAL (
+    SELECT array_agg(w.task_id ORDER BY w.task_id, w.idx), array_agg(w.idx ORDER BY w.task_id, w.idx),
+           array_agg(w.channel ORDER BY w.task_id, w.idx), array_agg(w.encoding ORDER BY w.task_id, w.idx),
+           array_agg(w.value ORDER BY w.task_id, w.idx)
     FROM checkpoint_writes w
-    WHERE w.thread_id = $1 AND w.checkpoint_ns = $2 AND w.checkpoint_id = c.checkpoint_id`
+    WHERE w.thread_id = c.thread_id AND w.checkpoint_ns = c.checkpoint_ns AND w.checkpoint_id = c.checkpoint_id
+) AS w(tasks, idxs, channels, encodings, vals)
+CROSS JOIN LATERAL (
+    SELECT array_agg(k.parent_writes ORDER BY k.seq) FROM checkpoints k
+    WHERE k.thread_id = c.thread_id AND k.checkpoint_ns = c.checkpoint_ns AND k.parent_checkpoint_id = c.checkpoint_id
+      AND k.parent_writes IS NOT NULL
+) AS k(carried)`
+
+const sqlWritesColumns = `w.tasks, w.idxs, w.channels, w.encodings, w.vals, k.carried`
 
 // maxChainRead bounds the blobs a read follows from one value: far more
 // than any chain Options.MaxDeltaChain allows.
@@ -95,7 +108,7 @@ func (s *Saver) Get(ctx context.Context, cfg checkpoints.Config) (*checkpoints.T
 		r = rowData{}
 		var bHash, bEnc, bBase, bData []pgtype.DriverBytes
 		if err := rows.Scan(&r.id, &r.parent, &r.body, &r.metadata, &r.channels, &r.hashes, &r.inline,
-			&bHash, &bEnc, &bBase, &bData, &r.wTasks, &r.wChannels, &r.wEncodings, &r.wValues); err != nil {
+			&bHash, &bEnc, &bBase, &bData, &r.wTasks, &r.wIdx, &r.wChannels, &r.wEncodings, &r.wValues, &r.carried); err != nil {
 			return err
 		}
 		if values, err = rebuild(r.hashes, bHash, bEnc, bBase, bData); err != nil {
@@ -165,9 +178,13 @@ type rowData struct {
 	hashes         [][]byte
 	inline         [][]byte
 	wTasks         []string
+	wIdx           []int32
 	wChannels      []string
 	wEncodings     []string
 	wValues        [][]byte
+	// carried are the parent_writes of the checkpoint's children that
+	// carry writes for it, in the order they were saved.
+	carried [][]byte
 }
 
 func (r *rowData) tuple(values map[hash][]byte, withValues bool) (*checkpoints.Tuple, error) {
@@ -211,13 +228,103 @@ func (r *rowData) tuple(values map[hash][]byte, withValues bool) (*checkpoints.T
 		}
 		t.Checkpoint.ChannelValues[ch] = json.RawMessage(v)
 	}
+	pw, err := r.pendingWrites()
+	if err != nil {
+		return nil, err
+	}
+	t.PendingWrites = pw
+	return t, nil
+}
+
+// pendingWrites merges the checkpoint's rows of checkpoint_writes with
+// the writes its children carry, ordered by task and idx as rows are. For
+// one task and idx the earlier save wins: a row of checkpoint_writes (a
+// carried write is only ever regular, and PutWrites skips a regular write
+// a child carries, so a row for the same slot was saved before it), then
+// children in the order they were saved.
+func (r *rowData) pendingWrites() ([]checkpoints.PendingWrite, error) {
+	if len(r.wTasks) != len(r.wIdx) || len(r.wTasks) != len(r.wChannels) || len(r.wTasks) != len(r.wEncodings) || len(r.wTasks) != len(r.wValues) {
+		return nil, fmt.Errorf("%w: writes of checkpoint %s have columns of different lengths", ErrCorrupt, r.id)
+	}
+	var out []checkpoints.PendingWrite
 	for i, task := range r.wTasks {
 		if r.wEncodings[i] != encJSON || !json.Valid(r.wValues[i]) {
 			return nil, fmt.Errorf("%w: write %d of checkpoint %s has encoding %q", ErrCorrupt, i, r.id, r.wEncodings[i])
 		}
-		t.PendingWrites = append(t.PendingWrites, checkpoints.PendingWrite{TaskID: task, Channel: r.wChannels[i], Value: r.wValues[i]})
+		out = append(out, checkpoints.PendingWrite{TaskID: task, Channel: r.wChannels[i], Value: r.wValues[i]})
 	}
-	return t, nil
+	if len(r.carried) == 0 {
+		return out, nil
+	}
+	type slot struct {
+		task string
+		idx  int32
+	}
+	type indexed struct {
+		slot
+		w checkpoints.PendingWrite
+	}
+	all := make([]indexed, len(out), len(out)+4)
+	seen := make(map[slot]bool, len(out)+4)
+	for i, w := range out {
+		all[i] = indexed{slot{w.TaskID, r.wIdx[i]}, w}
+		seen[all[i].slot] = true
+	}
+	for _, packed := range r.carried {
+		ws, err := unpackWrites(packed)
+		if err != nil {
+			return nil, fmt.Errorf("%w: writes carried for checkpoint %s: %v", ErrCorrupt, r.id, err)
+		}
+		for _, w := range ws {
+			if sl := (slot{w.task, w.idx}); !seen[sl] {
+				seen[sl] = true
+				all = append(all, indexed{sl, checkpoints.PendingWrite{TaskID: w.task, Channel: w.channel, Value: w.value}})
+			}
+		}
+	}
+	slices.SortStableFunc(all, func(a, b indexed) int {
+		if c := strings.Compare(a.task, b.task); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.idx, b.idx)
+	})
+	out = out[:0]
+	for _, w := range all {
+		out = append(out, w.w)
+	}
+	return out, nil
+}
+
+// carriedWrite is one write of a checkpoint's parent_writes.
+type carriedWrite struct {
+	task, path, channel string
+	idx                 int32
+	value               json.RawMessage
+}
+
+// unpackWrites decodes parent_writes, as writeRows.pack encodes them.
+func unpackWrites(b []byte) ([]carriedWrite, error) {
+	var rows [][]json.RawMessage
+	if err := json.Unmarshal(b, &rows); err != nil {
+		return nil, err
+	}
+	out := make([]carriedWrite, len(rows))
+	for i, row := range rows {
+		if len(row) != 5 {
+			return nil, fmt.Errorf("write %d has %d fields, want 5", i, len(row))
+		}
+		w := &out[i]
+		for j, dst := range []any{&w.task, &w.path, &w.idx, &w.channel} {
+			if err := json.Unmarshal(row[j], dst); err != nil {
+				return nil, fmt.Errorf("write %d, field %d: %v", i, j, err)
+			}
+		}
+		if w.idx < 0 {
+			return nil, fmt.Errorf("write %d is special (idx %d)", i, w.idx)
+		}
+		w.value = row[4]
+	}
+	return out, nil
 }
 
 // List implements checkpoints.Saver.
@@ -282,13 +389,8 @@ func buildList(q checkpoints.ListQuery, opts checkpoints.ListOptions, filter []b
 	if opts.MetadataOnly {
 		sb.WriteString(sqlMetadataFields + "\nFROM checkpoints c")
 	} else {
-		sb.WriteString(`, c.metadata, c.value_channels, c.value_hashes, c.value_inline, w.tasks, w.channels, w.encodings, w.vals
-FROM checkpoints c CROSS JOIN LATERAL (
-    SELECT array_agg(w.task_id ORDER BY w.task_id, w.idx), array_agg(w.channel ORDER BY w.task_id, w.idx),
-           array_agg(w.encoding ORDER BY w.task_id, w.idx), array_agg(w.value ORDER BY w.task_id, w.idx)
-    FROM checkpoint_writes w
-    WHERE w.thread_id = c.thread_id AND w.checkpoint_ns = c.checkpoint_ns AND w.checkpoint_id = c.checkpoint_id
-) AS w(tasks, channels, encodings, vals)`)
+		sb.WriteString(`, c.metadata, c.value_channels, c.value_hashes, c.value_inline, ` + sqlWritesColumns + `
+FROM checkpoints c` + sqlWritesOfC)
 	}
 	sb.WriteString("\nWHERE true")
 	var thread string
@@ -332,7 +434,7 @@ func collectTuples(rows pgx.Rows, withValues bool, load func([]*rowData) (map[ha
 		r := &rowData{}
 		dest := []any{&r.thread, &r.ns, &r.id, &r.parent, &r.body, &r.metadata}
 		if withValues {
-			dest = append(dest, &r.channels, &r.hashes, &r.inline, &r.wTasks, &r.wChannels, &r.wEncodings, &r.wValues)
+			dest = append(dest, &r.channels, &r.hashes, &r.inline, &r.wTasks, &r.wIdx, &r.wChannels, &r.wEncodings, &r.wValues, &r.carried)
 		}
 		if err := rows.Scan(dest...); err != nil {
 			rows.Close()

@@ -38,6 +38,21 @@
 // and PutFrame (checkpoints.FrameSaver, the engine's form) send a
 // superstep's writes and its checkpoint in one round trip.
 //
+// # A step's writes ride on its checkpoint
+//
+// A step's writes are its parent checkpoint's pending writes. PutStep and
+// PutFrame store its regular writes in the new checkpoint's own row
+// (parent_writes, migration 015), so a one-task superstep inserts one row,
+// which is the floor of a durable superstep. Writes saved on their own
+// (PutWrites: a task that finished before its siblings, an interrupt, an
+// error) and special writes are rows of checkpoint_writes. A read of a
+// checkpoint's pending writes takes both: its rows and what its children
+// carry (found through a partial index), and for one task and idx the
+// earlier save wins, so regular writes keep the first and special ones the
+// last, exactly as when every write was a row. Deleting a checkpoint
+// deletes the writes it carries for its parent: DeleteForRuns removes a
+// run's step results with its checkpoints.
+//
 // # Many threads at once: group commit and pool size
 //
 // At most Options.MaxTransactions writes (the pool's MaxConns by default)
@@ -76,6 +91,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -85,6 +101,7 @@ import (
 	"github.com/zeebo/xxh3"
 
 	"github.com/superstep-dev/superstep/checkpoints"
+	"github.com/superstep-dev/superstep/internal/jsonfast"
 	"github.com/superstep-dev/superstep/internal/pgfence"
 	"github.com/superstep-dev/superstep/internal/pgretry"
 )
@@ -204,18 +221,27 @@ WHERE w.idx < 0`
 const sqlInsertWrites = `
 INSERT INTO checkpoint_writes AS w (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, encoding, value)
 SELECT $1, $2, $3, x.t, x.i, x.c, x.p, 'json', x.v
-FROM unnest($4::text[], $5::text[], $6::int[], $7::text[], $8::bytea[]) AS x(t, p, i, c, v)`
+FROM unnest($4::text[], $5::text[], $6::int[], $7::text[], $8::bytea[]) AS x(t, p, i, c, v)
+WHERE ` + sqlNotCarried
+
+// sqlNotCarried keeps a write x to checkpoint $3 unless a child of $3
+// carries a regular write of the same task and idx (parent_writes): that
+// one was saved first, and a regular write keeps the first. When no child
+// carries writes, it costs one probe of an empty partial index.
+const sqlNotCarried = `(x.i < 0 OR NOT EXISTS (
+    SELECT 1 FROM checkpoints k CROSS JOIN LATERAL jsonb_array_elements(convert_from(k.parent_writes, 'UTF8')::jsonb) AS e
+    WHERE k.thread_id = $1 AND k.checkpoint_ns = $2 AND k.parent_checkpoint_id = $3 AND k.parent_writes IS NOT NULL
+      AND e->>0 = x.t AND (e->>2)::int = x.i))`
 
 // maxValuesRows is the most writes a statement takes as rows of VALUES
-// (writeValues) rather than unnested from arrays: a step or a task writes
-// a row or two, which the server inserts faster this way, and pgx encodes
-// five scalars a row instead of five arrays.
+// (writeValues) rather than unnested from arrays: a task writes a row or
+// two, which the server inserts faster this way, and pgx encodes five
+// scalars a row instead of five arrays.
 const maxValuesRows = 4
 
-// writeValues is the VALUES list of n writes: thread $1, namespace $2,
-// checkpoint id $cp, then each write's task, path, idx, channel and value
-// from $first on.
-func writeValues(cp, first, n int) string {
+// writeValues is the VALUES list of n writes, each write's task, path,
+// idx, channel and value from $first on.
+func writeValues(first, n int) string {
 	var rows strings.Builder
 	rows.WriteString("VALUES ")
 	for i := range n {
@@ -223,7 +249,7 @@ func writeValues(cp, first, n int) string {
 			rows.WriteString(", ")
 		}
 		a := first + 5*i
-		fmt.Fprintf(&rows, "($1, $2, $%d, $%d, $%d, $%d, $%d, 'json', $%d)", cp, a, a+2, a+3, a+1, a+4)
+		fmt.Fprintf(&rows, "($%d::text, $%d::text, $%d::int, $%d::text, $%d::bytea)", a, a+1, a+2, a+3, a+4)
 	}
 	return rows.String()
 }
@@ -233,7 +259,9 @@ var sqlInsertFewWrites = func() (out [maxValuesRows + 1]string) {
 	for n := 1; n < len(out); n++ {
 		out[n] = `
 INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, encoding, value)
-` + writeValues(3, 4, n)
+SELECT $1, $2, $3, x.t, x.i, x.c, x.p, 'json', x.v
+FROM (` + writeValues(4, n) + `) AS x(t, p, i, c, v)
+WHERE ` + sqlNotCarried
 	}
 	return out
 }()
@@ -258,86 +286,63 @@ func queueWrites(b *pgx.Batch, thread, ns, cp string, r *writeRows, upsert bool)
 }
 
 const checkpointColumns = `thread_id, checkpoint_ns, checkpoint_id, seq, parent_checkpoint_id, checkpoint, metadata,
-    value_channels, value_versions, value_hashes, value_inline`
+    value_channels, value_versions, value_hashes, value_inline, parent_writes`
 
 // onConflictCheckpoint replaces a checkpoint saved again, keeping its
-// position (seq) and its writes.
+// position (seq) and its writes, the ones it carries for its parent too.
 const onConflictCheckpoint = `
 ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
     parent_checkpoint_id = excluded.parent_checkpoint_id, checkpoint = excluded.checkpoint, metadata = excluded.metadata,
     value_channels = excluded.value_channels, value_versions = excluded.value_versions,
     value_hashes = excluded.value_hashes, value_inline = excluded.value_inline`
 
-// sqlInsertBlobs is the CTE that stores new blobs ($11..$14) ahead of the
+// sqlInsertBlobs is the CTE that stores new blobs ($12..$15) ahead of the
 // checkpoint that reads them, in the same statement.
 const sqlInsertBlobs = `
 WITH b AS (
     INSERT INTO checkpoint_blobs (thread_id, hash, encoding, base, data)
-    SELECT $1, x.h, x.e, x.b, x.d FROM unnest($11::bytea[], $12::text[], $13::bytea[], $14::bytea[]) AS x(h, e, b, d)
+    SELECT $1, x.h, x.e, x.b, x.d FROM unnest($12::bytea[], $13::text[], $14::bytea[], $15::bytea[]) AS x(h, e, b, d)
     ON CONFLICT (thread_id, hash) DO NOTHING
 )`
 
 // sqlPutInline is the hot path: a checkpoint whose values are all inline
-// and resolved by the client. It reads nothing, so it plans once. It is
-// a plain INSERT: a checkpoint id saved again (rare: the engine never
-// does it in a run) fails on the primary key, and the put is sent again
-// as an upsert. Upserting every time would cost a speculative insertion
-// on every put.
+// and resolved by the client, with the step's writes it carries ($11,
+// parent_writes: see packWrites), one row in all. It reads nothing, so it
+// plans once. It is a plain INSERT: a checkpoint id saved again (rare:
+// the engine never does it in a run) fails on the primary key, and the
+// put is sent again as an upsert, its writes as rows of their own.
+// Upserting every time would cost a speculative insertion on every put.
 const sqlPutInline = `
 INSERT INTO checkpoints AS c (` + checkpointColumns + `)
 VALUES ($1, $2, $3, nextval('checkpoint_seq'), nullif($4::text, ''), $5::bytea, $6::jsonb,
-        $7::text[], $8::bigint[], $9::bytea[], $10::bytea[])`
-
-// sqlPutInlineWithWrites is sqlPutInline with the pending writes of the
-// step ($11..$15, as sqlWrites' $4..$8) saved against the parent in the
-// same statement. Like the checkpoint, the writes are plainly inserted: a
-// step saved again (a resumed step whose tasks saved writes before)
-// fails on a primary key and is sent again with upserts.
-const sqlPutInlineWithWrites = `
-WITH w AS (
-    INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, encoding, value)
-    SELECT $1, $2, $4, x.t, x.i, x.c, x.p, 'json', x.v
-    FROM unnest($11::text[], $12::text[], $13::int[], $14::text[], $15::bytea[]) AS x(t, p, i, c, v)
-)` + sqlPutInline
-
-// sqlPutInlineWithFewWrites[n] is sqlPutInlineWithWrites for n writes
-// as rows of VALUES (maxValuesRows): 41 against 48 µs for the statement
-// with two writes (22 µs without).
-var sqlPutInlineWithFewWrites = func() (out [maxValuesRows + 1]string) {
-	for n := 1; n < len(out); n++ {
-		out[n] = `
-WITH w AS (
-    INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, encoding, value)
-    ` + writeValues(4, 11, n) + `
-)` + sqlPutInline
-	}
-	return out
-}()
+        $7::text[], $8::bigint[], $9::bytea[], $10::bytea[], $11::bytea)`
 
 // sqlPutBlobs stores a checkpoint resolved by the client with its new
-// blobs. The blobs it carries from its parent ($15) must still exist: if
+// blobs and the writes it carries ($11, as sqlPutInline). The blobs it
+// carries from its parent ($16) must still exist: if
 // one was deleted since the saver remembered it, seq is NULL and the
 // statement fails on the NOT NULL constraint (errStaleCache), which aborts
 // the whole batch, writes included.
 const sqlPutBlobs = sqlInsertBlobs + `
 INSERT INTO checkpoints AS c (` + checkpointColumns + `)
 SELECT $1, $2, $3,
-       CASE WHEN (SELECT count(*) FROM checkpoint_blobs k WHERE k.thread_id = $1 AND k.hash = ANY($15::bytea[]))
-                 = cardinality($15::bytea[])
+       CASE WHEN (SELECT count(*) FROM checkpoint_blobs k WHERE k.thread_id = $1 AND k.hash = ANY($16::bytea[]))
+                 = cardinality($16::bytea[])
             THEN nextval('checkpoint_seq') END,
-       nullif($4::text, ''), $5::bytea, $6::jsonb, $7::text[], $8::bigint[], $9::bytea[], $10::bytea[]`
+       nullif($4::text, ''), $5::bytea, $6::jsonb, $7::text[], $8::bigint[], $9::bytea[], $10::bytea[], $11::bytea`
 
-// sqlPutResolve stores a checkpoint whose unchanged channels ($15, $16)
+// sqlPutResolve stores a checkpoint whose unchanged channels ($16, $17)
 // the server resolves: the parent's value (or lack of one) when the
 // parent has the channel at the same version, else the value of the first
 // checkpoint of the thread and namespace that has it at that version,
 // else none. It returns the stored value map, which the saver remembers as
-// the thread's head.
+// the thread's head. Being an upsert, it carries no writes ($11 is
+// NULL): a step saved through it saves them as rows of checkpoint_writes.
 const sqlPutResolve = sqlInsertBlobs + `, r AS (
     SELECT n.c, n.v, n.h, n.i FROM unnest($7::text[], $8::bigint[], $9::bytea[], $10::bytea[]) AS n(c, v, h, i)
     UNION ALL
     SELECT u.c, u.v, f.h, f.i
-    FROM unnest($15::text[], $16::bigint[]) AS u(c, v)
+    FROM unnest($16::text[], $17::bigint[]) AS u(c, v)
     LEFT JOIN checkpoints pc ON pc.thread_id = $1 AND pc.checkpoint_ns = $2 AND pc.checkpoint_id = $4
     CROSS JOIN LATERAL (
         (SELECT p.h, p.i FROM unnest(pc.value_channels, pc.value_versions, pc.value_hashes, pc.value_inline) AS p(c, v, h, i)
@@ -356,7 +361,7 @@ const sqlPutResolve = sqlInsertBlobs + `, r AS (
 INSERT INTO checkpoints AS c (` + checkpointColumns + `)
 SELECT $1, $2, $3, nextval('checkpoint_seq'), nullif($4::text, ''), $5::bytea, $6::jsonb,
        coalesce(array_agg(r.c ORDER BY r.c), '{}'), coalesce(array_agg(r.v ORDER BY r.c), '{}'),
-       coalesce(array_agg(r.h ORDER BY r.c), '{}'), coalesce(array_agg(r.i ORDER BY r.c), '{}')
+       coalesce(array_agg(r.h ORDER BY r.c), '{}'), coalesce(array_agg(r.i ORDER BY r.c), '{}'), $11::bytea
 FROM r
 WHERE r.h IS NOT NULL OR r.i IS NOT NULL` + onConflictCheckpoint + `
 RETURNING value_channels, value_versions, value_hashes, value_inline`
@@ -629,7 +634,7 @@ func (s *Saver) plan(p *putInput, writes *writeRows, fence *checkpoints.Fence, u
 		}
 	}
 	resolved := true
-	var carried [][]byte
+	var parentBlobs [][]byte
 	for i, ch := range p.channels {
 		if !p.has(i) || p.isFresh(i) {
 			continue
@@ -646,7 +651,7 @@ func (s *Saver) plan(p *putInput, writes *writeRows, fence *checkpoints.Fence, u
 		refs[ch] = ref
 		if ref.blob() && !slices.Contains(newHashes, ref.hash) {
 			h := ref.hash
-			carried = append(carried, h[:])
+			parentBlobs = append(parentBlobs, h[:])
 		}
 	}
 	var rows refRows
@@ -695,34 +700,29 @@ func (s *Saver) plan(p *putInput, writes *writeRows, fence *checkpoints.Fence, u
 		// runs or locks.
 		b.Queue(pgfence.SQL, fence.Thread, fence.Token)
 	}
-	if len(bHash) > 0 || len(carried) > 0 || !resolved {
+	if len(bHash) > 0 || len(parentBlobs) > 0 || !resolved {
 		b.Queue(sqlLockShared, lockClass, threadLock(thread))
 	}
-	args := make([]any, 0, 31)
-	args = append(args, thread, ns, p.cfg.CheckpointID, p.parent, p.body, p.metadata,
-		nonNil(rows.ch), nonNil(rows.ver), nonNil(rows.hash), nonNil(rows.inline))
-	if writes != nil && resolved && len(bHash) == 0 && len(carried) == 0 && !upsert {
-		// The hot path of a superstep: its writes and its checkpoint in
-		// one statement.
-		if n := len(writes.idx); n < len(sqlPutInlineWithFewWrites) {
-			for i := range n {
-				args = append(args, writes.task[i], writes.path[i], writes.idx[i], writes.ch[i], writes.val[i])
-			}
-			b.Queue(sqlPutInlineWithFewWrites[n], args...)
-			return plan
-		}
-		b.Queue(sqlPutInlineWithWrites, append(args, writes.task, writes.path, writes.idx, writes.ch, writes.val)...)
-		return plan
-	}
+	// A step's regular writes ride on its checkpoint's row (parent_writes)
+	// when that row is plainly inserted; otherwise, or when a write is
+	// special, they are rows of checkpoint_writes, queued first.
+	var carried []byte
 	if writes != nil {
-		queueWrites(b, thread, ns, p.parent, writes, upsert)
+		if resolved && !upsert && writes.regular() {
+			carried = writes.pack()
+		} else {
+			queueWrites(b, thread, ns, p.parent, writes, upsert)
+		}
 	}
+	args := make([]any, 0, 17)
+	args = append(args, thread, ns, p.cfg.CheckpointID, p.parent, p.body, p.metadata,
+		nonNil(rows.ch), nonNil(rows.ver), nonNil(rows.hash), nonNil(rows.inline), carried)
 	switch {
 	case !resolved:
 		args = append(args, nonNil(bHash), nonNil(bEnc), nonNil(bBase), nonNil(bData), nonNil(resolve.ch), nonNil(resolve.ver))
 		b.Queue(sqlPutResolve, args...)
-	case len(bHash) > 0 || len(carried) > 0:
-		args = append(args, nonNil(bHash), nonNil(bEnc), nonNil(bBase), nonNil(bData), nonNil(carried))
+	case len(bHash) > 0 || len(parentBlobs) > 0:
+		args = append(args, nonNil(bHash), nonNil(bEnc), nonNil(bBase), nonNil(bData), nonNil(parentBlobs))
 		b.Queue(upserting(sqlPutBlobs, upsert), args...)
 	default:
 		b.Queue(upserting(sqlPutInline, upsert), args...)
@@ -822,6 +822,47 @@ type writeRows struct {
 	idx        []int32
 	ch         []string
 	val        [][]byte
+}
+
+// regular reports whether every write is regular (idx >= 0), so that
+// the writes may ride on their step's checkpoint: a special write
+// replaces an earlier one, which only checkpoint_writes' upsert does.
+func (r *writeRows) regular() bool {
+	for _, i := range r.idx {
+		if i < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// pack encodes the writes as a checkpoint's parent_writes: a JSON array
+// of [task id, task path, idx, channel, value] in order, each value as
+// saved (checkpoints.CheckValue: valid JSON, so the array is too).
+func (r *writeRows) pack() []byte {
+	n := 2
+	for i := range r.idx {
+		n += len(r.task[i]) + len(r.path[i]) + len(r.ch[i]) + len(r.val[i]) + 24
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '[')
+	for i, idx := range r.idx {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '[')
+		b = jsonfast.AppendString(b, r.task[i])
+		b = append(b, ',')
+		b = jsonfast.AppendString(b, r.path[i])
+		b = append(b, ',')
+		b = strconv.AppendInt(b, int64(idx), 10)
+		b = append(b, ',')
+		b = jsonfast.AppendString(b, r.ch[i])
+		b = append(b, ',')
+		b = append(b, r.val[i]...)
+		b = append(b, ']')
+	}
+	return append(b, ']')
 }
 
 // add appends one task's writes. Within one statement a row can be

@@ -4,13 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/checkpoints/pgsaver"
 	"github.com/superstep-dev/superstep/internal/pgtest"
+	"github.com/superstep-dev/superstep/migrations"
 )
 
 // stepSavers are the StepSaver implementations, each fresh per test.
@@ -242,5 +248,135 @@ func TestPutStepOverSavedWrites(t *testing.T) {
 				t.Errorf("child = %+v, %v", got, err)
 			}
 		})
+	}
+}
+
+// TestStepWritesKeepTheirSemantics: the Postgres saver keeps a step's
+// regular writes on the step's checkpoint row rather than as rows of their
+// own; read back, they behave exactly as writes saved with PutWrites, as
+// the memory saver keeps them: the first regular write of a task and idx
+// wins over a later PutWrites and over a second step from the same parent,
+// a special write saved later is added, and the parent's pending writes
+// survive CopyThread and the deletion of the step's run.
+func TestStepWritesKeepTheirSemantics(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	n := func(v string) []checkpoints.Write {
+		return []checkpoints.Write{{Channel: "n", Value: json.RawMessage(v)}}
+	}
+	for _, ss := range stepSavers {
+		t.Run(ss.name, func(t *testing.T) {
+			t.Parallel()
+			s := ss.new(t)
+			root, err := s.Put(ctx, checkpoints.Config{ThreadID: "t"}, stepCheckpoint(map[string]string{"n": "0"}, map[string]int64{"n": 1}),
+				checkpoints.Metadata{Source: checkpoints.SourceInput, Step: -1, RunID: "run-1"}, map[string]int64{"n": 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			step := func(writes []checkpoints.TaskWrites, v string) checkpoints.Config {
+				t.Helper()
+				cfg, err := s.PutStep(ctx, root, writes, stepCheckpoint(map[string]string{"n": v}, map[string]int64{"n": 2}),
+					checkpoints.Metadata{Source: checkpoints.SourceLoop, RunID: "run-2"}, map[string]int64{"n": 2})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return cfg
+			}
+			pending := func(thread string) []string {
+				t.Helper()
+				cfg := root
+				cfg.ThreadID = thread
+				tu, err := s.Get(ctx, cfg)
+				if err != nil || tu == nil {
+					t.Fatalf("get %s: %v, %v", thread, tu, err)
+				}
+				list, err := s.List(ctx, checkpoints.ListQuery{ThreadID: thread}, checkpoints.ListOptions{})
+				if err != nil || len(list) == 0 {
+					t.Fatalf("list %s: %v", thread, err)
+				}
+				if got, want := writesOf(list[len(list)-1]), writesOf(tu); !slices.Equal(got, want) {
+					t.Errorf("List gives the root %v, Get %v", got, want)
+				}
+				return writesOf(tu)
+			}
+
+			child := step([]checkpoints.TaskWrites{{TaskID: "a", TaskPath: "~pull/a", Writes: n("1")}}, "1")
+			if err := s.PutWrites(ctx, root, n("2"), "a", "~pull/a"); err != nil {
+				t.Fatal(err)
+			}
+			step([]checkpoints.TaskWrites{{TaskID: "a", Writes: n("3")}, {TaskID: "b", Writes: n("4")}}, `"fork"`)
+			if err := s.PutWrites(ctx, root, []checkpoints.Write{{Channel: checkpoints.ErrorChannel, Value: json.RawMessage(`"late"`)}}, "a", ""); err != nil {
+				t.Fatal(err)
+			}
+			want := []string{`a/__error__="late"`, "a/n=1", "b/n=4"}
+			if got := pending("t"); !slices.Equal(got, want) {
+				t.Errorf("root's pending writes = %v, want %v", got, want)
+			}
+			if tu, err := s.Get(ctx, child); err != nil || tu == nil || len(tu.PendingWrites) != 0 {
+				t.Errorf("the step's checkpoint = %+v, %v; want it without pending writes of its own", tu, err)
+			}
+
+			if err := s.CopyThread(ctx, "t", "copy"); err != nil {
+				t.Fatal(err)
+			}
+			if got := pending("copy"); !slices.Equal(got, want) {
+				t.Errorf("copied root's pending writes = %v, want %v", got, want)
+			}
+
+			if err := s.DeleteForRuns(ctx, []string{"run-2"}); err != nil {
+				t.Fatal(err)
+			}
+			if tu, err := s.Get(ctx, child); err != nil || tu != nil {
+				t.Fatalf("the step's checkpoint after deleting its run = %+v, %v; want none", tu, err)
+			}
+			if got := pending("t"); !slices.Equal(got, want) {
+				t.Errorf("root's pending writes after deleting the steps' run = %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// TestDowngradeKeepsCarriedWrites: rolling back the migration that lets a
+// checkpoint carry its step's writes turns them into rows of
+// checkpoint_writes, so the parent keeps its pending writes.
+func TestDowngradeKeepsCarriedWrites(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.Schema(t, nil)
+	s := pgsaver.New(pool, nil)
+	root, err := s.Put(ctx, checkpoints.Config{ThreadID: "t"}, stepCheckpoint(map[string]string{"n": "0"}, map[string]int64{"n": 1}),
+		checkpoints.Metadata{Source: checkpoints.SourceInput, Step: -1}, map[string]int64{"n": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writes := []checkpoints.TaskWrites{{TaskID: "a", TaskPath: "~pull/a", Writes: []checkpoints.Write{
+		{Channel: "n", Value: json.RawMessage("1")}, {Channel: "doc", Value: json.RawMessage(`{"k":"v"}`)}}}}
+	if _, err := s.PutStep(ctx, root, writes, stepCheckpoint(map[string]string{"n": "1"}, map[string]int64{"n": 2}),
+		checkpoints.Metadata{Source: checkpoints.SourceLoop}, map[string]int64{"n": 2}); err != nil {
+		t.Fatal(err)
+	}
+	var before int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM checkpoint_writes`).Scan(&before); err != nil || before != 0 {
+		t.Fatalf("%d rows of checkpoint_writes before the downgrade (%v), want the writes carried", before, err)
+	}
+	files, err := fs.Glob(migrations.FS(), "*_step_writes.sql")
+	if err != nil || len(files) != 1 {
+		t.Fatalf("the step writes migration: %v, %v", files, err)
+	}
+	version, err := strconv.Atoi(strings.SplitN(files[0], "_", 2)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := migrations.To(ctx, pool, int32(version-1)); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := pool.Query(ctx, `SELECT format('%s %s %s %s %s', checkpoint_id, task_id, idx, channel, convert_from(value, 'UTF8')::jsonb)
+		FROM checkpoint_writes ORDER BY task_id, idx`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if want := []string{root.CheckpointID + ` a 0 n 1`, root.CheckpointID + ` a 1 doc {"k": "v"}`}; err != nil || !slices.Equal(got, want) {
+		t.Errorf("rows of checkpoint_writes after the downgrade = %q, %v; want %q", got, err, want)
 	}
 }

@@ -83,7 +83,7 @@ func (s *Saver) CopyThread(ctx context.Context, src, dst string) error {
 			ON CONFLICT DO NOTHING`, src, dst)
 		b.Queue(`INSERT INTO checkpoints (`+checkpointColumns+`)
 			SELECT $2, checkpoint_ns, checkpoint_id, seq, parent_checkpoint_id, checkpoint, metadata,
-			       value_channels, value_versions, value_hashes, value_inline
+			       value_channels, value_versions, value_hashes, value_inline, parent_writes
 			FROM checkpoints WHERE thread_id = $1`, src, dst)
 		b.Queue(`INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, encoding, value)
 			SELECT $2, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, encoding, value
@@ -151,6 +151,9 @@ func (s *Saver) DeleteForRuns(ctx context.Context, runIDs []string) error {
 		}
 		b := &pgx.Batch{}
 		lockThreads(b, threads)
+		if err := keepCarriedWrites(ctx, tx, b, threads, runs); err != nil {
+			return err
+		}
 		b.Queue(`WITH gone AS (
 			DELETE FROM checkpoints c USING unnest($2::text[]) AS r(id)
 			WHERE c.thread_id = ANY($1) AND c.metadata @> jsonb_build_object('run_id', r.id)
@@ -166,3 +169,64 @@ func (s *Saver) DeleteForRuns(ctx context.Context, runIDs []string) error {
 	}
 	return nil
 }
+
+// sqlCarriedByGone reads the writes that checkpoints of runs $2 carry for
+// parents of other runs, which DeleteForRuns keeps, in the order they were
+// saved.
+const sqlCarriedByGone = `
+SELECT c.checkpoint_ns, c.parent_checkpoint_id, c.parent_writes
+FROM checkpoints c, unnest($2::text[]) AS r(id)
+WHERE c.thread_id = $1 AND c.metadata @> jsonb_build_object('run_id', r.id)
+  AND c.parent_writes IS NOT NULL AND c.parent_checkpoint_id IS NOT NULL
+  AND EXISTS (
+      SELECT 1 FROM checkpoints p
+      WHERE p.thread_id = c.thread_id AND p.checkpoint_ns = c.checkpoint_ns AND p.checkpoint_id = c.parent_checkpoint_id
+        AND NOT p.metadata @> ANY (SELECT jsonb_build_object('run_id', x) FROM unnest($2::text[]) AS x))
+ORDER BY c.seq`
+
+// keepCarriedWrites queues, ahead of DeleteForRuns' deletes, the writes
+// that a deleted checkpoint carries for a kept parent as rows of
+// checkpoint_writes (first write kept), so that the parent keeps its
+// pending writes as when every write was a row, and as the memory saver
+// keeps them.
+func keepCarriedWrites(ctx context.Context, tx pgx.Tx, b *pgx.Batch, threads, runs []string) error {
+	for _, thread := range threads {
+		rows, err := tx.Query(ctx, sqlCarriedByGone, thread, runs)
+		if err != nil {
+			return err
+		}
+		type carried struct {
+			ns, parent string
+			writes     []byte
+		}
+		found, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (carried, error) {
+			var c carried
+			err := row.Scan(&c.ns, &c.parent, &c.writes)
+			return c, err
+		})
+		if err != nil {
+			return err
+		}
+		for _, c := range found {
+			ws, err := unpackWrites(c.writes)
+			if err != nil {
+				return fmt.Errorf("%w: writes carried for checkpoint %s: %v", ErrCorrupt, c.parent, err)
+			}
+			r := &writeRows{}
+			for _, w := range ws {
+				r.task, r.path, r.idx = append(r.task, w.task), append(r.path, w.path), append(r.idx, w.idx)
+				r.ch, r.val = append(r.ch, w.channel), append(r.val, []byte(w.value))
+			}
+			b.Queue(sqlKeepWrites, thread, c.ns, c.parent, r.task, r.path, r.idx, r.ch, r.val)
+		}
+	}
+	return nil
+}
+
+// sqlKeepWrites inserts writes that were carried, keeping a row already
+// there (saved first).
+const sqlKeepWrites = `
+INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, encoding, value)
+SELECT $1, $2, $3, x.t, x.i, x.c, x.p, 'json', x.v
+FROM unnest($4::text[], $5::text[], $6::int[], $7::text[], $8::bytea[]) AS x(t, p, i, c, v)
+ON CONFLICT DO NOTHING`
