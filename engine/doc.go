@@ -28,6 +28,18 @@
 // key), a Command (update and route, or Send), or nil. Unknown keys and values of
 // the wrong type are ErrInvalidUpdate errors naming the node and key.
 //
+// A node added with AddNodeWrites (AddNodeFuncWrites for another input
+// type) does not return its update: it gets a *Writes and calls
+// w.Set(key, value) for each write, then returns nil or an error. The
+// writes are exactly those of returning the same Sets as Updates — same
+// checks and errors, order, events, checkpoints — and an attempt that
+// fails, panics or is interrupted leaves none (a retry starts empty). It
+// is the cheapest form: a returned Output is an interface the node's
+// update is boxed into on every call, a Writes is the engine's, reused.
+// A Writes is only valid during its call: Set after the node returned
+// (from a goroutine it left running, or on a pointer kept for a later
+// step) panics and writes nothing. Route with AddNode and a Command.
+//
 // The state a node receives is a copy of the struct, but its slices, maps
 // and pointers are the channels' own values, shared with the other nodes
 // of the step (as upstream hands nodes the channels' objects): treat them

@@ -76,6 +76,7 @@ func (g *StateGraph[S]) compile(opts CompileOptions) (*Pregel, error) {
 			Retry:    sn.retry,
 			Cache:    sn.cache,
 			identity: sn.identity,
+			funcW:    sn.fnW,
 			inType:   sn.inType,
 			subgraph: sn.subgraph,
 		}
@@ -497,6 +498,9 @@ type chanRef struct {
 }
 
 func (w *stateWriter[S]) write(t *task, out any) error {
+	if _, ok := out.(*Writes); ok {
+		return w.applyWrites(t)
+	}
 	o, _ := out.(Output)
 	switch c := o.(type) {
 	case Command:

@@ -37,6 +37,9 @@ type task struct {
 	// while it is as long as writes (setWrites empties it).
 	wch   []int32
 	wcbuf [2]int32
+	// upd is the update a Writes node's attempt made (Writes.Set),
+	// applied by stateWriter when the node returns.
+	upd []KV
 	// encoded is storage for the encoded writes, when the saver is done
 	// with them before the task runs again (see commitSuccess); encBuf is
 	// scratch space for encoding their values.
@@ -122,6 +125,9 @@ type taskContext struct {
 	// node (a plain write, as nothing else can see the context yet) and
 	// cleared atomically when the execution ends.
 	t unsafe.Pointer
+	// w is the Writes of the execution's first attempt (AddNodeWrites):
+	// fresh with the context, and like it never reused.
+	w Writes
 }
 
 func (c *taskContext) Value(key any) any {
@@ -384,7 +390,11 @@ func (t *task) call(ctx context.Context) (out any, err error) {
 			err = &PanicError{Value: r, Stack: debug.Stack()}
 		}
 	}()
-	out, err = t.node.Func(ctx, t.input)
+	if f := t.node.funcW; f != nil {
+		out, err = t.callWrites(ctx, f)
+	} else {
+		out, err = t.node.Func(ctx, t.input)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,124 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sync/atomic"
+	"unsafe"
+)
+
+// Writes is where a node added with AddNodeWrites (or AddNodeFuncWrites)
+// puts its state update: each Set is one write, in order, exactly as if
+// the node had returned Updates{{key, value}, ...} (one Set: Set(key,
+// value)). The engine hands the node a Writes for each attempt and
+// applies it when the node returns nil: a Writes costs no allocation,
+// where an Output boxes the update into an interface on every call.
+//
+// The writes are checked as a returned Output's are (an unknown key or a
+// value of the wrong type fails the attempt with an ErrInvalidUpdate
+// naming the node and key), and an attempt that fails, panics or is
+// interrupted leaves nothing behind: the next attempt starts from an
+// empty Writes.
+//
+// A Writes belongs to its attempt: Set after the node has returned (from
+// a goroutine it left behind, or by a node that kept the pointer and
+// calls it in a later step) panics, and the write is not applied. Set is
+// not safe for concurrent use.
+type Writes struct {
+	// t is the running *task while the attempt runs, nil once it is over
+	// (cleared atomically: a goroutine the node left behind reads it).
+	t unsafe.Pointer
+}
+
+// errWritesAfterReturn is the panic of Set on a Writes whose attempt is
+// over.
+const errWritesAfterReturn = "engine: Writes.Set called after its node returned; a Writes is valid only during the node call it was given to"
+
+// Set writes value to the state key.
+func (w *Writes) Set(key string, value any) {
+	t := (*task)(atomic.LoadPointer(&w.t))
+	if t == nil {
+		panic(errWritesAfterReturn)
+	}
+	t.upd = append(t.upd, KV{Key: key, Value: value})
+}
+
+// writesFunc is the function of a node added with AddNodeWrites.
+type writesFunc func(ctx context.Context, in any, w *Writes) error
+
+// AddNodeWrites adds a node that receives the whole state and writes its
+// update into w (see Writes) instead of returning an Output. To route
+// with a Command, use AddNode.
+func (g *StateGraph[S]) AddNodeWrites(name string, fn func(ctx context.Context, state S, w *Writes) error, opts ...NodeOption) *StateGraph[S] {
+	if fn == nil {
+		g.errs = append(g.errs, fmt.Errorf("%w: node %q has a nil function", ErrInvalidGraph, name))
+		return g
+	}
+	return g.addWritesNode(name, reflect.TypeFor[S](), func(ctx context.Context, in any, w *Writes) error {
+		s, ok := asValue[S](in)
+		if !ok {
+			return fmt.Errorf("%w: node %q received %T, want %s", ErrInvalidUpdate, name, in, reflect.TypeFor[S]())
+		}
+		return fn(ctx, s, w)
+	}, opts)
+}
+
+// AddNodeFuncWrites is AddNodeFunc for a node that writes its update into
+// w (see Writes).
+func AddNodeFuncWrites[S, T any](g *StateGraph[S], name string, fn func(ctx context.Context, in T, w *Writes) error, opts ...NodeOption) *StateGraph[S] {
+	if fn == nil {
+		g.errs = append(g.errs, fmt.Errorf("%w: node %q has a nil function", ErrInvalidGraph, name))
+		return g
+	}
+	return g.addWritesNode(name, reflect.TypeFor[T](), func(ctx context.Context, in any, w *Writes) error {
+		v, ok := asValue[T](in)
+		if !ok {
+			return fmt.Errorf("%w: node %q received %T, want %s", ErrInvalidUpdate, name, in, reflect.TypeFor[T]())
+		}
+		return fn(ctx, v, w)
+	}, opts)
+}
+
+func (g *StateGraph[S]) addWritesNode(name string, in reflect.Type, fn writesFunc, opts []NodeOption) *StateGraph[S] {
+	// fn stands in wherever an Output function is needed (NewPregel
+	// requires a Func); the task calls fnW.
+	return g.addNode(name, in, func(context.Context, any) (Output, error) {
+		return nil, fmt.Errorf("node %q writes through engine.Writes and returns no Output", name)
+	}, fn, opts)
+}
+
+// callWrites runs a Writes node's attempt: the task's update buffer is
+// emptied, armed for the call and disarmed when it returns (or panics).
+// It returns the Writes as the node's output, which stateWriter applies.
+func (t *task) callWrites(ctx context.Context, f writesFunc) (out any, err error) {
+	clear(t.upd)
+	t.upd = t.upd[:0]
+	var w *Writes
+	if t.tctx != nil && t.attempts == 1 {
+		// The execution's context is fresh (never reused), and so is
+		// the Writes it carries: its first attempt uses it.
+		w = &t.tctx.w
+	} else {
+		w = new(Writes)
+	}
+	w.t = unsafe.Pointer(t)
+	defer atomic.StorePointer(&w.t, nil)
+	if err := f(ctx, t.input, w); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// applyWrites validates a Writes node's update and adds it to the task's
+// writes, as stateWriter does a returned KV or Updates.
+func (w *stateWriter[S]) applyWrites(t *task) error {
+	for _, kv := range t.upd {
+		i, cv, err := w.g.checkKey(t.name, kv.Key, kv.Value)
+		if err != nil {
+			return err
+		}
+		t.addWriteAt(kv.Key, w.refs.field[i], cv)
+	}
+	return nil
+}
