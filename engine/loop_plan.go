@@ -112,13 +112,13 @@ func (l *loop) newTask(n *Node) *task {
 		t = l.free[len(l.free)-1]
 		l.free = l.free[:len(l.free)-1]
 		writes, wch, ovn, ovv, scratch := t.writes[:0], t.wch[:0], t.ov.names[:0], t.ov.vals[:0], t.scratch
-		encoded, encBuf := t.encoded[:0], t.encBuf[:0]
+		encoded, encBuf, upd := t.encoded[:0], t.encBuf[:0], t.upd[:0]
 		// Cleared in place, then the kept buffers put back: a composite
 		// literal would be built on the stack and copied over.
 		*t = task{}
 		t.writes, t.wch, t.scratch = writes, wch, scratch
 		t.ov.names, t.ov.vals = ovn, ovv
-		t.encoded, t.encBuf = encoded, encBuf
+		t.encoded, t.encBuf, t.upd = encoded, encBuf, upd
 	} else {
 		t = &task{}
 		t.writes, t.wch = t.wbuf[:0], t.wcbuf[:0]

@@ -66,6 +66,9 @@ type task struct {
 	// tctx is the context of the current execution (nil between them);
 	// nextCtx is the fresh one the loop has set aside for the next.
 	tctx, nextCtx *taskContext
+	// nextW is the fresh Writes the loop has set aside for the first
+	// attempt of a Writes node's next execution.
+	nextW *Writes
 	ov            overlay
 	// scratch is the *S a conditional edge's router state is built in,
 	// kept across the task's reuse.
@@ -125,9 +128,6 @@ type taskContext struct {
 	// node (a plain write, as nothing else can see the context yet) and
 	// cleared atomically when the execution ends.
 	t unsafe.Pointer
-	// w is the Writes of the execution's first attempt (AddNodeWrites):
-	// fresh with the context, and like it never reused.
-	w Writes
 }
 
 func (c *taskContext) Value(key any) any {
@@ -479,6 +479,8 @@ func (t *task) execute(ctx context.Context) error {
 // or were never used. It belongs to the loop's goroutine.
 type taskContexts struct {
 	block []taskContext
+	// writes hands out Writes the same way, for Writes nodes.
+	writes []Writes
 }
 
 // taskContextBlock is how many contexts a block holds: a few kilobytes at
@@ -492,6 +494,19 @@ func (c *taskContexts) next() *taskContext {
 	tc := &c.block[0]
 	c.block = c.block[1:]
 	return tc
+}
+
+// writesBlock is how many Writes a block holds (8 bytes each).
+const writesBlock = 256
+
+// nextWrites is next for the Writes of a Writes node's first attempt.
+func (c *taskContexts) nextWrites() *Writes {
+	if len(c.writes) == 0 {
+		c.writes = make([]Writes, writesBlock)
+	}
+	w := &c.writes[0]
+	c.writes = c.writes[1:]
+	return w
 }
 
 // readInput builds a pull task's input from the current channels.

@@ -94,12 +94,12 @@ func (g *StateGraph[S]) addWritesNode(name string, in reflect.Type, fn writesFun
 func (t *task) callWrites(ctx context.Context, f writesFunc) (out any, err error) {
 	clear(t.upd)
 	t.upd = t.upd[:0]
-	var w *Writes
-	if t.tctx != nil && t.attempts == 1 {
-		// The execution's context is fresh (never reused), and so is
-		// the Writes it carries: its first attempt uses it.
-		w = &t.tctx.w
-	} else {
+	// Each attempt has a Writes of its own, never reused, so that one
+	// kept past its call cannot write into another: the first attempt
+	// takes the one the loop set aside (from a block), a retry a new one.
+	w := t.nextW
+	t.nextW = nil
+	if w == nil {
 		w = new(Writes)
 	}
 	w.t = unsafe.Pointer(t)
