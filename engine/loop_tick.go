@@ -190,9 +190,6 @@ func (l *loop) runTasks(ctx context.Context, tasks []*task) error {
 	for _, t := range tasks {
 		if !t.cached {
 			t.nextCtx = l.ctxs.next()
-			if t.node != nil && t.node.funcW != nil {
-				t.nextW = l.ctxs.nextWrites()
-			}
 			run = append(run, t)
 		}
 	}

@@ -54,7 +54,7 @@ func (l *loop) release() {
 		// Drop what the tasks point to, so a pooled task keeps no state
 		// of this run alive.
 		t.l, t.node, t.input, t.err, t.resume, t.interrupts = nil, nil, nil, nil, nil, nil
-		t.tctx, t.nextCtx, t.nextW, t.scratch = nil, nil, nil, nil
+		t.tctx, t.nextCtx, t.scratch = nil, nil, nil
 		clear(t.writes[:cap(t.writes)])
 		clear(t.wbuf[:])
 		clear(t.upd)

@@ -66,9 +66,6 @@ type task struct {
 	// tctx is the context of the current execution (nil between them);
 	// nextCtx is the fresh one the loop has set aside for the next.
 	tctx, nextCtx *taskContext
-	// nextW is the fresh Writes the loop has set aside for the first
-	// attempt of a Writes node's next execution.
-	nextW *Writes
 	ov            overlay
 	// scratch is the *S a conditional edge's router state is built in,
 	// kept across the task's reuse.
@@ -126,7 +123,8 @@ type taskContext struct {
 	context.Context
 	// t is the running *task: set before the context is handed to the
 	// node (a plain write, as nothing else can see the context yet) and
-	// cleared atomically when the execution ends.
+	// cleared atomically when the execution ends. It is also the Writes
+	// of a Writes node that cannot retry (callWrites).
 	t unsafe.Pointer
 }
 
@@ -479,8 +477,6 @@ func (t *task) execute(ctx context.Context) error {
 // or were never used. It belongs to the loop's goroutine.
 type taskContexts struct {
 	block []taskContext
-	// writes hands out Writes the same way, for Writes nodes.
-	writes []Writes
 }
 
 // taskContextBlock is how many contexts a block holds: a few kilobytes at
@@ -494,19 +490,6 @@ func (c *taskContexts) next() *taskContext {
 	tc := &c.block[0]
 	c.block = c.block[1:]
 	return tc
-}
-
-// writesBlock is how many Writes a block holds (8 bytes each).
-const writesBlock = 256
-
-// nextWrites is next for the Writes of a Writes node's first attempt.
-func (c *taskContexts) nextWrites() *Writes {
-	if len(c.writes) == 0 {
-		c.writes = make([]Writes, writesBlock)
-	}
-	w := &c.writes[0]
-	c.writes = c.writes[1:]
-	return w
 }
 
 // readInput builds a pull task's input from the current channels.

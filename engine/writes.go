@@ -89,25 +89,35 @@ func (g *StateGraph[S]) addWritesNode(name string, in reflect.Type, fn writesFun
 }
 
 // callWrites runs a Writes node's attempt: the task's update buffer is
-// emptied, armed for the call and disarmed when it returns (or panics).
-// It returns the Writes as the node's output, which stateWriter applies.
-func (t *task) callWrites(ctx context.Context, f writesFunc) (out any, err error) {
+// emptied and the attempt's Writes armed for the call, disarmed when it
+// returns (or panics). It returns the Writes as the node's output, which
+// stateWriter applies.
+func (t *task) callWrites(ctx context.Context, f writesFunc) (any, error) {
 	clear(t.upd)
 	t.upd = t.upd[:0]
 	// Each attempt has a Writes of its own, never reused, so that one
-	// kept past its call cannot write into another: the first attempt
-	// takes the one the loop set aside (from a block), a retry a new one.
-	w := t.nextW
-	t.nextW = nil
-	if w == nil {
-		w = new(Writes)
+	// kept past its call cannot write into another.
+	var w *Writes
+	if tc := t.tctx; tc != nil && !t.mayRetry() {
+		// The execution's only attempt: its Writes is the task
+		// pointer of the execution's context (fresh, never reused),
+		// which execute sets and clears. It costs no allocation and no
+		// store of its own.
+		w = (*Writes)(unsafe.Pointer(&tc.t))
+	} else {
+		w = &Writes{t: unsafe.Pointer(t)}
+		defer atomic.StorePointer(&w.t, nil)
 	}
-	w.t = unsafe.Pointer(t)
-	defer atomic.StorePointer(&w.t, nil)
 	if err := f(ctx, t.input, w); err != nil {
 		return nil, err
 	}
 	return w, nil
+}
+
+// mayRetry says whether the task's node has retry policies (its own or
+// the graph's): without any, a failed attempt is its execution's last.
+func (t *task) mayRetry() bool {
+	return len(t.node.Retry) > 0 || len(t.l.g.cfg.Retry) > 0
 }
 
 // applyWrites validates a Writes node's update and adds it to the task's

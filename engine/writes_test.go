@@ -394,6 +394,41 @@ func TestWritesKeptAfterReturnPanics(t *testing.T) {
 	kept.Load().Set("n", 100)
 }
 
+// TestWritesOfAFailedAttemptPanicInTheRetry: each attempt has its own
+// Writes; the failed attempt's, used by the retry, panics and writes
+// nothing.
+func TestWritesOfAFailedAttemptPanicInTheRetry(t *testing.T) {
+	t.Parallel()
+	var first *engine.Writes
+	var recovered any
+	g := engine.NewStateGraph[writesState]()
+	g.AddNodeWrites("flaky", func(ctx context.Context, _ writesState, w *engine.Writes) error {
+		if engine.Attempt(ctx) == 1 {
+			first = w
+			w.Set("log", "attempt 1")
+			return errFlaky
+		}
+		func() {
+			defer func() { recovered = recover() }()
+			first.Set("log", "stale")
+		}()
+		w.Set("log", "attempt 2")
+		return nil
+	}, engine.WithRetry(engine.RetryPolicy{MaxAttempts: 2, RetryOn: func(err error) bool { return errors.Is(err, errFlaky) }}))
+	g.AddEdge(engine.Start, "flaky")
+	cg, err := g.Compile(engine.CompileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cg.Invoke(context.Background(), engine.Update{"log": []string{}}, nil)
+	if err != nil || !slices.Equal(out.Log, []string{"attempt 2"}) {
+		t.Fatalf("out = %+v, %v; want only the second attempt's write", out, err)
+	}
+	if !strings.Contains(fmt.Sprint(recovered), "after its node returned") {
+		t.Errorf("Set on the failed attempt's Writes: recovered %v, want the after-return panic", recovered)
+	}
+}
+
 // ExampleStateGraph_AddNodeWrites: a node that writes its update into
 // the Writes it is given costs no Output to box.
 func ExampleStateGraph_AddNodeWrites() {
