@@ -199,7 +199,11 @@ func (l *loop) runTasks(ctx context.Context, tasks []*task) error {
 	case 0:
 		return nil
 	case 1:
-		if err := run[0].execute(ctx); err == nil || !errors.Is(err, errInterruptSignal) {
+		if l.runCtx == nil {
+			// ctx is the run's, the same at every step.
+			l.runCtx = &ctxHolder{ctx: ctx}
+		}
+		if err := run[0].execute(ctx, l.runCtx); err == nil || !errors.Is(err, errInterruptSignal) {
 			return err
 		}
 		return l.interrupted(tasks)

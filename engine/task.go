@@ -118,15 +118,25 @@ func (t *task) step() int { return t.l.step }
 // the run's values and cancellation — while the task object goes on to
 // other executions. Once the execution is over, t is nil and the context
 // no longer belongs to a node. They are allocated in blocks
-// (taskContexts), each element used once.
+// (taskContexts), each element used once, and hold the context they run
+// under through a ctxHolder that the run's executions share: two words,
+// where embedding the context would take three.
 type taskContext struct {
-	context.Context
+	h *ctxHolder
 	// t is the running *task: set before the context is handed to the
 	// node (a plain write, as nothing else can see the context yet) and
 	// cleared atomically when the execution ends. It is also the Writes
 	// of a Writes node that cannot retry (callWrites).
 	t unsafe.Pointer
 }
+
+// ctxHolder is the context executions run under: the run's, or a
+// parallel step's. Once handed to an execution it never changes.
+type ctxHolder struct{ ctx context.Context }
+
+func (c *taskContext) Deadline() (time.Time, bool) { return c.h.ctx.Deadline() }
+func (c *taskContext) Done() <-chan struct{}       { return c.h.ctx.Done() }
+func (c *taskContext) Err() error                  { return c.h.ctx.Err() }
 
 func (c *taskContext) Value(key any) any {
 	if key == (taskCtxKey{}) {
@@ -135,7 +145,7 @@ func (c *taskContext) Value(key any) any {
 		}
 		return nil
 	}
-	return c.Context.Value(key)
+	return c.h.ctx.Value(key)
 }
 
 func (t *task) addWrite(channel string, v any) {
@@ -404,15 +414,16 @@ func (t *task) call(ctx context.Context) (out any, err error) {
 	return out, nil
 }
 
-// execute runs the task with its retry policies and commits the result.
-func (t *task) execute(ctx context.Context) error {
+// execute runs the task with its retry policies and commits the result;
+// h holds ctx.
+func (t *task) execute(ctx context.Context, h *ctxHolder) error {
 	l := t.l
 	tctx := t.nextCtx
 	if tctx == nil {
 		tctx = &taskContext{}
 	}
 	t.nextCtx = nil
-	tctx.Context = ctx
+	tctx.h = h
 	tctx.t = unsafe.Pointer(t)
 	t.tctx = tctx
 	defer func() {
