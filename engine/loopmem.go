@@ -59,6 +59,7 @@ func (l *loop) release() {
 		clear(t.wbuf[:])
 		clear(t.upd)
 		clear(t.ov.vals)
+		t.ov.base = nil
 		clear(t.encoded[:cap(t.encoded)])
 	}
 	for i := range l.grouped {

@@ -21,8 +21,16 @@ import (
 	"github.com/superstep-dev/superstep/store"
 )
 
-// task is one node execution within a superstep.
+// task is one node execution within a superstep. Tasks are pooled
+// (newTask): taskRun is cleared when one is reused, taskBufs keeps its
+// storage.
 type task struct {
+	taskRun
+	taskBufs
+}
+
+// taskRun is a task's state for one execution.
+type taskRun struct {
 	l        *loop
 	id       string // computed lazily by ID
 	name     string
@@ -31,20 +39,6 @@ type task struct {
 	idx      int
 	triggers []string
 	input    any
-	writes   []KV
-	wbuf     [2]KV // storage for the first writes, so most tasks never grow writes
-	// wch[i] is the index+1 of writes[i]'s channel (0: look it up), valid
-	// while it is as long as writes (setWrites empties it).
-	wch   []int32
-	wcbuf [2]int32
-	// upd is the update a Writes node's attempt made (Writes.Set),
-	// applied by stateWriter when the node returns.
-	upd []KV
-	// encoded is storage for the encoded writes, when the saver is done
-	// with them before the task runs again (see commitSuccess); encBuf is
-	// scratch space for encoding their values.
-	encoded []checkpoints.Write
-	encBuf  []byte
 	// cached: the writes came from the cache or from pending writes; the
 	// node does not run.
 	cached   bool
@@ -66,10 +60,6 @@ type task struct {
 	// tctx is the context of the current execution (nil between them);
 	// nextCtx is the fresh one the loop has set aside for the next.
 	tctx, nextCtx *taskContext
-	ov            overlay
-	// scratch is the *S a conditional edge's router state is built in,
-	// kept across the task's reuse.
-	scratch any
 
 	// Interrupts: answers given so far (by call order), the next call's
 	// index, and the interrupts raised by this execution.
@@ -83,6 +73,36 @@ type task struct {
 	// subBefore and subAfter are the breakpoints the subgraph stopped at,
 	// qualified with this task's node name ("research:plan").
 	subBefore, subAfter []string
+}
+
+// taskBufs is storage a pooled task keeps from one execution to the
+// next; newTask empties the slices.
+type taskBufs struct {
+	writes []KV
+	wbuf   [2]KV // storage for the first writes, so most tasks never grow writes
+	// wch[i] is the index+1 of writes[i]'s channel (0: look it up), valid
+	// while it is as long as writes (setWrites empties it).
+	wch   []int32
+	wcbuf [2]int32
+	// upd is the update a Writes node's attempt made (Writes.Set),
+	// applied by stateWriter when the node returns.
+	upd []KV
+	// encoded is storage for the encoded writes, when the saver is done
+	// with them before the task runs again (see commitSuccess); encBuf is
+	// scratch space for encoding their values.
+	encoded []checkpoints.Write
+	encBuf  []byte
+	ov      overlay
+	// scratch is the *S a conditional edge's router state is built in.
+	scratch any
+}
+
+// inputTaskOf is the pseudo-task of a run's (or an update's) input
+// writes.
+func inputTaskOf(l *loop, writes []KV) *task {
+	t := &task{}
+	t.l, t.name, t.writes = l, inputTask, writes
+	return t
 }
 
 // ID is the task's deterministic id (upstream's derivation), computed on
