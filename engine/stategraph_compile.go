@@ -640,6 +640,12 @@ func (w *branchWriter[S]) state(t *task) (*S, error) {
 		t.scratch = sp
 	}
 	*sp = *base.(*S)
+	if own, err := t.l.g.statePlan.setOwn(unsafe.Pointer(sp), t); own || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		return sp, nil
+	}
 	ov, err := t.localRead()
 	if err != nil {
 		return nil, err
@@ -746,6 +752,39 @@ func (p *inputPlan) overlay(base unsafe.Pointer, o *overlay) error {
 		}
 	}
 	return nil
+}
+
+// setOwn sets the fields of the struct at base (of the plan's type) to
+// the task's own writes, when each is the only write of a LastValue
+// channel whose index the task knows (a node's usual update): the state
+// the overlay of localRead would give, without building the overlay. It
+// reports false, having set nothing, when the writes need localRead.
+func (p *inputPlan) setOwn(base unsafe.Pointer, t *task) (bool, error) {
+	if len(t.wch) != len(t.writes) {
+		return false, nil
+	}
+	for i, w := range t.writes {
+		if reservedWrite(w.Key) {
+			continue
+		}
+		c := int(t.wch[i]) - 1
+		if c < 0 || slices.Contains(t.wch[:i], t.wch[i]) {
+			return false, nil
+		}
+		if _, last := t.l.chans[c].(*channels.LastValue); !last {
+			return false, nil
+		}
+	}
+	for i, w := range t.writes {
+		c := int(t.wch[i]) - 1
+		if c < 0 || c >= len(p.byChan) || p.byChan[c] < 0 || reservedWrite(w.Key) {
+			continue
+		}
+		if err := p.fields[p.byChan[c]].set(base, w.Value); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
 }
 
 // refresh sets the fields of the struct at base (of the plan's type) read
