@@ -181,12 +181,16 @@
 // channel index in the graph's own name table, versions seen shared
 // between checkpoints until their node runs again — instead of the maps
 // of a Checkpoint, which other savers get. Set writes one key without
-// building a map, which in a hot loop is most of a node's cost; what
-// remains is Go's boxing of the KV into Output (and of an int above 255
-// into any), which BenchmarkLoop1000 reports apart from the engine's own
-// allocations. The benchmarks in bench_test.go (BenchmarkLoop1000, BenchmarkFanOut100,
-// BenchmarkSend100, BenchmarkChain10, BenchmarkLoop1000Checkpointed) track
-// these.
+// building a map, which in a hot loop is most of a node's cost, but Go
+// still boxes the KV into Output; a Writes node (AddNodeWrites) writes
+// into the task's reused buffer instead, and its Writes is the task
+// context's own task pointer when the node cannot retry, so the node
+// pays only for boxing its values into any (an int above 255), which
+// BenchmarkLoop1000 reports apart from the engine's own allocations. A
+// router sees the node's writes set straight into a copy of the step's
+// state. The benchmarks in bench_test.go (BenchmarkLoop1000 with its Set
+// and map forms, BenchmarkFanOut100, BenchmarkSend100, BenchmarkChain10,
+// BenchmarkLoop1000Checkpointed) track these.
 //
 // # Where we differ from upstream on purpose
 //
