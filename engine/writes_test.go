@@ -10,7 +10,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/superstep-dev/superstep/cache"
 	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/engine"
 )
@@ -426,6 +428,41 @@ func TestWritesOfAFailedAttemptPanicInTheRetry(t *testing.T) {
 	}
 	if !strings.Contains(fmt.Sprint(recovered), "after its node returned") {
 		t.Errorf("Set on the failed attempt's Writes: recovered %v, want the after-return panic", recovered)
+	}
+}
+
+// TestWritesCached: a cached Writes node's writes are replayed from the
+// cache, as a returned Output's are.
+func TestWritesCached(t *testing.T) {
+	t.Parallel()
+	calls := 0
+	g := engine.NewStateGraph[lookupState]()
+	g.AddNodeWrites("define", func(_ context.Context, s lookupState, w *engine.Writes) error {
+		calls++
+		w.Set("meaning", strings.ToUpper(s.Word))
+		return nil
+	}, engine.WithCache(engine.CachePolicy{TTL: time.Hour}))
+	g.AddEdge(engine.Start, "define")
+	cg, err := g.Compile(engine.CompileOptions{Cache: cache.NewMemory(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, word := range []string{"pregel", "pregel", "superstep"} {
+		cached := false
+		opts := &engine.RunOptions{Listener: func(e engine.Event) {
+			if f, ok := e.(engine.TaskFinished); ok && f.Task.Name == "define" {
+				cached = f.Cached
+			}
+		}}
+		out, err := cg.Invoke(context.Background(), engine.Update{"word": word}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%s %v", out.Meaning, cached))
+	}
+	if want := []string{"PREGEL false", "PREGEL true", "SUPERSTEP false"}; !slices.Equal(got, want) || calls != 2 {
+		t.Errorf("runs = %q with %d node calls, want %q with 2", got, calls, want)
 	}
 }
 
