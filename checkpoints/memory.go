@@ -104,10 +104,10 @@ type memCP struct {
 	frame  memFrame   // frame.Frame is nil unless put as a Frame
 	put    *memMapsCP // the checkpoint put as maps (Put, PutStep)
 	md     Metadata
-	mdJSON string // the metadata as stored, for filters ("": md has no user keys)
-	// doc is the metadata decoded (a *lazyDoc), made when a filter first
-	// needs it: most checkpoints are never filtered. Copies of a memCP
-	// share it once made, as they share mdJSON.
+	// doc is the metadata as filters read it (a *lazyDoc): made when it
+	// is put if the metadata has user keys (their JSON as stored), else
+	// when a filter first needs it (most checkpoints are never
+	// filtered). Copies of a memCP share it once made.
 	doc unsafe.Pointer
 	// writes are the pending writes saved against the checkpoint, sorted
 	// by task and index.
@@ -149,29 +149,46 @@ func (c *memCP) maps() *Checkpoint {
 	return &c.put.cp
 }
 
-// lazyDoc is a checkpoint's metadata decoded for filters.
+// lazyDoc is a checkpoint's metadata for filters: its JSON, decoded
+// when a filter first needs it.
 type lazyDoc struct {
-	doc any
+	raw []byte
+	doc atomic.Pointer[decodedDoc]
+}
+
+type decodedDoc struct{ v any }
+
+// docOf is the lazyDoc of metadata with user keys (mdJSON as stored),
+// nil for metadata without (see memCP.doc).
+func docOf(mdJSON []byte) unsafe.Pointer {
+	if mdJSON == nil {
+		return nil
+	}
+	return unsafe.Pointer(&lazyDoc{raw: mdJSON})
 }
 
 func (c *memCP) document() any {
-	if d := (*lazyDoc)(atomic.LoadPointer(&c.doc)); d != nil {
-		return d.doc
-	}
-	raw := thawed(c.mdJSON)
-	if raw == nil {
+	// Readers filtering at once (under the read lock) may each encode
+	// or decode; the first to store wins and all return its document.
+	d := (*lazyDoc)(atomic.LoadPointer(&c.doc))
+	if d == nil {
 		// Metadata without user keys is encoded only when a filter
 		// first needs it; its strings were checked when it was put.
-		raw, _ = json.Marshal(c.md)
+		raw, _ := json.Marshal(c.md)
+		d = &lazyDoc{raw: raw}
+		if !atomic.CompareAndSwapPointer(&c.doc, nil, unsafe.Pointer(d)) {
+			d = (*lazyDoc)(atomic.LoadPointer(&c.doc))
+		}
 	}
-	d := &lazyDoc{}
-	d.doc, _ = decodeJSON(raw)
-	// Readers filtering at once (under the read lock) may each decode;
-	// the first to store wins and all return its document.
-	if !atomic.CompareAndSwapPointer(&c.doc, nil, unsafe.Pointer(d)) {
-		d = (*lazyDoc)(atomic.LoadPointer(&c.doc))
+	if v := d.doc.Load(); v != nil {
+		return v.v
 	}
-	return d.doc
+	v := &decodedDoc{}
+	v.v, _ = decodeJSON(d.raw)
+	if !d.doc.CompareAndSwap(nil, v) {
+		v = d.doc.Load()
+	}
+	return v.v
 }
 
 // memFrame is a checkpoint stored from a Frame: the frame itself (never
@@ -385,7 +402,7 @@ func (m *Memory) store(in memPut, cp *Checkpoint, newVersions map[string]int64, 
 	if ref == nil && len(ns.order) > 0 {
 		ref = ns.order[len(ns.order)-1]
 	}
-	stored := &memCP{home: ns, parent: in.parent, id: cp.ID, put: &memMapsCP{}, md: in.md, mdJSON: frozen(in.mdJSON)}
+	stored := &memCP{home: ns, parent: in.parent, id: cp.ID, put: &memMapsCP{}, md: in.md, doc: docOf(in.mdJSON)}
 	scp := &stored.put.cp
 	*scp = Checkpoint{V: cp.V, ID: cp.ID, TS: cp.TS.UTC()}
 	if owned {
@@ -472,7 +489,7 @@ func (m *Memory) PutFrame(ctx context.Context, cfg Config, writes []TaskWrites, 
 
 // storeFrame saves a checked frame in ns; m.mu must be held.
 func (m *Memory) storeFrame(ns *memNS, in memPut, f *Frame) Config {
-	stored := &memCP{home: ns, parent: in.parent, id: f.ID, md: in.md, mdJSON: frozen(in.mdJSON)}
+	stored := &memCP{home: ns, parent: in.parent, id: f.ID, md: in.md, doc: docOf(in.mdJSON)}
 	stored.frame = memFrame{Frame: f, values: make([]string, len(f.Channels))}
 	fr := &stored.frame
 	parent := ns.get(in.parent)
