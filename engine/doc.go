@@ -36,9 +36,10 @@
 // fails, panics or is interrupted leaves none (a retry starts empty). It
 // is the cheapest form: a returned Output is an interface the node's
 // update is boxed into on every call, a Writes is the engine's, reused.
-// A Writes is only valid during its call: Set after the node returned
-// (from a goroutine it left running, or on a pointer kept for a later
-// step) panics and writes nothing. Route with AddNode and a Command.
+// A Writes is only valid during its call: Set on one kept for a later
+// step or a retry panics and writes nothing, and a goroutine the node
+// left running must not call it (see Writes). Route with AddNode and a
+// Command.
 //
 // The state a node receives is a copy of the struct, but its slices, maps
 // and pointers are the channels' own values, shared with the other nodes

@@ -21,13 +21,17 @@ import (
 // interrupted leaves nothing behind: the next attempt starts from an
 // empty Writes.
 //
-// A Writes belongs to its attempt: Set after the node has returned (from
-// a goroutine it left behind, or by a node that kept the pointer and
-// calls it in a later step) panics, and the write is not applied. Set is
-// not safe for concurrent use.
+// A Writes belongs to its call: what was Set when the node returns is
+// its update, and Set is then a misuse. On a Writes kept for a later step
+// or a retry, or used after the run, Set panics and the write is not
+// applied. A goroutine the node left behind must not call Set either: it
+// panics once the node's task has finished, and before that it races
+// with the engine reading the update. Set is not safe for concurrent use.
 type Writes struct {
 	// t is the running *task while the attempt runs, nil once it is over
 	// (cleared atomically: a goroutine the node left behind reads it).
+	// For a node that cannot retry it is the task context's own t, which
+	// is cleared when the task finishes (callWrites).
 	t unsafe.Pointer
 }
 
