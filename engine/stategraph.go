@@ -126,7 +126,9 @@ func (r Route) destinations(f func(string) error) error {
 func SendTo(sends ...Send) Route { return Route{Sends: sends} }
 
 type sgBranch struct {
-	router  func(ctx context.Context, state any) (Route, error)
+	// router is the func(context.Context, S) (Route, error) of the
+	// graph's state type S (branchWriter[S] calls it).
+	router  any
 	pathMap map[string]string
 	ends    []string
 }
@@ -342,13 +344,7 @@ func (g *StateGraph[S]) AddConditionalEdges(src string, router func(ctx context.
 		g.errs = append(g.errs, fmt.Errorf("%w: conditional edge from %q has a nil router", ErrInvalidGraph, src))
 		return g
 	}
-	b := &sgBranch{pathMap: pathMap, router: func(ctx context.Context, st any) (Route, error) {
-		v, ok := asValue[S](st)
-		if !ok {
-			return Route{}, fmt.Errorf("%w: router after %q received %T", ErrInvalidUpdate, src, st)
-		}
-		return router(ctx, v)
-	}}
+	b := &sgBranch{pathMap: pathMap, router: router}
 	for _, dest := range pathMap {
 		b.ends = append(b.ends, dest)
 	}

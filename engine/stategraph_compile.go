@@ -150,7 +150,7 @@ func (g *StateGraph[S]) edgeWriters(name string, joinWrites map[string][]string,
 	for _, b := range g.branches[name] {
 		plan, _ := newInputPlan(reflect.TypeFor[S](), g.byName)
 		*plans = append(*plans, plan)
-		ws = append(ws, &branchWriter[S]{g: g, b: b, src: name, plan: plan, refs: refs})
+		ws = append(ws, &branchWriter[S]{g: g, b: b, route: b.router.(func(context.Context, S) (Route, error)), src: name, plan: plan, refs: refs})
 	}
 	return ws
 }
@@ -570,11 +570,13 @@ func (w *stateWriter[S]) send(t *task, s Send) error {
 // branchWriter evaluates a conditional edge on the state as the source
 // node's own writes left it.
 type branchWriter[S any] struct {
-	g    *StateGraph[S]
-	b    *sgBranch
-	src  string
-	plan *inputPlan
-	refs *chanRefs
+	g *StateGraph[S]
+	b *sgBranch
+	// route is b's router, called with the state without boxing it.
+	route func(context.Context, S) (Route, error)
+	src   string
+	plan  *inputPlan
+	refs  *chanRefs
 }
 
 func (w *branchWriter[S]) write(t *task, _ any) error {
@@ -588,7 +590,7 @@ func (w *branchWriter[S]) write(t *task, _ any) error {
 	} else {
 		ctx = context.WithValue(context.Background(), taskCtxKey{}, t)
 	}
-	route, err := w.b.router(ctx, st)
+	route, err := w.route(ctx, *st)
 	if err != nil {
 		return fmt.Errorf("router after %q: %w", w.src, err)
 	}
