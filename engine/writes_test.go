@@ -240,8 +240,8 @@ var (
 // observeRun runs the graph (resuming once when it stops at an
 // interrupt) and describes what a user sees: each run's error and final
 // state, its events and stream parts, and the thread's history. Ids and
-// times are masked; a step's events are sorted, as parallel tasks report
-// in any order.
+// times are masked, and a run's events and parts are sorted: parallel
+// tasks report in any order, and each line names its step.
 func observeRun(t *testing.T, g *engine.Graph[writesState], input engine.Update) string {
 	t.Helper()
 	var lines []string
@@ -267,7 +267,7 @@ func observeRun(t *testing.T, g *engine.Graph[writesState], input engine.Update)
 			}
 			b, err := json.Marshal(e)
 			if err != nil {
-				t.Fatal(err)
+				t.Errorf("%T: %v", e, err) // on the run's goroutine: no Fatal
 			}
 			events = append(events, fmt.Sprintf("%T %s", e, b))
 		}}
