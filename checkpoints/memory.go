@@ -36,6 +36,8 @@ type memThread struct {
 }
 
 type memNS struct {
+	// thread and name say whose namespace it is.
+	thread, name string
 	// order holds the checkpoints by ascending seq: the newest is last.
 	order []*memCP
 	// byID indexes order by checkpoint id once ids stop arriving in
@@ -61,12 +63,12 @@ func (ns *memNS) get(id string) *memCP {
 	// Most lookups are of the newest checkpoint (a step's parent) or of
 	// an id newer than all (the step's own).
 	switch last := ns.order[n-1]; {
-	case last.cp.ID == id:
+	case last.id == id:
 		return last
-	case last.cp.ID < id:
+	case last.id < id:
 		return nil
 	}
-	i, ok := slices.BinarySearchFunc(ns.order, id, func(c *memCP, id string) int { return strings.Compare(c.cp.ID, id) })
+	i, ok := slices.BinarySearchFunc(ns.order, id, func(c *memCP, id string) int { return strings.Compare(c.id, id) })
 	if !ok {
 		return nil
 	}
@@ -80,69 +82,120 @@ func (ns *memNS) indexLast() {
 	c := ns.order[n-1]
 	switch {
 	case ns.byID != nil:
-		ns.byID[c.cp.ID] = c
-	case n > 1 && ns.order[n-2].cp.ID >= c.cp.ID:
+		ns.byID[c.id] = c
+	case n > 1 && ns.order[n-2].id >= c.id:
 		ns.byID = make(map[string]*memCP, n)
 		for _, c := range ns.order {
-			ns.byID[c.cp.ID] = c
+			ns.byID[c.id] = c
 		}
 	}
 }
 
 // memCP is a stored checkpoint. Its maps, slices and byte slices are never
 // modified once stored, so checkpoints share them. A checkpoint put as a
-// Frame keeps the frame's columns (frame) instead of maps; version, value
-// and copyOut read either form.
+// Frame keeps the frame's columns (frame) instead of maps (put); version,
+// value and fill read either form. A run saves one per superstep, so it
+// holds nothing the frame already does.
 type memCP struct {
-	thread, ns string
-	seq        int64
-	parent     string
-	// cp holds V, ID, TS and UpdatedChannels; ChannelVersions and
-	// VersionsSeen too unless frame is set. ChannelValues is nil.
-	cp     Checkpoint
-	values memValues // the values, unless frame is set
-	frame  *memFrame
+	home   *memNS // the thread's namespace holding the checkpoint
+	seq    int64
+	parent string
+	id     string
+	frame  memFrame   // frame.Frame is nil unless put as a Frame
+	put    *memMapsCP // the checkpoint put as maps (Put, PutStep)
 	md     Metadata
-	mdJSON []byte // the metadata as stored, for filters (nil: md has no user keys)
-	// doc is the metadata decoded (a *lazyDoc), made when a filter first
-	// needs it: most checkpoints are never filtered. Copies of a memCP
-	// share it once made, as they share mdJSON.
+	// doc is the metadata as filters read it (a *lazyDoc): made when it
+	// is put if the metadata has user keys (their JSON as stored), else
+	// when a filter first needs it (most checkpoints are never
+	// filtered). Copies of a memCP share it once made.
 	doc unsafe.Pointer
 	// writes are the pending writes saved against the checkpoint, sorted
 	// by task and index.
 	writes []memWrite
 }
 
-// lazyDoc is a checkpoint's metadata decoded for filters.
+// memMapsCP is a checkpoint put as maps.
+type memMapsCP struct {
+	// cp holds V, ID, TS, UpdatedChannels, ChannelVersions and
+	// VersionsSeen; ChannelValues is nil.
+	cp     Checkpoint
+	values memValues
+}
+
+// isFrame says whether the checkpoint was put as a Frame.
+func (c *memCP) isFrame() bool { return c.frame.Frame != nil }
+
+// head is the checkpoint's identity and time, and its format version.
+func (c *memCP) head() Checkpoint {
+	if c.isFrame() {
+		return Checkpoint{V: FormatVersion, ID: c.id, TS: c.frame.TS.UTC()}
+	}
+	return Checkpoint{V: c.put.cp.V, ID: c.id, TS: c.put.cp.TS}
+}
+
+// updated is the checkpoint's UpdatedChannels.
+func (c *memCP) updated() []string {
+	if c.isFrame() {
+		return c.frame.UpdatedChannels
+	}
+	return c.put.cp.UpdatedChannels
+}
+
+// maps is the checkpoint's maps (none when put as a Frame).
+func (c *memCP) maps() *Checkpoint {
+	if c == nil || c.isFrame() {
+		return &Checkpoint{}
+	}
+	return &c.put.cp
+}
+
+// lazyDoc is a checkpoint's metadata for filters: its JSON, decoded
+// when a filter first needs it.
 type lazyDoc struct {
-	doc any
+	raw []byte
+	doc atomic.Pointer[decodedDoc]
+}
+
+type decodedDoc struct{ v any }
+
+// docOf is the lazyDoc of metadata with user keys (mdJSON as stored),
+// nil for metadata without (see memCP.doc).
+func docOf(mdJSON []byte) unsafe.Pointer {
+	if mdJSON == nil {
+		return nil
+	}
+	return unsafe.Pointer(&lazyDoc{raw: mdJSON})
 }
 
 func (c *memCP) document() any {
-	if d := (*lazyDoc)(atomic.LoadPointer(&c.doc)); d != nil {
-		return d.doc
-	}
-	raw := c.mdJSON
-	if raw == nil {
+	// Readers filtering at once (under the read lock) may each encode
+	// or decode; the first to store wins and all return its document.
+	d := (*lazyDoc)(atomic.LoadPointer(&c.doc))
+	if d == nil {
 		// Metadata without user keys is encoded only when a filter
 		// first needs it; its strings were checked when it was put.
-		raw, _ = json.Marshal(c.md)
+		raw, _ := json.Marshal(c.md)
+		d = &lazyDoc{raw: raw}
+		if !atomic.CompareAndSwapPointer(&c.doc, nil, unsafe.Pointer(d)) {
+			d = (*lazyDoc)(atomic.LoadPointer(&c.doc))
+		}
 	}
-	d := &lazyDoc{}
-	d.doc, _ = decodeJSON(raw)
-	// Readers filtering at once (under the read lock) may each decode;
-	// the first to store wins and all return its document.
-	if !atomic.CompareAndSwapPointer(&c.doc, nil, unsafe.Pointer(d)) {
-		d = (*lazyDoc)(atomic.LoadPointer(&c.doc))
+	if v := d.doc.Load(); v != nil {
+		return v.v
 	}
-	return d.doc
+	v := &decodedDoc{}
+	v.v, _ = decodeJSON(d.raw)
+	if !d.doc.CompareAndSwap(nil, v) {
+		v = d.doc.Load()
+	}
+	return v.v
 }
 
 // memFrame is a checkpoint stored from a Frame: the frame itself (never
 // modified, see PutFrame), with every channel's value by index.
 type memFrame struct {
 	*Frame
-	values [][]byte // by channel index; nil: none
+	values []string // by channel index, frozen; "": none
 }
 
 // index is channel's index in the frame, or -1.
@@ -155,25 +208,27 @@ func (f *memFrame) index(channel string) int {
 
 // version is the checkpoint's version of channel.
 func (c *memCP) version(channel string) (int64, bool) {
-	if f := c.frame; f != nil {
+	if c.isFrame() {
+		f := &c.frame
 		if i := f.index(channel); i >= 0 && f.Versions[i] != 0 {
 			return f.Versions[i], true
 		}
 		return 0, false
 	}
-	v, ok := c.cp.ChannelVersions[channel]
+	v, ok := c.put.cp.ChannelVersions[channel]
 	return v, ok
 }
 
 // value is the checkpoint's value of channel.
 func (c *memCP) value(channel string) ([]byte, bool) {
-	if f := c.frame; f != nil {
-		if i := f.index(channel); i >= 0 && f.values[i] != nil {
-			return f.values[i], true
+	if c.isFrame() {
+		f := &c.frame
+		if i := f.index(channel); i >= 0 && f.values[i] != "" {
+			return thawed(f.values[i]), true
 		}
 		return nil, false
 	}
-	return c.values.get(channel)
+	return c.put.values.get(channel)
 }
 
 // memValues are a checkpoint's channel values sorted by channel: a
@@ -198,7 +253,24 @@ type memWrite struct {
 	task    string
 	idx     int
 	channel string
-	value   []byte
+	value   string // frozen
+}
+
+// frozen returns b as a string without copying it: b is the saver's and
+// never modified again. Stored values are kept as strings, a third
+// smaller than byte slices, in the structures a run adds to every step.
+func frozen(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// thawed returns the bytes of a frozen value without copying them, for
+// reading only; nil for "".
+func thawed(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
+// cloneBytes copies a frozen value out; nil for "".
+func cloneBytes(s string) []byte {
+	if s == "" {
+		return nil
+	}
+	return []byte(s)
 }
 
 // NewMemory returns an empty in-memory saver.
@@ -309,7 +381,7 @@ func (m *Memory) ensure(thread, name string) *memNS {
 	}
 	ns := th.namespaces[name]
 	if ns == nil {
-		ns = &memNS{writes: map[string][]memWrite{}}
+		ns = &memNS{thread: thread, name: name, writes: map[string][]memWrite{}}
 		th.namespaces[name] = ns
 	}
 	return ns
@@ -330,49 +402,52 @@ func (m *Memory) store(in memPut, cp *Checkpoint, newVersions map[string]int64, 
 	if ref == nil && len(ns.order) > 0 {
 		ref = ns.order[len(ns.order)-1]
 	}
-	stored := &memCP{thread: in.cfg.ThreadID, ns: in.cfg.Namespace, parent: in.parent, md: in.md, mdJSON: in.mdJSON}
-	stored.cp = Checkpoint{V: cp.V, ID: cp.ID, TS: cp.TS.UTC()}
+	stored := &memCP{home: ns, parent: in.parent, id: cp.ID, put: &memMapsCP{}, md: in.md, doc: docOf(in.mdJSON)}
+	scp := &stored.put.cp
+	*scp = Checkpoint{V: cp.V, ID: cp.ID, TS: cp.TS.UTC()}
 	if owned {
-		stored.cp.ChannelVersions = cp.ChannelVersions
-		stored.cp.VersionsSeen = cp.VersionsSeen
-		stored.cp.UpdatedChannels = cp.UpdatedChannels
+		scp.ChannelVersions = cp.ChannelVersions
+		scp.VersionsSeen = cp.VersionsSeen
+		scp.UpdatedChannels = cp.UpdatedChannels
 	} else if ref != nil {
-		stored.cp.ChannelVersions = shareMap(ref.cp.ChannelVersions, cp.ChannelVersions)
-		stored.cp.VersionsSeen = shareSeen(ref.cp.VersionsSeen, cp.VersionsSeen)
-		if slices.Equal(ref.cp.UpdatedChannels, cp.UpdatedChannels) && (ref.cp.UpdatedChannels == nil) == (cp.UpdatedChannels == nil) {
-			stored.cp.UpdatedChannels = ref.cp.UpdatedChannels
+		rcp := ref.maps()
+		scp.ChannelVersions = shareMap(rcp.ChannelVersions, cp.ChannelVersions)
+		scp.VersionsSeen = shareSeen(rcp.VersionsSeen, cp.VersionsSeen)
+		if ru := ref.updated(); slices.Equal(ru, cp.UpdatedChannels) && (ru == nil) == (cp.UpdatedChannels == nil) {
+			scp.UpdatedChannels = ru
 		} else {
-			stored.cp.UpdatedChannels = slices.Clone(cp.UpdatedChannels)
+			scp.UpdatedChannels = slices.Clone(cp.UpdatedChannels)
 		}
 	} else {
-		stored.cp.ChannelVersions = shareMap(nil, cp.ChannelVersions)
-		stored.cp.VersionsSeen = shareSeen(nil, cp.VersionsSeen)
-		stored.cp.UpdatedChannels = slices.Clone(cp.UpdatedChannels)
+		scp.ChannelVersions = shareMap(nil, cp.ChannelVersions)
+		scp.VersionsSeen = shareSeen(nil, cp.VersionsSeen)
+		scp.UpdatedChannels = slices.Clone(cp.UpdatedChannels)
 	}
-	stored.values = make(memValues, 0, len(stored.cp.ChannelVersions))
+	values := make(memValues, 0, len(scp.ChannelVersions))
 	sameAsParent := parent != nil
-	for ch, ver := range stored.cp.ChannelVersions {
+	for ch, ver := range scp.ChannelVersions {
 		if _, isNew := newVersions[ch]; isNew {
 			sameAsParent = false
 			if v, ok := cp.ChannelValues[ch]; ok {
 				if !owned {
 					v = slices.Clone(v)
 				}
-				stored.values = append(stored.values, memValue{ch, v})
+				values = append(values, memValue{ch, v})
 			}
 			continue
 		}
 		v, ok, fromParent := ns.inherited(parent, ch, ver)
 		sameAsParent = sameAsParent && fromParent
 		if ok {
-			stored.values = append(stored.values, memValue{ch, v})
+			values = append(values, memValue{ch, v})
 		}
 	}
-	if sameAsParent && parent.frame == nil && len(stored.values) == len(parent.values) {
-		stored.values = parent.values
+	if sameAsParent && !parent.isFrame() && len(values) == len(parent.put.values) {
+		values = parent.put.values
 	} else {
-		slices.SortFunc(stored.values, func(a, b memValue) int { return cmp.Compare(a.channel, b.channel) })
+		slices.SortFunc(values, func(a, b memValue) int { return cmp.Compare(a.channel, b.channel) })
 	}
+	stored.put.values = values
 	th.add(ns, stored)
 	return in.cfg
 }
@@ -380,14 +455,14 @@ func (m *Memory) store(in memPut, cp *Checkpoint, newVersions map[string]int64, 
 // add places a new checkpoint in ns, or replaces the one with its id
 // (keeping that one's position).
 func (th *memThread) add(ns *memNS, c *memCP) {
-	if old := ns.get(c.cp.ID); old != nil {
+	if old := ns.get(c.id); old != nil {
 		c.seq, c.writes = old.seq, old.writes
 		*old = *c
 		return
 	}
-	if ws, ok := ns.writes[c.cp.ID]; ok {
+	if ws, ok := ns.writes[c.id]; ok {
 		c.writes = ws
-		delete(ns.writes, c.cp.ID)
+		delete(ns.writes, c.id)
 	}
 	th.lastSeq++
 	c.seq = th.lastSeq
@@ -414,24 +489,18 @@ func (m *Memory) PutFrame(ctx context.Context, cfg Config, writes []TaskWrites, 
 
 // storeFrame saves a checked frame in ns; m.mu must be held.
 func (m *Memory) storeFrame(ns *memNS, in memPut, f *Frame) Config {
-	// One allocation holds the checkpoint and its frame.
-	alloc := &struct {
-		c memCP
-		f memFrame
-	}{}
-	stored, fr := &alloc.c, &alloc.f
-	*stored = memCP{thread: in.cfg.ThreadID, ns: in.cfg.Namespace, parent: in.parent, md: in.md, mdJSON: in.mdJSON, frame: fr}
-	stored.cp = Checkpoint{V: FormatVersion, ID: f.ID, TS: f.TS.UTC(), UpdatedChannels: f.UpdatedChannels}
-	*fr = memFrame{Frame: f, values: make([][]byte, len(f.Channels))}
+	stored := &memCP{home: ns, parent: in.parent, id: f.ID, md: in.md, doc: docOf(in.mdJSON)}
+	stored.frame = memFrame{Frame: f, values: make([]string, len(f.Channels))}
+	fr := &stored.frame
 	parent := ns.get(in.parent)
 	var same *memFrame // the parent's frame, when it has the same channels by index
-	if parent != nil && parent.frame != nil && sameNames(parent.frame.Channels, f.Channels) {
-		same = parent.frame
+	if parent != nil && parent.isFrame() && sameNames(parent.frame.Channels, f.Channels) {
+		same = &parent.frame
 	}
 	next := 0
 	for i, ver := range f.Versions {
 		if next < len(f.New) && f.New[next].Index == i {
-			fr.values[i] = f.New[next].Value
+			fr.values[i] = frozen(f.New[next].Value)
 			next++
 			continue
 		}
@@ -440,7 +509,8 @@ func (m *Memory) storeFrame(ns *memNS, in memPut, f *Frame) Config {
 		case same != nil && same.Versions[i] == ver:
 			fr.values[i] = same.values[i]
 		default:
-			fr.values[i], _, _ = ns.inherited(parent, f.Channels[i], ver)
+			v, _, _ := ns.inherited(parent, f.Channels[i], ver)
+			fr.values[i] = frozen(v)
 		}
 	}
 	m.threads[in.cfg.ThreadID].add(ns, stored)
@@ -550,9 +620,9 @@ func (ns *memNS) addWrites(id string, writes []Write, taskID string, owned bool)
 		list = make([]memWrite, 0, len(writes))
 	}
 	for i, w := range writes {
-		value := []byte(w.Value)
+		value := frozen(w.Value)
 		if !owned {
-			value = slices.Clone(value)
+			value = string(w.Value)
 		}
 		mw := memWrite{task: taskID, idx: WriteIndex(w.Channel, i), channel: w.Channel, value: value}
 		at, found := slices.BinarySearchFunc(list, mw, cmpWrite)
@@ -653,7 +723,7 @@ func (m *Memory) List(ctx context.Context, q ListQuery, opts ListOptions) ([]*Tu
 			case beforeSeq >= 0:
 				return c.seq < beforeSeq
 			default:
-				return c.cp.ID < opts.Before
+				return c.id < opts.Before
 			}
 		}
 		if !q.AllNamespaces {
@@ -683,7 +753,7 @@ func (m *Memory) List(ctx context.Context, q ListQuery, opts ListOptions) ([]*Tu
 				}
 			}
 			slices.SortFunc(found, func(a, b *memCP) int {
-				return cmp.Or(cmp.Compare(b.seq, a.seq), cmp.Compare(b.cp.ID, a.cp.ID))
+				return cmp.Or(cmp.Compare(b.seq, a.seq), cmp.Compare(b.id, a.id))
 			})
 		}
 	} else {
@@ -693,14 +763,14 @@ func (m *Memory) List(ctx context.Context, q ListQuery, opts ListOptions) ([]*Tu
 					continue
 				}
 				for _, c := range ns.order {
-					if (opts.Before == "" || c.cp.ID < opts.Before) && match(c) {
+					if (opts.Before == "" || c.id < opts.Before) && match(c) {
 						found = append(found, c)
 					}
 				}
 			}
 		}
 		slices.SortFunc(found, func(a, b *memCP) int {
-			return cmp.Or(cmp.Compare(b.cp.ID, a.cp.ID), cmp.Compare(a.thread, b.thread), cmp.Compare(a.ns, b.ns))
+			return cmp.Or(cmp.Compare(b.id, a.id), cmp.Compare(a.home.thread, b.home.thread), cmp.Compare(a.home.name, b.home.name))
 		})
 	}
 	if opts.Limit > 0 && len(found) > opts.Limit {
@@ -714,12 +784,12 @@ func (m *Memory) List(ctx context.Context, q ListQuery, opts ListOptions) ([]*Tu
 	parents := make([]Config, len(found))
 	nUpdated := 0
 	for _, c := range found {
-		nUpdated += len(c.cp.UpdatedChannels)
+		nUpdated += len(c.updated())
 	}
 	updated := make([]string, 0, nUpdated)
 	for i, c := range found {
-		c.fill(&tuples[i], &cps[i], &parents[i], m.threads[c.thread].namespaces[c.ns], opts.MetadataOnly, opts.Headers)
-		if u := c.cp.UpdatedChannels; u != nil {
+		c.fill(&tuples[i], &cps[i], &parents[i], c.home, opts.MetadataOnly, opts.Headers)
+		if u := c.updated(); u != nil {
 			// Capped, so that appending to one tuple's slice cannot
 			// write into the next one's.
 			at := len(updated)
@@ -736,7 +806,7 @@ func (c *memCP) tuple(ns *memNS, metadataOnly bool) *Tuple {
 	t := &Tuple{}
 	cp := &Checkpoint{}
 	c.fill(t, cp, &Config{}, ns, metadataOnly, false)
-	cp.UpdatedChannels = slices.Clone(c.cp.UpdatedChannels)
+	cp.UpdatedChannels = slices.Clone(c.updated())
 	return t
 }
 
@@ -747,14 +817,15 @@ func (c *memCP) tuple(ns *memNS, metadataOnly bool) *Tuple {
 // With headers, only the checkpoint's identity and time are copied (see
 // ListOptions.Headers).
 func (c *memCP) fill(t *Tuple, cp *Checkpoint, parent *Config, ns *memNS, metadataOnly, headers bool) {
-	if headers {
-		*cp = Checkpoint{V: c.cp.V, ID: c.cp.ID, TS: c.cp.TS}
+	switch {
+	case headers:
+		*cp = c.head()
 		metadataOnly = true
-	} else {
-		*cp = copyCheckpoint(&c.cp)
-		if f := c.frame; f != nil {
-			f.fillMaps(cp)
-		}
+	case c.isFrame():
+		*cp = c.head()
+		c.frame.fillMaps(cp)
+	default:
+		*cp = copyCheckpoint(&c.put.cp)
 	}
 	md := c.md
 	if headers && len(md.Parents) == 0 && len(md.Extra) == 0 {
@@ -763,32 +834,33 @@ func (c *memCP) fill(t *Tuple, cp *Checkpoint, parent *Config, ns *memNS, metada
 		md = copyMetadata(c.md)
 	}
 	*t = Tuple{
-		Config:     Config{ThreadID: c.thread, Namespace: c.ns, CheckpointID: c.cp.ID},
+		Config:     Config{ThreadID: c.home.thread, Namespace: c.home.name, CheckpointID: c.id},
 		Checkpoint: cp,
 		Metadata:   md,
 	}
 	if c.parent != "" {
-		*parent = Config{ThreadID: c.thread, Namespace: c.ns, CheckpointID: c.parent}
+		*parent = Config{ThreadID: c.home.thread, Namespace: c.home.name, CheckpointID: c.parent}
 		t.ParentConfig = parent
 	}
 	if metadataOnly {
 		return
 	}
-	if f := c.frame; f != nil {
+	if c.isFrame() {
+		f := &c.frame
 		cp.ChannelValues = make(map[string]json.RawMessage, len(f.values))
 		for i, v := range f.values {
-			if v != nil {
-				cp.ChannelValues[f.Channels[i]] = slices.Clone(v)
+			if v != "" {
+				cp.ChannelValues[f.Channels[i]] = cloneBytes(v)
 			}
 		}
 	} else {
-		cp.ChannelValues = make(map[string]json.RawMessage, len(c.values))
-		for _, v := range c.values {
+		cp.ChannelValues = make(map[string]json.RawMessage, len(c.put.values))
+		for _, v := range c.put.values {
 			cp.ChannelValues[v.channel] = slices.Clone(v.value)
 		}
 	}
 	for _, w := range c.writes {
-		t.PendingWrites = append(t.PendingWrites, PendingWrite{TaskID: w.task, Channel: w.channel, Value: slices.Clone(w.value)})
+		t.PendingWrites = append(t.PendingWrites, PendingWrite{TaskID: w.task, Channel: w.channel, Value: cloneBytes(w.value)})
 	}
 }
 
@@ -830,6 +902,8 @@ func (m *Memory) CopyThread(ctx context.Context, src, dst string) error {
 	to := &memThread{lastSeq: from.lastSeq, namespaces: make(map[string]*memNS, len(from.namespaces))}
 	for name, ns := range from.namespaces {
 		c := &memNS{
+			thread: dst,
+			name:   name,
 			order:  make([]*memCP, len(ns.order)),
 			writes: make(map[string][]memWrite, len(ns.writes)),
 		}
@@ -838,11 +912,11 @@ func (m *Memory) CopyThread(ctx context.Context, src, dst string) error {
 		}
 		for i, cp := range ns.order {
 			cc := *cp
-			cc.thread = dst
+			cc.home = c
 			cc.writes = slices.Clone(cp.writes) // written in place by addWrites
 			c.order[i] = &cc
 			if c.byID != nil {
-				c.byID[cc.cp.ID] = &cc
+				c.byID[cc.id] = &cc
 			}
 		}
 		for id, ws := range ns.writes {
@@ -910,7 +984,7 @@ func (ns *memNS) keep(keep func(*memCP) bool) {
 		if keep(c) {
 			kept = append(kept, c)
 		} else if ns.byID != nil {
-			delete(ns.byID, c.cp.ID)
+			delete(ns.byID, c.id)
 		}
 	}
 	ns.order = kept

@@ -11,12 +11,28 @@ import (
 	"github.com/superstep-dev/superstep/engine"
 )
 
+// loopForm is how loop1000's node returns its update.
+type loopForm int
+
+const (
+	loopWrites loopForm = iota // w.Set through engine.Writes
+	loopSet                    // returns engine.Set
+	loopMap                    // returns engine.Update
+)
+
 // loop1000 is the graph of BenchmarkLoop1000: one node increments a
-// counter and routes back to itself until 1000. mapUpdate writes the
-// counter with an Update map instead of Set.
-func loop1000(b *testing.B, mapUpdate bool, saver checkpoints.Saver) *engine.Graph[counter] {
+// counter and routes back to itself until 1000; form says how the node
+// writes the counter.
+func loop1000(b *testing.B, form loopForm, saver checkpoints.Saver) *engine.Graph[counter] {
 	g := engine.NewStateGraph[counter]()
-	g.AddNode("inc", incNode(mapUpdate))
+	if form == loopWrites {
+		g.AddNodeWrites("inc", func(_ context.Context, s counter, w *engine.Writes) error {
+			w.Set("n", s.N+1)
+			return nil
+		})
+	} else {
+		g.AddNode("inc", incNode(form))
+	}
 	g.AddEdge(engine.Start, "inc")
 	g.AddConditionalEdges("inc", func(_ context.Context, s counter) (engine.Route, error) {
 		if s.N >= 1000 {
@@ -31,10 +47,10 @@ func loop1000(b *testing.B, mapUpdate bool, saver checkpoints.Saver) *engine.Gra
 	return cg
 }
 
-// incNode is loop1000's node.
-func incNode(mapUpdate bool) func(context.Context, counter) (engine.Output, error) {
+// incNode is loop1000's node in the forms that return their update.
+func incNode(form loopForm) func(context.Context, counter) (engine.Output, error) {
 	return func(_ context.Context, s counter) (engine.Output, error) {
-		if mapUpdate {
+		if form == loopMap {
 			return engine.Update{"n": s.N + 1}, nil
 		}
 		return engine.Set("n", s.N+1), nil
@@ -43,9 +59,19 @@ func incNode(mapUpdate bool) func(context.Context, counter) (engine.Output, erro
 
 // nodeAllocs is how many allocations loop1000's node makes in one run
 // (its 1000 calls) by itself: the update it returns (engine.Set boxes a KV
-// into Output, and the int into any above 255).
-func nodeAllocs(mapUpdate bool) float64 {
-	inc := incNode(mapUpdate)
+// into Output, and the int into any above 255; the map form builds a
+// map). The Writes form's own cost is the int's boxing, which passing it
+// to a func(string, any) that keeps it measures (a Writes cannot be used
+// outside its node's call).
+func nodeAllocs(form loopForm) float64 {
+	if form == loopWrites {
+		return testing.AllocsPerRun(5, func() {
+			for n := range 1000 {
+				keepKV("n", n+1)
+			}
+		})
+	}
+	inc := incNode(form)
 	return testing.AllocsPerRun(5, func() {
 		for n := range 1000 {
 			out, _ := inc(context.Background(), counter{N: n})
@@ -54,22 +80,36 @@ func nodeAllocs(mapUpdate bool) float64 {
 	})
 }
 
-var outputSink engine.Output
+var (
+	outputSink engine.Output
+	kvSink     engine.KV
+)
 
-// BenchmarkLoop1000: one node increments a counter (engine.Set) and
-// routes back to itself until 1000; the metric is per superstep.
+//go:noinline
+func keepKV(key string, v any) { kvSink = engine.KV{Key: key, Value: v} }
+
+// BenchmarkLoop1000: one node increments a counter (w.Set through
+// engine.Writes) and routes back to itself until 1000; the metric is per
+// superstep.
 func BenchmarkLoop1000(b *testing.B) {
-	benchLoop1000(b, false)
+	benchLoop1000(b, loopWrites)
+}
+
+// BenchmarkLoop1000Set is BenchmarkLoop1000 with the node returning
+// engine.Set("n", ...): the difference is the cost of boxing the update
+// into an Output.
+func BenchmarkLoop1000Set(b *testing.B) {
+	benchLoop1000(b, loopSet)
 }
 
 // BenchmarkLoop1000UpdateMap is BenchmarkLoop1000 with the node returning
 // engine.Update{"n": ...}: the difference is the cost of the map.
 func BenchmarkLoop1000UpdateMap(b *testing.B) {
-	benchLoop1000(b, true)
+	benchLoop1000(b, loopMap)
 }
 
-func benchLoop1000(b *testing.B, mapUpdate bool) {
-	g := loop1000(b, mapUpdate, nil)
+func benchLoop1000(b *testing.B, form loopForm) {
+	g := loop1000(b, form, nil)
 	ctx := context.Background()
 	in := engine.Update{"n": 0}
 	b.ReportAllocs()
@@ -85,15 +125,15 @@ func benchLoop1000(b *testing.B, mapUpdate bool) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1001, "ns/superstep")
 	// The engine's share of allocs/op: what the node's own update costs
 	// is measured apart and taken out.
-	node := nodeAllocs(mapUpdate)
+	node := nodeAllocs(form)
 	b.ReportMetric(node/1001, "node-allocs/superstep")
 	b.ReportMetric((float64(after.Mallocs-before.Mallocs)/float64(b.N)-node)/1001, "engine-allocs/superstep")
 }
 
-// BenchmarkLoop1000Checkpointed is BenchmarkLoop1000 with the in-memory
-// saver keeping full history, durability sync.
+// BenchmarkLoop1000Checkpointed is BenchmarkLoop1000 (its Writes node)
+// with the in-memory saver keeping full history, durability sync.
 func BenchmarkLoop1000Checkpointed(b *testing.B) {
-	cg := loop1000(b, false, checkpoints.NewMemory())
+	cg := loop1000(b, loopWrites, checkpoints.NewMemory())
 	ctx := context.Background()
 	in := engine.Update{"n": 0}
 	b.ReportAllocs()

@@ -28,6 +28,19 @@
 // key), a Command (update and route, or Send), or nil. Unknown keys and values of
 // the wrong type are ErrInvalidUpdate errors naming the node and key.
 //
+// A node added with AddNodeWrites (AddNodeFuncWrites for another input
+// type) does not return its update: it gets a *Writes and calls
+// w.Set(key, value) for each write, then returns nil or an error. The
+// writes are exactly those of returning the same Sets as Updates — same
+// checks and errors, order, events, checkpoints — and an attempt that
+// fails, panics or is interrupted leaves none (a retry starts empty). It
+// is the cheapest form: a returned Output is an interface the node's
+// update is boxed into on every call, a Writes is the engine's, reused.
+// A Writes is only valid during its call: Set on one kept for a later
+// step or a retry panics and writes nothing, and a goroutine the node
+// left running must not call it (see Writes). Route with AddNode and a
+// Command.
+//
 // The state a node receives is a copy of the struct, but its slices, maps
 // and pointers are the channels' own values, shared with the other nodes
 // of the step (as upstream hands nodes the channels' objects): treat them
@@ -169,12 +182,16 @@
 // channel index in the graph's own name table, versions seen shared
 // between checkpoints until their node runs again — instead of the maps
 // of a Checkpoint, which other savers get. Set writes one key without
-// building a map, which in a hot loop is most of a node's cost; what
-// remains is Go's boxing of the KV into Output (and of an int above 255
-// into any), which BenchmarkLoop1000 reports apart from the engine's own
-// allocations. The benchmarks in bench_test.go (BenchmarkLoop1000, BenchmarkFanOut100,
-// BenchmarkSend100, BenchmarkChain10, BenchmarkLoop1000Checkpointed) track
-// these.
+// building a map, which in a hot loop is most of a node's cost, but Go
+// still boxes the KV into Output; a Writes node (AddNodeWrites) writes
+// into the task's reused buffer instead, and its Writes is the task
+// context's own task pointer when the node cannot retry, so the node
+// pays only for boxing its values into any (an int above 255), which
+// BenchmarkLoop1000 reports apart from the engine's own allocations. A
+// router sees the node's writes set straight into a copy of the step's
+// state. The benchmarks in bench_test.go (BenchmarkLoop1000 with its Set
+// and map forms, BenchmarkFanOut100, BenchmarkSend100, BenchmarkChain10,
+// BenchmarkLoop1000Checkpointed) track these.
 //
 // # Where we differ from upstream on purpose
 //

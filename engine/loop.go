@@ -150,6 +150,8 @@ type loop struct {
 	candidates  []int
 	runBuf      []*task
 	ctxs        taskContexts
+	// runCtx holds the run's context for the executions of one-task steps.
+	runCtx *ctxHolder
 	// volFull lists the volatile channels that may hold a value (see
 	// apply), sorted; volIn marks them; volNext is spare storage.
 	volFull, volNext []int

@@ -151,7 +151,7 @@ func (l *loop) apply(tasks []*task) ([]int, error) {
 		}
 	}
 	if added {
-		slices.Sort(l.volFull) // bumps are reported in channel order
+		sortFew(l.volFull) // bumps are reported in channel order
 	}
 	sortFew(updated)
 	l.updated, l.updatedKnown = updated, true

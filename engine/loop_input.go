@@ -85,7 +85,7 @@ func (l *loop) first(ctx context.Context, input any) error {
 	if err != nil {
 		return err
 	}
-	in := &task{l: l, name: inputTask, writes: writes}
+	in := inputTaskOf(l, writes)
 	all := append(slices.Clone(discard), in)
 	// As upstream, the input makes no values part of its own (the first
 	// step's values show it).
@@ -130,7 +130,7 @@ func (l *loop) applyNullWrites() error {
 	// The state these writes make is streamed once, as the state the run
 	// resumes from, not as a step's values.
 	l.quietValues = true
-	_, err := l.apply([]*task{{l: l, name: inputTask, writes: writes}})
+	_, err := l.apply([]*task{inputTaskOf(l, writes)})
 	l.quietValues = false
 	if err != nil {
 		return err

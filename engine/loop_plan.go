@@ -111,14 +111,14 @@ func (l *loop) newTask(n *Node) *task {
 	if len(l.free) > 0 {
 		t = l.free[len(l.free)-1]
 		l.free = l.free[:len(l.free)-1]
-		writes, wch, ovn, ovv, scratch := t.writes[:0], t.wch[:0], t.ov.names[:0], t.ov.vals[:0], t.scratch
-		encoded, encBuf := t.encoded[:0], t.encBuf[:0]
-		// Cleared in place, then the kept buffers put back: a composite
-		// literal would be built on the stack and copied over.
-		*t = task{}
-		t.writes, t.wch, t.scratch = writes, wch, scratch
-		t.ov.names, t.ov.vals = ovn, ovv
-		t.encoded, t.encBuf = encoded, encBuf
+		// Only the run state is cleared (in place: a composite literal
+		// would be built on the stack and copied over); the buffers are
+		// emptied.
+		t.taskRun = taskRun{}
+		b := &t.taskBufs
+		b.writes, b.wch, b.upd = b.writes[:0], b.wch[:0], b.upd[:0]
+		b.encoded, b.encBuf = b.encoded[:0], b.encBuf[:0]
+		b.ov.names, b.ov.vals = b.ov.names[:0], b.ov.vals[:0]
 	} else {
 		t = &task{}
 		t.writes, t.wch = t.wbuf[:0], t.wcbuf[:0]

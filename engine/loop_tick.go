@@ -194,12 +194,20 @@ func (l *loop) runTasks(ctx context.Context, tasks []*task) error {
 		}
 	}
 	l.runBuf = run
-	l.toFinish.Store(int32(len(run)))
+	if l.stepSaver != nil {
+		// Only a StepSaver's steps count their tasks (commitSuccess);
+		// the atomic store is not free in a loop of tiny steps.
+		l.toFinish.Store(int32(len(run)))
+	}
 	switch len(run) {
 	case 0:
 		return nil
 	case 1:
-		if err := run[0].execute(ctx); err == nil || !errors.Is(err, errInterruptSignal) {
+		if l.runCtx == nil {
+			// ctx is the run's, the same at every step.
+			l.runCtx = &ctxHolder{ctx: ctx}
+		}
+		if err := run[0].execute(ctx, l.runCtx); err == nil || !errors.Is(err, errInterruptSignal) {
 			return err
 		}
 		return l.interrupted(tasks)

@@ -108,6 +108,9 @@ type Node struct {
 	sharedInput, needsState bool
 	// identity names the node's function for the cache namespace.
 	identity string
+	// funcW, when set (AddNodeWrites), runs instead of Func: the node
+	// writes its update into a Writes rather than returning it.
+	funcW    writesFunc
 	hidden   bool
 	subgraph *Pregel // set when the node runs a compiled graph
 	// writers are Writers with channel indexes resolved (NewPregel).

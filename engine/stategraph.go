@@ -53,6 +53,7 @@ type stateField struct {
 type sgNode struct {
 	name         string
 	fn           func(ctx context.Context, in any) (Output, error)
+	fnW          writesFunc // set instead of fn's own work: AddNodeWrites
 	inType       reflect.Type
 	plan         *inputPlan
 	retry        []RetryPolicy
@@ -125,7 +126,9 @@ func (r Route) destinations(f func(string) error) error {
 func SendTo(sends ...Send) Route { return Route{Sends: sends} }
 
 type sgBranch struct {
-	router  func(ctx context.Context, state any) (Route, error)
+	// router is the func(context.Context, S) (Route, error) of the
+	// graph's state type S (branchWriter[S] calls it).
+	router  any
 	pathMap map[string]string
 	ends    []string
 }
@@ -251,7 +254,7 @@ func (g *StateGraph[S]) AddNode(name string, fn func(ctx context.Context, state 
 			return nil, fmt.Errorf("%w: node %q received %T, want %s", ErrInvalidUpdate, name, in, reflect.TypeFor[S]())
 		}
 		return fn(ctx, s)
-	}, opts)
+	}, nil, opts)
 }
 
 // AddNodeFunc adds a node whose input is T: a struct whose json fields are
@@ -267,10 +270,11 @@ func AddNodeFunc[S, T any](g *StateGraph[S], name string, fn func(ctx context.Co
 			return nil, fmt.Errorf("%w: node %q received %T, want %s", ErrInvalidUpdate, name, in, reflect.TypeFor[T]())
 		}
 		return fn(ctx, v)
-	}, opts)
+	}, nil, opts)
 }
 
-func (g *StateGraph[S]) addNode(name string, in reflect.Type, fn func(context.Context, any) (Output, error), opts []NodeOption) *StateGraph[S] {
+// addNode adds a node running fn, or fnW when it is set (AddNodeWrites).
+func (g *StateGraph[S]) addNode(name string, in reflect.Type, fn func(context.Context, any) (Output, error), fnW writesFunc, opts []NodeOption) *StateGraph[S] {
 	switch {
 	case name == "" || reservedName(name):
 		g.errs = append(g.errs, fmt.Errorf("%w: node name %q is empty or reserved", ErrInvalidGraph, name))
@@ -286,7 +290,7 @@ func (g *StateGraph[S]) addNode(name string, in reflect.Type, fn func(context.Co
 		g.errs = append(g.errs, fmt.Errorf("%w: node %q has the name of a state key", ErrInvalidGraph, name))
 		return g
 	}
-	n := &sgNode{name: name, fn: fn, inType: in}
+	n := &sgNode{name: name, fn: fn, fnW: fnW, inType: in}
 	for _, o := range opts {
 		o(n)
 	}
@@ -340,13 +344,7 @@ func (g *StateGraph[S]) AddConditionalEdges(src string, router func(ctx context.
 		g.errs = append(g.errs, fmt.Errorf("%w: conditional edge from %q has a nil router", ErrInvalidGraph, src))
 		return g
 	}
-	b := &sgBranch{pathMap: pathMap, router: func(ctx context.Context, st any) (Route, error) {
-		v, ok := asValue[S](st)
-		if !ok {
-			return Route{}, fmt.Errorf("%w: router after %q received %T", ErrInvalidUpdate, src, st)
-		}
-		return router(ctx, v)
-	}}
+	b := &sgBranch{pathMap: pathMap, router: router}
 	for _, dest := range pathMap {
 		b.ends = append(b.ends, dest)
 	}

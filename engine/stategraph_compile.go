@@ -76,6 +76,7 @@ func (g *StateGraph[S]) compile(opts CompileOptions) (*Pregel, error) {
 			Retry:    sn.retry,
 			Cache:    sn.cache,
 			identity: sn.identity,
+			funcW:    sn.fnW,
 			inType:   sn.inType,
 			subgraph: sn.subgraph,
 		}
@@ -149,7 +150,7 @@ func (g *StateGraph[S]) edgeWriters(name string, joinWrites map[string][]string,
 	for _, b := range g.branches[name] {
 		plan, _ := newInputPlan(reflect.TypeFor[S](), g.byName)
 		*plans = append(*plans, plan)
-		ws = append(ws, &branchWriter[S]{g: g, b: b, src: name, plan: plan, refs: refs})
+		ws = append(ws, &branchWriter[S]{g: g, b: b, route: b.router.(func(context.Context, S) (Route, error)), src: name, plan: plan, refs: refs})
 	}
 	return ws
 }
@@ -497,6 +498,9 @@ type chanRef struct {
 }
 
 func (w *stateWriter[S]) write(t *task, out any) error {
+	if _, ok := out.(*Writes); ok {
+		return w.applyWrites(t)
+	}
 	o, _ := out.(Output)
 	switch c := o.(type) {
 	case Command:
@@ -566,11 +570,13 @@ func (w *stateWriter[S]) send(t *task, s Send) error {
 // branchWriter evaluates a conditional edge on the state as the source
 // node's own writes left it.
 type branchWriter[S any] struct {
-	g    *StateGraph[S]
-	b    *sgBranch
-	src  string
-	plan *inputPlan
-	refs *chanRefs
+	g *StateGraph[S]
+	b *sgBranch
+	// route is b's router, called with the state without boxing it.
+	route func(context.Context, S) (Route, error)
+	src   string
+	plan  *inputPlan
+	refs  *chanRefs
 }
 
 func (w *branchWriter[S]) write(t *task, _ any) error {
@@ -584,7 +590,7 @@ func (w *branchWriter[S]) write(t *task, _ any) error {
 	} else {
 		ctx = context.WithValue(context.Background(), taskCtxKey{}, t)
 	}
-	route, err := w.b.router(ctx, st)
+	route, err := w.route(ctx, *st)
 	if err != nil {
 		return fmt.Errorf("router after %q: %w", w.src, err)
 	}
@@ -636,6 +642,12 @@ func (w *branchWriter[S]) state(t *task) (*S, error) {
 		t.scratch = sp
 	}
 	*sp = *base.(*S)
+	if own, err := t.l.g.statePlan.setOwn(unsafe.Pointer(sp), t); own || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		return sp, nil
+	}
 	ov, err := t.localRead()
 	if err != nil {
 		return nil, err
@@ -742,6 +754,39 @@ func (p *inputPlan) overlay(base unsafe.Pointer, o *overlay) error {
 		}
 	}
 	return nil
+}
+
+// setOwn sets the fields of the struct at base (of the plan's type) to
+// the task's own writes, when each is the only write of a LastValue
+// channel whose index the task knows (a node's usual update): the state
+// the overlay of localRead would give, without building the overlay. It
+// reports false, having set nothing, when the writes need localRead.
+func (p *inputPlan) setOwn(base unsafe.Pointer, t *task) (bool, error) {
+	if len(t.wch) != len(t.writes) {
+		return false, nil
+	}
+	for i, w := range t.writes {
+		if reservedWrite(w.Key) {
+			continue
+		}
+		c := int(t.wch[i]) - 1
+		if c < 0 || slices.Contains(t.wch[:i], t.wch[i]) {
+			return false, nil
+		}
+		if _, last := t.l.chans[c].(*channels.LastValue); !last {
+			return false, nil
+		}
+	}
+	for i, w := range t.writes {
+		c := int(t.wch[i]) - 1
+		if c < 0 || c >= len(p.byChan) || p.byChan[c] < 0 || reservedWrite(w.Key) {
+			continue
+		}
+		if err := p.fields[p.byChan[c]].set(base, w.Value); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
 }
 
 // refresh sets the fields of the struct at base (of the plan's type) read

@@ -66,7 +66,7 @@ func (g *StateGraph[S]) AddSubgraph(name string, sub Compiled, opts ...NodeOptio
 			}
 		}
 		return upd, nil
-	}, opts)
+	}, nil, opts)
 	if n := g.nodes[name]; n != nil {
 		n.subgraph, n.subCompiled = sp, sub
 		n.plan = &inputPlan{typ: anyMapType, asMap: true}

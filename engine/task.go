@@ -21,8 +21,16 @@ import (
 	"github.com/superstep-dev/superstep/store"
 )
 
-// task is one node execution within a superstep.
+// task is one node execution within a superstep. Tasks are pooled
+// (newTask): taskRun is cleared when one is reused, taskBufs keeps its
+// storage.
 type task struct {
+	taskRun
+	taskBufs
+}
+
+// taskRun is a task's state for one execution.
+type taskRun struct {
 	l        *loop
 	id       string // computed lazily by ID
 	name     string
@@ -31,17 +39,6 @@ type task struct {
 	idx      int
 	triggers []string
 	input    any
-	writes   []KV
-	wbuf     [2]KV // storage for the first writes, so most tasks never grow writes
-	// wch[i] is the index+1 of writes[i]'s channel (0: look it up), valid
-	// while it is as long as writes (setWrites empties it).
-	wch   []int32
-	wcbuf [2]int32
-	// encoded is storage for the encoded writes, when the saver is done
-	// with them before the task runs again (see commitSuccess); encBuf is
-	// scratch space for encoding their values.
-	encoded []checkpoints.Write
-	encBuf  []byte
 	// cached: the writes came from the cache or from pending writes; the
 	// node does not run.
 	cached   bool
@@ -63,10 +60,6 @@ type task struct {
 	// tctx is the context of the current execution (nil between them);
 	// nextCtx is the fresh one the loop has set aside for the next.
 	tctx, nextCtx *taskContext
-	ov            overlay
-	// scratch is the *S a conditional edge's router state is built in,
-	// kept across the task's reuse.
-	scratch any
 
 	// Interrupts: answers given so far (by call order), the next call's
 	// index, and the interrupts raised by this execution.
@@ -80,6 +73,36 @@ type task struct {
 	// subBefore and subAfter are the breakpoints the subgraph stopped at,
 	// qualified with this task's node name ("research:plan").
 	subBefore, subAfter []string
+}
+
+// taskBufs is storage a pooled task keeps from one execution to the
+// next; newTask empties the slices.
+type taskBufs struct {
+	writes []KV
+	wbuf   [2]KV // storage for the first writes, so most tasks never grow writes
+	// wch[i] is the index+1 of writes[i]'s channel (0: look it up), valid
+	// while it is as long as writes (setWrites empties it).
+	wch   []int32
+	wcbuf [2]int32
+	// upd is the update a Writes node's attempt made (Writes.Set),
+	// applied by stateWriter when the node returns.
+	upd []KV
+	// encoded is storage for the encoded writes, when the saver is done
+	// with them before the task runs again (see commitSuccess); encBuf is
+	// scratch space for encoding their values.
+	encoded []checkpoints.Write
+	encBuf  []byte
+	ov      overlay
+	// scratch is the *S a conditional edge's router state is built in.
+	scratch any
+}
+
+// inputTaskOf is the pseudo-task of a run's (or an update's) input
+// writes.
+func inputTaskOf(l *loop, writes []KV) *task {
+	t := &task{}
+	t.l, t.name, t.writes = l, inputTask, writes
+	return t
 }
 
 // ID is the task's deterministic id (upstream's derivation), computed on
@@ -115,14 +138,25 @@ func (t *task) step() int { return t.l.step }
 // the run's values and cancellation — while the task object goes on to
 // other executions. Once the execution is over, t is nil and the context
 // no longer belongs to a node. They are allocated in blocks
-// (taskContexts), each element used once.
+// (taskContexts), each element used once, and hold the context they run
+// under through a ctxHolder that the run's executions share: two words,
+// where embedding the context would take three.
 type taskContext struct {
-	context.Context
+	h *ctxHolder
 	// t is the running *task: set before the context is handed to the
 	// node (a plain write, as nothing else can see the context yet) and
-	// cleared atomically when the execution ends.
+	// cleared atomically when the execution ends. It is also the Writes
+	// of a Writes node that cannot retry (callWrites).
 	t unsafe.Pointer
 }
+
+// ctxHolder is the context executions run under: the run's, or a
+// parallel step's. Once handed to an execution it never changes.
+type ctxHolder struct{ ctx context.Context }
+
+func (c *taskContext) Deadline() (time.Time, bool) { return c.h.ctx.Deadline() }
+func (c *taskContext) Done() <-chan struct{}       { return c.h.ctx.Done() }
+func (c *taskContext) Err() error                  { return c.h.ctx.Err() }
 
 func (c *taskContext) Value(key any) any {
 	if key == (taskCtxKey{}) {
@@ -131,7 +165,7 @@ func (c *taskContext) Value(key any) any {
 		}
 		return nil
 	}
-	return c.Context.Value(key)
+	return c.h.ctx.Value(key)
 }
 
 func (t *task) addWrite(channel string, v any) {
@@ -384,7 +418,11 @@ func (t *task) call(ctx context.Context) (out any, err error) {
 			err = &PanicError{Value: r, Stack: debug.Stack()}
 		}
 	}()
-	out, err = t.node.Func(ctx, t.input)
+	if f := t.node.funcW; f != nil {
+		out, err = t.callWrites(ctx, f)
+	} else {
+		out, err = t.node.Func(ctx, t.input)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -396,15 +434,16 @@ func (t *task) call(ctx context.Context) (out any, err error) {
 	return out, nil
 }
 
-// execute runs the task with its retry policies and commits the result.
-func (t *task) execute(ctx context.Context) error {
+// execute runs the task with its retry policies and commits the result;
+// h holds ctx.
+func (t *task) execute(ctx context.Context, h *ctxHolder) error {
 	l := t.l
 	tctx := t.nextCtx
 	if tctx == nil {
 		tctx = &taskContext{}
 	}
 	t.nextCtx = nil
-	tctx.Context = ctx
+	tctx.h = h
 	tctx.t = unsafe.Pointer(t)
 	t.tctx = tctx
 	defer func() {

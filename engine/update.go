@@ -151,7 +151,7 @@ func (g *Pregel) updateSuperstep(ctx context.Context, cfg checkpoints.Config, up
 			if err != nil {
 				return cfg, err
 			}
-			if _, err := l.apply([]*task{{l: l, name: inputTask, writes: writes}}); err != nil {
+			if _, err := l.apply([]*task{inputTaskOf(l, writes)}); err != nil {
 				return cfg, err
 			}
 			if err := l.putCheckpoint(ctx, checkpoints.SourceInput); err != nil {
@@ -191,7 +191,8 @@ func (g *Pregel) updateSuperstep(ctx context.Context, cfg checkpoints.Config, up
 			return cfg, err
 		}
 		n := g.nodes[name]
-		t := &task{l: l, name: name, node: n, triggers: []string{interruptKey}, asUpdate: true, idx: -1}
+		t := &task{}
+		t.l, t.name, t.node, t.triggers, t.asUpdate, t.idx = l, name, n, []string{interruptKey}, true, -1
 		// Reuse the id of the task that would have run, so the update
 		// shows as that task's result in history.
 		for _, p := range planned {

@@ -19,6 +19,7 @@ import (
 // capped.
 type stepRun struct {
 	ctx    context.Context
+	hold   ctxHolder // holds ctx for the tasks' executions
 	cancel context.CancelFunc
 	tasks  []*task
 	next   atomic.Int32 // index of the next task to take
@@ -34,7 +35,7 @@ type stepRun struct {
 func runStep(ctx context.Context, tasks []*task) error {
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s := &stepRun{ctx: cctx, cancel: cancel, tasks: tasks}
+	s := &stepRun{ctx: cctx, hold: ctxHolder{ctx: cctx}, cancel: cancel, tasks: tasks}
 	s.done.Add(len(tasks))
 	s.work()
 	s.done.Wait()
@@ -77,7 +78,7 @@ func (s *stepRun) run() {
 // a node that finishes anyway keeps its writes as pending writes.
 func (s *stepRun) exec(t *task) {
 	defer s.done.Done()
-	err := t.execute(s.ctx)
+	err := t.execute(s.ctx, &s.hold)
 	if err == nil || errors.Is(err, errInterruptSignal) {
 		return // an interrupt is not a failure: siblings go on
 	}
