@@ -48,9 +48,13 @@ func TestPendingRunsStartInOrderInAnotherProcess(t *testing.T) {
 	if err := a.q.Shutdown(context.Background(), a.m, 0); err != nil { // hands the held run back
 		t.Fatal(err)
 	}
+	// A run's record ends just after its last checkpoint: wait for both.
 	waitFor(t, "B to run the queued runs", 15*time.Second, func() bool {
-		s := finalState(t, b.m, "order")
-		return s.N == steps+2
+		if s := finalState(t, b.m, "order"); s.N != steps+2 {
+			return false
+		}
+		rec, err := b.m.RunRecord(context.Background(), "order", second)
+		return err == nil && !rec.Ended.IsZero()
 	})
 	s := finalState(t, b.m, "order")
 	i, j := slices.Index(s.Log, "p1"), slices.Index(s.Log, "p2")
