@@ -365,8 +365,8 @@ func TestPutStepInlineWrites(t *testing.T) {
 		t.Errorf("steps saved %d rows of checkpoint_writes (%v), want none: the checkpoint rows carry them", writeRows, err)
 	}
 	want := pendingByStep(t, s, "separate")
-	if total := len(strings.Join(want, "")); total == 0 {
-		t.Fatal("the writes saved apart read back as none")
+	if n := strings.Count(strings.Join(want, " "), "/"); n != 2*21 {
+		t.Fatalf("the writes saved apart read back as %d, want 21 by Get and 21 by List:\n%s", n, strings.Join(want, "\n"))
 	}
 	for _, th := range []string{"frames", "maps"} {
 		if got := pendingByStep(t, s, th); !reflect.DeepEqual(got, want) {

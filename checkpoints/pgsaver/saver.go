@@ -49,9 +49,18 @@
 // checkpoint's pending writes takes both: its rows and what its children
 // carry (found through a partial index), and for one task and idx the
 // earlier save wins, so regular writes keep the first and special ones the
-// last, exactly as when every write was a row. Deleting a checkpoint
-// deletes the writes it carries for its parent: DeleteForRuns removes a
-// run's step results with its checkpoints.
+// last, exactly as when every write was a row. DeleteForRuns turns the
+// writes a deleted checkpoint carries for a kept parent into rows, so the
+// parent keeps them, as the memory saver does; Prune and DeleteThread
+// delete parents with their children.
+//
+// "Earlier" is the order in which checkpoints took their seq (and a
+// PutWrites checked for a carrying child), not the order of commits.
+// With the engine this is the same, since one run at a time writes a
+// thread (one process, or the lease's fence). Two processes writing steps
+// from one parent at once could see which regular write wins change once
+// both have committed; rows of checkpoint_writes alone kept the first
+// committed.
 //
 // # Many threads at once: group commit and pool size
 //
@@ -226,8 +235,9 @@ WHERE ` + sqlNotCarried
 
 // sqlNotCarried keeps a write x to checkpoint $3 unless a child of $3
 // carries a regular write of the same task and idx (parent_writes): that
-// one was saved first, and a regular write keeps the first. When no child
-// carries writes, it costs one probe of an empty partial index.
+// one was saved first, and a regular write keeps the first. A task's
+// writes are saved before its step's checkpoint exists, so the partial
+// index's probe usually finds no child, and no parent_writes is decoded.
 const sqlNotCarried = `(x.i < 0 OR NOT EXISTS (
     SELECT 1 FROM checkpoints k CROSS JOIN LATERAL jsonb_array_elements(convert_from(k.parent_writes, 'UTF8')::jsonb) AS e
     WHERE k.thread_id = $1 AND k.checkpoint_ns = $2 AND k.parent_checkpoint_id = $3 AND k.parent_writes IS NOT NULL
@@ -307,7 +317,7 @@ WITH b AS (
 
 // sqlPutInline is the hot path: a checkpoint whose values are all inline
 // and resolved by the client, with the step's writes it carries ($11,
-// parent_writes: see packWrites), one row in all. It reads nothing, so it
+// parent_writes: see writeRows.pack), one row in all. It reads nothing, so it
 // plans once. It is a plain INSERT: a checkpoint id saved again (rare:
 // the engine never does it in a run) fails on the primary key, and the
 // put is sent again as an upsert, its writes as rows of their own.

@@ -265,74 +265,87 @@ func TestStepWritesKeepTheirSemantics(t *testing.T) {
 		return []checkpoints.Write{{Channel: "n", Value: json.RawMessage(v)}}
 	}
 	for _, ss := range stepSavers {
-		t.Run(ss.name, func(t *testing.T) {
-			t.Parallel()
-			s := ss.new(t)
-			root, err := s.Put(ctx, checkpoints.Config{ThreadID: "t"}, stepCheckpoint(map[string]string{"n": "0"}, map[string]int64{"n": 1}),
-				checkpoints.Metadata{Source: checkpoints.SourceInput, Step: -1, RunID: "run-1"}, map[string]int64{"n": 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			step := func(writes []checkpoints.TaskWrites, v string) checkpoints.Config {
-				t.Helper()
-				cfg, err := s.PutStep(ctx, root, writes, stepCheckpoint(map[string]string{"n": v}, map[string]int64{"n": 2}),
-					checkpoints.Metadata{Source: checkpoints.SourceLoop, RunID: "run-2"}, map[string]int64{"n": 2})
+		for _, ns := range []string{"", "inner:1"} {
+			t.Run(ss.name+"/namespace="+ns, func(t *testing.T) {
+				t.Parallel()
+				s := ss.new(t)
+				root, err := s.Put(ctx, checkpoints.Config{ThreadID: "t", Namespace: ns}, stepCheckpoint(map[string]string{"n": "0"}, map[string]int64{"n": 1}),
+					checkpoints.Metadata{Source: checkpoints.SourceInput, Step: -1, RunID: "run-1"}, map[string]int64{"n": 1})
 				if err != nil {
 					t.Fatal(err)
 				}
-				return cfg
-			}
-			pending := func(thread string) []string {
-				t.Helper()
-				cfg := root
-				cfg.ThreadID = thread
-				tu, err := s.Get(ctx, cfg)
-				if err != nil || tu == nil {
-					t.Fatalf("get %s: %v, %v", thread, tu, err)
+				step := func(writes []checkpoints.TaskWrites, v string) checkpoints.Config {
+					t.Helper()
+					cfg, err := s.PutStep(ctx, root, writes, stepCheckpoint(map[string]string{"n": v}, map[string]int64{"n": 2}),
+						checkpoints.Metadata{Source: checkpoints.SourceLoop, RunID: "run-2"}, map[string]int64{"n": 2})
+					if err != nil {
+						t.Fatal(err)
+					}
+					return cfg
 				}
-				list, err := s.List(ctx, checkpoints.ListQuery{ThreadID: thread}, checkpoints.ListOptions{})
-				if err != nil || len(list) == 0 {
-					t.Fatalf("list %s: %v", thread, err)
+				pending := func(thread string) []string {
+					t.Helper()
+					cfg := root
+					cfg.ThreadID = thread
+					tu, err := s.Get(ctx, cfg)
+					if err != nil || tu == nil {
+						t.Fatalf("get %s: %v, %v", thread, tu, err)
+					}
+					list, err := s.List(ctx, checkpoints.ListQuery{ThreadID: thread, Namespace: ns}, checkpoints.ListOptions{})
+					if err != nil || len(list) == 0 {
+						t.Fatalf("list %s: %v", thread, err)
+					}
+					if got, want := writesOf(list[len(list)-1]), writesOf(tu); !slices.Equal(got, want) {
+						t.Errorf("List gives the root %v, Get %v", got, want)
+					}
+					return writesOf(tu)
 				}
-				if got, want := writesOf(list[len(list)-1]), writesOf(tu); !slices.Equal(got, want) {
-					t.Errorf("List gives the root %v, Get %v", got, want)
+
+				child := step([]checkpoints.TaskWrites{{TaskID: "a", TaskPath: "~pull/a", Writes: n("1")}}, "1")
+				if err := s.PutWrites(ctx, root, n("2"), "a", "~pull/a"); err != nil {
+					t.Fatal(err)
 				}
-				return writesOf(tu)
-			}
+				step([]checkpoints.TaskWrites{{TaskID: "a", Writes: n("3")}, {TaskID: "b", Writes: n("4")}}, `"fork"`)
+				if err := s.PutWrites(ctx, root, []checkpoints.Write{{Channel: checkpoints.ErrorChannel, Value: json.RawMessage(`"late"`)}}, "a", ""); err != nil {
+					t.Fatal(err)
+				}
+				want := []string{`a/__error__="late"`, "a/n=1", "b/n=4"}
+				if got := pending("t"); !slices.Equal(got, want) {
+					t.Errorf("root's pending writes = %v, want %v", got, want)
+				}
+				if tu, err := s.Get(ctx, child); err != nil || tu == nil || len(tu.PendingWrites) != 0 {
+					t.Errorf("the step's checkpoint = %+v, %v; want it without pending writes of its own", tu, err)
+				}
 
-			child := step([]checkpoints.TaskWrites{{TaskID: "a", TaskPath: "~pull/a", Writes: n("1")}}, "1")
-			if err := s.PutWrites(ctx, root, n("2"), "a", "~pull/a"); err != nil {
-				t.Fatal(err)
-			}
-			step([]checkpoints.TaskWrites{{TaskID: "a", Writes: n("3")}, {TaskID: "b", Writes: n("4")}}, `"fork"`)
-			if err := s.PutWrites(ctx, root, []checkpoints.Write{{Channel: checkpoints.ErrorChannel, Value: json.RawMessage(`"late"`)}}, "a", ""); err != nil {
-				t.Fatal(err)
-			}
-			want := []string{`a/__error__="late"`, "a/n=1", "b/n=4"}
-			if got := pending("t"); !slices.Equal(got, want) {
-				t.Errorf("root's pending writes = %v, want %v", got, want)
-			}
-			if tu, err := s.Get(ctx, child); err != nil || tu == nil || len(tu.PendingWrites) != 0 {
-				t.Errorf("the step's checkpoint = %+v, %v; want it without pending writes of its own", tu, err)
-			}
+				if err := s.CopyThread(ctx, "t", "copy"); err != nil {
+					t.Fatal(err)
+				}
+				if got := pending("copy"); !slices.Equal(got, want) {
+					t.Errorf("copied root's pending writes = %v, want %v", got, want)
+				}
 
-			if err := s.CopyThread(ctx, "t", "copy"); err != nil {
-				t.Fatal(err)
-			}
-			if got := pending("copy"); !slices.Equal(got, want) {
-				t.Errorf("copied root's pending writes = %v, want %v", got, want)
-			}
+				// Prune keeps the copy's latest checkpoint, a step's: it
+				// has no pending writes, and its parent's are gone with it.
+				if err := s.Prune(ctx, []string{"copy"}, checkpoints.KeepLatest); err != nil {
+					t.Fatal(err)
+				}
+				list, err := s.List(ctx, checkpoints.ListQuery{ThreadID: "copy", Namespace: ns}, checkpoints.ListOptions{})
+				if err != nil || len(list) != 1 || len(list[0].PendingWrites) != 0 || list[0].Checkpoint.ChannelValues["n"] == nil {
+					t.Errorf("copy after Prune = %+v, %v; want its latest checkpoint alone, without pending writes", list, err)
+				}
 
-			if err := s.DeleteForRuns(ctx, []string{"run-2"}); err != nil {
-				t.Fatal(err)
-			}
-			if tu, err := s.Get(ctx, child); err != nil || tu != nil {
-				t.Fatalf("the step's checkpoint after deleting its run = %+v, %v; want none", tu, err)
-			}
-			if got := pending("t"); !slices.Equal(got, want) {
-				t.Errorf("root's pending writes after deleting the steps' run = %v, want %v", got, want)
-			}
-		})
+				if err := s.DeleteForRuns(ctx, []string{"run-2"}); err != nil {
+					t.Fatal(err)
+				}
+				if tu, err := s.Get(ctx, child); err != nil || tu != nil {
+					t.Fatalf("the step's checkpoint after deleting its run = %+v, %v; want none", tu, err)
+				}
+				if got := pending("t"); !slices.Equal(got, want) {
+					t.Errorf("root's pending writes after deleting the steps' run = %v, want %v", got, want)
+				}
+
+			})
+		}
 	}
 }
 

@@ -149,8 +149,14 @@ func (s *Saver) DeleteForRuns(ctx context.Context, runIDs []string) error {
 		if threads, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil || len(threads) == 0 {
 			return err
 		}
+		// The threads' locks first: what keepCarriedWrites reads must
+		// include every checkpoint committed before them.
+		lock := &pgx.Batch{}
+		lockThreads(lock, threads)
+		if err := tx.SendBatch(ctx, lock).Close(); err != nil {
+			return err
+		}
 		b := &pgx.Batch{}
-		lockThreads(b, threads)
 		if err := keepCarriedWrites(ctx, tx, b, threads, runs); err != nil {
 			return err
 		}
