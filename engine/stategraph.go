@@ -244,17 +244,7 @@ func Identity(id string) NodeOption { return func(n *sgNode) { n.identity = id }
 
 // AddNode adds a node that receives the whole state.
 func (g *StateGraph[S]) AddNode(name string, fn func(ctx context.Context, state S) (Output, error), opts ...NodeOption) *StateGraph[S] {
-	if fn == nil {
-		g.errs = append(g.errs, fmt.Errorf("%w: node %q has a nil function", ErrInvalidGraph, name))
-		return g
-	}
-	return g.addNode(name, reflect.TypeFor[S](), func(ctx context.Context, in any) (Output, error) {
-		s, ok := asValue[S](in)
-		if !ok {
-			return nil, fmt.Errorf("%w: node %q received %T, want %s", ErrInvalidUpdate, name, in, reflect.TypeFor[S]())
-		}
-		return fn(ctx, s)
-	}, nil, opts)
+	return AddNodeFunc(g, name, fn, opts...)
 }
 
 // AddNodeFunc adds a node whose input is T: a struct whose json fields are

@@ -55,17 +55,7 @@ type writesFunc func(ctx context.Context, in any, w *Writes) error
 // update into w (see Writes) instead of returning an Output. To route
 // with a Command, use AddNode.
 func (g *StateGraph[S]) AddNodeWrites(name string, fn func(ctx context.Context, state S, w *Writes) error, opts ...NodeOption) *StateGraph[S] {
-	if fn == nil {
-		g.errs = append(g.errs, fmt.Errorf("%w: node %q has a nil function", ErrInvalidGraph, name))
-		return g
-	}
-	return g.addWritesNode(name, reflect.TypeFor[S](), func(ctx context.Context, in any, w *Writes) error {
-		s, ok := asValue[S](in)
-		if !ok {
-			return fmt.Errorf("%w: node %q received %T, want %s", ErrInvalidUpdate, name, in, reflect.TypeFor[S]())
-		}
-		return fn(ctx, s, w)
-	}, opts)
+	return AddNodeFuncWrites(g, name, fn, opts...)
 }
 
 // AddNodeFuncWrites is AddNodeFunc for a node that writes its update into
