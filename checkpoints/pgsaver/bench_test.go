@@ -55,6 +55,12 @@ func BenchmarkPGFloorInsertCommit(b *testing.B) {
 // "inc" supersteps after the input checkpoint.
 const loopSteps = 100
 
+// loopSupersteps is how many supersteps, each saving one checkpoint, a run
+// of the counter loop makes: the input checkpoint (step -1), the start
+// step (0) and the loopSteps "inc" steps. BenchmarkPGSuperstepSync checks
+// it against the checkpoints its first run saved.
+const loopSupersteps = loopSteps + 2
+
 type counterState struct {
 	N int `json:"n"`
 }
@@ -84,7 +90,9 @@ func counterLoop(b *testing.B, saver checkpoints.Saver) *engine.Graph[counterSta
 // BenchmarkPGSuperstepSync runs the engine's counter loop on the Postgres
 // saver with durability sync: every superstep saves the task's writes and
 // the next checkpoint before the next superstep starts. ns/superstep
-// counts the input checkpoint as a superstep, as the engine does.
+// divides a run's time by its loopSupersteps, the checkpoints it saves
+// (it divided by one fewer before, leaving the start step out); the run
+// also reads the thread once, when it starts.
 //
 // x-floor is the cost of a superstep over the floor insert, measured in
 // the same benchmark and interleaved with the runs (a few floor inserts
@@ -127,6 +135,12 @@ func BenchmarkPGSuperstepSync(b *testing.B) {
 				if err != nil || out.N != loopSteps {
 					b.Fatalf("run %d: %+v, %v", runs, out, err)
 				}
+				if runs == 1 {
+					var saved int
+					if err := pool.QueryRow(ctx, `SELECT count(*) FROM checkpoints WHERE thread_id = $1`, thread).Scan(&saved); err != nil || saved != loopSupersteps {
+						b.Fatalf("a run saved %d checkpoints (%v), want %d", saved, err, loopSupersteps)
+					}
+				}
 				start = time.Now()
 				for range floorPerRun {
 					floorN++
@@ -134,7 +148,7 @@ func BenchmarkPGSuperstepSync(b *testing.B) {
 				}
 				floorTime += time.Since(start)
 			}
-			perStep := float64(stepTime.Nanoseconds()) / float64(runs*(loopSteps+1))
+			perStep := float64(stepTime.Nanoseconds()) / float64(runs*loopSupersteps)
 			floor := float64(floorTime.Nanoseconds()) / float64(floorN)
 			b.ReportMetric(perStep, "ns/superstep")
 			b.ReportMetric(floor, "ns/floor")

@@ -80,7 +80,7 @@ func BenchmarkPGThroughput64(b *testing.B) {
 				runs++
 			}
 			b.StopTimer()
-			steps := float64(runs*throughputClients*(loopSteps+1)) / elapsed.Seconds()
+			steps := float64(runs*throughputClients*loopSupersteps) / elapsed.Seconds()
 			tps := runPgbench(b, pgbench, base, max(3, int(elapsed.Seconds()+0.5)))
 			b.ReportMetric(steps, "supersteps/s")
 			b.ReportMetric(tps, "pgbench-tps")
