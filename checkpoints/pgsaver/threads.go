@@ -230,7 +230,9 @@ func keepCarriedWrites(ctx context.Context, tx pgx.Tx, b *pgx.Batch, threads, ru
 }
 
 // sqlKeepWrites inserts writes that were carried, keeping a row already
-// there (saved first).
+// there (saved first). It is not sqlInsertWrites: that one skips a write
+// a child carries, and the child carrying these is still there until the
+// batch's delete.
 const sqlKeepWrites = `
 INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, encoding, value)
 SELECT $1, $2, $3, x.t, x.i, x.c, x.p, 'json', x.v
