@@ -176,13 +176,13 @@ func (s *Saver) DeleteForRuns(ctx context.Context, runIDs []string) error {
 	return nil
 }
 
-// sqlCarriedByGone reads the writes that checkpoints of runs $2 carry for
-// parents of other runs, which DeleteForRuns keeps, in the order they were
-// saved.
+// sqlCarriedByGone reads the writes that checkpoints of runs $2 in
+// threads $1 carry for parents of other runs, which DeleteForRuns keeps,
+// in the order they were saved.
 const sqlCarriedByGone = `
-SELECT c.checkpoint_ns, c.parent_checkpoint_id, c.parent_writes
+SELECT c.thread_id, c.checkpoint_ns, c.parent_checkpoint_id, c.parent_writes
 FROM checkpoints c, unnest($2::text[]) AS r(id)
-WHERE c.thread_id = $1 AND c.metadata @> jsonb_build_object('run_id', r.id)
+WHERE c.thread_id = ANY($1) AND c.metadata @> jsonb_build_object('run_id', r.id)
   AND c.parent_writes IS NOT NULL AND c.parent_checkpoint_id IS NOT NULL
   AND EXISTS (
       SELECT 1 FROM checkpoints p
@@ -196,35 +196,33 @@ ORDER BY c.seq`
 // pending writes as when every write was a row, and as the memory saver
 // keeps them.
 func keepCarriedWrites(ctx context.Context, tx pgx.Tx, b *pgx.Batch, threads, runs []string) error {
-	for _, thread := range threads {
-		rows, err := tx.Query(ctx, sqlCarriedByGone, thread, runs)
+	rows, err := tx.Query(ctx, sqlCarriedByGone, threads, runs)
+	if err != nil {
+		return err
+	}
+	type carried struct {
+		thread, ns, parent string
+		writes             []byte
+	}
+	found, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (carried, error) {
+		var c carried
+		err := row.Scan(&c.thread, &c.ns, &c.parent, &c.writes)
+		return c, err
+	})
+	if err != nil {
+		return err
+	}
+	for _, c := range found {
+		ws, err := unpackWrites(c.writes)
 		if err != nil {
-			return err
+			return fmt.Errorf("%w: writes carried for checkpoint %s: %v", ErrCorrupt, c.parent, err)
 		}
-		type carried struct {
-			ns, parent string
-			writes     []byte
+		r := &writeRows{}
+		for _, w := range ws {
+			r.task, r.path, r.idx = append(r.task, w.task), append(r.path, w.path), append(r.idx, w.idx)
+			r.ch, r.val = append(r.ch, w.channel), append(r.val, []byte(w.value))
 		}
-		found, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (carried, error) {
-			var c carried
-			err := row.Scan(&c.ns, &c.parent, &c.writes)
-			return c, err
-		})
-		if err != nil {
-			return err
-		}
-		for _, c := range found {
-			ws, err := unpackWrites(c.writes)
-			if err != nil {
-				return fmt.Errorf("%w: writes carried for checkpoint %s: %v", ErrCorrupt, c.parent, err)
-			}
-			r := &writeRows{}
-			for _, w := range ws {
-				r.task, r.path, r.idx = append(r.task, w.task), append(r.path, w.path), append(r.idx, w.idx)
-				r.ch, r.val = append(r.ch, w.channel), append(r.val, []byte(w.value))
-			}
-			b.Queue(sqlKeepWrites, thread, c.ns, c.parent, r.task, r.path, r.idx, r.ch, r.val)
-		}
+		b.Queue(sqlKeepWrites, c.thread, c.ns, c.parent, r.task, r.path, r.idx, r.ch, r.val)
 	}
 	return nil
 }
