@@ -124,9 +124,7 @@ func BenchmarkPGSuperstepSync(b *testing.B) {
 				thread := fmt.Sprintf("sync-%d", runs)
 				rctx := ctx
 				if mode == "putstep-fenced" {
-					if _, err := pool.Exec(ctx, `INSERT INTO studio_thread_leases (thread_id, fence, holder, expires_at) VALUES ($1, 1, 'bench', now() + interval '1 hour')`, thread); err != nil {
-						b.Fatal(err)
-					}
+					pgsaver.HoldLease(b, pool, thread, 1)
 					rctx = checkpoints.WithFence(ctx, checkpoints.Fence{Thread: thread, Token: 1})
 				}
 				start := time.Now()
@@ -246,21 +244,30 @@ FROM checkpoints c WHERE c.thread_id = $1 AND c.checkpoint_ns = $2 ORDER BY c.se
 // (no copy, no JSON decoding, nothing allocated per row by the caller).
 // It returns the number of rows so that the caller can check them.
 func historyFloor(b *testing.B, pool *pgxpool.Pool) int {
-	rows, err := pool.Query(context.Background(), sqlHistoryFloor, "history", "", 50)
+	n, size := rawScan(b, pool, sqlHistoryFloor, "history", "", 50)
+	if size == 0 {
+		b.Fatalf("floor scan: %d bytes", size)
+	}
+	return n
+}
+
+// rawScan runs sql on pool and reads its rows as the raw bytes the server
+// sent, as a floor does: it returns how many rows and bytes came.
+func rawScan(b *testing.B, pool *pgxpool.Pool, sql string, args ...any) (n, size int) {
+	rows, err := pool.Query(context.Background(), sql, args...)
 	if err != nil {
 		b.Fatal(err)
 	}
-	n, size := 0, 0
 	for rows.Next() {
 		for _, v := range rows.RawValues() {
 			size += len(v)
 		}
 		n++
 	}
-	if err := rows.Err(); err != nil || size == 0 {
-		b.Fatalf("floor scan: %d bytes, %v", size, err)
+	if err := rows.Err(); err != nil {
+		b.Fatal(err)
 	}
-	return n
+	return n, size
 }
 
 // BenchmarkPGHistoryPage lists the newest 50 of a thread's 1,000
@@ -328,19 +335,8 @@ FROM checkpoints WHERE thread_id = $1 AND checkpoint_ns = $2 AND checkpoint_id =
 // getFloor reads sqlGetFloor on pool, taking the columns as the raw bytes
 // the server sent.
 func getFloor(b *testing.B, pool *pgxpool.Pool, cfg checkpoints.Config) {
-	rows, err := pool.Query(context.Background(), sqlGetFloor, cfg.ThreadID, cfg.Namespace, cfg.CheckpointID)
-	if err != nil {
-		b.Fatal(err)
-	}
-	n, size := 0, 0
-	for rows.Next() {
-		for _, v := range rows.RawValues() {
-			size += len(v)
-		}
-		n++
-	}
-	if err := rows.Err(); err != nil || n != 1 || size == 0 {
-		b.Fatalf("floor lookup: %d rows, %d bytes, %v", n, size, err)
+	if n, size := rawScan(b, pool, sqlGetFloor, cfg.ThreadID, cfg.Namespace, cfg.CheckpointID); n != 1 || size == 0 {
+		b.Fatalf("floor lookup: %d rows, %d bytes", n, size)
 	}
 }
 

@@ -41,9 +41,7 @@ func TestFencedWrites(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.Schema(t, nil)
 	s := pgsaver.New(pool, nil)
-	if _, err := pool.Exec(ctx, `INSERT INTO studio_thread_leases (thread_id, fence, holder, expires_at) VALUES ('t', 3, 'replica-a', now() + interval '1 minute')`); err != nil {
-		t.Fatal(err)
-	}
+	pgsaver.HoldLease(t, pool, "t", 3)
 	held := checkpoints.WithFence(ctx, checkpoints.Fence{Thread: "t", Token: 3})
 	one := []checkpoints.Write{{Channel: "n", Value: json.RawMessage("1")}}
 	step := []checkpoints.TaskWrites{{TaskID: "step-task", Writes: one}}
@@ -126,9 +124,7 @@ func TestFenceOfAnotherThreadIsRefused(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.Schema(t, nil)
 	s := pgsaver.New(pool, nil)
-	if _, err := pool.Exec(ctx, `INSERT INTO studio_thread_leases (thread_id, fence, holder) VALUES ('mine', 1, 'replica-a')`); err != nil {
-		t.Fatal(err)
-	}
+	pgsaver.HoldLease(t, pool, "mine", 1)
 	fctx := checkpoints.WithFence(ctx, checkpoints.Fence{Thread: "mine", Token: 1})
 	cfg := checkpoints.Config{ThreadID: "other", CheckpointID: checkpoints.NewID()}
 	_, putErr := s.Put(fctx, checkpoints.Config{ThreadID: "other"}, stepCheckpoint(map[string]string{"n": "0"}, map[string]int64{"n": 1}),

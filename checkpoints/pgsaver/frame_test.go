@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/superstep-dev/superstep/checkpoints"
@@ -95,7 +94,7 @@ func frameSteps() []frameStep {
 // without the thread id and the sequence numbers.
 func tableRows(t *testing.T, pool *pgxpool.Pool, thread string) []string {
 	t.Helper()
-	rows, err := pool.Query(context.Background(), `
+	return queryStrings(t, pool, `
 		SELECT format('checkpoint %s %s %s %s %s %s %s %s %s %s', checkpoint_ns, checkpoint_id, parent_checkpoint_id,
 		              encode(checkpoint, 'escape'), metadata, value_channels, value_versions, value_hashes, value_inline,
 		              encode(parent_writes, 'escape'))
@@ -106,14 +105,6 @@ func tableRows(t *testing.T, pool *pgxpool.Pool, thread string) []string {
 		UNION ALL
 		SELECT format('blob %s %s %s %s', hash, encoding, base, data) FROM checkpoint_blobs WHERE thread_id = $1
 		ORDER BY 1`, thread)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // A step put with PutFrame stores exactly the rows PutStep stores for the
@@ -245,9 +236,7 @@ func TestPutFrameRefusesAsPutStep(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.Schema(t, nil)
 	s := pgsaver.New(pool, nil)
-	if _, err := pool.Exec(ctx, `INSERT INTO studio_thread_leases (thread_id, fence, holder, expires_at) VALUES ('t', 3, 'replica-a', now() + interval '1 minute')`); err != nil {
-		t.Fatal(err)
-	}
+	pgsaver.HoldLease(t, pool, "t", 3)
 	names := []string{"a", "b"}
 	root := &checkpoints.Frame{ID: "p", Channels: names, Versions: []int64{1, 0}, New: []checkpoints.FrameValue{{Index: 0, Value: json.RawMessage(`0`)}}}
 	if _, err := s.PutFrame(checkpoints.WithFence(ctx, checkpoints.Fence{Thread: "t", Token: 3}), checkpoints.Config{ThreadID: "t"}, nil, root, checkpoints.Metadata{}); err != nil {

@@ -85,9 +85,7 @@ func TestGroupCommit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, pool, release, slowDone := groupSetup(t)
-	if _, err := pool.Exec(ctx, `INSERT INTO studio_thread_leases (thread_id, fence, holder, expires_at) VALUES ('fenced', 2, 'b', now() + interval '1 minute')`); err != nil {
-		t.Fatal(err)
-	}
+	HoldLease(t, pool, "fenced", 2)
 	const n = 8
 	errs := make([]error, n+2)
 	var wg sync.WaitGroup

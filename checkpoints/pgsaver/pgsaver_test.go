@@ -176,8 +176,14 @@ func TestTamperedRowsAreErrors(t *testing.T) {
 
 func tables(t testing.TB, pool *pgxpool.Pool) []string {
 	t.Helper()
-	rows, err := pool.Query(context.Background(),
+	return queryStrings(t, pool,
 		`SELECT relname || ':' || relkind::text FROM pg_class WHERE relnamespace = current_schema()::regnamespace ORDER BY 1`)
+}
+
+// queryStrings runs sql, a query of one text column, and returns its rows.
+func queryStrings(t testing.TB, pool *pgxpool.Pool, sql string, args ...any) []string {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), sql, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
