@@ -299,12 +299,23 @@ const checkpointColumns = `thread_id, checkpoint_ns, checkpoint_id, seq, parent_
     value_channels, value_versions, value_hashes, value_inline, parent_writes`
 
 // onConflictCheckpoint replaces a checkpoint saved again, keeping its
-// position (seq) and its writes, the ones it carries for its parent too.
+// position (seq) and its writes, and the ones it carries for its parent
+// while the parent stays the same. Under another parent it carries none:
+// sqlReleaseCarried, ahead of it, gave them to the old parent as rows.
 const onConflictCheckpoint = `
 ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
     parent_checkpoint_id = excluded.parent_checkpoint_id, checkpoint = excluded.checkpoint, metadata = excluded.metadata,
     value_channels = excluded.value_channels, value_versions = excluded.value_versions,
-    value_hashes = excluded.value_hashes, value_inline = excluded.value_inline`
+    value_hashes = excluded.value_hashes, value_inline = excluded.value_inline,
+    parent_writes = CASE WHEN c.parent_checkpoint_id IS NOT DISTINCT FROM excluded.parent_checkpoint_id THEN c.parent_writes END`
+
+// sqlReleaseCarried goes ahead of an upsert of checkpoint $3 under parent
+// $4: if the checkpoint is there under another parent, the writes it
+// carries for that parent become the parent's rows (carriedToRows), as
+// they were written against it.
+var sqlReleaseCarried = carriedToRows(
+	`c.thread_id = $1 AND c.checkpoint_ns = $2 AND c.checkpoint_id = $3 AND c.parent_checkpoint_id IS DISTINCT FROM nullif($4::text, '')`,
+	`true`)
 
 // sqlInsertBlobs is the CTE that stores new blobs ($12..$15) ahead of the
 // checkpoint that reads them, in the same statement.
@@ -723,6 +734,9 @@ func (s *Saver) plan(p *putInput, writes *writeRows, fence *checkpoints.Fence, u
 		} else {
 			queueWrites(b, thread, ns, p.parent, writes, upsert)
 		}
+	}
+	if upsert || !resolved {
+		b.Queue(sqlReleaseCarried, thread, ns, p.cfg.CheckpointID, p.parent)
 	}
 	args := make([]any, 0, 17)
 	args = append(args, thread, ns, p.cfg.CheckpointID, p.parent, p.body, p.metadata,

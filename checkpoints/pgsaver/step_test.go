@@ -387,3 +387,83 @@ func TestDowngradeKeepsCarriedWrites(t *testing.T) {
 		t.Errorf("rows of checkpoint_writes after the downgrade = %q; want %q", got, want)
 	}
 }
+
+// TestCarriedWritesStayWithTheirParent: a step's writes belong to the
+// checkpoint the step ran from, however the saver stores them. Deleting a
+// later run whose step wrote the same task and idx as an earlier one
+// keeps the earlier write (the first saved), and saving a checkpoint again
+// under another parent leaves its step's writes with the parent they were
+// written against, as the memory saver does.
+func TestCarriedWritesStayWithTheirParent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	n := func(task, v string) checkpoints.TaskWrites {
+		return checkpoints.TaskWrites{TaskID: task, Writes: []checkpoints.Write{{Channel: "n", Value: json.RawMessage(v)}}}
+	}
+	for _, ss := range stepSavers {
+		t.Run(ss.name, func(t *testing.T) {
+			t.Parallel()
+			s := ss.new(t)
+			put := func(parent checkpoints.Config, cp *checkpoints.Checkpoint, run string, writes ...checkpoints.TaskWrites) checkpoints.Config {
+				t.Helper()
+				cfg, err := s.PutStep(ctx, parent, writes, cp, checkpoints.Metadata{Source: checkpoints.SourceLoop, RunID: run}, map[string]int64{"n": 2})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return cfg
+			}
+			pending := func(cfg checkpoints.Config) []string {
+				t.Helper()
+				tu, err := s.Get(ctx, cfg)
+				if err != nil || tu == nil {
+					t.Fatalf("get %v: %v, %v", cfg, tu, err)
+				}
+				return writesOf(tu)
+			}
+			cp := func(v string) *checkpoints.Checkpoint {
+				return stepCheckpoint(map[string]string{"n": v}, map[string]int64{"n": 2})
+			}
+			root := put(checkpoints.Config{ThreadID: "t"}, cp("0"), "run-1")
+
+			// Two runs from root replay task a; the second also runs b,
+			// whose value must keep its bytes (key order, spacing).
+			put(root, cp("1"), "run-2", n("a", "1"))
+			put(root, cp("5"), "run-3", n("a", "5"), n("b", `{"z": 1,  "a": [2]}`))
+			want := []string{"a/n=1", `b/n={"z": 1,  "a": [2]}`}
+			if got := pending(root); !slices.Equal(got, want) {
+				t.Fatalf("root's pending writes = %v, want %v", got, want)
+			}
+			if err := s.DeleteForRuns(ctx, []string{"run-3"}); err != nil {
+				t.Fatal(err)
+			}
+			if got := pending(root); !slices.Equal(got, want) {
+				t.Errorf("root's pending writes after deleting the later run = %v, want %v", got, want)
+			}
+
+			// A step from root, then its checkpoint saved again with
+			// another parent: its write stays root's.
+			other := put(root, cp("7"), "run-4")
+			moved := cp("8")
+			child := put(root, moved, "run-5", n("c", "8"))
+			want = append(want, "c/n=8")
+			if got := pending(root); !slices.Equal(got, want) {
+				t.Fatalf("root's pending writes = %v, want %v", got, want)
+			}
+			again := *moved
+			again.TS = again.TS.Add(time.Second)
+			if _, err := s.Put(ctx, other, &again, checkpoints.Metadata{Source: checkpoints.SourceUpdate, RunID: "run-5"}, map[string]int64{"n": 2}); err != nil {
+				t.Fatal(err)
+			}
+			tu, err := s.Get(ctx, child)
+			if err != nil || tu == nil || tu.ParentConfig == nil || tu.ParentConfig.CheckpointID != other.CheckpointID {
+				t.Fatalf("the checkpoint saved again = %+v, %v; want it under %s", tu, err, other.CheckpointID)
+			}
+			if got := pending(root); !slices.Equal(got, want) {
+				t.Errorf("root's pending writes after its child moved = %v, want %v", got, want)
+			}
+			if got := pending(other); len(got) != 0 {
+				t.Errorf("the new parent's pending writes = %v, want none", got)
+			}
+		})
+	}
+}

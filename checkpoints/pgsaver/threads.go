@@ -149,17 +149,11 @@ func (s *Saver) DeleteForRuns(ctx context.Context, runIDs []string) error {
 		if threads, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil || len(threads) == 0 {
 			return err
 		}
-		// The threads' locks first: what keepCarriedWrites reads must
-		// include every checkpoint committed before them.
-		lock := &pgx.Batch{}
-		lockThreads(lock, threads)
-		if err := tx.SendBatch(ctx, lock).Close(); err != nil {
-			return err
-		}
+		// The threads' locks first: each later statement's snapshot
+		// then holds every checkpoint committed before them.
 		b := &pgx.Batch{}
-		if err := keepCarriedWrites(ctx, tx, b, threads, runs); err != nil {
-			return err
-		}
+		lockThreads(b, threads)
+		b.Queue(sqlKeepCarriedOfRuns, threads, runs)
 		b.Queue(`WITH gone AS (
 			DELETE FROM checkpoints c USING unnest($2::text[]) AS r(id)
 			WHERE c.thread_id = ANY($1) AND c.metadata @> jsonb_build_object('run_id', r.id)
@@ -176,63 +170,39 @@ func (s *Saver) DeleteForRuns(ctx context.Context, runIDs []string) error {
 	return nil
 }
 
-// sqlCarriedByGone reads the writes that checkpoints of runs $2 in
-// threads $1 carry for parents of other runs, which DeleteForRuns keeps,
-// in the order they were saved.
-const sqlCarriedByGone = `
-SELECT c.thread_id, c.checkpoint_ns, c.parent_checkpoint_id, c.parent_writes
-FROM checkpoints c, unnest($2::text[]) AS r(id)
-WHERE c.thread_id = ANY($1) AND c.metadata @> jsonb_build_object('run_id', r.id)
-  AND c.parent_writes IS NOT NULL AND c.parent_checkpoint_id IS NOT NULL
-  AND EXISTS (
-      SELECT 1 FROM checkpoints p
-      WHERE p.thread_id = c.thread_id AND p.checkpoint_ns = c.checkpoint_ns AND p.checkpoint_id = c.parent_checkpoint_id
-        AND NOT p.metadata @> ANY (SELECT jsonb_build_object('run_id', x) FROM unnest($2::text[]) AS x))
-ORDER BY c.seq`
+// sqlKeepCarriedOfRuns inserts, ahead of DeleteForRuns' deletes, the
+// writes that checkpoints of runs $2 in threads $1 carry for parents of
+// other runs as rows of checkpoint_writes (see carriedToRows), so that a
+// parent keeps its pending writes as when every write was a row, and as
+// the memory saver keeps them. A child that stays is not deleted.
+var sqlKeepCarriedOfRuns = carriedToRows(
+	`c.thread_id = ANY($1) AND c.metadata @> ANY (SELECT jsonb_build_object('run_id', r) FROM unnest($2::text[]) AS r)
+  AND NOT p.metadata @> ANY (SELECT jsonb_build_object('run_id', r) FROM unnest($2::text[]) AS r)`,
+	`NOT k.metadata @> ANY (SELECT jsonb_build_object('run_id', r) FROM unnest($2::text[]) AS r)`)
 
-// keepCarriedWrites queues, ahead of DeleteForRuns' deletes, the writes
-// that a deleted checkpoint carries for a kept parent as rows of
-// checkpoint_writes (first write kept), so that the parent keeps its
-// pending writes as when every write was a row, and as the memory saver
-// keeps them.
-func keepCarriedWrites(ctx context.Context, tx pgx.Tx, b *pgx.Batch, threads, runs []string) error {
-	rows, err := tx.Query(ctx, sqlCarriedByGone, threads, runs)
-	if err != nil {
-		return err
-	}
-	type carried struct {
-		thread, ns, parent string
-		writes             []byte
-	}
-	found, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (carried, error) {
-		var c carried
-		err := row.Scan(&c.thread, &c.ns, &c.parent, &c.writes)
-		return c, err
-	})
-	if err != nil {
-		return err
-	}
-	for _, c := range found {
-		ws, err := unpackWrites(c.writes)
-		if err != nil {
-			return fmt.Errorf("%w: writes carried for checkpoint %s: %v", ErrCorrupt, c.parent, err)
-		}
-		r := &writeRows{}
-		for _, w := range ws {
-			r.task, r.path, r.idx = append(r.task, w.task), append(r.path, w.path), append(r.idx, w.idx)
-			r.ch, r.val = append(r.ch, w.channel), append(r.val, []byte(w.value))
-		}
-		b.Queue(sqlKeepWrites, c.thread, c.ns, c.parent, r.task, r.path, r.idx, r.ch, r.val)
-	}
-	return nil
-}
-
-// sqlKeepWrites inserts writes that were carried, keeping a row already
-// there (saved first). It is not sqlInsertWrites: that one skips a write
-// a child carries, and the child carrying these is still there until the
-// batch's delete.
-const sqlKeepWrites = `
+// carriedToRows is a statement that turns the writes carried
+// (parent_writes) by the checkpoints c that released selects into rows
+// of checkpoint_writes for their parent p, which must exist. The array is
+// read as json, not jsonb, so each value keeps the bytes it was saved
+// with. A write is kept only if it was the first saved of its task and
+// idx: no row is there already (ON CONFLICT), no checkpoint of the same
+// statement saved before it carries one (c.seq order), and no child k of
+// the parent saved before it carries one, among the children that stay
+// (stays, on k).
+func carriedToRows(released, stays string) string {
+	return `
 INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, encoding, value)
-SELECT $1, $2, $3, x.t, x.i, x.c, x.p, 'json', x.v
-FROM unnest($4::text[], $5::text[], $6::int[], $7::text[], $8::bytea[]) AS x(t, p, i, c, v)
+SELECT c.thread_id, c.checkpoint_ns, c.parent_checkpoint_id, e.w->>0, (e.w->>2)::int, e.w->>3, e.w->>1, 'json',
+       convert_to((e.w->4)::text, 'UTF8')
+FROM checkpoints c
+JOIN checkpoints p ON p.thread_id = c.thread_id AND p.checkpoint_ns = c.checkpoint_ns AND p.checkpoint_id = c.parent_checkpoint_id
+CROSS JOIN LATERAL json_array_elements(convert_from(c.parent_writes, 'UTF8')::json) WITH ORDINALITY AS e(w, n)
+WHERE c.parent_writes IS NOT NULL AND ` + released + `
+  AND NOT EXISTS (
+      SELECT 1 FROM checkpoints k CROSS JOIN LATERAL json_array_elements(convert_from(k.parent_writes, 'UTF8')::json) AS x(w)
+      WHERE k.thread_id = c.thread_id AND k.checkpoint_ns = c.checkpoint_ns AND k.parent_checkpoint_id = c.parent_checkpoint_id
+        AND k.parent_writes IS NOT NULL AND k.seq < c.seq AND ` + stays + `
+        AND x.w->>0 = e.w->>0 AND x.w->>2 = e.w->>2)
+ORDER BY c.seq, e.n
 ON CONFLICT DO NOTHING`
+}
