@@ -1,9 +1,12 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -130,7 +133,7 @@ func (s *Store) search(ctx context.Context, db DB, sr store.PreparedSearch, now 
 		if err != nil {
 			return nil, err
 		}
-		rows, err = collect(ctx, db, `SELECT i.prefix, i.key, i.value, i.created_at, i.updated_at, NULL::float8
+		rows, err = collect(ctx, db, `SELECT i.prefix, i.key, i.value, i.created_at, i.updated_at
 			FROM store_items i WHERE `+cond+`
 			ORDER BY i.updated_at DESC, i.prefix, i.key LIMIT `+q.arg(sr.Limit)+` OFFSET `+q.arg(sr.Offset), q.args)
 		if err != nil {
@@ -148,9 +151,8 @@ func (s *Store) search(ctx context.Context, db DB, sr store.PreparedSearch, now 
 			Namespace: store.SplitNamespace(r.prefix), Key: r.key, Value: r.value,
 			CreatedAt: r.created.UTC(), UpdatedAt: r.updated.UTC(),
 		}}
-		if r.dist != nil {
-			// Score = 1 - cosine distance = cosine similarity.
-			score := 1 - *r.dist
+		if sr.HasQuery {
+			score := r.score
 			it.Score = &score
 		}
 		out = append(out, it)
@@ -164,11 +166,16 @@ func (s *Store) search(ctx context.Context, db DB, sr store.PreparedSearch, now 
 	return out, nil
 }
 
+// scored is a row of a search: an item and, for a search with a query,
+// its vectors that were candidates, pgvector's distance to the nearest of
+// them, and its score.
 type scored struct {
 	prefix, key      string
 	value            map[string]any
 	created, updated time.Time
-	dist             *float64
+	dist             float64
+	vecs             [][]float32
+	score            float64
 }
 
 // optScored is a scored row of an outer join, NULL when there is no item.
@@ -177,10 +184,11 @@ type optScored struct {
 	value            map[string]any
 	created, updated *time.Time
 	dist             *float64
+	vecs             [][]float32
 }
 
 func (o optScored) scored() scored {
-	return scored{prefix: *o.prefix, key: *o.key, value: o.value, created: *o.created, updated: *o.updated, dist: o.dist}
+	return scored{prefix: *o.prefix, key: *o.key, value: o.value, created: *o.created, updated: *o.updated, dist: *o.dist, vecs: o.vecs}
 }
 
 func collect(ctx context.Context, db DB, sql string, args []any) ([]scored, error) {
@@ -192,7 +200,7 @@ func collect(ctx context.Context, db DB, sql string, args []any) ([]scored, erro
 	var out []scored
 	for rows.Next() {
 		var r scored
-		if err := rows.Scan(&r.prefix, &r.key, &r.value, &r.created, &r.updated, &r.dist); err != nil {
+		if err := rows.Scan(&r.prefix, &r.key, &r.value, &r.created, &r.updated); err != nil {
 			return nil, fmt.Errorf("pgstore: search: %w", err)
 		}
 		out = append(out, r)
@@ -203,11 +211,62 @@ func collect(ctx context.Context, db DB, sql string, args []any) ([]scored, erro
 	return out, nil
 }
 
+// roundoff bounds how far pgvector's cosine distance and
+// store.CosineSimilarity may disagree about one pair of dim-dimensional
+// vectors: both sum dim float32 products (the dot product and two norms),
+// pgvector in a vectorised order, Go in index order, and each sum may be
+// off by about dim·2⁻²⁴ of its magnitude.
+func roundoff(dim int) float64 { return 4 * float64(dim) * 0x1p-24 }
+
+// rank scores rows (an item's score is the best store.CosineSimilarity of
+// its vectors to the query: the memory store's score, to the last bit)
+// and sorts them by score, then namespace, then key, the memory store's
+// order. pgvector ranks in float32 with its own rounding, so near-twins
+// (vectors equal but for rounding) come out of SQL in an order that
+// depends on it; ranking here makes the order, and so offset pages, the
+// same on every path and every backend.
+//
+// It reports whether the first want rows are settled: when more rows
+// exist than were read (complete is false), each of those has a pgvector
+// distance of at least bound, so a score of at most 1-bound plus the
+// rounding; the want-th row must beat that.
+func rank(rows []scored, qv []float32, want int, bound float64, complete bool) bool {
+	for i := range rows {
+		rows[i].score = math.Inf(-1)
+		for _, v := range rows[i].vecs {
+			if len(v) == len(qv) {
+				rows[i].score = max(rows[i].score, store.CosineSimilarity(qv, v))
+			}
+		}
+	}
+	slices.SortFunc(rows, func(a, b scored) int {
+		if c := cmp.Compare(b.score, a.score); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.prefix, b.prefix); c != 0 {
+			return c
+		}
+		return strings.Compare(a.key, b.key)
+	})
+	if complete {
+		return true
+	}
+	return len(rows) >= want && rows[want-1].score > 1-bound+roundoff(len(qv))
+}
+
+// page is rows[offset:offset+limit], clipped.
+func page(rows []scored, offset, limit int) []scored {
+	if offset >= len(rows) {
+		return nil
+	}
+	return rows[offset:min(offset+limit, len(rows))]
+}
+
 // maxCandidates bounds the widening of an index scan.
 const maxCandidates = 200_000
 
 // vectorSearch ranks the items under the prefix that pass the filter by
-// their best vector's distance to the query.
+// their best vector's score (see rank).
 //
 // Which way is decided by the number of vectors under the prefix, counted
 // (up to ExactSearchMax+1) from the primary key in the same statement as
@@ -217,12 +276,17 @@ const maxCandidates = 200_000
 //     from the covering index (prefix, key, field) INCLUDE (embedding),
 //     which is ordered by namespace, so a namespace's vectors are a few
 //     adjacent pages however its items were interleaved on the heap. They
-//     are max-pooled per item and sorted by distance; items are then
-//     fetched in that order and filtered, and the LIMIT stops the fetching
-//     once the page is full, so a filter passing half the items costs
-//     about 2×(offset+limit) item reads, not one per vector.
+//     are max-pooled per item and sorted by pgvector's distance; items are
+//     then fetched in that order and filtered, and the LIMIT stops the
+//     fetching once a few more than offset+limit have passed, so a filter
+//     passing half the items costs about 2×(offset+limit) item reads, not
+//     one per vector. The fetched items' vectors come along, and rank
+//     orders them; when the last fetched item is too close to the page's
+//     last for pgvector's rounding to tell them apart, more are fetched.
 //   - more: approximate, through the HNSW index (searchIndex).
 func (s *Store) vectorSearch(ctx context.Context, db DB, sr store.PreparedSearch, now time.Time) ([]scored, error) {
+	want := sr.Offset + sr.Limit
+	dim := strconv.Itoa(len(sr.QueryVector))
 	q := &query{}
 	q.arg(now)
 	vr := vectorRange(q, sr.Prefix)
@@ -230,48 +294,69 @@ func (s *Store) vectorSearch(ctx context.Context, db DB, sr store.PreparedSearch
 	if err != nil {
 		return nil, err
 	}
-	limit, offset := q.arg(sr.Limit), q.arg(sr.Offset)
 	qv := q.arg(VectorText(sr.QueryVector))
+	fetch := q.arg(0)
 	capped := strconv.Itoa(s.opts.ExactSearchMax)
-	rows, err := db.Query(ctx, `SELECT n.n, r.prefix, r.key, r.value, r.created_at, r.updated_at, r.dist
-		FROM (SELECT count(*) AS n FROM (SELECT FROM store_vectors v WHERE `+vr+` LIMIT `+capped+` + 1) x) n
+	sql := `SELECT n.n, r.prefix, r.key, r.value, r.created_at, r.updated_at, r.dist,
+			(SELECT array_agg(w.embedding::real[]) FROM store_vectors w
+				WHERE w.prefix = r.prefix AND w.key = r.key AND vector_dims(w.embedding) = ` + dim + `)
+		FROM (SELECT count(*) AS n FROM (SELECT FROM store_vectors v WHERE ` + vr + ` LIMIT ` + capped + ` + 1) x) n
 		LEFT JOIN LATERAL (
 			SELECT i.prefix, i.key, i.value, i.created_at, i.updated_at, c.dist
-			FROM (SELECT v.prefix, v.key, min(v.embedding <=> `+qv+`::vector) AS dist
-				FROM store_vectors v WHERE `+vr+` AND n.n <= `+capped+`
+			FROM (SELECT v.prefix, v.key, min(v.embedding <=> ` + qv + `::vector) AS dist
+				FROM store_vectors v WHERE ` + vr + ` AND n.n <= ` + capped + `
 				GROUP BY v.prefix, v.key ORDER BY dist, v.prefix, v.key) c
 			CROSS JOIN LATERAL (SELECT i.prefix, i.key, i.value, i.created_at, i.updated_at FROM store_items i
-				WHERE i.prefix = c.prefix AND i.key = c.key AND `+ic+` LIMIT 1) i
-			ORDER BY c.dist, c.prefix, c.key LIMIT `+limit+` OFFSET `+offset+`) r ON true`, q.args...)
+				WHERE i.prefix = c.prefix AND i.key = c.key AND ` + ic + ` LIMIT 1) i
+			ORDER BY c.dist, c.prefix, c.key LIMIT ` + fetch + `) r ON true`
+	for n := want + 8; ; n *= 4 {
+		q.args[len(q.args)-1] = n
+		out, total, err := scanExactPage(ctx, db, sql, q.args)
+		if err != nil {
+			return nil, err
+		}
+		if total > s.opts.ExactSearchMax {
+			return s.searchIndex(ctx, db, sr, now)
+		}
+		// The rows come nearest first by pgvector's distance.
+		bound := 0.0
+		if len(out) > 0 {
+			bound = out[len(out)-1].dist
+		}
+		if rank(out, sr.QueryVector, want, bound, len(out) < n) {
+			return page(out, sr.Offset, sr.Limit), nil
+		}
+	}
+}
+
+// scanExactPage runs vectorSearch's query: its rows, and the number of
+// vectors under the prefix (up to ExactSearchMax+1).
+func scanExactPage(ctx context.Context, db DB, sql string, args []any) (out []scored, n int, err error) {
+	rows, err := db.Query(ctx, sql, args...)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: search: %w", err)
+		return nil, 0, fmt.Errorf("pgstore: search: %w", err)
 	}
 	defer rows.Close()
-	var out []scored
-	var n int
 	for rows.Next() {
 		var r optScored
-		if err := rows.Scan(&n, &r.prefix, &r.key, &r.value, &r.created, &r.updated, &r.dist); err != nil {
-			return nil, fmt.Errorf("pgstore: search: %w", err)
+		if err := rows.Scan(&n, &r.prefix, &r.key, &r.value, &r.created, &r.updated, &r.dist, &r.vecs); err != nil {
+			return nil, 0, fmt.Errorf("pgstore: search: %w", err)
 		}
 		if r.prefix != nil { // else the count row alone: no item
 			out = append(out, r.scored())
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("pgstore: search: %w", err)
+		return nil, 0, fmt.Errorf("pgstore: search: %w", err)
 	}
-	if n <= s.opts.ExactSearchMax {
-		return out, nil
-	}
-	return s.searchIndex(ctx, db, sr, now)
+	return out, n, nil
 }
 
 // searchIndex is the approximate search: the HNSW index yields the
 // prefix's vectors nearest first (pgvector's iterative scan goes on past
 // vectors outside the prefix), the first k of them are max-pooled per
-// item and the items filtered; k widens until the page is full or the
-// index has no more.
+// item and the items filtered, then ranked (see rank); k widens until the
+// page is full and settled, or the index has no more.
 func (s *Store) searchIndex(ctx context.Context, db DB, sr store.PreparedSearch, now time.Time) ([]scored, error) {
 	want := sr.Offset + sr.Limit
 	ef := strconv.Itoa(min(max(s.opts.EFSearch, want), 1000))
@@ -285,39 +370,42 @@ func (s *Store) searchIndex(ctx context.Context, db DB, sr store.PreparedSearch,
 	}
 	qv := q.arg(VectorText(sr.QueryVector))
 	k := q.arg(0)
-	limit, offset := q.arg(sr.Limit), q.arg(sr.Offset)
-	// The two counts (candidate vectors, items passing) come on every
-	// row, and on a row of their own when the page is empty.
+	// The candidates' count and farthest distance come on every row, and
+	// on a row of their own when no candidate passes.
 	sql := `WITH c AS MATERIALIZED (
-			SELECT v.prefix, v.key, v.embedding::vector(` + dim + `) <=> ` + qv + `::vector(` + dim + `) AS dist
+			SELECT v.prefix, v.key, v.embedding::vector(` + dim + `) <=> ` + qv + `::vector(` + dim + `) AS dist, v.embedding::real[] AS emb
 			FROM store_vectors v
 			WHERE ` + vr + ` AND vector_dims(v.embedding) = ` + dim + `
 			ORDER BY v.embedding::vector(` + dim + `) <=> ` + qv + `::vector(` + dim + `)
-			LIMIT ` + k + `),
-		p AS MATERIALIZED (
-			SELECT i.prefix, i.key, i.value, i.created_at, i.updated_at, s.dist
-			FROM (SELECT prefix, key, min(dist) AS dist FROM c GROUP BY prefix, key) s
-			JOIN store_items i ON i.prefix = s.prefix AND i.key = s.key
-			WHERE ` + ic + `)
-		SELECT (SELECT count(*) FROM c), (SELECT count(*) FROM p), r.prefix, r.key, r.value, r.created_at, r.updated_at, r.dist
+			LIMIT ` + k + `)
+		SELECT (SELECT count(*) FROM c), (SELECT coalesce(max(dist), 0) FROM c), r.prefix, r.key, r.value, r.created_at, r.updated_at, r.dist, r.embs
 		FROM (SELECT) one LEFT JOIN LATERAL (
-			SELECT * FROM p ORDER BY dist, prefix, key LIMIT ` + limit + ` OFFSET ` + offset + `) r ON true`
+			SELECT i.prefix, i.key, i.value, i.created_at, i.updated_at, s.dist, s.embs
+			FROM (SELECT prefix, key, min(dist) AS dist, array_agg(emb) AS embs FROM c GROUP BY prefix, key) s
+			JOIN store_items i ON i.prefix = s.prefix AND i.key = s.key
+			WHERE ` + ic + `) r ON true`
 	for cands := want*2 + 16; ; {
-		q.args[len(q.args)-3] = cands // k
-		out, got, passed, err := scanIndexPage(ctx, db, ef, sql, q.args)
+		q.args[len(q.args)-1] = cands // k
+		out, got, bound, err := scanIndexPage(ctx, db, ef, sql, q.args)
 		if err != nil {
 			return nil, err
 		}
-		// Done when the page is full, the index has no more candidates,
-		// or the widening is at its bound.
-		if passed >= want || got < cands || cands == maxCandidates {
-			return out, nil
+		// Done when the page is full and settled, the index has no more
+		// candidates, or the widening is at its bound. With the relaxed
+		// order of the iterative scan, the farthest candidate read is
+		// the bound on those not read.
+		if rank(out, sr.QueryVector, want, bound, got < cands || cands == maxCandidates) {
+			return page(out, sr.Offset, sr.Limit), nil
 		}
 		// Widen by the observed pass rate (the filter's selectivity),
-		// at least fourfold.
-		grow := 4
-		if passed > 0 {
-			grow = max(grow, 2*want/passed+1)
+		// at least fourfold while the page is not full, and twofold when
+		// it is but its last items tie with the farthest candidate.
+		grow := 2
+		if passed := len(out); passed < want {
+			grow = 4
+			if passed > 0 {
+				grow = max(grow, 2*want/passed+1)
+			}
 		}
 		cands = min(cands*grow, maxCandidates)
 	}
@@ -327,8 +415,10 @@ func (s *Store) searchIndex(ctx context.Context, db DB, sr store.PreparedSearch,
 // scan's settings made just before it in the same transaction: one round
 // trip (a pgx batch runs in one implicit transaction, or in db's when it
 // is one), and the settings end with that transaction. Custom plans: a
-// generic plan cannot see the LIMIT and may not use the index at all.
-func scanIndexPage(ctx context.Context, db DB, ef, sql string, args []any) (out []scored, got, passed int, err error) {
+// generic plan cannot see the LIMIT and may not use the index at all. It
+// returns the items that passed, the number of candidates read and the
+// farthest candidate's distance.
+func scanIndexPage(ctx context.Context, db DB, ef, sql string, args []any) (out []scored, got int, bound float64, err error) {
 	b := &pgx.Batch{}
 	b.Queue(`SELECT set_config('plan_cache_mode', 'force_custom_plan', true),
 		set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', $1, true)`, ef)
@@ -345,7 +435,7 @@ func scanIndexPage(ctx context.Context, db DB, ef, sql string, args []any) (out 
 	defer rows.Close()
 	for rows.Next() {
 		var r optScored
-		if err := rows.Scan(&got, &passed, &r.prefix, &r.key, &r.value, &r.created, &r.updated, &r.dist); err != nil {
+		if err := rows.Scan(&got, &bound, &r.prefix, &r.key, &r.value, &r.created, &r.updated, &r.dist, &r.vecs); err != nil {
 			return nil, 0, 0, fmt.Errorf("pgstore: search: %w", err)
 		}
 		if r.prefix != nil {
@@ -355,7 +445,7 @@ func scanIndexPage(ctx context.Context, db DB, ef, sql string, args []any) (out 
 	if err := rows.Err(); err != nil {
 		return nil, 0, 0, fmt.Errorf("pgstore: search: %w", err)
 	}
-	return out, got, passed, nil
+	return out, got, bound, nil
 }
 
 func list(ctx context.Context, tx pgx.Tx, l store.PreparedList, now time.Time) ([][]string, error) {

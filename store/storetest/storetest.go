@@ -50,6 +50,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"VectorSearchMaxPool", testVectorSearchMaxPool},
 		{"VectorsReplacedOnPut", testVectorsReplacedOnPut},
 		{"VectorSearchDeepPages", testVectorSearchDeepPages},
+		{"VectorSearchTies", testVectorSearchTies},
 		{"VectorSearchWithFilter", testVectorSearchWithFilter},
 		{"VectorSearchNonASCII", testVectorSearchNonASCII},
 		{"VectorSearchErrors", testVectorSearchErrors},

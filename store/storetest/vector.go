@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -258,5 +259,65 @@ func testEmbedderCalls(t *testing.T, open Opener) {
 	e.search(store.SearchOp{NamespacePrefix: []string{"e"}})
 	if e.emb.Calls() != before {
 		t.Error("reads without a query called the embedder")
+	}
+}
+
+// testVectorSearchTies checks the order among items with equal scores:
+// by namespace, then key, the same on every call, so that offset pages
+// neither repeat nor skip an item.
+func testVectorSearchTies(t *testing.T, open Opener) {
+	e := setup(t, open, func(o *store.Options) { o.Index.Fields = []string{"text"} })
+	e.distinctAxes("apple", "pie", "car")
+	// Twelve items with the same vector in four namespaces, their keys
+	// ordered against the namespaces', and two that score higher and
+	// lower.
+	var ops []store.Op
+	var want []string
+	for ns := range 4 {
+		for k := range 3 {
+			key := fmt.Sprintf("k%d", 9-ns-3*k)
+			ops = append(ops, store.PutOp{Namespace: []string{"ties", fmt.Sprint(ns)}, Key: key, Value: map[string]any{"text": "apple pie"}})
+			want = append(want, fmt.Sprintf("ties.%d/%s", ns, key))
+		}
+	}
+	// Within a namespace, keys in order.
+	for i := 0; i < len(want); i += 3 {
+		slices.Sort(want[i : i+3])
+	}
+	ops = append(ops,
+		store.PutOp{Namespace: []string{"ties", "9"}, Key: "a", Value: map[string]any{"text": "apple"}},
+		store.PutOp{Namespace: []string{"ties", "0"}, Key: "z", Value: map[string]any{"text": "apple car car"}})
+	want = append(append([]string{"ties.9/a"}, want...), "ties.0/z")
+	if _, err := e.s.Batch(ctx, ops); err != nil {
+		t.Fatal(err)
+	}
+	ids := func(items []store.SearchItem) []string {
+		var out []string
+		for _, it := range items {
+			out = append(out, store.JoinNamespace(it.Namespace)+"/"+it.Key)
+		}
+		return out
+	}
+	op := store.SearchOp{NamespacePrefix: []string{"ties"}, Query: "apple", Limit: len(want)}
+	first := e.search(op)
+	if got := ids(first); !reflect.DeepEqual(got, want) {
+		t.Fatalf("ranking = %v, want %v (ties by namespace, then key)", got, want)
+	}
+	for i := 2; i < len(first)-1; i++ {
+		if *first[i].Score != *first[1].Score {
+			t.Errorf("%s scores %v, %s %v; want the same", ids(first)[i], *first[i].Score, ids(first)[1], *first[1].Score)
+		}
+	}
+	if again := ids(e.search(op)); !reflect.DeepEqual(again, want) {
+		t.Errorf("same search again = %v, want %v", again, want)
+	}
+	for _, size := range []int{1, 4, 5} {
+		var paged []string
+		for off := 0; off < len(want); off += size {
+			paged = append(paged, ids(e.search(store.SearchOp{NamespacePrefix: []string{"ties"}, Query: "apple", Limit: size, Offset: off}))...)
+		}
+		if !reflect.DeepEqual(paged, want) {
+			t.Errorf("pages of %d = %v, want %v", size, paged, want)
+		}
 	}
 }
