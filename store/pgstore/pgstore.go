@@ -21,13 +21,15 @@
 // with pgvector's iterative scan, widening the candidate set until enough
 // items pass the filter. See vectorSearch.
 //
-// Either way SQL only picks the candidates: their vectors come back as
-// real[] and are ranked in Go by store.CosineSimilarity, then namespace,
-// then key, so scores and order are the memory store's to the last bit.
-// pgvector's float32 distance rounds differently (its sums are
-// vectorised), which reorders near-identical vectors: on
-// BenchmarkStoreSearch100k's corpus its exact ranking agrees with
-// store.CosineSimilarity's top 10 only 96% of the time. See rank.
+// Either way SQL only picks the candidates: the page's items, a few on
+// either side of it, and their vectors (as real[]) come back, and Go
+// ranks them by store.CosineSimilarity, then namespace, then key, so
+// scores and order are the memory store's to the last bit. pgvector's
+// float32 distance rounds differently (its sums are vectorised), which
+// reorders near-identical vectors: on BenchmarkStoreSearch100k's corpus
+// its exact ranking agrees with store.CosineSimilarity's top 10 only 96%
+// of the time. A page deep in the results reads no more than one near
+// the top. See rank and window.
 package pgstore
 
 import (

@@ -76,6 +76,8 @@ func TestRankingMatchesMemory(t *testing.T) {
 		for _, op := range []store.SearchOp{
 			{Query: q, Limit: 10},
 			{Query: q, Limit: 10, Offset: 15},
+			{Query: q, Limit: 20, Offset: 120},
+			{Query: q, Limit: 7, Offset: 190},
 			{Query: q, Limit: 5, Filter: map[string]any{"kind": "a"}},
 			{Query: q, Limit: 5, NamespacePrefix: []string{"t", "1"}},
 		} {

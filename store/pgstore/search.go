@@ -167,8 +167,8 @@ func (s *Store) search(ctx context.Context, db DB, sr store.PreparedSearch, now 
 }
 
 // scored is a row of a search: an item and, for a search with a query,
-// its vectors that were candidates, pgvector's distance to the nearest of
-// them, and its score.
+// pgvector's distance from the query to the nearest of its vectors, its
+// vectors, and its score.
 type scored struct {
 	prefix, key      string
 	value            map[string]any
@@ -225,12 +225,7 @@ func roundoff(dim int) float64 { return 4 * float64(dim) * 0x1p-24 }
 // (vectors equal but for rounding) come out of SQL in an order that
 // depends on it; ranking here makes the order, and so offset pages, the
 // same on every path and every backend.
-//
-// It reports whether the first want rows are settled: when more rows
-// exist than were read (complete is false), each of those has a pgvector
-// distance of at least bound, so a score of at most 1-bound plus the
-// rounding; the want-th row must beat that.
-func rank(rows []scored, qv []float32, want int, bound float64, complete bool) bool {
+func rank(rows []scored, qv []float32) {
 	for i := range rows {
 		rows[i].score = math.Inf(-1)
 		for _, v := range rows[i].vecs {
@@ -248,18 +243,94 @@ func rank(rows []scored, qv []float32, want int, bound float64, complete bool) b
 		}
 		return strings.Compare(a.key, b.key)
 	})
-	if complete {
-		return true
-	}
-	return len(rows) >= want && rows[want-1].score > 1-bound+roundoff(len(qv))
 }
 
-// page is rows[offset:offset+limit], clipped.
-func page(rows []scored, offset, limit int) []scored {
-	if offset >= len(rows) {
-		return nil
+// window is the part of pgvector's order of the items a search finds
+// (by distance, then namespace, then key) that it reads and ranks (see
+// rank): its page, ranks offset+1 to want, with front and back items of
+// slack on either side, since the exact scores reorder only items whose
+// distances are within rounding of each other. The read also takes the
+// item just before (rank lo, when lo > 0) and just after (want+back+1)
+// as sentinels: every item outside is at least as near as the front one,
+// or as far as the back one, so when those are farther than rounding from
+// every item of the ranked page, nothing outside can move into it; else
+// that side's slack widens. So a page costs its own items and their slack
+// whatever its offset, not every item before it.
+type window struct {
+	offset, limit, want int
+	front, back         int
+}
+
+func newWindow(sr store.PreparedSearch) window {
+	return window{offset: sr.Offset, limit: sr.Limit, want: sr.Offset + sr.Limit, front: 8, back: 8}
+}
+
+// lo is the number of items before the window.
+func (w window) lo() int { return max(w.offset-w.front, 0) }
+
+// sqlOffset and sqlLimit read the window with its sentinels.
+func (w window) sqlOffset() int { return max(w.lo()-1, 0) }
+func (w window) sqlLimit() int  { return w.want + w.back + 1 - w.sqlOffset() }
+
+// windowClause marks where a search's SQL reads its window (clause).
+const windowClause = "/* window */"
+
+// clause puts in sql, for windowClause, the LIMIT and OFFSET that read
+// the window, as parameters after q's. A window at the start reads
+// without OFFSET: with an OFFSET parameter the server plans every
+// execution (its generic plan cannot see the offset), about a tenth of
+// an exact search.
+func (w window) clause(sql string, q *query) (string, []any) {
+	args := slices.Clip(q.args)
+	n := len(args)
+	args = append(args, w.sqlLimit())
+	c := "LIMIT $" + strconv.Itoa(n+1)
+	if off := w.sqlOffset(); off > 0 {
+		args = append(args, off)
+		c += " OFFSET $" + strconv.Itoa(n+2)
 	}
-	return rows[offset:min(offset+limit, len(rows))]
+	return strings.Replace(sql, windowClause, c, 1), args
+}
+
+// settle takes what sqlOffset and sqlLimit read, in pgvector's order,
+// ranks the window and returns the page, or ok false when a sentinel is
+// within eps (two roundings) of an item of the page and that side was
+// widened for another read. open says the back sentinel was read: there
+// are items beyond the window.
+func (w *window) settle(rows []scored, qv []float32) (page []scored, open, ok bool) {
+	eps := 2 * roundoff(len(qv))
+	lo := w.lo()
+	open = len(rows) == w.sqlLimit()
+	win := rows
+	var front, back *scored
+	if lo > 0 {
+		if len(win) == 0 {
+			return nil, false, true // fewer than lo items: the page is empty
+		}
+		front, win = &win[0], win[1:]
+	}
+	if open && len(win) > 0 {
+		back, win = &win[len(win)-1], win[:len(win)-1]
+	}
+	rank(win, qv)
+	from := w.offset - lo
+	if from >= len(win) {
+		return nil, open, true
+	}
+	page = win[from:min(from+w.limit, len(win))]
+	near, far := math.Inf(1), math.Inf(-1)
+	for _, r := range page {
+		near, far = min(near, r.dist), max(far, r.dist)
+	}
+	if front != nil && front.dist+eps >= near {
+		w.front *= 4
+		return nil, open, false
+	}
+	if back != nil && back.dist <= far+eps {
+		w.back *= 4
+		return nil, open, false
+	}
+	return page, open, true
 }
 
 // maxCandidates bounds the widening of an index scan.
@@ -278,15 +349,12 @@ const maxCandidates = 200_000
 //     adjacent pages however its items were interleaved on the heap. They
 //     are max-pooled per item and sorted by pgvector's distance; items are
 //     then fetched in that order and filtered, and the LIMIT stops the
-//     fetching once a few more than offset+limit have passed, so a filter
-//     passing half the items costs about 2×(offset+limit) item reads, not
-//     one per vector. The fetched items' vectors come along, and rank
-//     orders them; when the last fetched item is too close to the page's
-//     last for pgvector's rounding to tell them apart, more are fetched.
+//     fetching at the end of the window (see window), so a filter passing
+//     half the items costs about twice the window's item reads, not one
+//     per vector. The window's items come with their vectors, which rank
+//     orders.
 //   - more: approximate, through the HNSW index (searchIndex).
 func (s *Store) vectorSearch(ctx context.Context, db DB, sr store.PreparedSearch, now time.Time) ([]scored, error) {
-	want := sr.Offset + sr.Limit
-	dim := strconv.Itoa(len(sr.QueryVector))
 	q := &query{}
 	q.arg(now)
 	vr := vectorRange(q, sr.Prefix)
@@ -295,11 +363,10 @@ func (s *Store) vectorSearch(ctx context.Context, db DB, sr store.PreparedSearch
 		return nil, err
 	}
 	qv := q.arg(VectorText(sr.QueryVector))
-	fetch := q.arg(0)
 	capped := strconv.Itoa(s.opts.ExactSearchMax)
 	sql := `SELECT n.n, r.prefix, r.key, r.value, r.created_at, r.updated_at, r.dist,
 			(SELECT array_agg(w.embedding::real[]) FROM store_vectors w
-				WHERE w.prefix = r.prefix AND w.key = r.key AND vector_dims(w.embedding) = ` + dim + `)
+				WHERE w.prefix = r.prefix AND w.key = r.key AND vector_dims(w.embedding) = ` + strconv.Itoa(len(sr.QueryVector)) + `)
 		FROM (SELECT count(*) AS n FROM (SELECT FROM store_vectors v WHERE ` + vr + ` LIMIT ` + capped + ` + 1) x) n
 		LEFT JOIN LATERAL (
 			SELECT i.prefix, i.key, i.value, i.created_at, i.updated_at, c.dist
@@ -308,23 +375,19 @@ func (s *Store) vectorSearch(ctx context.Context, db DB, sr store.PreparedSearch
 				GROUP BY v.prefix, v.key ORDER BY dist, v.prefix, v.key) c
 			CROSS JOIN LATERAL (SELECT i.prefix, i.key, i.value, i.created_at, i.updated_at FROM store_items i
 				WHERE i.prefix = c.prefix AND i.key = c.key AND ` + ic + ` LIMIT 1) i
-			ORDER BY c.dist, c.prefix, c.key LIMIT ` + fetch + `) r ON true`
-	for n := want + 8; ; n *= 4 {
-		q.args[len(q.args)-1] = n
-		out, total, err := scanExactPage(ctx, db, sql, q.args)
+			ORDER BY c.dist, c.prefix, c.key ` + windowClause + `) r ON true`
+	w := newWindow(sr)
+	for {
+		sql, args := w.clause(sql, q)
+		out, total, err := scanExactPage(ctx, db, sql, args)
 		if err != nil {
 			return nil, err
 		}
 		if total > s.opts.ExactSearchMax {
 			return s.searchIndex(ctx, db, sr, now)
 		}
-		// The rows come nearest first by pgvector's distance.
-		bound := 0.0
-		if len(out) > 0 {
-			bound = out[len(out)-1].dist
-		}
-		if rank(out, sr.QueryVector, want, bound, len(out) < n) {
-			return page(out, sr.Offset, sr.Limit), nil
+		if page, _, ok := w.settle(out, sr.QueryVector); ok {
+			return page, nil
 		}
 	}
 }
@@ -355,8 +418,9 @@ func scanExactPage(ctx context.Context, db DB, sql string, args []any) (out []sc
 // searchIndex is the approximate search: the HNSW index yields the
 // prefix's vectors nearest first (pgvector's iterative scan goes on past
 // vectors outside the prefix), the first k of them are max-pooled per
-// item and the items filtered, then ranked (see rank); k widens until the
-// page is full and settled, or the index has no more.
+// item and the items filtered; the window of them is read and ranked
+// (see window). k widens until the page is full and no item beyond the k
+// candidates could rank in it, or the index has no more.
 func (s *Store) searchIndex(ctx context.Context, db DB, sr store.PreparedSearch, now time.Time) ([]scored, error) {
 	want := sr.Offset + sr.Limit
 	ef := strconv.Itoa(min(max(s.opts.EFSearch, want), 1000))
@@ -370,41 +434,53 @@ func (s *Store) searchIndex(ctx context.Context, db DB, sr store.PreparedSearch,
 	}
 	qv := q.arg(VectorText(sr.QueryVector))
 	k := q.arg(0)
-	// The candidates' count and farthest distance come on every row, and
-	// on a row of their own when no candidate passes.
+	// The candidates' count and farthest distance, and the count of
+	// items passing, come on every row, and on a row of their own when
+	// the window is empty.
 	sql := `WITH c AS MATERIALIZED (
 			SELECT v.prefix, v.key, v.embedding::vector(` + dim + `) <=> ` + qv + `::vector(` + dim + `) AS dist, v.embedding::real[] AS emb
 			FROM store_vectors v
 			WHERE ` + vr + ` AND vector_dims(v.embedding) = ` + dim + `
 			ORDER BY v.embedding::vector(` + dim + `) <=> ` + qv + `::vector(` + dim + `)
-			LIMIT ` + k + `)
-		SELECT (SELECT count(*) FROM c), (SELECT coalesce(max(dist), 0) FROM c), r.prefix, r.key, r.value, r.created_at, r.updated_at, r.dist, r.embs
-		FROM (SELECT) one LEFT JOIN LATERAL (
+			LIMIT ` + k + `),
+		p AS MATERIALIZED (
 			SELECT i.prefix, i.key, i.value, i.created_at, i.updated_at, s.dist, s.embs
 			FROM (SELECT prefix, key, min(dist) AS dist, array_agg(emb) AS embs FROM c GROUP BY prefix, key) s
 			JOIN store_items i ON i.prefix = s.prefix AND i.key = s.key
-			WHERE ` + ic + `) r ON true`
+			WHERE ` + ic + `)
+		SELECT (SELECT count(*) FROM c), (SELECT coalesce(max(dist), 0) FROM c), (SELECT count(*) FROM p),
+			r.prefix, r.key, r.value, r.created_at, r.updated_at, r.dist, r.embs
+		FROM (SELECT) one LEFT JOIN LATERAL (
+			SELECT * FROM p ORDER BY dist, prefix, key ` + windowClause + `) r ON true`
+	w := newWindow(sr)
 	for cands := want*2 + 16; ; {
 		q.args[len(q.args)-1] = cands // k
-		out, got, bound, err := scanIndexPage(ctx, db, ef, sql, q.args)
+		sql, args := w.clause(sql, q)
+		out, got, farthest, passed, err := scanIndexPage(ctx, db, ef, sql, args)
 		if err != nil {
 			return nil, err
 		}
-		// Done when the page is full and settled, the index has no more
-		// candidates, or the widening is at its bound. With the relaxed
-		// order of the iterative scan, the farthest candidate read is
-		// the bound on those not read.
-		if rank(out, sr.QueryVector, want, bound, got < cands || cands == maxCandidates) {
-			return page(out, sr.Offset, sr.Limit), nil
+		exhausted := got < cands || cands == maxCandidates
+		page, open, ok := w.settle(out, sr.QueryVector)
+		switch {
+		case ok && (open || exhausted):
+			return page, nil
+		case ok && len(page) == sr.Limit && page[len(page)-1].score > 1-farthest+roundoff(len(sr.QueryVector)):
+			// Every item beyond the candidates is at least as far as
+			// the farthest (up to the iterative scan's relaxed order),
+			// so none would rank in the page.
+			return page, nil
+		case !ok && (exhausted || passed >= w.want+w.back+1):
+			continue // the window widened; the candidates hold it
 		}
 		// Widen by the observed pass rate (the filter's selectivity),
 		// at least fourfold while the page is not full, and twofold when
 		// it is but its last items tie with the farthest candidate.
 		grow := 2
-		if passed := len(out); passed < want {
+		if passed < w.want+w.back+1 {
 			grow = 4
 			if passed > 0 {
-				grow = max(grow, 2*want/passed+1)
+				grow = max(grow, 2*(w.want+w.back+1)/passed+1)
 			}
 		}
 		cands = min(cands*grow, maxCandidates)
@@ -416,9 +492,9 @@ func (s *Store) searchIndex(ctx context.Context, db DB, sr store.PreparedSearch,
 // trip (a pgx batch runs in one implicit transaction, or in db's when it
 // is one), and the settings end with that transaction. Custom plans: a
 // generic plan cannot see the LIMIT and may not use the index at all. It
-// returns the items that passed, the number of candidates read and the
-// farthest candidate's distance.
-func scanIndexPage(ctx context.Context, db DB, ef, sql string, args []any) (out []scored, got int, bound float64, err error) {
+// returns the window's items, the number of candidates read, the
+// farthest candidate's distance, and the number of items passing.
+func scanIndexPage(ctx context.Context, db DB, ef, sql string, args []any) (out []scored, got int, farthest float64, passed int, err error) {
 	b := &pgx.Batch{}
 	b.Queue(`SELECT set_config('plan_cache_mode', 'force_custom_plan', true),
 		set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', $1, true)`, ef)
@@ -426,26 +502,26 @@ func scanIndexPage(ctx context.Context, db DB, ef, sql string, args []any) (out 
 	br := db.SendBatch(ctx, b)
 	defer br.Close()
 	if _, err := br.Exec(); err != nil {
-		return nil, 0, 0, fmt.Errorf("pgstore: search: configure: %w", err)
+		return nil, 0, 0, 0, fmt.Errorf("pgstore: search: configure: %w", err)
 	}
 	rows, err := br.Query()
 	if err != nil {
-		return nil, 0, 0, fmt.Errorf("pgstore: search: %w", err)
+		return nil, 0, 0, 0, fmt.Errorf("pgstore: search: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var r optScored
-		if err := rows.Scan(&got, &bound, &r.prefix, &r.key, &r.value, &r.created, &r.updated, &r.dist, &r.vecs); err != nil {
-			return nil, 0, 0, fmt.Errorf("pgstore: search: %w", err)
+		if err := rows.Scan(&got, &farthest, &passed, &r.prefix, &r.key, &r.value, &r.created, &r.updated, &r.dist, &r.vecs); err != nil {
+			return nil, 0, 0, 0, fmt.Errorf("pgstore: search: %w", err)
 		}
 		if r.prefix != nil {
 			out = append(out, r.scored())
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, 0, 0, fmt.Errorf("pgstore: search: %w", err)
+		return nil, 0, 0, 0, fmt.Errorf("pgstore: search: %w", err)
 	}
-	return out, got, bound, nil
+	return out, got, farthest, passed, nil
 }
 
 func list(ctx context.Context, tx pgx.Tx, l store.PreparedList, now time.Time) ([][]string, error) {
