@@ -128,7 +128,9 @@ func render(w io.Writer, res *results, rows []row) {
 }
 
 // evaluate computes one row: medians of the figure and its floor over the
-// runs in res, their ratio, and met or not met against the row's limit.
+// runs in res, their ratio (for a floor measured in the figure's own
+// benchmark, the median of each run's ratio), and met or not met against
+// the row's limit.
 func evaluate(res *results, r row) cell {
 	c := cell{target: r.target, what: r.what, figure: "—", floor: "—", ratio: "—", limit: limitText(r)}
 	if r.none != "" {
@@ -173,11 +175,15 @@ func evaluate(res *results, r row) cell {
 		}
 		floor := median(lvs)
 		name := lb.name
+		have = fig / floor
 		if lb == fb {
+			// A floor interleaved in the figure's own benchmark shares
+			// each run's load with it: the ratio is the median of the
+			// runs' ratios, not of two medians from different runs.
 			name = r.floor.unit
+			have = median(fb.ratios(r.fig, *r.floor))
 		}
 		c.floor = fmt.Sprintf("%s `%s`%s", value(floor, r), name, runsText(len(lvs)))
-		have = fig / floor
 		c.runs = min(c.runs, len(lvs))
 		c.ratio = ratioText(have)
 		durable = append(slices.Clone(durable), lb.durability...)

@@ -127,6 +127,20 @@ func (b *bench) values(unit string, per float64) []float64 {
 	return vs
 }
 
+// ratios is, for each run that reported both, fig's value over
+// floor's: a figure over a floor measured in the same run.
+func (b *bench) ratios(fig, floor metric) []float64 {
+	var vs []float64
+	for _, r := range b.runs {
+		f, ok1 := r[fig.unit]
+		l, ok2 := r[floor.unit]
+		if ok1 && ok2 && l != 0 {
+			vs = append(vs, (f/fig.per)/(l/floor.per))
+		}
+	}
+	return vs
+}
+
 // median of vs (the mean of the middle two for an even count); 0 for none.
 func median(vs []float64) float64 {
 	if len(vs) == 0 {
