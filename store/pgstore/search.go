@@ -1,12 +1,9 @@
 package pgstore
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -211,128 +208,6 @@ func collect(ctx context.Context, db DB, sql string, args []any) ([]scored, erro
 	return out, nil
 }
 
-// roundoff bounds how far pgvector's cosine distance and
-// store.CosineSimilarity may disagree about one pair of dim-dimensional
-// vectors: both sum dim float32 products (the dot product and two norms),
-// pgvector in a vectorised order, Go in index order, and each sum may be
-// off by about dim·2⁻²⁴ of its magnitude.
-func roundoff(dim int) float64 { return 4 * float64(dim) * 0x1p-24 }
-
-// rank scores rows (an item's score is the best store.CosineSimilarity of
-// its vectors to the query: the memory store's score, to the last bit)
-// and sorts them by score, then namespace, then key, the memory store's
-// order. pgvector ranks in float32 with its own rounding, so near-twins
-// (vectors equal but for rounding) come out of SQL in an order that
-// depends on it; ranking here makes the order, and so offset pages, the
-// same on every path and every backend.
-func rank(rows []scored, qv []float32) {
-	for i := range rows {
-		rows[i].score = math.Inf(-1)
-		for _, v := range rows[i].vecs {
-			if len(v) == len(qv) {
-				rows[i].score = max(rows[i].score, store.CosineSimilarity(qv, v))
-			}
-		}
-	}
-	slices.SortFunc(rows, func(a, b scored) int {
-		if c := cmp.Compare(b.score, a.score); c != 0 {
-			return c
-		}
-		if c := strings.Compare(a.prefix, b.prefix); c != 0 {
-			return c
-		}
-		return strings.Compare(a.key, b.key)
-	})
-}
-
-// window is the part of pgvector's order of the items a search finds
-// (by distance, then namespace, then key) that it reads and ranks (see
-// rank): its page, ranks offset+1 to want, with front and back items of
-// slack on either side, since the exact scores reorder only items whose
-// distances are within rounding of each other. The read also takes the
-// item just before (rank lo, when lo > 0) and just after (want+back+1)
-// as sentinels: every item outside is at least as near as the front one,
-// or as far as the back one, so when those are farther than rounding from
-// every item of the ranked page, nothing outside can move into it; else
-// that side's slack widens. So a page costs its own items and their slack
-// whatever its offset, not every item before it.
-type window struct {
-	offset, limit, want int
-	front, back         int
-}
-
-func newWindow(sr store.PreparedSearch) window {
-	return window{offset: sr.Offset, limit: sr.Limit, want: sr.Offset + sr.Limit, front: 8, back: 8}
-}
-
-// lo is the number of items before the window.
-func (w window) lo() int { return max(w.offset-w.front, 0) }
-
-// sqlOffset and sqlLimit read the window with its sentinels.
-func (w window) sqlOffset() int { return max(w.lo()-1, 0) }
-func (w window) sqlLimit() int  { return w.want + w.back + 1 - w.sqlOffset() }
-
-// windowClause marks where a search's SQL reads its window (clause).
-const windowClause = "/* window */"
-
-// clause puts in sql, for windowClause, the LIMIT and OFFSET that read
-// the window, as parameters after q's. A window at the start reads
-// without OFFSET: with an OFFSET parameter the server plans every
-// execution (its generic plan cannot see the offset), about a tenth of
-// an exact search.
-func (w window) clause(sql string, q *query) (string, []any) {
-	args := slices.Clip(q.args)
-	n := len(args)
-	args = append(args, w.sqlLimit())
-	c := "LIMIT $" + strconv.Itoa(n+1)
-	if off := w.sqlOffset(); off > 0 {
-		args = append(args, off)
-		c += " OFFSET $" + strconv.Itoa(n+2)
-	}
-	return strings.Replace(sql, windowClause, c, 1), args
-}
-
-// settle takes what sqlOffset and sqlLimit read, in pgvector's order,
-// ranks the window and returns the page, or ok false when a sentinel is
-// within eps (two roundings) of an item of the page and that side was
-// widened for another read. open says the back sentinel was read: there
-// are items beyond the window.
-func (w *window) settle(rows []scored, qv []float32) (page []scored, open, ok bool) {
-	eps := 2 * roundoff(len(qv))
-	lo := w.lo()
-	open = len(rows) == w.sqlLimit()
-	win := rows
-	var front, back *scored
-	if lo > 0 {
-		if len(win) == 0 {
-			return nil, false, true // fewer than lo items: the page is empty
-		}
-		front, win = &win[0], win[1:]
-	}
-	if open && len(win) > 0 {
-		back, win = &win[len(win)-1], win[:len(win)-1]
-	}
-	rank(win, qv)
-	from := w.offset - lo
-	if from >= len(win) {
-		return nil, open, true
-	}
-	page = win[from:min(from+w.limit, len(win))]
-	near, far := math.Inf(1), math.Inf(-1)
-	for _, r := range page {
-		near, far = min(near, r.dist), max(far, r.dist)
-	}
-	if front != nil && front.dist+eps >= near {
-		w.front *= 4
-		return nil, open, false
-	}
-	if back != nil && back.dist <= far+eps {
-		w.back *= 4
-		return nil, open, false
-	}
-	return page, open, true
-}
-
 // maxCandidates bounds the widening of an index scan.
 const maxCandidates = 200_000
 
@@ -364,9 +239,7 @@ func (s *Store) vectorSearch(ctx context.Context, db DB, sr store.PreparedSearch
 	}
 	qv := q.arg(VectorText(sr.QueryVector))
 	capped := strconv.Itoa(s.opts.ExactSearchMax)
-	sql := `SELECT n.n, r.prefix, r.key, r.value, r.created_at, r.updated_at, r.dist,
-			(SELECT array_agg(w.embedding::real[]) FROM store_vectors w
-				WHERE w.prefix = r.prefix AND w.key = r.key AND vector_dims(w.embedding) = ` + strconv.Itoa(len(sr.QueryVector)) + `)
+	sql := `SELECT n.n, r.prefix, r.key, r.value, r.created_at, r.updated_at, r.dist, ` + itemVectors(strconv.Itoa(len(sr.QueryVector))) + `
 		FROM (SELECT count(*) AS n FROM (SELECT FROM store_vectors v WHERE ` + vr + ` LIMIT ` + capped + ` + 1) x) n
 		LEFT JOIN LATERAL (
 			SELECT i.prefix, i.key, i.value, i.created_at, i.updated_at, c.dist
@@ -390,6 +263,14 @@ func (s *Store) vectorSearch(ctx context.Context, db DB, sr store.PreparedSearch
 			return page, nil
 		}
 	}
+}
+
+// itemVectors is the column of the window's item r's vectors of dim
+// dimensions, which rank scores: read for the window's items only, so a
+// search sends and converts a few dozen vectors whatever its candidates.
+func itemVectors(dim string) string {
+	return `(SELECT array_agg(w.embedding::real[]) FROM store_vectors w
+		WHERE w.prefix = r.prefix AND w.key = r.key AND vector_dims(w.embedding) = ` + dim + `)`
 }
 
 // scanExactPage runs vectorSearch's query: its rows, and the number of
@@ -438,18 +319,18 @@ func (s *Store) searchIndex(ctx context.Context, db DB, sr store.PreparedSearch,
 	// items passing, come on every row, and on a row of their own when
 	// the window is empty.
 	sql := `WITH c AS MATERIALIZED (
-			SELECT v.prefix, v.key, v.embedding::vector(` + dim + `) <=> ` + qv + `::vector(` + dim + `) AS dist, v.embedding::real[] AS emb
+			SELECT v.prefix, v.key, v.embedding::vector(` + dim + `) <=> ` + qv + `::vector(` + dim + `) AS dist
 			FROM store_vectors v
 			WHERE ` + vr + ` AND vector_dims(v.embedding) = ` + dim + `
 			ORDER BY v.embedding::vector(` + dim + `) <=> ` + qv + `::vector(` + dim + `)
 			LIMIT ` + k + `),
 		p AS MATERIALIZED (
-			SELECT i.prefix, i.key, i.value, i.created_at, i.updated_at, s.dist, s.embs
-			FROM (SELECT prefix, key, min(dist) AS dist, array_agg(emb) AS embs FROM c GROUP BY prefix, key) s
+			SELECT i.prefix, i.key, i.value, i.created_at, i.updated_at, s.dist
+			FROM (SELECT prefix, key, min(dist) AS dist FROM c GROUP BY prefix, key) s
 			JOIN store_items i ON i.prefix = s.prefix AND i.key = s.key
 			WHERE ` + ic + `)
 		SELECT (SELECT count(*) FROM c), (SELECT coalesce(max(dist), 0) FROM c), (SELECT count(*) FROM p),
-			r.prefix, r.key, r.value, r.created_at, r.updated_at, r.dist, r.embs
+			r.prefix, r.key, r.value, r.created_at, r.updated_at, r.dist, ` + itemVectors(dim) + `
 		FROM (SELECT) one LEFT JOIN LATERAL (
 			SELECT * FROM p ORDER BY dist, prefix, key ` + windowClause + `) r ON true`
 	w := newWindow(sr)
@@ -461,27 +342,30 @@ func (s *Store) searchIndex(ctx context.Context, db DB, sr store.PreparedSearch,
 			return nil, err
 		}
 		exhausted := got < cands || cands == maxCandidates
+		front := w.front
 		page, open, ok := w.settle(out, sr.QueryVector)
-		switch {
-		case ok && (open || exhausted):
-			return page, nil
-		case ok && len(page) == sr.Limit && page[len(page)-1].score > 1-farthest+roundoff(len(sr.QueryVector)):
-			// Every item beyond the candidates is at least as far as
-			// the farthest (up to the iterative scan's relaxed order),
-			// so none would rank in the page.
-			return page, nil
-		case !ok && (exhausted || passed >= w.want+w.back+1):
-			continue // the window widened; the candidates hold it
-		}
-		// Widen by the observed pass rate (the filter's selectivity),
-		// at least fourfold while the page is not full, and twofold when
-		// it is but its last items tie with the farthest candidate.
-		grow := 2
-		if passed < w.want+w.back+1 {
-			grow = 4
-			if passed > 0 {
-				grow = max(grow, 2*(w.want+w.back+1)/passed+1)
+		if !ok {
+			// settle widened the window. Items before the page are
+			// nearer than it, so among the candidates already; items
+			// after it may need more candidates.
+			if w.front != front || exhausted || passed >= w.want+w.back+1 {
+				continue
 			}
+		} else if open || exhausted ||
+			len(page) == sr.Limit && page[len(page)-1].score > 1-farthest+roundoff(len(sr.QueryVector)) {
+			// The window ends before the candidates do, or the index has
+			// no more, or every item beyond the candidates is at least as
+			// far as the farthest (up to the iterative scan's relaxed
+			// order), so none would rank in the page.
+			return page, nil
+		}
+		// Too few candidates pass to fill the window, or the page's last
+		// item is within rounding of the farthest candidate: widen by the
+		// observed pass rate (the filter's selectivity), at least
+		// fourfold.
+		grow := 4
+		if passed > 0 {
+			grow = max(grow, 2*(w.want+w.back+1)/passed+1)
 		}
 		cands = min(cands*grow, maxCandidates)
 	}
