@@ -266,8 +266,9 @@ func (s *Store) vectorSearch(ctx context.Context, db DB, sr store.PreparedSearch
 }
 
 // itemVectors is the column of the window's item r's vectors of dim
-// dimensions, which rank scores: read for the window's items only, so a
-// search sends and converts a few dozen vectors whatever its candidates.
+// dimensions, which rank scores: read for the window's items only, so an
+// exact search sends and converts a few dozen vectors however many it
+// compares.
 func itemVectors(dim string) string {
 	return `(SELECT array_agg(w.embedding::real[]) FROM store_vectors w
 		WHERE w.prefix = r.prefix AND w.key = r.key AND vector_dims(w.embedding) = ` + dim + `)`
@@ -317,20 +318,25 @@ func (s *Store) searchIndex(ctx context.Context, db DB, sr store.PreparedSearch,
 	k := q.arg(0)
 	// The candidates' count and farthest distance, and the count of
 	// items passing, come on every row, and on a row of their own when
-	// the window is empty.
+	// the window is empty. A candidate carries its row's ctid, not its
+	// vector: only the window's items' vectors are read (by ctid, cheaper
+	// than itemVectors' index probes) and converted for rank. An item's
+	// vectors that are not candidates are farther than every candidate,
+	// so they would not raise its score.
 	sql := `WITH c AS MATERIALIZED (
-			SELECT v.prefix, v.key, v.embedding::vector(` + dim + `) <=> ` + qv + `::vector(` + dim + `) AS dist
+			SELECT v.prefix, v.key, v.embedding::vector(` + dim + `) <=> ` + qv + `::vector(` + dim + `) AS dist, v.ctid AS at
 			FROM store_vectors v
 			WHERE ` + vr + ` AND vector_dims(v.embedding) = ` + dim + `
 			ORDER BY v.embedding::vector(` + dim + `) <=> ` + qv + `::vector(` + dim + `)
 			LIMIT ` + k + `),
 		p AS MATERIALIZED (
-			SELECT i.prefix, i.key, i.value, i.created_at, i.updated_at, s.dist
-			FROM (SELECT prefix, key, min(dist) AS dist FROM c GROUP BY prefix, key) s
+			SELECT i.prefix, i.key, i.value, i.created_at, i.updated_at, s.dist, s.ats
+			FROM (SELECT prefix, key, min(dist) AS dist, array_agg(at) AS ats FROM c GROUP BY prefix, key) s
 			JOIN store_items i ON i.prefix = s.prefix AND i.key = s.key
 			WHERE ` + ic + `)
 		SELECT (SELECT count(*) FROM c), (SELECT coalesce(max(dist), 0) FROM c), (SELECT count(*) FROM p),
-			r.prefix, r.key, r.value, r.created_at, r.updated_at, r.dist, ` + itemVectors(dim) + `
+			r.prefix, r.key, r.value, r.created_at, r.updated_at, r.dist,
+			(SELECT array_agg(w.embedding::real[]) FROM store_vectors w WHERE w.ctid = ANY(r.ats))
 		FROM (SELECT) one LEFT JOIN LATERAL (
 			SELECT * FROM p ORDER BY dist, prefix, key ` + windowClause + `) r ON true`
 	w := newWindow(sr)
