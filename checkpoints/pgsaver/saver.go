@@ -216,7 +216,7 @@ const sqlLockShared = `SELECT pg_advisory_xact_lock_shared($1::int, $2::int)`
 
 // sqlWrites saves pending writes of any number of tasks: regular writes
 // are first-write-wins, special ones (negative idx) are replaced.
-const sqlWrites = sqlInsertWrites + `
+var sqlWrites = sqlInsertWrites + `
 ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET
     channel = excluded.channel, task_path = excluded.task_path, encoding = excluded.encoding, value = excluded.value
 WHERE w.idx < 0`
@@ -227,7 +227,7 @@ WHERE w.idx < 0`
 // again with sqlWrites. The upsert's speculative insertion would cost
 // more than twice the plain insert on every save (EXPLAIN ANALYZE: 130
 // against 58 µs for two rows).
-const sqlInsertWrites = `
+var sqlInsertWrites = `
 INSERT INTO checkpoint_writes AS w (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, encoding, value)
 SELECT $1, $2, $3, x.t, x.i, x.c, x.p, 'json', x.v
 FROM unnest($4::text[], $5::text[], $6::int[], $7::text[], $8::bytea[]) AS x(t, p, i, c, v)
@@ -238,10 +238,18 @@ WHERE ` + sqlNotCarried
 // one was saved first, and a regular write keeps the first. A task's
 // writes are saved before its step's checkpoint exists, so the partial
 // index's probe usually finds no child, and no parent_writes is decoded.
-const sqlNotCarried = `(x.i < 0 OR NOT EXISTS (
-    SELECT 1 FROM checkpoints k CROSS JOIN LATERAL jsonb_array_elements(convert_from(k.parent_writes, 'UTF8')::jsonb) AS e
-    WHERE k.thread_id = $1 AND k.checkpoint_ns = $2 AND k.parent_checkpoint_id = $3 AND k.parent_writes IS NOT NULL
-      AND e->>0 = x.t AND (e->>2)::int = x.i))`
+var sqlNotCarried = `(x.i < 0 OR NOT ` + sqlCarried("$1", "$2", "$3", "x.t", "x.i", "") + `)`
+
+// sqlCarried is the condition that a child k of checkpoint parent (in
+// thread and ns) carries a regular write of task and idx in its
+// parent_writes, read as json (which is only scanned, where jsonb would
+// be built); more narrows k further.
+func sqlCarried(thread, ns, parent, task, idx, more string) string {
+	return `EXISTS (
+    SELECT 1 FROM checkpoints k CROSS JOIN LATERAL json_array_elements(convert_from(k.parent_writes, 'UTF8')::json) AS kw(w)
+    WHERE k.thread_id = ` + thread + ` AND k.checkpoint_ns = ` + ns + ` AND k.parent_checkpoint_id = ` + parent + `
+      AND k.parent_writes IS NOT NULL` + more + ` AND kw.w->>0 = ` + task + ` AND (kw.w->>2)::int = ` + idx + `)`
+}
 
 // maxValuesRows is the most writes a statement takes as rows of VALUES
 // (writeValues) rather than unnested from arrays: a task writes a row or
@@ -315,7 +323,7 @@ ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
 // they were written against it.
 var sqlReleaseCarried = carriedToRows(
 	`c.thread_id = $1 AND c.checkpoint_ns = $2 AND c.checkpoint_id = $3 AND c.parent_checkpoint_id IS DISTINCT FROM nullif($4::text, '')`,
-	`true`)
+	``)
 
 // sqlInsertBlobs is the CTE that stores new blobs ($12..$15) ahead of the
 // checkpoint that reads them, in the same statement.

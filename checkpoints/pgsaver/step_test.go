@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"slices"
 	"strconv"
@@ -441,28 +442,45 @@ func TestCarriedWritesStayWithTheirParent(t *testing.T) {
 			}
 
 			// A step from root, then its checkpoint saved again with
-			// another parent: its write stays root's.
+			// another parent: its writes stay root's. Saved again with
+			// its value unchanged under a parent the saver does not hold,
+			// it is an upsert that resolves the value on the server; with
+			// a new version, a plain insert refused by the primary key,
+			// then an upsert. Task d's write was carried first by an
+			// earlier step, which keeps it.
+			put(root, cp("6"), "run-4", n("d", "1"))
 			other := put(root, cp("7"), "run-4")
-			moved := cp("8")
-			child := put(root, moved, "run-5", n("c", "8"))
-			want = append(want, "c/n=8")
-			if got := pending(root); !slices.Equal(got, want) {
-				t.Fatalf("root's pending writes = %v, want %v", got, want)
-			}
-			again := *moved
-			again.TS = again.TS.Add(time.Second)
-			if _, err := s.Put(ctx, other, &again, checkpoints.Metadata{Source: checkpoints.SourceUpdate, RunID: "run-5"}, map[string]int64{"n": 2}); err != nil {
-				t.Fatal(err)
-			}
-			tu, err := s.Get(ctx, child)
-			if err != nil || tu == nil || tu.ParentConfig == nil || tu.ParentConfig.CheckpointID != other.CheckpointID {
-				t.Fatalf("the checkpoint saved again = %+v, %v; want it under %s", tu, err, other.CheckpointID)
-			}
-			if got := pending(root); !slices.Equal(got, want) {
-				t.Errorf("root's pending writes after its child moved = %v, want %v", got, want)
-			}
-			if got := pending(other); len(got) != 0 {
-				t.Errorf("the new parent's pending writes = %v, want none", got)
+			for i, how := range []string{"its value resolved on the server", "a new version"} {
+				task := fmt.Sprintf("c%d", i)
+				moved := cp("8")
+				child := put(root, moved, "run-5", n(task, "8"), n("d", "2"))
+				want = append(want, task+"/n=8")
+				if i == 0 {
+					want = append(want, "d/n=1")
+				}
+				slices.Sort(want)
+				if got := pending(root); !slices.Equal(got, want) {
+					t.Fatalf("%s: root's pending writes = %v, want %v", how, got, want)
+				}
+				parent, versions := other, map[string]int64{}
+				if i == 1 {
+					parent, versions = put(root, cp("9"), "run-6"), map[string]int64{"n": 2}
+				}
+				again := *moved
+				again.TS = again.TS.Add(time.Second)
+				if _, err := s.Put(ctx, parent, &again, checkpoints.Metadata{Source: checkpoints.SourceUpdate, RunID: "run-5"}, versions); err != nil {
+					t.Fatal(err)
+				}
+				tu, err := s.Get(ctx, child)
+				if err != nil || tu == nil || tu.ParentConfig == nil || tu.ParentConfig.CheckpointID != parent.CheckpointID {
+					t.Fatalf("%s: the checkpoint saved again = %+v, %v; want it under %s", how, tu, err, parent.CheckpointID)
+				}
+				if got := pending(root); !slices.Equal(got, want) {
+					t.Errorf("%s: root's pending writes after its child moved = %v, want %v", how, got, want)
+				}
+				if got := pending(parent); len(got) != 0 {
+					t.Errorf("%s: the new parent's pending writes = %v, want none", how, got)
+				}
 			}
 		})
 	}

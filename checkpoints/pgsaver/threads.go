@@ -149,8 +149,11 @@ func (s *Saver) DeleteForRuns(ctx context.Context, runIDs []string) error {
 		if threads, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil || len(threads) == 0 {
 			return err
 		}
-		// The threads' locks first: each later statement's snapshot
-		// then holds every checkpoint committed before them.
+		// The threads' locks first: they wait out puts in flight that
+		// take them (a put referencing blobs), which could otherwise lose
+		// a blob to the garbage collection. A plain step's put takes
+		// none and may commit between these statements; its checkpoint
+		// is then a later child, which changes nothing kept here.
 		b := &pgx.Batch{}
 		lockThreads(b, threads)
 		b.Queue(sqlKeepCarriedOfRuns, threads, runs)
@@ -174,11 +177,17 @@ func (s *Saver) DeleteForRuns(ctx context.Context, runIDs []string) error {
 // writes that checkpoints of runs $2 in threads $1 carry for parents of
 // other runs as rows of checkpoint_writes (see carriedToRows), so that a
 // parent keeps its pending writes as when every write was a row, and as
-// the memory saver keeps them. A child that stays is not deleted.
+// the memory saver keeps them. Of the parent's other children, only those
+// that DeleteForRuns keeps still carry a write after it.
 var sqlKeepCarriedOfRuns = carriedToRows(
-	`c.thread_id = ANY($1) AND c.metadata @> ANY (SELECT jsonb_build_object('run_id', r) FROM unnest($2::text[]) AS r)
-  AND NOT p.metadata @> ANY (SELECT jsonb_build_object('run_id', r) FROM unnest($2::text[]) AS r)`,
-	`NOT k.metadata @> ANY (SELECT jsonb_build_object('run_id', r) FROM unnest($2::text[]) AS r)`)
+	`c.thread_id = ANY($1) AND `+ofRuns("c", "$2")+` AND NOT `+ofRuns("p", "$2"),
+	` AND NOT `+ofRuns("k", "$2"))
+
+// ofRuns is the condition that checkpoint alias belongs to one of the
+// runs in the text[] parameter runs.
+func ofRuns(alias, runs string) string {
+	return alias + `.metadata @> ANY (SELECT jsonb_build_object('run_id', r) FROM unnest(` + runs + `::text[]) AS r)`
+}
 
 // carriedToRows is a statement that turns the writes carried
 // (parent_writes) by the checkpoints c that released selects into rows
@@ -188,7 +197,7 @@ var sqlKeepCarriedOfRuns = carriedToRows(
 // idx: no row is there already (ON CONFLICT), no checkpoint of the same
 // statement saved before it carries one (c.seq order), and no child k of
 // the parent saved before it carries one, among the children that stay
-// (stays, on k).
+// (stays narrows k).
 func carriedToRows(released, stays string) string {
 	return `
 INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, encoding, value)
@@ -198,11 +207,7 @@ FROM checkpoints c
 JOIN checkpoints p ON p.thread_id = c.thread_id AND p.checkpoint_ns = c.checkpoint_ns AND p.checkpoint_id = c.parent_checkpoint_id
 CROSS JOIN LATERAL json_array_elements(convert_from(c.parent_writes, 'UTF8')::json) WITH ORDINALITY AS e(w, n)
 WHERE c.parent_writes IS NOT NULL AND ` + released + `
-  AND NOT EXISTS (
-      SELECT 1 FROM checkpoints k CROSS JOIN LATERAL json_array_elements(convert_from(k.parent_writes, 'UTF8')::json) AS x(w)
-      WHERE k.thread_id = c.thread_id AND k.checkpoint_ns = c.checkpoint_ns AND k.parent_checkpoint_id = c.parent_checkpoint_id
-        AND k.parent_writes IS NOT NULL AND k.seq < c.seq AND ` + stays + `
-        AND x.w->>0 = e.w->>0 AND x.w->>2 = e.w->>2)
+  AND NOT ` + sqlCarried("c.thread_id", "c.checkpoint_ns", "c.parent_checkpoint_id", "e.w->>0", "(e.w->>2)::int", " AND k.seq < c.seq"+stays) + `
 ORDER BY c.seq, e.n
 ON CONFLICT DO NOTHING`
 }
