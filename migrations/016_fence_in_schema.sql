@@ -7,9 +7,9 @@
 -- 60 on the fast test cluster (BenchmarkPGSuperstepSync/putstep-fenced).
 -- It was there so that a caller with another search_path checks this
 -- schema's leases; the lease table is now named with its schema, written
--- in when the migration runs, which does the same for free. The advisory
--- lock functions and hashtext are pg_catalog's, which every search_path
--- reaches first.
+-- in when the migration runs, which does the same for free, and the
+-- functions it calls are named with pg_catalog, which a search_path may
+-- list after other schemas.
 DO $migration$
 BEGIN
     EXECUTE format($fn$
@@ -17,7 +17,7 @@ CREATE OR REPLACE FUNCTION studio_fence(p_thread text, p_fence bigint) RETURNS v
 LANGUAGE plpgsql
 AS $$
 BEGIN
-    PERFORM pg_advisory_xact_lock_shared(1937007974, hashtext(p_thread));
+    PERFORM pg_catalog.pg_advisory_xact_lock_shared(1937007974, pg_catalog.hashtext(p_thread));
     PERFORM 1 FROM %I.studio_thread_leases
      WHERE thread_id = p_thread AND fence = p_fence;
     IF NOT FOUND THEN

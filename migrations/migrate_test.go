@@ -3,6 +3,7 @@ package migrations_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"slices"
 	"strings"
@@ -84,8 +85,9 @@ func TestToRejectsUnknownVersion(t *testing.T) {
 	}
 }
 
-// catalog lists the relations, columns and indexes of the pool's own
-// schema, excluding the migration bookkeeping table.
+// catalog lists the relations, columns, indexes and functions (whole
+// definitions) of the pool's own schema, excluding the migration
+// bookkeeping table.
 func catalog(t *testing.T, pool *pgxpool.Pool) []string {
 	t.Helper()
 	rows, err := pool.Query(context.Background(), `
@@ -95,6 +97,10 @@ func catalog(t *testing.T, pool *pgxpool.Pool) []string {
 		                   FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND c.relkind IN ('r','p','v','m')), '')
 		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 		WHERE n.nspname = current_schema() AND c.relname <> $1 AND c.relname NOT LIKE $1 || '%'
+		UNION ALL
+		SELECT 'function ' || pg_get_functiondef(p.oid)
+		FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+		WHERE n.nspname = current_schema() AND p.prokind = 'f'
 		ORDER BY 1`, migrations.VersionTable)
 	if err != nil {
 		t.Fatalf("catalog: %v", err)
@@ -286,6 +292,37 @@ func TestStudioFence(t *testing.T) {
 		var pgErr *pgconn.PgError
 		if !errors.As(err, &pgErr) || pgErr.Code != "SSF01" || !strings.Contains(pgErr.Message, c.thread) {
 			t.Errorf("studio_fence(%q, %d) = %v; want SQLSTATE SSF01 naming the thread", c.thread, c.token, err)
+		}
+	}
+}
+
+// TestFenceChecksItsOwnSchema: studio_fence checks the leases of the
+// schema it was migrated into, whatever the caller's search_path finds
+// first. Two schemas hold thread t at fences 1 and 2; each schema's
+// function, called from a connection to the other schema, admits its own
+// fence and refuses the other's.
+func TestFenceChecksItsOwnSchema(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pools := []*pgxpool.Pool{pgtest.Schema(t, nil), pgtest.Schema(t, nil)}
+	schemas := make([]string, len(pools))
+	for i, pool := range pools {
+		if err := pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&schemas[i]); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pool.Exec(ctx, `INSERT INTO studio_thread_leases (thread_id, holder, fence) VALUES ('t', 'w', $1)`, i+1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for own := range pools {
+		caller := pools[1-own]
+		fn := pgx.Identifier{schemas[own], "studio_fence"}.Sanitize()
+		for fence := int64(1); fence <= 2; fence++ {
+			_, err := caller.Exec(ctx, fmt.Sprintf(`SELECT %s($1, $2)`, fn), "t", fence)
+			var pgErr *pgconn.PgError
+			if want := fence == int64(own+1); want != (err == nil) || (err != nil && (!errors.As(err, &pgErr) || pgErr.Code != "SSF01")) {
+				t.Errorf("%s('t', %d) from %s's connection: %v; want admitted %v", fn, fence, schemas[1-own], err, want)
+			}
 		}
 	}
 }

@@ -79,7 +79,7 @@
 // # Fences
 //
 // A write whose context carries a checkpoints.Fence (checkpoints.WithFence)
-// runs SELECT studio_fence(thread, token) (migrations/011_run_queue.sql)
+// runs SELECT studio_fence(thread, token) (migrations 011 and 016)
 // as the first statement of its batch, so in its transaction: the write
 // commits only if the thread's lease is at that fence (nobody took the
 // thread over since), and holds the lease's lock shared until it does, so

@@ -2,7 +2,7 @@
 // (checkpoints.WithFence) inside the transaction of a Postgres write, for
 // every package that writes on behalf of a run: the checkpoint saver, the
 // thread registry and the run log. The check is the studio_fence function
-// of migration 011, which takes the thread's lease lock shared (an
+// (migrations 011 and 016), which takes the thread's lease lock shared (an
 // advisory lock, held to commit), while every change of the lease's holder
 // or fence takes it exclusively (a trigger): so a takeover waits for a
 // write in flight to commit, and every write after it is refused.
