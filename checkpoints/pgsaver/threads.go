@@ -197,7 +197,9 @@ func ofRuns(alias, runs string) string {
 // idx: no row is there already (ON CONFLICT), no checkpoint of the same
 // statement saved before it carries one (c.seq order), and no child k of
 // the parent saved before it carries one, among the children that stay
-// (stays narrows k).
+// (stays narrows k). A parent_writes that is not a JSON array (only a
+// hand-edited row could hold one) fails the statement with Postgres's
+// json error, and its transaction with it: nothing is half-moved.
 func carriedToRows(released, stays string) string {
 	return `
 INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, encoding, value)
