@@ -19,7 +19,8 @@
 // interleaved when written. Items are then fetched nearest first and
 // filtered until the page is full. Above the cap the HNSW index is used
 // with pgvector's iterative scan, widening the candidate set until enough
-// items pass the filter. See vectorSearch.
+// items pass the filter; a search that would need more than maxCandidates
+// candidates is answered exactly. See vectorSearch.
 //
 // Either way SQL only picks the candidates: the page's items, a few on
 // either side of it, and their vectors (as real[]) come back, and Go
@@ -28,8 +29,9 @@
 // float32 distance rounds differently (its sums are vectorised), which
 // reorders near-identical vectors: on BenchmarkStoreSearch100k's corpus
 // its exact ranking agrees with store.CosineSimilarity's top 10 only 96%
-// of the time. A page deep in the results reads no more than one near
-// the top. See rank and window.
+// of the time. A page deep in the results sends and ranks no more than
+// one near the top (the server still passes over the items before it).
+// See rank and window.
 package pgstore
 
 import (

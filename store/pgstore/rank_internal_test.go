@@ -72,6 +72,13 @@ func TestWindowSettle(t *testing.T) {
 				return rows
 			},
 			want: []string{"k001", "k000"}, open: true},
+		{name: "exact scores move a slack item into the page", offset: 0, limit: 2,
+			rows: func(w window) []scored {
+				rows := spaced(1, w.sqlLimit())
+				rows[1] = row("k002", 0.02, 0.05) // scores below k003
+				return rows
+			},
+			want: []string{"k001", "k003"}, open: true},
 		{name: "back sentinel within rounding of the page", offset: 0, limit: 2,
 			rows: func(w window) []scored {
 				rows := spaced(1, w.sqlLimit())

@@ -16,11 +16,12 @@ import (
 // TestRankingMatchesMemory: near-twins (the same words in another order,
 // averaged by the offline embedder into vectors equal but for float32
 // rounding) come back from both search paths in the memory store's order
-// with its scores, to the last bit. pgvector's own float32 distances
-// order such twins by their rounding, differently from store's.
+// with its scores, to the last bit, and an item with two vectors scores
+// its better one. pgvector's own float32 distances order such twins by
+// their rounding, differently from store's.
 func TestRankingMatchesMemory(t *testing.T) {
 	t.Parallel()
-	idx := &store.IndexConfig{Embedder: embed.Offline(), Fields: []string{"text"}}
+	idx := &store.IndexConfig{Embedder: embed.Offline(), Fields: []string{"text", "alt"}}
 	pool := pgtest.Schema(t, nil)
 	exact, err := pgstore.New(ctx, pool, pgstore.Options{Options: store.Options{Index: idx}})
 	if err != nil {
@@ -47,8 +48,11 @@ func TestRankingMatchesMemory(t *testing.T) {
 	}
 	var ops []store.Op
 	for i := range 200 {
-		ops = append(ops, store.PutOp{Namespace: []string{"t", fmt.Sprint(i % 3)}, Key: fmt.Sprintf("k%03d", i),
-			Value: map[string]any{"text": sentence(), "kind": []string{"a", "b"}[i%2]}})
+		v := map[string]any{"text": sentence(), "kind": []string{"a", "b"}[i%2]}
+		if i%4 == 0 {
+			v["alt"] = sentence() // a second vector: the item scores its better one
+		}
+		ops = append(ops, store.PutOp{Namespace: []string{"t", fmt.Sprint(i % 3)}, Key: fmt.Sprintf("k%03d", i), Value: v})
 	}
 	for _, s := range []store.Store{exact, mem} {
 		if _, err := s.Batch(ctx, ops); err != nil {

@@ -208,43 +208,58 @@ func collect(ctx context.Context, db DB, sql string, args []any) ([]scored, erro
 	return out, nil
 }
 
-// maxCandidates bounds the widening of an index scan.
+// maxCandidates bounds the widening of an index scan: a search that
+// needs more candidates is answered exactly (exactSearch without a cap),
+// which is then the cheaper way.
 const maxCandidates = 200_000
 
 // vectorSearch ranks the items under the prefix that pass the filter by
-// their best vector's score (see rank).
-//
-// Which way is decided by the number of vectors under the prefix, counted
-// (up to ExactSearchMax+1) from the primary key in the same statement as
-// the exact search:
-//
-//   - at most ExactSearchMax: exact. Every vector under the prefix is read
-//     from the covering index (prefix, key, field) INCLUDE (embedding),
-//     which is ordered by namespace, so a namespace's vectors are a few
-//     adjacent pages however its items were interleaved on the heap. They
-//     are max-pooled per item and sorted by pgvector's distance; items are
-//     then fetched in that order and filtered, and the LIMIT stops the
-//     fetching at the end of the window (see window), so a filter passing
-//     half the items costs about twice the window's item reads, not one
-//     per vector. The window's items come with their vectors, which rank
-//     orders.
-//   - more: approximate, through the HNSW index (searchIndex).
+// their best vector's score (see rank): exactly when at most
+// ExactSearchMax vectors lie under the prefix (exactSearch), else through
+// the HNSW index (searchIndex).
 func (s *Store) vectorSearch(ctx context.Context, db DB, sr store.PreparedSearch, now time.Time) ([]scored, error) {
+	page, ok, err := exactSearch(ctx, db, sr, now, s.opts.ExactSearchMax)
+	if err != nil || ok {
+		return page, err
+	}
+	return s.searchIndex(ctx, db, sr, now)
+}
+
+// uncapped is exactSearch's cap when it must answer whatever the number
+// of vectors (a bigint literal: the SQL adds one to it).
+const uncapped = 1 << 40
+
+// exactSearch is the exact search, unless more than capped vectors lie
+// under the prefix: then it returns ok false. The vectors are counted (up
+// to capped+1) from the primary key in the same statement as the search.
+// Every vector under the prefix is read from the covering index (prefix,
+// key, field) INCLUDE (embedding), which is ordered by namespace, so a
+// namespace's vectors are a few adjacent pages however its items were
+// interleaved on the heap. They are max-pooled per item and sorted by
+// pgvector's distance; items are then fetched in that order and filtered,
+// and the LIMIT stops the fetching at the end of the window (see window),
+// so a filter passing half the items costs about twice the window's item
+// reads, not one per vector. The window's items come with their vectors,
+// which rank orders.
+func exactSearch(ctx context.Context, db DB, sr store.PreparedSearch, now time.Time, capped int) ([]scored, bool, error) {
 	q := &query{}
 	q.arg(now)
 	vr := vectorRange(q, sr.Prefix)
 	ic, err := itemConds(q, sr.Prefix, sr.Filter)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	qv := q.arg(VectorText(sr.QueryVector))
-	capped := strconv.Itoa(s.opts.ExactSearchMax)
-	sql := `SELECT n.n, r.prefix, r.key, r.value, r.created_at, r.updated_at, r.dist, ` + itemVectors(strconv.Itoa(len(sr.QueryVector))) + `
-		FROM (SELECT count(*) AS n FROM (SELECT FROM store_vectors v WHERE ` + vr + ` LIMIT ` + capped + ` + 1) x) n
+	dim := strconv.Itoa(len(sr.QueryVector))
+	limit := strconv.Itoa(capped)
+	sql := `SELECT n.n, r.prefix, r.key, r.value, r.created_at, r.updated_at, r.dist,
+			(SELECT array_agg(w.embedding::real[]) FROM store_vectors w
+				WHERE w.prefix = r.prefix AND w.key = r.key AND vector_dims(w.embedding) = ` + dim + `)
+		FROM (SELECT count(*) AS n FROM (SELECT FROM store_vectors v WHERE ` + vr + ` LIMIT ` + limit + ` + 1) x) n
 		LEFT JOIN LATERAL (
 			SELECT i.prefix, i.key, i.value, i.created_at, i.updated_at, c.dist
 			FROM (SELECT v.prefix, v.key, min(v.embedding <=> ` + qv + `::vector) AS dist
-				FROM store_vectors v WHERE ` + vr + ` AND n.n <= ` + capped + `
+				FROM store_vectors v WHERE ` + vr + ` AND vector_dims(v.embedding) = ` + dim + ` AND n.n <= ` + limit + `
 				GROUP BY v.prefix, v.key ORDER BY dist, v.prefix, v.key) c
 			CROSS JOIN LATERAL (SELECT i.prefix, i.key, i.value, i.created_at, i.updated_at FROM store_items i
 				WHERE i.prefix = c.prefix AND i.key = c.key AND ` + ic + ` LIMIT 1) i
@@ -254,28 +269,19 @@ func (s *Store) vectorSearch(ctx context.Context, db DB, sr store.PreparedSearch
 		sql, args := w.clause(sql, q)
 		out, total, err := scanExactPage(ctx, db, sql, args)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		if total > s.opts.ExactSearchMax {
-			return s.searchIndex(ctx, db, sr, now)
+		if total > capped {
+			return nil, false, nil
 		}
 		if page, _, ok := w.settle(out, sr.QueryVector); ok {
-			return page, nil
+			return page, true, nil
 		}
 	}
 }
 
-// itemVectors is the column of the window's item r's vectors of dim
-// dimensions, which rank scores: read for the window's items only, so an
-// exact search sends and converts a few dozen vectors however many it
-// compares.
-func itemVectors(dim string) string {
-	return `(SELECT array_agg(w.embedding::real[]) FROM store_vectors w
-		WHERE w.prefix = r.prefix AND w.key = r.key AND vector_dims(w.embedding) = ` + dim + `)`
-}
-
-// scanExactPage runs vectorSearch's query: its rows, and the number of
-// vectors under the prefix (up to ExactSearchMax+1).
+// scanExactPage runs exactSearch's query: its rows, and the number of
+// vectors under the prefix (up to its cap plus one).
 func scanExactPage(ctx context.Context, db DB, sql string, args []any) (out []scored, n int, err error) {
 	rows, err := db.Query(ctx, sql, args...)
 	if err != nil {
@@ -299,10 +305,13 @@ func scanExactPage(ctx context.Context, db DB, sql string, args []any) (out []sc
 
 // searchIndex is the approximate search: the HNSW index yields the
 // prefix's vectors nearest first (pgvector's iterative scan goes on past
-// vectors outside the prefix), the first k of them are max-pooled per
-// item and the items filtered; the window of them is read and ranked
-// (see window). k widens until the page is full and no item beyond the k
-// candidates could rank in it, or the index has no more.
+// vectors outside the prefix, with no bound on the tuples it visits, so
+// that fewer candidates than asked means the index has no more), the
+// first k of them are max-pooled per item and the items filtered; the
+// window of them is read and ranked (see window). k widens until the page
+// is full and no item beyond the k candidates could rank in it, or the
+// index has no more; a search that needs more than maxCandidates is
+// answered exactly.
 func (s *Store) searchIndex(ctx context.Context, db DB, sr store.PreparedSearch, now time.Time) ([]scored, error) {
 	want := sr.Offset + sr.Limit
 	ef := strconv.Itoa(min(max(s.opts.EFSearch, want), 1000))
@@ -318,11 +327,11 @@ func (s *Store) searchIndex(ctx context.Context, db DB, sr store.PreparedSearch,
 	k := q.arg(0)
 	// The candidates' count and farthest distance, and the count of
 	// items passing, come on every row, and on a row of their own when
-	// the window is empty. A candidate carries its row's ctid, not its
-	// vector: only the window's items' vectors are read (by ctid, cheaper
-	// than itemVectors' index probes) and converted for rank. An item's
-	// vectors that are not candidates are farther than every candidate,
-	// so they would not raise its score.
+	// the window is empty. The candidates and the items passing carry
+	// keys, distances and ctids only: the window's items alone are read
+	// whole, and their vectors by ctid (cheaper than exactSearch's index
+	// probes) for rank. An item's vectors that are not candidates are
+	// farther than every candidate, so they would not raise its score.
 	sql := `WITH c AS MATERIALIZED (
 			SELECT v.prefix, v.key, v.embedding::vector(` + dim + `) <=> ` + qv + `::vector(` + dim + `) AS dist, v.ctid AS at
 			FROM store_vectors v
@@ -330,24 +339,25 @@ func (s *Store) searchIndex(ctx context.Context, db DB, sr store.PreparedSearch,
 			ORDER BY v.embedding::vector(` + dim + `) <=> ` + qv + `::vector(` + dim + `)
 			LIMIT ` + k + `),
 		p AS MATERIALIZED (
-			SELECT i.prefix, i.key, i.value, i.created_at, i.updated_at, s.dist, s.ats
+			SELECT s.prefix, s.key, s.dist, s.ats
 			FROM (SELECT prefix, key, min(dist) AS dist, array_agg(at) AS ats FROM c GROUP BY prefix, key) s
 			JOIN store_items i ON i.prefix = s.prefix AND i.key = s.key
 			WHERE ` + ic + `)
 		SELECT (SELECT count(*) FROM c), (SELECT coalesce(max(dist), 0) FROM c), (SELECT count(*) FROM p),
-			r.prefix, r.key, r.value, r.created_at, r.updated_at, r.dist,
+			r.prefix, r.key, i.value, i.created_at, i.updated_at, r.dist,
 			(SELECT array_agg(w.embedding::real[]) FROM store_vectors w WHERE w.ctid = ANY(r.ats))
 		FROM (SELECT) one LEFT JOIN LATERAL (
-			SELECT * FROM p ORDER BY dist, prefix, key ` + windowClause + `) r ON true`
+			SELECT * FROM p ORDER BY dist, prefix, key ` + windowClause + `) r ON true
+		LEFT JOIN store_items i ON i.prefix = r.prefix AND i.key = r.key`
 	w := newWindow(sr)
-	for cands := want*2 + 16; ; {
+	for cands := want*2 + 16; cands <= maxCandidates; {
 		q.args[len(q.args)-1] = cands // k
 		sql, args := w.clause(sql, q)
 		out, got, farthest, passed, err := scanIndexPage(ctx, db, ef, sql, args)
 		if err != nil {
 			return nil, err
 		}
-		exhausted := got < cands || cands == maxCandidates
+		exhausted := got < cands
 		front := w.front
 		page, open, ok := w.settle(out, sr.QueryVector)
 		if !ok {
@@ -368,26 +378,34 @@ func (s *Store) searchIndex(ctx context.Context, db DB, sr store.PreparedSearch,
 		// Too few candidates pass to fill the window, or the page's last
 		// item is within rounding of the farthest candidate: widen by the
 		// observed pass rate (the filter's selectivity), at least
-		// fourfold.
+		// fourfold, and up to maxCandidates once.
 		grow := 4
 		if passed > 0 {
 			grow = max(grow, 2*(w.want+w.back+1)/passed+1)
 		}
+		if cands == maxCandidates {
+			break
+		}
 		cands = min(cands*grow, maxCandidates)
 	}
+	page, _, err := exactSearch(ctx, db, sr, now, uncapped)
+	return page, err
 }
 
 // scanIndexPage runs one try of searchIndex's query, with the index
 // scan's settings made just before it in the same transaction: one round
 // trip (a pgx batch runs in one implicit transaction, or in db's when it
 // is one), and the settings end with that transaction. Custom plans: a
-// generic plan cannot see the LIMIT and may not use the index at all. It
+// generic plan cannot see the LIMIT and may not use the index at all. The
+// iterative scan may visit every tuple (hnsw.max_scan_tuples, 20,000 by
+// default, would end it early and look like an index with no more). It
 // returns the window's items, the number of candidates read, the
 // farthest candidate's distance, and the number of items passing.
 func scanIndexPage(ctx context.Context, db DB, ef, sql string, args []any) (out []scored, got int, farthest float64, passed int, err error) {
 	b := &pgx.Batch{}
 	b.Queue(`SELECT set_config('plan_cache_mode', 'force_custom_plan', true),
-		set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', $1, true)`, ef)
+		set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', $1, true),
+		set_config('hnsw.max_scan_tuples', '2147483647', true)`, ef)
 	b.Queue(sql, args...)
 	br := db.SendBatch(ctx, b)
 	defer br.Close()
