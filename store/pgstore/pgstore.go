@@ -19,7 +19,7 @@
 // interleaved when written. Items are then fetched nearest first and
 // filtered until the page is full. Above the cap the HNSW index is used
 // with pgvector's iterative scan, widening the candidate set until enough
-// items pass the filter; a search that would need more than maxCandidates
+// items pass the filter; a search that would need more than 200,000
 // candidates is answered exactly. See vectorSearch.
 //
 // Either way SQL only picks the candidates: the page's items, a few on
@@ -77,6 +77,11 @@ type Options struct {
 	// its transaction is found not to have committed; a batch that also
 	// reads and did commit is an error (its reads were lost).
 	RetryWindow time.Duration
+
+	// maxCandidates is the most candidates an index search reads before
+	// it answers exactly instead; 0 means defaultMaxCandidates. Tests set
+	// it low to reach that fallback without 200,000 vectors.
+	maxCandidates int
 }
 
 // Store is the Postgres store. It is safe for concurrent use when its DB
@@ -104,6 +109,9 @@ func New(ctx context.Context, db DB, opts Options) (*Store, error) {
 	}
 	if opts.EFSearch <= 0 {
 		opts.EFSearch = 100
+	}
+	if opts.maxCandidates <= 0 {
+		opts.maxCandidates = defaultMaxCandidates
 	}
 	if _, pool := db.(*pgxpool.Pool); !pool {
 		opts.RetryWindow = -1 // a transaction's connection cannot come back

@@ -208,10 +208,10 @@ func collect(ctx context.Context, db DB, sql string, args []any) ([]scored, erro
 	return out, nil
 }
 
-// maxCandidates bounds the widening of an index scan: a search that
-// needs more candidates is answered exactly (exactSearch without a cap),
-// which is then the cheaper way.
-const maxCandidates = 200_000
+// defaultMaxCandidates bounds the widening of an index scan: a search
+// that needs more candidates is answered exactly (exactSearch without a
+// cap), which is then the cheaper way.
+const defaultMaxCandidates = 200_000
 
 // vectorSearch ranks the items under the prefix that pass the filter by
 // their best vector's score (see rank): exactly when at most
@@ -310,8 +310,8 @@ func scanExactPage(ctx context.Context, db DB, sql string, args []any) (out []sc
 // first k of them are max-pooled per item and the items filtered; the
 // window of them is read and ranked (see window). k widens until the page
 // is full and no item beyond the k candidates could rank in it, or the
-// index has no more; a search that needs more than maxCandidates is
-// answered exactly.
+// index has no more; a search that needs more than the store's
+// maxCandidates is answered exactly.
 func (s *Store) searchIndex(ctx context.Context, db DB, sr store.PreparedSearch, now time.Time) ([]scored, error) {
 	want := sr.Offset + sr.Limit
 	ef := strconv.Itoa(min(max(s.opts.EFSearch, want), 1000))
@@ -350,6 +350,7 @@ func (s *Store) searchIndex(ctx context.Context, db DB, sr store.PreparedSearch,
 			SELECT * FROM p ORDER BY dist, prefix, key ` + windowClause + `) r ON true
 		LEFT JOIN store_items i ON i.prefix = r.prefix AND i.key = r.key`
 	w := newWindow(sr)
+	maxCandidates := s.opts.maxCandidates
 	for cands := want*2 + 16; cands <= maxCandidates; {
 		q.args[len(q.args)-1] = cands // k
 		sql, args := w.clause(sql, q)
