@@ -322,8 +322,7 @@ ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
 // carries for that parent become the parent's rows (carriedToRows), as
 // they were written against it.
 var sqlReleaseCarried = carriedToRows(
-	`c.thread_id = $1 AND c.checkpoint_ns = $2 AND c.checkpoint_id = $3 AND c.parent_checkpoint_id IS DISTINCT FROM nullif($4::text, '')`,
-	``)
+	`c.thread_id = $1 AND c.checkpoint_ns = $2 AND c.checkpoint_id = $3 AND c.parent_checkpoint_id IS DISTINCT FROM nullif($4::text, '')`)
 
 // sqlInsertBlobs is the CTE that stores new blobs ($12..$15) ahead of the
 // checkpoint that reads them, in the same statement.

@@ -177,11 +177,8 @@ func (s *Saver) DeleteForRuns(ctx context.Context, runIDs []string) error {
 // writes that checkpoints of runs $2 in threads $1 carry for parents of
 // other runs as rows of checkpoint_writes (see carriedToRows), so that a
 // parent keeps its pending writes as when every write was a row, and as
-// the memory saver keeps them. Of the parent's other children, only those
-// that DeleteForRuns keeps still carry a write after it.
-var sqlKeepCarriedOfRuns = carriedToRows(
-	`c.thread_id = ANY($1) AND `+ofRuns("c", "$2")+` AND NOT `+ofRuns("p", "$2"),
-	` AND NOT `+ofRuns("k", "$2"))
+// the memory saver keeps them.
+var sqlKeepCarriedOfRuns = carriedToRows(`c.thread_id = ANY($1) AND ` + ofRuns("c", "$2") + ` AND NOT ` + ofRuns("p", "$2"))
 
 // ofRuns is the condition that checkpoint alias belongs to one of the
 // runs in the text[] parameter runs.
@@ -194,13 +191,13 @@ func ofRuns(alias, runs string) string {
 // of checkpoint_writes for their parent p, which must exist. The array is
 // read as json, not jsonb, so each value keeps the bytes it was saved
 // with. A write is kept only if it was the first saved of its task and
-// idx: no row is there already (ON CONFLICT), no checkpoint of the same
-// statement saved before it carries one (c.seq order), and no child k of
-// the parent saved before it carries one, among the children that stay
-// (stays narrows k). A parent_writes that is not a JSON array (only a
-// hand-edited row could hold one) fails the statement with Postgres's
-// json error, and its transaction with it: nothing is half-moved.
-func carriedToRows(released, stays string) string {
+// idx: no row is there already (ON CONFLICT), and no child of the parent
+// saved before it carries one. That child may be released by the same
+// statement: its write, inserted first (c.seq order), is kept then. A
+// parent_writes that is not a JSON array (only a hand-edited row could
+// hold one) fails the statement with Postgres's json error, and its
+// transaction with it: nothing is half-moved.
+func carriedToRows(released string) string {
 	return `
 INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, encoding, value)
 SELECT c.thread_id, c.checkpoint_ns, c.parent_checkpoint_id, e.w->>0, (e.w->>2)::int, e.w->>3, e.w->>1, 'json',
@@ -209,7 +206,7 @@ FROM checkpoints c
 JOIN checkpoints p ON p.thread_id = c.thread_id AND p.checkpoint_ns = c.checkpoint_ns AND p.checkpoint_id = c.parent_checkpoint_id
 CROSS JOIN LATERAL json_array_elements(convert_from(c.parent_writes, 'UTF8')::json) WITH ORDINALITY AS e(w, n)
 WHERE c.parent_writes IS NOT NULL AND ` + released + `
-  AND NOT ` + sqlCarried("c.thread_id", "c.checkpoint_ns", "c.parent_checkpoint_id", "e.w->>0", "(e.w->>2)::int", " AND k.seq < c.seq"+stays) + `
+  AND NOT ` + sqlCarried("c.thread_id", "c.checkpoint_ns", "c.parent_checkpoint_id", "e.w->>0", "(e.w->>2)::int", " AND k.seq < c.seq") + `
 ORDER BY c.seq, e.n
 ON CONFLICT DO NOTHING`
 }
