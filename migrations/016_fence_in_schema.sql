@@ -8,8 +8,8 @@
 -- It was there so that a caller with another search_path checks this
 -- schema's leases; the lease table is now named with its schema, written
 -- in when the migration runs, which does the same for free, and the
--- functions it calls are named with pg_catalog, which a search_path may
--- list after other schemas.
+-- functions and operators it uses are named with pg_catalog, which a
+-- search_path may list after other schemas.
 DO $migration$
 BEGIN
     EXECUTE format($fn$
@@ -19,7 +19,7 @@ AS $$
 BEGIN
     PERFORM pg_catalog.pg_advisory_xact_lock_shared(1937007974, pg_catalog.hashtext(p_thread));
     PERFORM 1 FROM %I.studio_thread_leases
-     WHERE thread_id = p_thread AND fence = p_fence;
+     WHERE thread_id OPERATOR(pg_catalog.=) p_thread AND fence OPERATOR(pg_catalog.=) p_fence;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'fenced out: thread %% is not at fence %%', p_thread, p_fence
             USING ERRCODE = 'SSF01';
