@@ -139,7 +139,7 @@ func TestEvaluate(t *testing.T) {
 		// The median of the runs' own ratios (2.946, 1.171 and 1.228),
 		// not 706212 over 603108, the medians of different runs.
 		{"the same, floor interleaved in the benchmark", cell{bench: "`BenchmarkPGSuperstepSync/putstep`", figure: "706 µs (3 runs)",
-			floor: "603 µs `ns/floor` (3 runs)", ratio: "1.228×", limit: "≤ 1.1×", status: "not met"}},
+			floor: "603 µs `ns/floor` (3 runs)", ratio: "1.228× (median of runs)", limit: "≤ 1.1×", status: "not met"}},
 		// The captured run predates the Get benchmark's ns/get and
 		// interleaved floor.
 		{"state at an old checkpoint (1,000-checkpoint thread)", cell{bench: "`BenchmarkPGGetStateAt`", figure: "—",
@@ -224,8 +224,22 @@ BenchmarkPGHistoryPage-2        	     100	    803750 ns/op	         0.1981 ms/fl
 BenchmarkPGHistoryPage-2        	     100	    762363 ns/op	         0.1610 ms/floor	         0.6012 ms/page	         3.734 x-floor	  245270 B/op	    4370 allocs/op
 `)
 	got := evaluate(res, rowFor(t, "history page, newest 50 of 1,000, metadata only"))
-	if got.bench != "`BenchmarkPGHistoryPage`" || !strings.HasPrefix(got.figure, "0.604 ms") || !strings.HasPrefix(got.floor, "0.183 ms") || got.ratio != "3.296×" || got.status != "not met" {
+	if got.bench != "`BenchmarkPGHistoryPage`" || !strings.HasPrefix(got.figure, "0.604 ms") || !strings.HasPrefix(got.floor, "0.183 ms") || got.ratio != "3.296× (median of runs)" || got.status != "not met" {
 		t.Errorf("got %+v", got)
+	}
+}
+
+// TestFloorInOtherRuns: a floor of the figure's own benchmark that no run
+// reports together with the figure gives no ratio, not a ratio of 0.
+func TestFloorInOtherRuns(t *testing.T) {
+	t.Parallel()
+	res := parseString(t, `pkg: github.com/superstep-dev/superstep/checkpoints/pgsaver
+BenchmarkPGHistoryPage-2        	     100	    787781 ns/op	         0.6042 ms/page
+BenchmarkPGHistoryPage-2        	     100	    803750 ns/op	         0.1981 ms/floor
+`)
+	got := evaluate(res, rowFor(t, "history page, newest 50 of 1,000, metadata only"))
+	if got.status != "no floor" || got.ratio != "—" {
+		t.Errorf("got %+v; want no floor and no ratio", got)
 	}
 }
 

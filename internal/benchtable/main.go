@@ -174,18 +174,25 @@ func evaluate(res *results, r row) cell {
 			return c
 		}
 		floor := median(lvs)
-		name := lb.name
-		have = fig / floor
-		if lb == fb {
-			// A floor interleaved in the figure's own benchmark shares
-			// each run's load with it: the ratio is the median of the
-			// runs' ratios, not of two medians from different runs.
-			name = r.floor.unit
-			have = median(fb.ratios(r.fig, *r.floor))
-		}
-		c.floor = fmt.Sprintf("%s `%s`%s", value(floor, r), name, runsText(len(lvs)))
+		c.floor = fmt.Sprintf("%s `%s`%s", value(floor, r), lb.name, runsText(len(lvs)))
 		c.runs = min(c.runs, len(lvs))
+		have = fig / floor
 		c.ratio = ratioText(have)
+		if lb == fb {
+			// A floor measured in each run of the figure's own benchmark
+			// shares that run's load (most are interleaved with it): the
+			// ratio is the median of the runs' own ratios, not of two
+			// medians that may come from different runs.
+			pairs := fb.ratios(r.fig, *r.floor)
+			if len(pairs) == 0 {
+				c.floor, c.ratio, c.status = "not in the same runs", "—", "no floor"
+				return c
+			}
+			have = median(pairs)
+			c.floor = fmt.Sprintf("%s `%s`%s", value(floor, r), r.floor.unit, runsText(len(lvs)))
+			c.runs = min(len(vs), len(pairs))
+			c.ratio = ratioText(have) + " (median of runs)"
+		}
 		durable = append(slices.Clone(durable), lb.durability...)
 	}
 	c.status = verdict(have, r)
