@@ -53,8 +53,9 @@ func rank(rows []scored, qv []float32) {
 // as sentinels: every item outside is at least as near as the front one,
 // or as far as the back one, so when those are farther than rounding from
 // every item of the ranked page, nothing outside can move into it; else
-// that side's slack widens. So a page costs its own items and their slack
-// whatever its offset, not every item before it.
+// that side's slack widens. So a search sends and ranks its page's items
+// and their slack whatever its offset, not every item before it (the
+// server still passes over those).
 type window struct {
 	offset, limit, want int
 	front, back         int
