@@ -174,10 +174,10 @@ func evaluate(res *results, r row) cell {
 			return c
 		}
 		floor := median(lvs)
-		c.floor = fmt.Sprintf("%s `%s`%s", value(floor, r), lb.name, runsText(len(lvs)))
 		c.runs = min(c.runs, len(lvs))
 		have = fig / floor
 		c.ratio = ratioText(have)
+		name := lb.name
 		if lb == fb {
 			// A floor measured in each run of the figure's own benchmark
 			// shares that run's load (most are interleaved with it): the
@@ -188,11 +188,11 @@ func evaluate(res *results, r row) cell {
 				c.floor, c.ratio, c.status = "not in the same runs", "—", "no floor"
 				return c
 			}
-			have = median(pairs)
-			c.floor = fmt.Sprintf("%s `%s`%s", value(floor, r), r.floor.unit, runsText(len(lvs)))
+			name, have = r.floor.unit, median(pairs)
 			c.runs = min(len(vs), len(pairs))
 			c.ratio = ratioText(have) + " (median of runs)"
 		}
+		c.floor = fmt.Sprintf("%s `%s`%s", value(floor, r), name, runsText(len(lvs)))
 		durable = append(slices.Clone(durable), lb.durability...)
 	}
 	c.status = verdict(have, r)
