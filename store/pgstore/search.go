@@ -225,6 +225,19 @@ func (s *Store) vectorSearch(ctx context.Context, db DB, sr store.PreparedSearch
 	return s.searchIndex(ctx, db, sr, now)
 }
 
+// vectorQuery starts both searches' SQL: its parameters (now first), the
+// condition on vectors under the prefix (vr, alias v), the one on items
+// (ic, alias i) and the query vector's parameter (qv).
+func vectorQuery(sr store.PreparedSearch, now time.Time) (q *query, vr, ic, qv string, err error) {
+	q = &query{}
+	q.arg(now)
+	vr = vectorRange(q, sr.Prefix)
+	if ic, err = itemConds(q, sr.Prefix, sr.Filter); err != nil {
+		return nil, "", "", "", err
+	}
+	return q, vr, ic, q.arg(VectorText(sr.QueryVector)), nil
+}
+
 // uncapped is exactSearch's cap when it must answer whatever the number
 // of vectors (a bigint literal: the SQL adds one to it).
 const uncapped = 1 << 40
@@ -242,14 +255,10 @@ const uncapped = 1 << 40
 // reads, not one per vector. The window's items come with their vectors,
 // which rank orders.
 func exactSearch(ctx context.Context, db DB, sr store.PreparedSearch, now time.Time, capped int) ([]scored, bool, error) {
-	q := &query{}
-	q.arg(now)
-	vr := vectorRange(q, sr.Prefix)
-	ic, err := itemConds(q, sr.Prefix, sr.Filter)
+	q, vr, ic, qv, err := vectorQuery(sr, now)
 	if err != nil {
 		return nil, false, err
 	}
-	qv := q.arg(VectorText(sr.QueryVector))
 	dim := strconv.Itoa(len(sr.QueryVector))
 	limit := strconv.Itoa(capped)
 	sql := `SELECT n.n, r.prefix, r.key, r.value, r.created_at, r.updated_at, r.dist,
@@ -316,14 +325,10 @@ func (s *Store) searchIndex(ctx context.Context, db DB, sr store.PreparedSearch,
 	want := sr.Offset + sr.Limit
 	ef := strconv.Itoa(min(max(s.opts.EFSearch, want), 1000))
 	dim := strconv.Itoa(len(sr.QueryVector))
-	q := &query{}
-	q.arg(now)
-	vr := vectorRange(q, sr.Prefix)
-	ic, err := itemConds(q, sr.Prefix, sr.Filter)
+	q, vr, ic, qv, err := vectorQuery(sr, now)
 	if err != nil {
 		return nil, err
 	}
-	qv := q.arg(VectorText(sr.QueryVector))
 	k := q.arg(0)
 	// The candidates' count and farthest distance, and the count of
 	// items passing, come on every row, and on a row of their own when
