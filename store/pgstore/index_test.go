@@ -367,15 +367,7 @@ func TestIndexPathFindsRareMatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(capped.Close)
-	var ops []store.Op
-	for i := range 600 {
-		kind := "common"
-		if i%75 == 0 {
-			kind = "rare"
-		}
-		ops = append(ops, store.PutOp{Namespace: []string{"n"}, Key: fmt.Sprintf("%03d", i), Value: map[string]any{"t": fmt.Sprintf("apple w%d w%d", i, i%7), "kind": kind}})
-	}
-	if _, err := exact.Batch(ctx, ops); err != nil {
+	if _, err := exact.Batch(ctx, rareItems()); err != nil {
 		t.Fatal(err)
 	}
 	op := store.SearchOp{Query: "apple w3", Filter: map[string]any{"kind": "rare"}, Limit: 10}
@@ -397,4 +389,55 @@ func TestIndexPathFindsRareMatches(t *testing.T) {
 			t.Errorf("%s: index path %v, exact %v; want at least 5 of the 8 rare items and nothing else", name, keysOf(got), rare)
 		}
 	}
+}
+
+// TestIndexSearchFallsBackToExact: an index search whose page needs more
+// candidates than the store reads (a filter 8 items of 600 pass, read 64
+// candidates at most) is answered by the exact search: every rare item,
+// in the exact path's order, and a deep page past the candidates too.
+func TestIndexSearchFallsBackToExact(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Schema(t, nil)
+	idx := &store.IndexConfig{Embedder: &storetest.WordEmbedder{ID: "f", Dims: 64}, Fields: []string{"t"}}
+	exact, err := pgstore.New(ctx, pool, pgstore.Options{Options: store.Options{Index: idx}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	approx, err := pgstore.New(ctx, pool, pgstore.WithMaxCandidates(pgstore.Options{ExactSearchMax: 1, Options: store.Options{Index: idx}}, 64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := exact.Batch(ctx, rareItems()); err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range []store.SearchOp{
+		{Query: "apple w3", Filter: map[string]any{"kind": "rare"}, Limit: 10},
+		{Query: "apple w3", Limit: 10, Offset: 100},
+	} {
+		want, err := store.Search(ctx, exact, op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := store.Search(ctx, approx, op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(want) == 0 || !slices.Equal(keysOf(got), keysOf(want)) {
+			t.Errorf("%+v: index search %v, exact %v", op, keysOf(got), keysOf(want))
+		}
+	}
+}
+
+// rareItems is 600 items in namespace n, 8 of them of kind rare, whose
+// texts a WordEmbedder embeds near "apple w3" in various degrees.
+func rareItems() []store.Op {
+	var ops []store.Op
+	for i := range 600 {
+		kind := "common"
+		if i%75 == 0 {
+			kind = "rare"
+		}
+		ops = append(ops, store.PutOp{Namespace: []string{"n"}, Key: fmt.Sprintf("%03d", i), Value: map[string]any{"t": fmt.Sprintf("apple w%d w%d", i, i%7), "kind": kind}})
+	}
+	return ops
 }
