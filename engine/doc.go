@@ -35,7 +35,8 @@
 // checks and errors, order, events, checkpoints — and an attempt that
 // fails, panics or is interrupted leaves none (a retry starts empty). It
 // is the cheapest form: a returned Output is an interface the node's
-// update is boxed into on every call, a Writes is the engine's, reused.
+// update is boxed into on every call, while Sets go into a buffer the
+// task reuses.
 // A Writes is only valid during its call: Set on one kept for a later
 // step or a retry panics and writes nothing, and a goroutine the node
 // left running must not call it (see Writes). Route with AddNode and a

@@ -481,11 +481,7 @@ func (t *task) execute(ctx context.Context, h *ctxHolder) error {
 			t.setWrites(t.writes[:0])
 			return ctx.Err()
 		}
-		policies := t.node.Retry
-		if len(policies) == 0 {
-			policies = l.g.cfg.Retry
-		}
-		p, ok := policyFor(policies, err)
+		p, ok := policyFor(t.retryPolicies(), err)
 		if !ok || t.attempts >= p.maxAttempts() {
 			t.err = err
 			l.commitError(ctx, t)

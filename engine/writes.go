@@ -12,8 +12,10 @@ import (
 // puts its state update: each Set is one write, in order, exactly as if
 // the node had returned Updates{{key, value}, ...} (one Set: Set(key,
 // value)). The engine hands the node a Writes for each attempt and
-// applies it when the node returns nil: a Writes costs no allocation,
-// where an Output boxes the update into an interface on every call.
+// applies it when the node returns nil. The writes go into a buffer the
+// task reuses, and for a node without retry policies the Writes itself
+// costs no allocation either, where an Output boxes the update into an
+// interface on every call.
 //
 // The writes are checked as a returned Output's are (an unknown key or a
 // value of the wrong type fails the attempt with an ErrInvalidUpdate
@@ -65,21 +67,13 @@ func AddNodeFuncWrites[S, T any](g *StateGraph[S], name string, fn func(ctx cont
 		g.errs = append(g.errs, fmt.Errorf("%w: node %q has a nil function", ErrInvalidGraph, name))
 		return g
 	}
-	return g.addWritesNode(name, reflect.TypeFor[T](), func(ctx context.Context, in any, w *Writes) error {
+	return g.addNode(name, reflect.TypeFor[T](), nil, func(ctx context.Context, in any, w *Writes) error {
 		v, ok := asValue[T](in)
 		if !ok {
 			return fmt.Errorf("%w: node %q received %T, want %s", ErrInvalidUpdate, name, in, reflect.TypeFor[T]())
 		}
 		return fn(ctx, v, w)
 	}, opts)
-}
-
-func (g *StateGraph[S]) addWritesNode(name string, in reflect.Type, fn writesFunc, opts []NodeOption) *StateGraph[S] {
-	// fn stands in wherever an Output function is needed (NewPregel
-	// requires a Func); the task calls fnW.
-	return g.addNode(name, in, func(context.Context, any) (Output, error) {
-		return nil, fmt.Errorf("node %q writes through engine.Writes and returns no Output", name)
-	}, fn, opts)
 }
 
 // callWrites runs a Writes node's attempt: the task's update buffer is
@@ -92,12 +86,12 @@ func (t *task) callWrites(ctx context.Context, f writesFunc) (any, error) {
 	// Each attempt has a Writes of its own, never reused, so that one
 	// kept past its call cannot write into another.
 	var w *Writes
-	if tc := t.tctx; tc != nil && !t.mayRetry() {
+	if len(t.retryPolicies()) == 0 {
 		// The execution's only attempt: its Writes is the task
 		// pointer of the execution's context (fresh, never reused),
 		// which execute sets and clears. It costs no allocation and no
 		// store of its own.
-		w = (*Writes)(unsafe.Pointer(&tc.t))
+		w = (*Writes)(unsafe.Pointer(&t.tctx.t))
 	} else {
 		w = &Writes{t: unsafe.Pointer(t)}
 		defer atomic.StorePointer(&w.t, nil)
@@ -108,10 +102,13 @@ func (t *task) callWrites(ctx context.Context, f writesFunc) (any, error) {
 	return w, nil
 }
 
-// mayRetry says whether the task's node has retry policies (its own or
-// the graph's): without any, a failed attempt is its execution's last.
-func (t *task) mayRetry() bool {
-	return len(t.node.Retry) > 0 || len(t.l.g.cfg.Retry) > 0
+// retryPolicies are the task's node's retry policies: its own, else the
+// graph's. Without any, a failed attempt is its execution's last.
+func (t *task) retryPolicies() []RetryPolicy {
+	if len(t.node.Retry) > 0 {
+		return t.node.Retry
+	}
+	return t.l.g.cfg.Retry
 }
 
 // applyWrites validates a Writes node's update and adds it to the task's
