@@ -116,7 +116,7 @@ func (l *loop) newTask(n *Node) *task {
 		// emptied.
 		t.taskRun = taskRun{}
 		b := &t.taskBufs
-		b.writes, b.wch, b.upd = b.writes[:0], b.wch[:0], b.upd[:0]
+		b.writes, b.wch = b.writes[:0], b.wch[:0]
 		b.encoded, b.encBuf = b.encoded[:0], b.encBuf[:0]
 		b.ov.names, b.ov.vals = b.ov.names[:0], b.ov.vals[:0]
 	} else {

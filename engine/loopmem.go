@@ -57,7 +57,6 @@ func (l *loop) release() {
 		t.tctx, t.nextCtx, t.scratch = nil, nil, nil
 		clear(t.writes[:cap(t.writes)])
 		clear(t.wbuf[:])
-		clear(t.upd[:cap(t.upd)])
 		clear(t.ov.vals)
 		t.ov.base = nil
 		clear(t.encoded[:cap(t.encoded)])

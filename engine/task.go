@@ -84,9 +84,6 @@ type taskBufs struct {
 	// while it is as long as writes (setWrites empties it).
 	wch   []int32
 	wcbuf [2]int32
-	// upd is the update a Writes node's attempt made (Writes.Set),
-	// applied by stateWriter when the node returns.
-	upd []KV
 	// encoded is storage for the encoded writes, when the saver is done
 	// with them before the task runs again (see commitSuccess); encBuf is
 	// scratch space for encoding their values.

@@ -47,7 +47,7 @@ func (w *Writes) Set(key string, value any) {
 	if t == nil {
 		panic(errWritesAfterReturn)
 	}
-	t.upd = append(t.upd, KV{Key: key, Value: value})
+	t.addWrite(key, value)
 }
 
 // writesFunc is the function of a node added with AddNodeWrites.
@@ -81,8 +81,6 @@ func AddNodeFuncWrites[S, T any](g *StateGraph[S], name string, fn func(ctx cont
 // returns (or panics). It returns the Writes as the node's output, which
 // stateWriter applies.
 func (t *task) callWrites(ctx context.Context, f writesFunc) (any, error) {
-	clear(t.upd)
-	t.upd = t.upd[:0]
 	// Each attempt has a Writes of its own, never reused, so that one
 	// kept past its call cannot write into another.
 	var w *Writes
@@ -111,15 +109,18 @@ func (t *task) retryPolicies() []RetryPolicy {
 	return t.l.g.cfg.Retry
 }
 
-// applyWrites validates a Writes node's update and adds it to the task's
-// writes, as stateWriter does a returned KV or Updates.
+// applyWrites validates a Writes node's update, which Set added to the
+// task's writes (the stateWriter is a node's first writer, and an attempt
+// starts with no writes), in place: each value as stateWriter checks a
+// returned KV or Updates', with its channel's index.
 func (w *stateWriter[S]) applyWrites(t *task) error {
-	for _, kv := range t.upd {
-		i, cv, err := w.g.checkKey(t.name, kv.Key, kv.Value)
+	for i := range t.writes {
+		kv := &t.writes[i]
+		f, cv, err := w.g.checkKey(t.name, kv.Key, kv.Value)
 		if err != nil {
 			return err
 		}
-		t.addWriteAt(kv.Key, w.refs.field[i], cv)
+		kv.Value, t.wch[i] = cv, int32(w.refs.field[f])+1
 	}
 	return nil
 }
