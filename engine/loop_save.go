@@ -285,13 +285,21 @@ func (l *loop) put(ctx context.Context, parent checkpoints.Config, writes []chec
 	// The checkpoint was not saved (the run's context ended, say): the
 	// writes of the step's last task still are, on the checkpoint they
 	// follow, so that a resume skips the task as it skips its siblings.
-	wctx := context.WithoutCancel(ctx)
-	for _, w := range writes {
-		if werr := l.saver.PutWrites(wctx, parent, w.Writes, w.TaskID, w.TaskPath); werr != nil {
-			return errors.Join(err, fmt.Errorf("save writes of task %s: %w", w.TaskID, werr))
-		}
+	if werr := l.putTaskWrites(context.WithoutCancel(ctx), parent, writes); werr != nil {
+		return errors.Join(err, werr)
 	}
 	return err
+}
+
+// putTaskWrites saves tasks' writes against the checkpoint cfg, one
+// PutWrites a task.
+func (l *loop) putTaskWrites(ctx context.Context, cfg checkpoints.Config, writes []checkpoints.TaskWrites) error {
+	for _, w := range writes {
+		if err := l.saver.PutWrites(ctx, cfg, w.Writes, w.TaskID, w.TaskPath); err != nil {
+			return fmt.Errorf("save writes of task %s: %w", w.TaskID, err)
+		}
+	}
+	return nil
 }
 
 // finishPersist flushes background saves, and in exit durability saves the
@@ -342,14 +350,7 @@ func (l *loop) flushStepWrites(ctx context.Context) error {
 	l.stepWrites = nil
 	l.exitMu.Unlock()
 	cfg := l.ckptCfg
-	save := func(ctx context.Context) error {
-		for _, w := range writes {
-			if err := l.saver.PutWrites(ctx, cfg, w.Writes, w.TaskID, w.TaskPath); err != nil {
-				return fmt.Errorf("save writes of task %s: %w", w.TaskID, err)
-			}
-		}
-		return nil
-	}
+	save := func(ctx context.Context) error { return l.putTaskWrites(ctx, cfg, writes) }
 	if l.persist != nil && len(writes) > 0 {
 		// After the saves before them (their checkpoint among them);
 		// a failure is the run's, from the persister's wait.

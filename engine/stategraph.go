@@ -32,7 +32,7 @@ type StateGraph[S any] struct {
 	order    []string
 	edges    [][2]string
 	waiting  []waitingEdge
-	branches map[string][]*sgBranch
+	branches map[string][]*sgBranch[S]
 	errs     []error
 	// branchChan maps a node to its "branch:to:<node>" channel name, so
 	// routing does not build the string every superstep.
@@ -125,17 +125,15 @@ func (r Route) destinations(f func(string) error) error {
 // SendTo routes by scheduling Sends.
 func SendTo(sends ...Send) Route { return Route{Sends: sends} }
 
-type sgBranch struct {
-	// router is the func(context.Context, S) (Route, error) of the
-	// graph's state type S (branchWriter[S] calls it).
-	router  any
+type sgBranch[S any] struct {
+	router  func(context.Context, S) (Route, error)
 	pathMap map[string]string
 	ends    []string
 }
 
 // NewStateGraph starts a graph over state S.
 func NewStateGraph[S any]() *StateGraph[S] {
-	g := &StateGraph[S]{byName: map[string]int{}, nodes: map[string]*sgNode{}, branches: map[string][]*sgBranch{}}
+	g := &StateGraph[S]{byName: map[string]int{}, nodes: map[string]*sgNode{}, branches: map[string][]*sgBranch[S]{}}
 	t := reflect.TypeFor[S]()
 	if t.Kind() != reflect.Struct {
 		g.errs = append(g.errs, fmt.Errorf("%w: state type %s must be a struct", ErrInvalidGraph, t))
@@ -334,7 +332,7 @@ func (g *StateGraph[S]) AddConditionalEdges(src string, router func(ctx context.
 		g.errs = append(g.errs, fmt.Errorf("%w: conditional edge from %q has a nil router", ErrInvalidGraph, src))
 		return g
 	}
-	b := &sgBranch{pathMap: pathMap, router: router}
+	b := &sgBranch[S]{pathMap: pathMap, router: router}
 	for _, dest := range pathMap {
 		b.ends = append(b.ends, dest)
 	}

@@ -63,7 +63,7 @@ func (g *StateGraph[S]) compile(opts CompileOptions) (*Pregel, error) {
 		Writers: []Writer{startWriter[S]{g: g, refs: refs}}, Tags: []string{tagHidden}, hidden: true,
 	}
 	var plans []*inputPlan
-	startNode.Writers = append(startNode.Writers, g.edgeWriters(Start, joinWrites, &plans, refs)...)
+	startNode.Writers = append(startNode.Writers, g.edgeWriters(Start, joinWrites, refs)...)
 	nodes := []*Node{startNode}
 	for _, name := range g.order {
 		sn := g.nodes[name]
@@ -72,7 +72,7 @@ func (g *StateGraph[S]) compile(opts CompileOptions) (*Pregel, error) {
 			Triggers: append([]string{branchPrefix + name}, joins[name]...),
 			Channels: stateKeys,
 			Func:     func(ctx context.Context, in any) (any, error) { return sn.fn(ctx, in) },
-			Writers:  append([]Writer{w}, g.edgeWriters(name, joinWrites, &plans, refs)...),
+			Writers:  append([]Writer{w}, g.edgeWriters(name, joinWrites, refs)...),
 			Retry:    sn.retry,
 			Cache:    sn.cache,
 			identity: sn.identity,
@@ -137,7 +137,7 @@ func (g *StateGraph[S]) compile(opts CompileOptions) (*Pregel, error) {
 
 // edgeWriters are the writes a node makes after it runs, whatever it
 // returned: plain edges, joins and conditional edges.
-func (g *StateGraph[S]) edgeWriters(name string, joinWrites map[string][]string, plans *[]*inputPlan, refs *chanRefs) []Writer {
+func (g *StateGraph[S]) edgeWriters(name string, joinWrites map[string][]string, refs *chanRefs) []Writer {
 	var ws []Writer
 	for _, e := range g.edges {
 		if e[0] == name && e[1] != End {
@@ -148,9 +148,7 @@ func (g *StateGraph[S]) edgeWriters(name string, joinWrites map[string][]string,
 		ws = append(ws, WriteEntry{Channel: ch, Value: name, Fixed: true})
 	}
 	for _, b := range g.branches[name] {
-		plan, _ := newInputPlan(reflect.TypeFor[S](), g.byName)
-		*plans = append(*plans, plan)
-		ws = append(ws, &branchWriter[S]{g: g, b: b, route: b.router.(func(context.Context, S) (Route, error)), src: name, plan: plan, refs: refs})
+		ws = append(ws, &branchWriter[S]{g: g, b: b, src: name, refs: refs})
 	}
 	return ws
 }
@@ -570,13 +568,10 @@ func (w *stateWriter[S]) send(t *task, s Send) error {
 // branchWriter evaluates a conditional edge on the state as the source
 // node's own writes left it.
 type branchWriter[S any] struct {
-	g *StateGraph[S]
-	b *sgBranch
-	// route is b's router, called with the state without boxing it.
-	route func(context.Context, S) (Route, error)
-	src   string
-	plan  *inputPlan
-	refs  *chanRefs
+	g    *StateGraph[S]
+	b    *sgBranch[S]
+	src  string
+	refs *chanRefs
 }
 
 func (w *branchWriter[S]) write(t *task, _ any) error {
@@ -590,7 +585,7 @@ func (w *branchWriter[S]) write(t *task, _ any) error {
 	} else {
 		ctx = context.WithValue(context.Background(), taskCtxKey{}, t)
 	}
-	route, err := w.route(ctx, *st)
+	route, err := w.b.router(ctx, *st)
 	if err != nil {
 		return fmt.Errorf("router after %q: %w", w.src, err)
 	}

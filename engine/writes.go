@@ -76,10 +76,9 @@ func AddNodeFuncWrites[S, T any](g *StateGraph[S], name string, fn func(ctx cont
 	}, opts)
 }
 
-// callWrites runs a Writes node's attempt: the task's update buffer is
-// emptied and the attempt's Writes armed for the call, disarmed when it
-// returns (or panics). It returns the Writes as the node's output, which
-// stateWriter applies.
+// callWrites runs a Writes node's attempt with a Writes armed for the
+// call, disarmed when it returns (or panics). It returns the Writes as the
+// node's output, for stateWriter to check what Set wrote.
 func (t *task) callWrites(ctx context.Context, f writesFunc) (any, error) {
 	// Each attempt has a Writes of its own, never reused, so that one
 	// kept past its call cannot write into another.
