@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/superstep-dev/superstep/internal/jsonfast"
 )
 
 var metadataFields = map[string]bool{"source": true, "step": true, "parents": true, "run_id": true}
@@ -27,17 +28,17 @@ func (m Metadata) MarshalJSON() ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, k)
+			b = jsonfast.AppendString(b, k)
 			b = append(b, ':')
-			b = appendJSONString(b, m.Parents[k])
+			b = jsonfast.AppendString(b, m.Parents[k])
 		}
 		b = append(b, '}')
 		if m.RunID != "" {
 			b = append(b, `,"run_id":`...)
-			b = appendJSONString(b, m.RunID)
+			b = jsonfast.AppendString(b, m.RunID)
 		}
 		b = append(b, `,"source":`...)
-		b = appendJSONString(b, string(m.Source))
+		b = jsonfast.AppendString(b, string(m.Source))
 		b = append(b, `,"step":`...)
 		b = strconv.AppendInt(b, int64(m.Step), 10)
 		return append(b, '}'), nil
@@ -60,40 +61,6 @@ func (m Metadata) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(out)
 }
-
-// appendJSONString appends s as a JSON string. Invalid UTF-8 is replaced
-// by U+FFFD, as encoding/json does.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		i += size
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, `\ufffd`...)
-		case r == '"' || r == '\\':
-			b = append(b, '\\', byte(r))
-		case r == '\n':
-			b = append(b, `\n`...)
-		case r == '\r':
-			b = append(b, `\r`...)
-		case r == '\t':
-			b = append(b, `\t`...)
-		case r == '\b':
-			b = append(b, `\b`...)
-		case r == '\f':
-			b = append(b, `\f`...)
-		case r < 0x20 || r == '<' || r == '>' || r == '&' || r == 0x2028 || r == 0x2029:
-			b = append(b, `\u`...)
-			b = append(b, hexDigits[r>>12&0xf], hexDigits[r>>8&0xf], hexDigits[r>>4&0xf], hexDigits[r&0xf])
-		default:
-			b = utf8.AppendRune(b, r)
-		}
-	}
-	return append(b, '"')
-}
-
-const hexDigits = "0123456789abcdef"
 
 // UnmarshalJSON decodes a flat metadata object; unknown keys go to Extra.
 func (m *Metadata) UnmarshalJSON(data []byte) error {

@@ -43,9 +43,7 @@ func AppendSimple(dst []byte, v any) ([]byte, bool) {
 		return strconv.AppendUint(dst, x, 10), true
 	case string:
 		if plain(x) {
-			dst = append(dst, '"')
-			dst = append(dst, x...)
-			return append(dst, '"'), true
+			return appendQuoted(dst, x), true
 		}
 	}
 	return dst, false
@@ -58,6 +56,11 @@ func AppendString(dst []byte, s string) []byte {
 		q, _ := json.Marshal(s)
 		return append(dst, q...)
 	}
+	return appendQuoted(dst, s)
+}
+
+// appendQuoted appends s, which plain accepts, in quotes.
+func appendQuoted(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	dst = append(dst, s...)
 	return append(dst, '"')
