@@ -18,6 +18,8 @@ type callCounter struct {
 	*checkpoints.Memory
 	mu               sync.Mutex
 	frames, putWrite int
+	// wrote, when set, is told (without waiting) after each PutWrites.
+	wrote chan struct{}
 }
 
 func (c *callCounter) PutFrame(ctx context.Context, cfg checkpoints.Config, writes []checkpoints.TaskWrites, f *checkpoints.Frame, md checkpoints.Metadata) (checkpoints.Config, error) {
@@ -31,7 +33,14 @@ func (c *callCounter) PutWrites(ctx context.Context, cfg checkpoints.Config, wri
 	c.mu.Lock()
 	c.putWrite++
 	c.mu.Unlock()
-	return c.Memory.PutWrites(ctx, cfg, writes, taskID, taskPath)
+	err := c.Memory.PutWrites(ctx, cfg, writes, taskID, taskPath)
+	if c.wrote != nil {
+		select {
+		case c.wrote <- struct{}{}:
+		default:
+		}
+	}
+	return err
 }
 
 func (c *callCounter) counts() (frames, putWrites int) {
@@ -85,7 +94,7 @@ func TestStepWritesAreSavedAsTasksFinish(t *testing.T) {
 				return engine.To("fast", "slow"), nil
 			}, nil)
 			g.AddJoin([]string{"fast", "slow"}, "tick")
-			saver := &callCounter{Memory: checkpoints.NewMemory()}
+			saver := &callCounter{Memory: checkpoints.NewMemory(), wrote: make(chan struct{}, 1)}
 			cg, err := g.Compile(engine.CompileOptions{Checkpointer: saver})
 			if err != nil {
 				t.Fatal(err)
@@ -98,12 +107,13 @@ func TestStepWritesAreSavedAsTasksFinish(t *testing.T) {
 			}()
 			// While slow works in the step of n == 2, fast's write is
 			// already saved, pending on the step's checkpoint.
-			deadline := time.Now().Add(10 * time.Second)
-			for !hasPending(t, saver, "log", `"fast"`) {
-				if time.Now().After(deadline) {
-					t.Fatal("fast's write was not saved while its sibling worked")
-				}
-				time.Sleep(time.Millisecond)
+			select {
+			case <-saver.wrote:
+			case <-time.After(10 * time.Second):
+				t.Fatal("fast's write was not saved while its sibling worked")
+			}
+			if !hasPending(t, saver, "log", `"fast"`) {
+				t.Error("fast's write is not pending on the step's checkpoint")
 			}
 			_, putWrites := saver.counts()
 			if putWrites != 1 {
