@@ -18,7 +18,7 @@ import (
 // of 50 rows decodes 50 checkpoint bodies and 50 metadata objects, and
 // with encoding/json (which scans every input twice, once to validate it
 // and once to decode it) that was most of a page's time over the raw
-// index scan. So a listing decodes bodies with
+// index scan. So a listing (and a Get) decodes bodies with
 // github.com/go-json-experiment/json, the reference implementation of
 // encoding/json/v2 (which Go 1.26 ships behind GOEXPERIMENT=jsonv2), in a
 // single pass (BenchmarkListDecode: ~1 us for a header where

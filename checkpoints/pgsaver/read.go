@@ -127,7 +127,7 @@ func (s *Saver) Get(ctx context.Context, cfg checkpoints.Config) (*checkpoints.T
 		return nil, nil
 	}
 	r.thread, r.ns = cfg.ThreadID, cfg.Namespace
-	return r.tuple(values, true)
+	return r.tuple(values)
 }
 
 // rebuild returns the values of the wanted hashes from the blobs of their
@@ -187,23 +187,19 @@ type rowData struct {
 	carried [][]byte
 }
 
-func (r *rowData) tuple(values map[hash][]byte, withValues bool) (*checkpoints.Tuple, error) {
+func (r *rowData) tuple(values map[hash][]byte) (*checkpoints.Tuple, error) {
 	t := &checkpoints.Tuple{
 		Config:     checkpoints.Config{ThreadID: r.thread, Namespace: r.ns, CheckpointID: r.id},
 		Checkpoint: &checkpoints.Checkpoint{},
 	}
-	if err := json.Unmarshal(r.body, t.Checkpoint); err != nil {
+	if err := decodeBody(r.body, t.Checkpoint, false); err != nil {
 		return nil, fmt.Errorf("%w: checkpoint %s: %v", ErrCorrupt, r.id, err)
 	}
-	t.Checkpoint.ChannelValues = nil
 	if err := json.Unmarshal(r.metadata, &t.Metadata); err != nil {
 		return nil, fmt.Errorf("%w: metadata of %s: %v", ErrCorrupt, r.id, err)
 	}
 	if r.parent != nil {
 		t.ParentConfig = &checkpoints.Config{ThreadID: r.thread, Namespace: r.ns, CheckpointID: *r.parent}
-	}
-	if !withValues {
-		return t, nil
 	}
 	if len(r.channels) != len(r.hashes) || len(r.channels) != len(r.inline) {
 		return nil, fmt.Errorf("%w: checkpoint %s has %d channels, %d blob keys and %d inline values",
@@ -364,7 +360,7 @@ func (s *Saver) List(ctx context.Context, q checkpoints.ListQuery, opts checkpoi
 			if err != nil {
 				return err
 			}
-			out, err = collectTuples(rows, true, func(datas []*rowData) (map[hash][]byte, error) {
+			out, err = collectTuples(rows, func(datas []*rowData) (map[hash][]byte, error) {
 				return loadBlobs(ctx, tx, datas)
 			})
 			return err
@@ -428,15 +424,12 @@ FROM checkpoints c` + sqlWritesOfC)
 	return sb.String(), args
 }
 
-func collectTuples(rows pgx.Rows, withValues bool, load func([]*rowData) (map[hash][]byte, error)) ([]*checkpoints.Tuple, error) {
+func collectTuples(rows pgx.Rows, load func([]*rowData) (map[hash][]byte, error)) ([]*checkpoints.Tuple, error) {
 	var datas []*rowData
 	for rows.Next() {
 		r := &rowData{}
-		dest := []any{&r.thread, &r.ns, &r.id, &r.parent, &r.body, &r.metadata}
-		if withValues {
-			dest = append(dest, &r.channels, &r.hashes, &r.inline, &r.wTasks, &r.wIdx, &r.wChannels, &r.wEncodings, &r.wValues, &r.carried)
-		}
-		if err := rows.Scan(dest...); err != nil {
+		if err := rows.Scan(&r.thread, &r.ns, &r.id, &r.parent, &r.body, &r.metadata,
+			&r.channels, &r.hashes, &r.inline, &r.wTasks, &r.wIdx, &r.wChannels, &r.wEncodings, &r.wValues, &r.carried); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -446,7 +439,7 @@ func collectTuples(rows pgx.Rows, withValues bool, load func([]*rowData) (map[ha
 		return nil, err
 	}
 	var values map[hash][]byte
-	if withValues && len(datas) > 0 {
+	if len(datas) > 0 {
 		var err error
 		if values, err = load(datas); err != nil {
 			return nil, err
@@ -454,7 +447,7 @@ func collectTuples(rows pgx.Rows, withValues bool, load func([]*rowData) (map[ha
 	}
 	out := make([]*checkpoints.Tuple, len(datas))
 	for i, r := range datas {
-		t, err := r.tuple(values, withValues)
+		t, err := r.tuple(values)
 		if err != nil {
 			return nil, err
 		}
@@ -550,8 +543,8 @@ type header struct {
 // metadataDecoder), the tuples, checkpoints and parent configs of a page
 // are allocated together (sizeHint of each to begin with), and strings
 // repeated from row to row (thread, namespace, source, run id, extra
-// strings) are shared. The results are those of the full decode
-// (rowData.tuple without values); with headers only the checkpoint's V,
+// strings) are shared. The results are those of a full listing's rows
+// (rowData.tuple) without values; with headers only the checkpoint's V,
 // ID and TS are decoded, and an empty Parents is left nil
 // (checkpoints.ListOptions).
 func collectHeaders(rows pgx.Rows, headers bool, sizeHint int) ([]*checkpoints.Tuple, error) {
