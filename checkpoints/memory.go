@@ -667,7 +667,7 @@ func (m *Memory) Get(ctx context.Context, cfg Config) (*Tuple, error) {
 	if c == nil {
 		return nil, nil
 	}
-	return c.tuple(ns, false), nil
+	return c.tuple(), nil
 }
 
 func (m *Memory) namespace(thread, ns string) *memNS {
@@ -788,7 +788,7 @@ func (m *Memory) List(ctx context.Context, q ListQuery, opts ListOptions) ([]*Tu
 	}
 	updated := make([]string, 0, nUpdated)
 	for i, c := range found {
-		c.fill(&tuples[i], &cps[i], &parents[i], c.home, opts.MetadataOnly, opts.Headers)
+		c.fill(&tuples[i], &cps[i], &parents[i], opts.MetadataOnly, opts.Headers)
 		if u := c.updated(); u != nil {
 			// Capped, so that appending to one tuple's slice cannot
 			// write into the next one's.
@@ -801,11 +801,11 @@ func (m *Memory) List(ctx context.Context, q ListQuery, opts ListOptions) ([]*Tu
 	return out, nil
 }
 
-// tuple copies a stored checkpoint out.
-func (c *memCP) tuple(ns *memNS, metadataOnly bool) *Tuple {
+// tuple copies a stored checkpoint out, with its values.
+func (c *memCP) tuple() *Tuple {
 	t := &Tuple{}
 	cp := &Checkpoint{}
-	c.fill(t, cp, &Config{}, ns, metadataOnly, false)
+	c.fill(t, cp, &Config{}, false, false)
 	cp.UpdatedChannels = slices.Clone(c.updated())
 	return t
 }
@@ -816,7 +816,7 @@ func (c *memCP) tuple(ns *memNS, metadataOnly bool) *Tuple {
 // tuples at once.
 // With headers, only the checkpoint's identity and time are copied (see
 // ListOptions.Headers).
-func (c *memCP) fill(t *Tuple, cp *Checkpoint, parent *Config, ns *memNS, metadataOnly, headers bool) {
+func (c *memCP) fill(t *Tuple, cp *Checkpoint, parent *Config, metadataOnly, headers bool) {
 	switch {
 	case headers:
 		*cp = c.head()

@@ -90,9 +90,8 @@ func counterLoop(b *testing.B, saver checkpoints.Saver) *engine.Graph[counterSta
 // BenchmarkPGSuperstepSync runs the engine's counter loop on the Postgres
 // saver with durability sync: every superstep saves the task's writes and
 // the next checkpoint before the next superstep starts. ns/superstep
-// divides a run's time by its loopSupersteps, the checkpoints it saves
-// (it divided by one fewer before, leaving the start step out); the run
-// also reads the thread once, when it starts.
+// divides a run's time by its loopSupersteps, the checkpoints it saves;
+// the run also reads the thread once, when it starts.
 //
 // x-floor is the cost of a superstep over the floor insert, measured in
 // the same benchmark and interleaved with the runs (a few floor inserts

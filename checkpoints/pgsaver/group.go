@@ -51,7 +51,7 @@ type groupJob struct {
 	ctx context.Context
 	// lock is the write's thread's advisory lock key (threadLock): a
 	// group's writes are sent in its order, the order maintenance locks
-	// threads in, so a group and a Prune never wait on each other.
+	// threads in, so a group and a Prune never deadlock.
 	lock  int32
 	batch *pgx.Batch
 	read  func(pgx.BatchResults) error

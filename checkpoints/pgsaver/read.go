@@ -51,8 +51,8 @@ CROSS JOIN LATERAL (
     SELECT array_agg(hash), array_agg(encoding), array_agg(base), array_agg(data) FROM chain
 ) AS bl(hashes, encodings, bases, datas)` + sqlWritesOfC
 
-// sqlWritesOfC joins checkpoint c (with c.thread_id and c.checkpoint_ns,
-// or $1 and $2) to its pending writes, as sqlWritesColumns: its rows of
+// sqlWritesOfC joins checkpoint c (by c.thread_id and c.checkpoint_ns)
+// to its pending writes, as sqlWritesColumns: its rows of
 // checkpoint_writes in order, and the parent_writes of its children that
 // carry some, in the order they were saved (rowData.pendingWrites).
 const sqlWritesOfC = `
@@ -381,11 +381,15 @@ func buildList(q checkpoints.ListQuery, opts checkpoints.ListOptions, filter []b
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
 	}
-	sb.WriteString("SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint")
+	// A metadata-only listing reads the metadata as the raw index scan
+	// does: taking its known keys out in SQL instead (one jsonb operator
+	// a key) cost the server more than decoding the object costs the
+	// client.
+	sb.WriteString("SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint, c.metadata")
 	if opts.MetadataOnly {
-		sb.WriteString(sqlMetadataFields + "\nFROM checkpoints c")
+		sb.WriteString("\nFROM checkpoints c")
 	} else {
-		sb.WriteString(`, c.metadata, c.value_channels, c.value_hashes, c.value_inline, ` + sqlWritesColumns + `
+		sb.WriteString(`, c.value_channels, c.value_hashes, c.value_inline, ` + sqlWritesColumns + `
 FROM checkpoints c` + sqlWritesOfC)
 	}
 	sb.WriteString("\nWHERE true")
@@ -522,12 +526,6 @@ func loadBlobs(ctx context.Context, tx pgx.Tx, datas []*rowData) (map[hash][]byt
 	}
 	return resolveBlobs(blobs, hashes)
 }
-
-// sqlMetadataFields is the column a metadata-only listing reads in
-// place of the full listing's: the metadata, as the raw index scan reads
-// it. Taking its known keys out in SQL instead (one jsonb operator a key)
-// cost the server more than decoding the object costs the client.
-const sqlMetadataFields = `, c.metadata`
 
 // header is what a Headers listing keeps of a checkpoint body.
 type header struct {

@@ -51,8 +51,10 @@
 // earlier save wins, so regular writes keep the first and special ones the
 // last, exactly as when every write was a row. DeleteForRuns turns the
 // writes a deleted checkpoint carries for a kept parent into rows, so the
-// parent keeps them, as the memory saver does; Prune and DeleteThread
-// delete parents with their children.
+// parent keeps them, as the memory saver does; neither Prune nor
+// DeleteThread deletes a child and keeps its parent. (Prune may keep a
+// child whose parent it deletes: what that child carries is then read by
+// no one.)
 //
 // "Earlier" is the order in which checkpoints took their seq (and a
 // PutWrites checked for a carrying child), not the order of commits.
