@@ -37,22 +37,9 @@ import (
 // encoding/json anyway.
 var v1Semantics = jsonv2.JoinOptions(jsonv1.DefaultOptionsV1(), jsonv1.ReportErrorsWithLegacySemantics(false))
 
-// decodeBody decodes a checkpoint body into cp, as json.Unmarshal does;
-// with headers only V, ID and TS are decoded (and every other field left
-// zero), though the whole body must still be valid. ChannelValues is
-// never kept: a listing has no values.
-func decodeBody(body []byte, cp *checkpoints.Checkpoint, headers bool) error {
-	if headers {
-		var h header
-		if jsonv2.Unmarshal(body, &h, v1Semantics) != nil {
-			h = header{}
-			if err := json.Unmarshal(body, &h); err != nil {
-				return err
-			}
-		}
-		*cp = checkpoints.Checkpoint{V: h.V, ID: h.ID, TS: h.TS}
-		return nil
-	}
+// decodeBody decodes a checkpoint body into cp, as json.Unmarshal does.
+// ChannelValues is never kept: a listing has no values.
+func decodeBody(body []byte, cp *checkpoints.Checkpoint) error {
 	if jsonv2.Unmarshal(body, cp, v1Semantics) != nil {
 		*cp = checkpoints.Checkpoint{}
 		if err := json.Unmarshal(body, cp); err != nil {
@@ -63,11 +50,127 @@ func decodeBody(body []byte, cp *checkpoints.Checkpoint, headers bool) error {
 	return nil
 }
 
+// decodeHeader decodes the header of a checkpoint body (V, ID and TS)
+// into cp, leaving every other field zero; an ID equal to id is id.
+//
+// Every body this package writes (PreparePut's json.Marshal of a
+// Checkpoint, frameBody) begins with its header, v, id and ts in that
+// order, and a Headers listing reads no further (bodyHeader): decoding
+// the rest, only to check it, was most of a history page's time. A body
+// that begins otherwise (none this package writes) is decoded whole, as
+// json.Unmarshal does. So a Headers listing does not see damage past a
+// body's header (a hand-edited row); Get and full listings, which decode
+// the whole body, report it.
+func decodeHeader(body []byte, cp *checkpoints.Checkpoint, id string) error {
+	h, _, ok := bodyHeader(body, id)
+	if !ok {
+		if jsonv2.Unmarshal(body, &h, v1Semantics) != nil {
+			h = header{}
+			if err := json.Unmarshal(body, &h); err != nil {
+				return err
+			}
+		}
+	}
+	*cp = checkpoints.Checkpoint{V: h.V, ID: h.ID, TS: h.TS}
+	return nil
+}
+
+// bodyHeader reads the header body begins with when it begins as this
+// package writes it: {"v":<integer>,"id":"<string>","ts":"<string>",
+// with both strings printable ASCII without escapes. It returns the
+// header, as json.Unmarshal gives it for body[:n] closed by a '}', and
+// n; ok is false when body begins otherwise, or its ts is not a time.
+// An ID equal to id is id.
+func bodyHeader(body []byte, id string) (h header, n int, ok bool) {
+	rest, ok := bytes.CutPrefix(body, []byte(`{"v":`))
+	if !ok {
+		return h, 0, false
+	}
+	i := bytes.IndexByte(rest, ',')
+	if i < 0 || !jsonInteger(rest[:i]) {
+		return h, 0, false
+	}
+	v, err := strconv.Atoi(string(rest[:i]))
+	if err != nil {
+		return h, 0, false
+	}
+	rest, ok = bytes.CutPrefix(rest[i:], []byte(`,"id":`))
+	if !ok {
+		return h, 0, false
+	}
+	idText, rest, ok := asciiString(rest)
+	if !ok {
+		return h, 0, false
+	}
+	rest, ok = bytes.CutPrefix(rest, []byte(`,"ts":`))
+	if !ok {
+		return h, 0, false
+	}
+	tsText, rest, ok := asciiString(rest)
+	if !ok || len(rest) == 0 || rest[0] != ',' || h.TS.UnmarshalJSON(tsText) != nil {
+		return header{}, 0, false
+	}
+	h.V = v
+	if h.ID = id; string(idText[1:len(idText)-1]) != id {
+		h.ID = string(idText[1 : len(idText)-1])
+	}
+	return h, len(body) - len(rest), true
+}
+
+// jsonInteger reports whether b is a JSON number without fraction or
+// exponent.
+func jsonInteger(b []byte) bool {
+	if len(b) > 0 && b[0] == '-' {
+		b = b[1:]
+	}
+	if len(b) == 0 || b[0] == '0' && len(b) > 1 {
+		return false
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// asciiString splits b after the JSON string it begins with, when that
+// string is printable ASCII without escapes; quoted keeps the quotes.
+func asciiString(b []byte) (quoted, rest []byte, ok bool) {
+	if len(b) == 0 || b[0] != '"' {
+		return nil, nil, false
+	}
+	for i := 1; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"':
+			return b[:i+1], b[i+1:], true
+		case c < 0x20 || c > 0x7e || c == '\\':
+			return nil, nil, false
+		}
+	}
+	return nil, nil, false
+}
+
 // metadataDecoder decodes the metadata of a listing's rows, as
 // checkpoints.Metadata's UnmarshalJSON does, reusing one tokenizer.
 type metadataDecoder struct {
-	buf bytes.Buffer // reset to each row's metadata; the tokenizer reads it in place
-	dec jsontext.Decoder
+	buf  bytes.Buffer // reset to each row's metadata; the tokenizer reads it in place
+	dec  jsontext.Decoder
+	keys []string // the extra keys seen so far, each one string shared by every row
+}
+
+// key returns b as a string, the one kept in d.keys.
+func (d *metadataDecoder) key(b []byte) string {
+	for _, k := range d.keys {
+		if k == string(b) {
+			return k
+		}
+	}
+	if len(d.keys) == 16 { // metadata with many keys: stop looking
+		return string(b)
+	}
+	d.keys = append(d.keys, string(b))
+	return d.keys[len(d.keys)-1]
 }
 
 // decode fills md from raw, the text of a jsonb metadata column, as
@@ -135,7 +238,8 @@ func (d *metadataDecoder) fields(md, prev *checkpoints.Metadata, raw []byte) err
 			if md.Extra == nil {
 				md.Extra = map[string]any{}
 			}
-			md.Extra[string(key)], err = extraValue(v, prev.Extra[string(key)])
+			k := d.key(key)
+			md.Extra[k], err = extraValue(v, prev.Extra[k])
 		}
 		if err != nil {
 			return err
@@ -157,7 +261,7 @@ var errTrailing = errors.New("pgsaver: data after the metadata object")
 func extraValue(v []byte, prev any) (any, error) {
 	if s, ok := plainString(v); ok {
 		if p, ok := prev.(string); ok && p == string(s) {
-			return p, nil
+			return prev, nil // boxing p again would allocate
 		}
 		return string(s), nil
 	}

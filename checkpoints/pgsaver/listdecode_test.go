@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/superstep-dev/superstep/checkpoints"
 )
@@ -40,12 +41,21 @@ var listDecodeSeeds = []string{
 	`{"channel_versions":{"a":1,"a":null}}`, `{"versions_seen":{"n":null}}`, `{"updated_channels":["a",null]}`,
 	`{"step": 1, "step": "x"}`, `{"step": "x", "step": 1}`, `{"source": "a", "sour\u0063e": 1}`, `{"user": "` + "\xff" + `"}`,
 	`{"v":1} `, ` {"v":1}`, `{"v":1}x`, `{"v":1}{}`, `{"step": 1} {}`, `{"a\u0000b": "\u0000"}`, ``, `{`,
+	// Headers as this package writes them, then what follows them
+	// damaged, and beginnings it does not write.
+	`{"v":1,"id":"a","ts":"2026-01-01T00:00:00Z","channel_versions":`, `{"v":1,"id":"a","ts":"2026-01-01T00:00:00Z","id":"b"}`,
+	`{"v":-0,"id":"","ts":"2026-01-01T00:00:00-00:30",}`, `{"v":01,"id":"a","ts":"2026-01-01T00:00:00Z","x":1}`,
+	`{"v":1.0,"id":"a","ts":"2026-01-01T00:00:00Z","x":1}`, `{"v":99999999999999999999,"id":"a","ts":"2026-01-01T00:00:00Z","x":1}`,
+	`{"v":1,"id":"a\u0041","ts":"2026-01-01T00:00:00Z","x":1}`, `{"v":1,"id":"a","ts":"2026-13-01T00:00:00Z","x":1}`,
+	`{"v":1,"id":"é","ts":"2026-01-01T00:00:00Z","x":1}`, `{"v":1,"id":"a","ts":"2026-01-01T00:00:00Z"}`,
+	`{"v":1,"id":"a","ts":"2026-01-01T00:00:00Z" ,"x":1}`, `{"v":1, "id":"a","ts":"2026-01-01T00:00:00Z","x":1}`,
 }
 
-// FuzzListDecode: a listing's decoders (decodeBody, with and without
-// headers, and metadataDecoder) give what encoding/json gives, on every
-// input: the same checkpoint, the same metadata, an error exactly when
-// encoding/json gives one.
+// FuzzListDecode: a listing's decoders (decodeBody, decodeHeader and
+// metadataDecoder) give what encoding/json gives, on every input: the
+// same checkpoint, the same metadata, an error exactly when encoding/json
+// gives one. A header is encoding/json's of the body's beginning when the
+// body begins as this package writes it (bodyHeader), else of the whole.
 func FuzzListDecode(f *testing.F) {
 	for _, s := range listDecodeSeeds {
 		f.Add([]byte(s))
@@ -64,6 +74,36 @@ func TestListDecodeAsEncodingJSON(t *testing.T) {
 	}
 }
 
+// TestBodiesBeginWithTheirHeader: every body this package writes, by Put
+// (PreparePut) or PutFrame (frameBody), begins with its header as
+// bodyHeader reads it, so a Headers listing never decodes one whole.
+func TestBodiesBeginWithTheirHeader(t *testing.T) {
+	t.Parallel()
+	times := []time.Time{time.Now(), time.Date(2026, 11, 26, 5, 0, 0, 0, time.FixedZone("x", -3600)), {}}
+	for _, ts := range times {
+		f := &checkpoints.Frame{ID: checkpoints.NewID(), TS: ts, Channels: []string{"n"}, Versions: []int64{3},
+			Seen: []checkpoints.SeenVersions{{Node: "inc", Channels: []string{"n"}, Versions: []int64{2}}}}
+		cp, newV, err := f.Checkpoint()
+		if err != nil {
+			t.Fatal(err)
+		}
+		put, err := checkpoints.PreparePut(checkpoints.Config{ThreadID: "t"}, cp, checkpoints.Metadata{}, newV)
+		if err != nil {
+			t.Fatal(err)
+		}
+		framed, err := frameBody(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, body := range [][]byte{put.Body, framed} {
+			h, _, ok := bodyHeader(body, "")
+			if !ok || h.V != checkpoints.FormatVersion || h.ID != f.ID || !h.TS.Equal(ts) {
+				t.Errorf("body %s: header %+v, %v", body, h, ok)
+			}
+		}
+	}
+}
+
 func checkListDecode(t *testing.T, data []byte) {
 	t.Helper()
 	// Bodies, full and headers only.
@@ -71,15 +111,23 @@ func checkListDecode(t *testing.T, data []byte) {
 	wantErr := json.Unmarshal(data, &wantCP)
 	wantCP.ChannelValues = nil
 	var gotCP checkpoints.Checkpoint
-	gotErr := decodeBody(data, &gotCP, false)
+	gotErr := decodeBody(data, &gotCP)
 	if (gotErr == nil) != (wantErr == nil) || wantErr == nil && !reflect.DeepEqual(gotCP, wantCP) {
 		t.Fatalf("body %q:\n got %+v, %v\nwant %+v, %v", data, gotCP, gotErr, wantCP, wantErr)
 	}
+	// A header is the body's beginning when it begins as this package
+	// writes it (bodyHeader), else the whole body's.
 	var wantH header
-	wantErr = json.Unmarshal(data, &wantH)
-	gotErr = decodeBody(data, &gotCP, true)
-	if (gotErr == nil) != (wantErr == nil) || wantErr == nil && !reflect.DeepEqual(gotCP, checkpoints.Checkpoint{V: wantH.V, ID: wantH.ID, TS: wantH.TS}) {
-		t.Fatalf("headers of %q:\n got %+v, %v\nwant %+v, %v", data, gotCP, gotErr, wantH, wantErr)
+	headerOf := data
+	if _, n, ok := bodyHeader(data, ""); ok {
+		headerOf = append(data[:n:n], '}')
+	}
+	wantErr = json.Unmarshal(headerOf, &wantH)
+	for _, id := range []string{"", wantH.ID} {
+		gotErr = decodeHeader(data, &gotCP, id)
+		if (gotErr == nil) != (wantErr == nil) || wantErr == nil && !reflect.DeepEqual(gotCP, checkpoints.Checkpoint{V: wantH.V, ID: wantH.ID, TS: wantH.TS}) {
+			t.Fatalf("headers of %q (id %q):\n got %+v, %v\nwant %+v, %v", data, id, gotCP, gotErr, wantH, wantErr)
+		}
 	}
 
 	// Metadata, decoded twice: the second time strings are shared with
@@ -112,7 +160,7 @@ func BenchmarkListDecode(b *testing.B) {
 	b.Run("body", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := decodeBody(body, &cp, false); err != nil {
+			if err := decodeBody(body, &cp); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -129,7 +177,7 @@ func BenchmarkListDecode(b *testing.B) {
 	b.Run("header", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := decodeBody(body, &cp, true); err != nil {
+			if err := decodeHeader(body, &cp, ""); err != nil {
 				b.Fatal(err)
 			}
 		}

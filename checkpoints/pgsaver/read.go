@@ -192,7 +192,7 @@ func (r *rowData) tuple(values map[hash][]byte) (*checkpoints.Tuple, error) {
 		Config:     checkpoints.Config{ThreadID: r.thread, Namespace: r.ns, CheckpointID: r.id},
 		Checkpoint: &checkpoints.Checkpoint{},
 	}
-	if err := decodeBody(r.body, t.Checkpoint, false); err != nil {
+	if err := decodeBody(r.body, t.Checkpoint); err != nil {
 		return nil, fmt.Errorf("%w: checkpoint %s: %v", ErrCorrupt, r.id, err)
 	}
 	if err := json.Unmarshal(r.metadata, &t.Metadata); err != nil {
@@ -540,10 +540,11 @@ type header struct {
 // memory, bodies and metadata are decoded in one pass each (decodeBody,
 // metadataDecoder), the tuples, checkpoints and parent configs of a page
 // are allocated together (sizeHint of each to begin with), and strings
-// repeated from row to row (thread, namespace, source, run id, extra
-// strings) are shared. The results are those of a full listing's rows
-// (rowData.tuple) without values; with headers only the checkpoint's V,
-// ID and TS are decoded, and an empty Parents is left nil
+// repeated from row to row (thread, namespace, source, run id, extra keys
+// and strings, an id that was the previous row's parent) are shared. The
+// results are those of a full listing's rows (rowData.tuple) without
+// values; with headers only the checkpoint's V, ID and TS are decoded
+// (decodeHeader), and an empty Parents is left nil
 // (checkpoints.ListOptions).
 func collectHeaders(rows pgx.Rows, headers bool, sizeHint int) ([]*checkpoints.Tuple, error) {
 	defer rows.Close()
@@ -554,6 +555,7 @@ func collectHeaders(rows pgx.Rows, headers bool, sizeHint int) ([]*checkpoints.T
 	dest := []any{&thread, &ns, &id, &parent, &body, &metadata}
 	var mdDec metadataDecoder
 	last := &checkpoints.Tuple{} // the previous row, whose strings are shared
+	lastParent := ""             // its parent's id, which is often this row's
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return nil, err
@@ -561,9 +563,15 @@ func collectHeaders(rows pgx.Rows, headers bool, sizeHint int) ([]*checkpoints.T
 		tuples, cps, parents = append(tuples, checkpoints.Tuple{}), append(cps, checkpoints.Checkpoint{}), append(parents, checkpoints.Config{})
 		t, cp := &tuples[len(tuples)-1], &cps[len(cps)-1]
 		t.Config = checkpoints.Config{
-			ThreadID: share(thread, last.Config.ThreadID), Namespace: share(ns, last.Config.Namespace), CheckpointID: string(id),
+			ThreadID: share(thread, last.Config.ThreadID), Namespace: share(ns, last.Config.Namespace), CheckpointID: share(id, lastParent),
 		}
-		if err := decodeBody(body, cp, headers); err != nil {
+		var err error
+		if headers {
+			err = decodeHeader(body, cp, t.Config.CheckpointID)
+		} else {
+			err = decodeBody(body, cp)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("%w: checkpoint %s: %v", ErrCorrupt, t.Config.CheckpointID, err)
 		}
 		md := &t.Metadata
@@ -576,7 +584,8 @@ func collectHeaders(rows pgx.Rows, headers bool, sizeHint int) ([]*checkpoints.T
 		if parent != nil {
 			// The tuple points at its parent config once the page's
 			// slices stop growing.
-			parents[len(parents)-1] = checkpoints.Config{ThreadID: t.Config.ThreadID, Namespace: t.Config.Namespace, CheckpointID: string(parent)}
+			lastParent = string(parent)
+			parents[len(parents)-1] = checkpoints.Config{ThreadID: t.Config.ThreadID, Namespace: t.Config.Namespace, CheckpointID: lastParent}
 		}
 		last = t
 	}
