@@ -4,11 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
+	"slices"
 	"strconv"
 
 	jsonv2 "github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 	jsonv1 "github.com/go-json-experiment/json/v1"
 
 	"github.com/superstep-dev/superstep/checkpoints"
@@ -18,16 +17,18 @@ import (
 // of 50 rows decodes 50 checkpoint bodies and 50 metadata objects, and
 // with encoding/json (which scans every input twice, once to validate it
 // and once to decode it) that was most of a page's time over the raw
-// index scan. So a listing (and a Get) decodes bodies with
+// index scan. So a listing reads the text it knows the shape of by hand
+// (listDecoder, plainJSON): bodies as this package writes them and
+// metadata as Postgres prints jsonb (BenchmarkListDecode: a whole body
+// ~1.2 us where encoding/json takes 4.2, its header 0.14 us, metadata
+// 0.35 us where UnmarshalJSON takes 3.3). Any other text goes to
 // github.com/go-json-experiment/json, the reference implementation of
-// encoding/json/v2 (which Go 1.26 ships behind GOEXPERIMENT=jsonv2), in a
-// single pass (BenchmarkListDecode: ~1 us for a header where
-// encoding/json takes 2.2, ~2.4 us for a whole body where it takes 4.7),
-// and metadata with its tokenizer (~0.7 us where UnmarshalJSON takes
-// 4.6). Both decoders follow one rule: they decode only what they decode
-// as encoding/json would, and on any error they give the input to
-// encoding/json, whose result (an error, or what it accepts) stands.
-// FuzzListDecode holds them to encoding/json on every input.
+// encoding/json/v2 (which Go 1.26 ships behind GOEXPERIMENT=jsonv2) in a
+// single pass (a body ~2 us), which Get also uses. Every decoder here
+// follows one rule: it decodes only what it decodes as encoding/json
+// would, and on anything else gives the input to encoding/json, whose
+// result (an error, or what it accepts) stands. FuzzListDecode holds
+// them to encoding/json on every input.
 
 // v1Semantics makes the v2 decoder follow encoding/json's rules
 // (case-insensitive field names, duplicate names, invalid UTF-8, times
@@ -50,169 +51,184 @@ func decodeBody(body []byte, cp *checkpoints.Checkpoint) error {
 	return nil
 }
 
-// decodeHeader decodes the header of a checkpoint body (V, ID and TS)
-// into cp, leaving every other field zero; an ID equal to id is id.
+// listDecoder decodes the bodies and metadata of a listing's rows. Text
+// as this package writes bodies and as Postgres prints jsonb is read by
+// hand (plainJSON), sharing the strings rows repeat (names); any other
+// text goes to decodeBody and Metadata.UnmarshalJSON, so the results are
+// always encoding/json's.
+type listDecoder struct {
+	r     plainJSON
+	names names
+	keys  [8][]byte // a metadata object's keys so far, to find one given twice
+}
+
+func newListDecoder() *listDecoder { return &listDecoder{names: names{}} }
+
+// header decodes the header of a checkpoint body (V, ID and TS) into cp,
+// leaving every other field zero; an ID equal to id is id.
 //
 // Every body this package writes (PreparePut's json.Marshal of a
 // Checkpoint, frameBody) begins with its header, v, id and ts in that
-// order, and a Headers listing reads no further (bodyHeader): decoding
-// the rest, only to check it, was most of a history page's time. A body
-// that begins otherwise (none this package writes) is decoded whole, as
+// order, and a Headers listing reads no further: decoding the rest, only
+// to check it, was most of a history page's time. A body that begins
+// otherwise (none this package writes) is decoded whole, as
 // json.Unmarshal does. So a Headers listing does not see damage past a
 // body's header (a hand-edited row); Get and full listings, which decode
 // the whole body, report it.
-func decodeHeader(body []byte, cp *checkpoints.Checkpoint, id string) error {
-	h, _, ok := bodyHeader(body, id)
-	if !ok {
-		if jsonv2.Unmarshal(body, &h, v1Semantics) != nil {
-			h = header{}
-			if err := json.Unmarshal(body, &h); err != nil {
-				return err
-			}
+func (d *listDecoder) header(body []byte, cp *checkpoints.Checkpoint, id string) error {
+	d.r.reset(body)
+	*cp = checkpoints.Checkpoint{}
+	if d.readHeader(cp, id) && d.r.next(',') {
+		return nil
+	}
+	var h header
+	if jsonv2.Unmarshal(body, &h, v1Semantics) != nil {
+		h = header{}
+		if err := json.Unmarshal(body, &h); err != nil {
+			return err
 		}
 	}
 	*cp = checkpoints.Checkpoint{V: h.V, ID: h.ID, TS: h.TS}
 	return nil
 }
 
-// bodyHeader reads the header body begins with when it begins as this
-// package writes it: {"v":<integer>,"id":"<string>","ts":"<string>",
-// with both strings printable ASCII without escapes. It returns the
-// header, as json.Unmarshal gives it for body[:n] closed by a '}', and
-// n; ok is false when body begins otherwise, or its ts is not a time.
-// An ID equal to id is id.
-func bodyHeader(body []byte, id string) (h header, n int, ok bool) {
-	rest, ok := bytes.CutPrefix(body, []byte(`{"v":`))
-	if !ok {
-		return h, 0, false
-	}
-	i := bytes.IndexByte(rest, ',')
-	if i < 0 || !jsonInteger(rest[:i]) {
-		return h, 0, false
-	}
-	v, err := strconv.Atoi(string(rest[:i]))
-	if err != nil {
-		return h, 0, false
-	}
-	rest, ok = bytes.CutPrefix(rest[i:], []byte(`,"id":`))
-	if !ok {
-		return h, 0, false
-	}
-	idText, rest, ok := asciiString(rest)
-	if !ok {
-		return h, 0, false
-	}
-	rest, ok = bytes.CutPrefix(rest, []byte(`,"ts":`))
-	if !ok {
-		return h, 0, false
-	}
-	tsText, rest, ok := asciiString(rest)
-	if !ok || len(rest) == 0 || rest[0] != ',' || h.TS.UnmarshalJSON(tsText) != nil {
-		return header{}, 0, false
-	}
-	h.V = v
-	if h.ID = id; string(idText[1:len(idText)-1]) != id {
-		h.ID = string(idText[1 : len(idText)-1])
-	}
-	return h, len(body) - len(rest), true
-}
-
-// jsonInteger reports whether b is a JSON number without fraction or
-// exponent.
-func jsonInteger(b []byte) bool {
-	if len(b) > 0 && b[0] == '-' {
-		b = b[1:]
-	}
-	if len(b) == 0 || b[0] == '0' && len(b) > 1 {
+// readHeader reads {"v":<integer>,"id":<string>,"ts":<string> (a body's
+// beginning as this package writes it) into cp; an ID equal to id is id.
+func (d *listDecoder) readHeader(cp *checkpoints.Checkpoint, id string) bool {
+	r := &d.r
+	if !r.lit(`{"v":`) {
 		return false
 	}
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return false
-		}
+	cp.V = r.integer()
+	if !r.lit(`,"id":`) {
+		return false
+	}
+	idText := r.str()
+	if !r.lit(`,"ts":`) {
+		return false
+	}
+	ts := r.quoted()
+	if !r.ok || cp.TS.UnmarshalJSON(ts) != nil {
+		return false
+	}
+	if cp.ID = id; string(idText) != id {
+		cp.ID = string(idText)
 	}
 	return true
 }
 
-// asciiString splits b after the JSON string it begins with, when that
-// string is printable ASCII without escapes; quoted keeps the quotes.
-func asciiString(b []byte) (quoted, rest []byte, ok bool) {
-	if len(b) == 0 || b[0] != '"' {
-		return nil, nil, false
+// body decodes a checkpoint body into cp, as decodeBody does; an ID
+// equal to id is id.
+func (d *listDecoder) body(body []byte, cp *checkpoints.Checkpoint, id string) error {
+	d.r.reset(body)
+	*cp = checkpoints.Checkpoint{}
+	if d.readBody(cp, id) {
+		return nil
 	}
-	for i := 1; i < len(b); i++ {
-		switch c := b[i]; {
-		case c == '"':
-			return b[:i+1], b[i+1:], true
-		case c < 0x20 || c > 0x7e || c == '\\':
-			return nil, nil, false
+	return decodeBody(body, cp)
+}
+
+// readBody reads a body as this package writes it: its header, then
+// "channel_values":null, the two version maps and the updated channels,
+// in that order.
+func (d *listDecoder) readBody(cp *checkpoints.Checkpoint, id string) bool {
+	r := &d.r
+	if !d.readHeader(cp, id) || !r.lit(`,"channel_values":null,"channel_versions":`) {
+		return false
+	}
+	cp.ChannelVersions = d.versions()
+	if !r.lit(`,"versions_seen":`) {
+		return false
+	}
+	r.must('{')
+	cp.VersionsSeen = map[string]map[string]int64{}
+	if !r.next('}') {
+		for r.ok {
+			node := d.names.get(r.key())
+			cp.VersionsSeen[node] = d.versions()
+			if r.next('}') {
+				break
+			}
+			r.must(',')
 		}
 	}
-	return nil, nil, false
-}
-
-// metadataDecoder decodes the metadata of a listing's rows, as
-// checkpoints.Metadata's UnmarshalJSON does, reusing one tokenizer.
-type metadataDecoder struct {
-	buf  bytes.Buffer // reset to each row's metadata; the tokenizer reads it in place
-	dec  jsontext.Decoder
-	keys []string // the extra keys seen so far, each one string shared by every row
-}
-
-// key returns b as a string, the one kept in d.keys.
-func (d *metadataDecoder) key(b []byte) string {
-	for _, k := range d.keys {
-		if k == string(b) {
-			return k
+	if !r.lit(`,"updated_channels":`) {
+		return false
+	}
+	if !r.lit("null") {
+		r.must('[')
+		cp.UpdatedChannels = []string{}
+		if !r.next(']') {
+			for r.ok {
+				cp.UpdatedChannels = append(cp.UpdatedChannels, d.names.get(r.str()))
+				if r.next(']') {
+					break
+				}
+				r.must(',')
+			}
 		}
 	}
-	if len(d.keys) == 16 { // metadata with many keys: stop looking
-		return string(b)
-	}
-	d.keys = append(d.keys, string(b))
-	return d.keys[len(d.keys)-1]
+	r.must('}')
+	return r.end()
 }
 
-// decode fills md from raw, the text of a jsonb metadata column, as
+// versions reads an object of channel versions.
+func (d *listDecoder) versions() map[string]int64 {
+	r := &d.r
+	r.must('{')
+	m := map[string]int64{}
+	if r.next('}') {
+		return m
+	}
+	for r.ok {
+		ch := d.names.get(r.key())
+		r.space()
+		m[ch] = int64(r.integer())
+		if r.next('}') {
+			break
+		}
+		r.must(',')
+	}
+	return m
+}
+
+// metadata fills md from raw, the text of a jsonb metadata column, as
 // json.Unmarshal(raw, md) would. Strings equal to those of prev (the
-// previous row's metadata) are shared. The object is read key by key:
-// a plain string (no escapes) is taken as its bytes, a step that is a
-// plain integer through strconv, and every other value (and a key with
-// escapes) through encoding/json, as UnmarshalJSON does. The tokenizer
-// rejects duplicate keys and invalid UTF-8 (which jsonb never produces);
-// on those, and on any other error, md is decoded by UnmarshalJSON.
-func (d *metadataDecoder) decode(md, prev *checkpoints.Metadata, raw []byte) error {
-	if len(raw) == 0 || raw[0] != '{' || d.fields(md, prev, raw) != nil {
+// previous row's metadata) are shared. The object is read member by
+// member (plainJSON): a string is taken as its bytes, a step through
+// strconv, true, false and null as themselves, and every other value
+// through encoding/json, as UnmarshalJSON does. Text that is not plain, a
+// key given twice, and any error leave md to UnmarshalJSON.
+func (d *listDecoder) metadata(md, prev *checkpoints.Metadata, raw []byte) error {
+	if d.fields(md, prev, raw) != nil || !d.r.end() {
 		*md = checkpoints.Metadata{}
 		return json.Unmarshal(raw, md)
 	}
 	return nil
 }
 
-func (d *metadataDecoder) fields(md, prev *checkpoints.Metadata, raw []byte) error {
-	d.buf.Reset()
-	d.buf.Write(raw)
-	d.dec.Reset(&d.buf)
-	if _, err := d.dec.ReadToken(); err != nil { // {
-		return err
+// errNotPlain is fields' error for text plainJSON does not read.
+var errNotPlain = errors.New("pgsaver: not plain JSON")
+
+func (d *listDecoder) fields(md, prev *checkpoints.Metadata, raw []byte) error {
+	r := &d.r
+	r.reset(raw)
+	*md = checkpoints.Metadata{}
+	if r.must('{'); r.next('}') {
+		return nil
 	}
-	for d.dec.PeekKind() == '"' {
-		name, err := d.dec.ReadValue()
-		if err != nil {
-			return err
+	keys := d.keys[:0]
+	for r.ok {
+		key := r.key()
+		if slices.ContainsFunc(keys, func(k []byte) bool { return bytes.Equal(k, key) }) || len(keys) == len(d.keys) {
+			return errNotPlain // given twice (or too many keys to look)
 		}
-		key, ok := plainString(name)
-		if !ok {
-			var s string
-			if err := json.Unmarshal(name, &s); err != nil {
-				return err
-			}
-			key = []byte(s)
+		keys = append(keys, key)
+		v := r.value()
+		if !r.ok {
+			return errNotPlain
 		}
-		v, err := d.dec.ReadValue()
-		if err != nil {
-			return err
-		}
+		var err error
 		switch string(key) {
 		case "source":
 			if s, ok := plainString(v); ok {
@@ -238,23 +254,19 @@ func (d *metadataDecoder) fields(md, prev *checkpoints.Metadata, raw []byte) err
 			if md.Extra == nil {
 				md.Extra = map[string]any{}
 			}
-			k := d.key(key)
+			k := d.names.get(key)
 			md.Extra[k], err = extraValue(v, prev.Extra[k])
 		}
 		if err != nil {
 			return err
 		}
+		if r.next('}') {
+			return nil
+		}
+		r.must(',')
 	}
-	if _, err := d.dec.ReadToken(); err != nil { // }
-		return err
-	}
-	if _, err := d.dec.ReadToken(); err != io.EOF {
-		return errTrailing
-	}
-	return nil
+	return errNotPlain
 }
-
-var errTrailing = errors.New("pgsaver: data after the metadata object")
 
 // extraValue decodes the value of a metadata key that is not a field, as
 // json.Unmarshal into an any does; a plain string equal to prev is prev.

@@ -51,11 +51,11 @@ var listDecodeSeeds = []string{
 	`{"v":1,"id":"a","ts":"2026-01-01T00:00:00Z" ,"x":1}`, `{"v":1, "id":"a","ts":"2026-01-01T00:00:00Z","x":1}`,
 }
 
-// FuzzListDecode: a listing's decoders (decodeBody, decodeHeader and
-// metadataDecoder) give what encoding/json gives, on every input: the
+// FuzzListDecode: a listing's decoders (listDecoder's body, header and
+// metadata) give what encoding/json gives, on every input: the
 // same checkpoint, the same metadata, an error exactly when encoding/json
 // gives one. A header is encoding/json's of the body's beginning when the
-// body begins as this package writes it (bodyHeader), else of the whole.
+// body begins as this package writes it (readHeader), else of the whole.
 func FuzzListDecode(f *testing.F) {
 	for _, s := range listDecodeSeeds {
 		f.Add([]byte(s))
@@ -76,7 +76,8 @@ func TestListDecodeAsEncodingJSON(t *testing.T) {
 
 // TestBodiesBeginWithTheirHeader: every body this package writes, by Put
 // (PreparePut) or PutFrame (frameBody), begins with its header as
-// bodyHeader reads it, so a Headers listing never decodes one whole.
+// readHeader reads it and is read whole by readBody, so a listing never
+// gives one to the slower decoders.
 func TestBodiesBeginWithTheirHeader(t *testing.T) {
 	t.Parallel()
 	times := []time.Time{time.Now(), time.Date(2026, 11, 26, 5, 0, 0, 0, time.FixedZone("x", -3600)), {}}
@@ -96,9 +97,14 @@ func TestBodiesBeginWithTheirHeader(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, body := range [][]byte{put.Body, framed} {
-			h, _, ok := bodyHeader(body, "")
-			if !ok || h.V != checkpoints.FormatVersion || h.ID != f.ID || !h.TS.Equal(ts) {
-				t.Errorf("body %s: header %+v, %v", body, h, ok)
+			d := newListDecoder()
+			d.r.reset(body)
+			var h, whole checkpoints.Checkpoint
+			if !d.readHeader(&h, "") || !d.r.next(',') || h.V != checkpoints.FormatVersion || h.ID != f.ID || !h.TS.Equal(ts) {
+				t.Errorf("body %s: header %+v, %v", body, h, d.r.ok)
+			}
+			if d.r.reset(body); !d.readBody(&whole, "") {
+				t.Errorf("body %s is not read as written", body)
 			}
 		}
 	}
@@ -106,27 +112,29 @@ func TestBodiesBeginWithTheirHeader(t *testing.T) {
 
 func checkListDecode(t *testing.T, data []byte) {
 	t.Helper()
-	// Bodies, full and headers only.
+	// Bodies, whole and headers only, each decoded by a fresh decoder and
+	// again by one that has read the other seeds (whose names it shares).
 	var wantCP checkpoints.Checkpoint
 	wantErr := json.Unmarshal(data, &wantCP)
 	wantCP.ChannelValues = nil
-	var gotCP checkpoints.Checkpoint
-	gotErr := decodeBody(data, &gotCP)
-	if (gotErr == nil) != (wantErr == nil) || wantErr == nil && !reflect.DeepEqual(gotCP, wantCP) {
-		t.Fatalf("body %q:\n got %+v, %v\nwant %+v, %v", data, gotCP, gotErr, wantCP, wantErr)
-	}
-	// A header is the body's beginning when it begins as this package
-	// writes it (bodyHeader), else the whole body's.
 	var wantH header
 	headerOf := data
-	if _, n, ok := bodyHeader(data, ""); ok {
-		headerOf = append(data[:n:n], '}')
+	d := newListDecoder()
+	if d.r.reset(data); d.readHeader(&checkpoints.Checkpoint{}, "") && d.r.next(',') {
+		headerOf = append(data[:d.r.i-1:d.r.i-1], '}')
 	}
-	wantErr = json.Unmarshal(headerOf, &wantH)
-	for _, id := range []string{"", wantH.ID} {
-		gotErr = decodeHeader(data, &gotCP, id)
-		if (gotErr == nil) != (wantErr == nil) || wantErr == nil && !reflect.DeepEqual(gotCP, checkpoints.Checkpoint{V: wantH.V, ID: wantH.ID, TS: wantH.TS}) {
-			t.Fatalf("headers of %q (id %q):\n got %+v, %v\nwant %+v, %v", data, id, gotCP, gotErr, wantH, wantErr)
+	wantHErr := json.Unmarshal(headerOf, &wantH)
+	for _, d := range []*listDecoder{newListDecoder(), seenSeeds} {
+		for _, id := range []string{"", wantCP.ID} {
+			var gotCP checkpoints.Checkpoint
+			gotErr := d.body(data, &gotCP, id)
+			if (gotErr == nil) != (wantErr == nil) || wantErr == nil && !reflect.DeepEqual(gotCP, wantCP) {
+				t.Fatalf("body %q (id %q):\n got %+v, %v\nwant %+v, %v", data, id, gotCP, gotErr, wantCP, wantErr)
+			}
+			gotErr = d.header(data, &gotCP, id)
+			if (gotErr == nil) != (wantHErr == nil) || wantHErr == nil && !reflect.DeepEqual(gotCP, checkpoints.Checkpoint{V: wantH.V, ID: wantH.ID, TS: wantH.TS}) {
+				t.Fatalf("headers of %q (id %q):\n got %+v, %v\nwant %+v, %v", data, id, gotCP, gotErr, wantH, wantHErr)
+			}
 		}
 	}
 
@@ -134,20 +142,34 @@ func checkListDecode(t *testing.T, data []byte) {
 	// the first's.
 	var wantMD checkpoints.Metadata
 	wantErr = json.Unmarshal(data, &wantMD)
-	var d metadataDecoder
-	var first, second checkpoints.Metadata
-	firstErr := d.decode(&first, &checkpoints.Metadata{}, data)
-	secondErr := d.decode(&second, &first, data)
-	for i, got := range []checkpoints.Metadata{first, second} {
-		gotErr := []error{firstErr, secondErr}[i]
-		if got.Parents == nil {
-			got.Parents = map[string]string{} // as collectHeaders does
-		}
-		if (gotErr == nil) != (wantErr == nil) || wantErr == nil && !reflect.DeepEqual(got, wantMD) {
-			t.Fatalf("metadata %q (decode %d):\n got %#v, %v\nwant %#v, %v", data, i+1, got, gotErr, wantMD, wantErr)
+	for _, d := range []*listDecoder{newListDecoder(), seenSeeds} {
+		var first, second checkpoints.Metadata
+		firstErr := d.metadata(&first, &checkpoints.Metadata{}, data)
+		secondErr := d.metadata(&second, &first, data)
+		for i, got := range []checkpoints.Metadata{first, second} {
+			gotErr := []error{firstErr, secondErr}[i]
+			if got.Parents == nil {
+				got.Parents = map[string]string{} // as collectHeaders does
+			}
+			if (gotErr == nil) != (wantErr == nil) || wantErr == nil && !reflect.DeepEqual(got, wantMD) {
+				t.Fatalf("metadata %q (decode %d):\n got %#v, %v\nwant %#v, %v", data, i+1, got, gotErr, wantMD, wantErr)
+			}
 		}
 	}
 }
+
+// seenSeeds is a decoder that has read every seed, as bodies and as
+// metadata: the names it keeps must not change what it decodes.
+var seenSeeds = func() *listDecoder {
+	d := newListDecoder()
+	for _, s := range listDecodeSeeds {
+		var cp checkpoints.Checkpoint
+		var md checkpoints.Metadata
+		_ = d.body([]byte(s), &cp, "")
+		_ = d.metadata(&md, &checkpoints.Metadata{}, []byte(s))
+	}
+	return d
+}()
 
 // BenchmarkListDecode is the client's share of a metadata-only page, per
 // row: decoding a body of BenchmarkPGHistoryPage's thread (whole, or its
@@ -157,7 +179,17 @@ func BenchmarkListDecode(b *testing.B) {
 	body := []byte(listDecodeSeeds[0])
 	md := []byte(listDecodeSeeds[4])
 	var cp checkpoints.Checkpoint
+	d := newListDecoder() // as in a listing: names and the id are shared
+	id := "01a21685-e16a-7c4e-bd07-59c02308f8ee"
 	b.Run("body", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := d.body(body, &cp, id); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("body/json-v2", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			if err := decodeBody(body, &cp); err != nil {
@@ -177,7 +209,7 @@ func BenchmarkListDecode(b *testing.B) {
 	b.Run("header", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := decodeHeader(body, &cp, ""); err != nil {
+			if err := d.header(body, &cp, id); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -192,15 +224,14 @@ func BenchmarkListDecode(b *testing.B) {
 		}
 	})
 	b.Run("metadata", func(b *testing.B) {
-		var d metadataDecoder
 		var prev checkpoints.Metadata
-		if err := d.decode(&prev, &checkpoints.Metadata{}, md); err != nil {
+		if err := d.metadata(&prev, &checkpoints.Metadata{}, md); err != nil {
 			b.Fatal(err)
 		}
 		b.ReportAllocs()
 		for b.Loop() {
 			var m checkpoints.Metadata
-			if err := d.decode(&m, &prev, md); err != nil {
+			if err := d.metadata(&m, &prev, md); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -242,9 +273,9 @@ func TestListDecodeKnowsEveryMetadataField(t *testing.T) {
 	if err := json.Unmarshal(raw, &want); err != nil {
 		t.Fatal(err)
 	}
-	var d metadataDecoder
+	d := newListDecoder()
 	var got checkpoints.Metadata
-	if err := d.decode(&got, &checkpoints.Metadata{}, raw); err != nil {
+	if err := d.metadata(&got, &checkpoints.Metadata{}, raw); err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(got, want) {

@@ -537,14 +537,14 @@ type header struct {
 // collectHeaders reads the rows of a metadata-only listing (columns:
 // thread, namespace, id, parent, body, metadata). A page is bound by
 // decoding and allocation, so the columns are read in the driver's
-// memory, bodies and metadata are decoded in one pass each (decodeBody,
-// metadataDecoder), the tuples, checkpoints and parent configs of a page
-// are allocated together (sizeHint of each to begin with), and strings
-// repeated from row to row (thread, namespace, source, run id, extra keys
-// and strings, an id that was the previous row's parent) are shared. The
-// results are those of a full listing's rows (rowData.tuple) without
-// values; with headers only the checkpoint's V, ID and TS are decoded
-// (decodeHeader), and an empty Parents is left nil
+// memory, bodies and metadata are decoded in one pass each (listDecoder),
+// the tuples, checkpoints and parent configs of a page are allocated
+// together (sizeHint of each to begin with), and strings repeated from
+// row to row (thread, namespace, channel and node names, source, run id,
+// extra keys and strings, an id that was the previous row's parent) are
+// shared. The results are those of a full listing's rows (rowData.tuple)
+// without values; with headers only the checkpoint's V, ID and TS are
+// decoded (listDecoder.header), and an empty Parents is left nil
 // (checkpoints.ListOptions).
 func collectHeaders(rows pgx.Rows, headers bool, sizeHint int) ([]*checkpoints.Tuple, error) {
 	defer rows.Close()
@@ -553,7 +553,7 @@ func collectHeaders(rows pgx.Rows, headers bool, sizeHint int) ([]*checkpoints.T
 	parents := make([]checkpoints.Config, 0, sizeHint)
 	var thread, ns, id, parent, body, metadata pgtype.DriverBytes
 	dest := []any{&thread, &ns, &id, &parent, &body, &metadata}
-	var mdDec metadataDecoder
+	dec := newListDecoder()
 	last := &checkpoints.Tuple{} // the previous row, whose strings are shared
 	lastParent := ""             // its parent's id, which is often this row's
 	for rows.Next() {
@@ -567,15 +567,15 @@ func collectHeaders(rows pgx.Rows, headers bool, sizeHint int) ([]*checkpoints.T
 		}
 		var err error
 		if headers {
-			err = decodeHeader(body, cp, t.Config.CheckpointID)
+			err = dec.header(body, cp, t.Config.CheckpointID)
 		} else {
-			err = decodeBody(body, cp)
+			err = dec.body(body, cp, t.Config.CheckpointID)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: checkpoint %s: %v", ErrCorrupt, t.Config.CheckpointID, err)
 		}
 		md := &t.Metadata
-		if err := mdDec.decode(md, &last.Metadata, metadata); err != nil {
+		if err := dec.metadata(md, &last.Metadata, metadata); err != nil {
 			return nil, fmt.Errorf("%w: metadata of %s: %v", ErrCorrupt, t.Config.CheckpointID, err)
 		}
 		if md.Parents == nil && !headers {

@@ -1,0 +1,242 @@
+package pgsaver
+
+import (
+	"bytes"
+	"strconv"
+	"unicode/utf8"
+)
+
+// plainJSON reads JSON text made of plain pieces only: strings without
+// escapes (valid UTF-8, no control characters), numbers, true, false,
+// null, and objects and arrays of them. Bodies as this package writes
+// them and metadata as Postgres prints jsonb are such text, and reading
+// it by hand costs a fraction of a tokenizer's time. At the first piece
+// that is not plain (or not valid JSON) ok turns false and stays so; the
+// caller then decodes the whole text with encoding/json instead. So what
+// it reads while ok holds is exactly what encoding/json reads.
+type plainJSON struct {
+	b  []byte
+	i  int
+	ok bool
+}
+
+func (r *plainJSON) reset(b []byte) { r.b, r.i, r.ok = b, 0, true }
+
+func (r *plainJSON) space() {
+	for r.i < len(r.b) {
+		switch r.b[r.i] {
+		case ' ', '\t', '\n', '\r':
+			r.i++
+		default:
+			return
+		}
+	}
+}
+
+// next skips whitespace and consumes c when it comes next.
+func (r *plainJSON) next(c byte) bool {
+	r.space()
+	if r.ok && r.i < len(r.b) && r.b[r.i] == c {
+		r.i++
+		return true
+	}
+	return false
+}
+
+// must is next when c has to come next.
+func (r *plainJSON) must(c byte) {
+	if !r.next(c) {
+		r.ok = false
+	}
+}
+
+// lit consumes s when it comes next.
+func (r *plainJSON) lit(s string) bool {
+	r.space()
+	if r.ok && bytes.HasPrefix(r.b[r.i:], []byte(s)) {
+		r.i += len(s)
+		return true
+	}
+	return false
+}
+
+// str reads a plain string and returns its contents.
+func (r *plainJSON) str() []byte {
+	r.space()
+	if !r.ok || r.i >= len(r.b) || r.b[r.i] != '"' {
+		r.ok = false
+		return nil
+	}
+	start, ascii := r.i+1, true
+	for j := start; j < len(r.b); j++ {
+		switch c := r.b[j]; {
+		case c == '"':
+			if s := r.b[start:j]; ascii || utf8.Valid(s) {
+				r.i = j + 1
+				return s
+			}
+			r.ok = false
+			return nil
+		case c < 0x20 || c == '\\':
+			r.ok = false
+			return nil
+		case c >= utf8.RuneSelf:
+			ascii = false
+		}
+	}
+	r.ok = false
+	return nil
+}
+
+// quoted reads a plain string and returns it with its quotes.
+func (r *plainJSON) quoted() []byte {
+	r.space()
+	start := r.i
+	if r.str(); !r.ok {
+		return nil
+	}
+	return r.b[start:r.i]
+}
+
+// key reads an object member's name and the colon after it.
+func (r *plainJSON) key() []byte {
+	k := r.str()
+	r.must(':')
+	return k
+}
+
+// integer reads a number without fraction or exponent that fits an int.
+func (r *plainJSON) integer() int {
+	r.space()
+	start := r.i
+	r.number()
+	n := r.b[start:r.i]
+	if !r.ok || bytes.ContainsAny(n, ".eE") {
+		r.ok = false
+		return 0
+	}
+	v, err := strconv.Atoi(string(n))
+	if err != nil {
+		r.ok = false
+	}
+	return v
+}
+
+// number reads a JSON number.
+func (r *plainJSON) number() {
+	digits := func() int {
+		n := 0
+		for r.i < len(r.b) && r.b[r.i] >= '0' && r.b[r.i] <= '9' {
+			r.i++
+			n++
+		}
+		return n
+	}
+	if r.i < len(r.b) && r.b[r.i] == '-' {
+		r.i++
+	}
+	first := r.i
+	if n := digits(); n == 0 || n > 1 && r.b[first] == '0' {
+		r.ok = false
+		return
+	}
+	if r.i < len(r.b) && r.b[r.i] == '.' {
+		r.i++
+		if digits() == 0 {
+			r.ok = false
+			return
+		}
+	}
+	if r.i < len(r.b) && (r.b[r.i] == 'e' || r.b[r.i] == 'E') {
+		r.i++
+		if r.i < len(r.b) && (r.b[r.i] == '+' || r.b[r.i] == '-') {
+			r.i++
+		}
+		if digits() == 0 {
+			r.ok = false
+		}
+	}
+}
+
+// maxPlainDepth is how deep value reads nested objects and arrays; deeper
+// text is left to encoding/json.
+const maxPlainDepth = 32
+
+// value reads one value and returns its text.
+func (r *plainJSON) value() []byte {
+	r.space()
+	start := r.i
+	r.skip(0)
+	if !r.ok {
+		return nil
+	}
+	return r.b[start:r.i]
+}
+
+func (r *plainJSON) skip(depth int) {
+	if !r.ok || depth > maxPlainDepth || r.i >= len(r.b) {
+		r.ok = false
+		return
+	}
+	switch c := r.b[r.i]; {
+	case c == '"':
+		r.str()
+	case c == '-' || c >= '0' && c <= '9':
+		r.number()
+	case c == '{':
+		r.i++
+		if r.next('}') {
+			return
+		}
+		for r.ok {
+			r.key()
+			r.space()
+			r.skip(depth + 1)
+			if r.next('}') {
+				return
+			}
+			r.must(',')
+		}
+	case c == '[':
+		r.i++
+		if r.next(']') {
+			return
+		}
+		for r.ok {
+			r.space()
+			r.skip(depth + 1)
+			if r.next(']') {
+				return
+			}
+			r.must(',')
+		}
+	case r.lit("true"), r.lit("false"), r.lit("null"):
+	default:
+		r.ok = false
+	}
+}
+
+// end reports whether the text ends here, after whitespace, and all of
+// it was plain.
+func (r *plainJSON) end() bool {
+	r.space()
+	return r.ok && r.i == len(r.b)
+}
+
+// names interns the strings a listing's rows repeat (channels, nodes,
+// metadata keys): each is allocated once a listing.
+type names map[string]string
+
+// maxNames bounds a listing's names; past it strings are not interned.
+const maxNames = 1024
+
+func (n names) get(b []byte) string {
+	if s, ok := n[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(n) < maxNames {
+		n[s] = s
+	}
+	return s
+}
