@@ -1,6 +1,7 @@
 package pgsaver
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -25,7 +26,9 @@ var listDecodeSeeds = []string{
 	`{"v":1,"id":"\u003cid\u0026\u003e","ts":"2026-11-26T05:00:00.123456789+01:00","channel_values":{"n":1},"channel_versions":{"a\u0026b":1,"i\u2028j":5,"mé":7},"versions_seen":{"n\u003c1\u003e":{"z":3}},"updated_channels":[]}`,
 	`{"v":1,"id":"x","ts":"2026-01-01T00:00:00Z","channel_values":null,"channel_versions":{},"versions_seen":{},"updated_channels":null}`,
 	// Metadata.
-	`{"step": 999, "user": "ann", "source": "loop", "run_id": "run-1", "parents": {}}`,
+	`{"step": 999, "user": "ann", "run_id": "run-1", "source": "loop", "parents": {}}`,
+	`{"a": 2, "b": 1, "z": {"x": [1, 2], "y": 1}, "é": 3}`, `{"step": 999, "user": "ann", "source": "loop", "run_id": "run-1", "parents": {}}`,
+	`{"a": 1, "a": 2}`, `{"ab": 1, "b": 2}`, `{"step": 1, "parents": {"": "p"}, "parents": {}}`,
 	`{"step": -1, "source": "input", "parents": {}}`,
 	`{"n": 1000000000000000000000, "step": 1099511627776, "Source": "not the source", "nested": {"a": [1.5, "x", null, true]}, "run_id": "ru\tn-é", "source": "qu\"ote\\é\u2028", "parents": {"": "p1", "node:a|b": "p2"}}`,
 	`{"list": [], "step": 7, "empty": {}, "source": "update", "parents": {}}`,
@@ -49,6 +52,15 @@ var listDecodeSeeds = []string{
 	`{"v":1,"id":"a\u0041","ts":"2026-01-01T00:00:00Z","x":1}`, `{"v":1,"id":"a","ts":"2026-13-01T00:00:00Z","x":1}`,
 	`{"v":1,"id":"é","ts":"2026-01-01T00:00:00Z","x":1}`, `{"v":1,"id":"a","ts":"2026-01-01T00:00:00Z"}`,
 	`{"v":1,"id":"a","ts":"2026-01-01T00:00:00Z" ,"x":1}`, `{"v":1, "id":"a","ts":"2026-01-01T00:00:00Z","x":1}`,
+	// Times the header's own parser reads, and times it leaves to
+	// UnmarshalJSON.
+	`{"v":1,"id":"a","ts":"2024-02-29T23:59:59.1Z","x":1}`, `{"v":1,"id":"a","ts":"2026-02-29T00:00:00Z","x":1}`,
+	`{"v":1,"id":"a","ts":"2026-04-31T00:00:00Z","x":1}`, `{"v":1,"id":"a","ts":"2026-01-01T24:00:00Z","x":1}`,
+	`{"v":1,"id":"a","ts":"2026-01-01T00:00:60Z","x":1}`, `{"v":1,"id":"a","ts":"2026-01-01T00:00:00.1234567891Z","x":1}`,
+	`{"v":1,"id":"a","ts":"2026-01-01T00:00:00.Z","x":1}`, `{"v":1,"id":"a","ts":"0000-01-01T00:00:00.000000000Z","x":1}`,
+	`{"v":1,"id":"a","ts":"2026-1-01T00:00:00Z","x":1}`, `{"v":1,"id":"a","ts":"2026-01-01T00:00:00+00:00","x":1}`,
+	`{"v":1,"id":"a","ts":"2026-01-01 00:00:00Z","x":1}`, `{"v":1,"id":"a","ts":"+026-01-01T00:00:00Z","x":1}`,
+	`{"v":1,"id":"a","ts":"2026-01-01T00:00:00.-1Z","x":1}`, `{"v":1,"id":"a","ts":"2026-12-31T23:59:59.999999999Z","x":1}`,
 }
 
 // FuzzListDecode: a listing's decoders (listDecoder's body, header and
@@ -106,6 +118,11 @@ func TestBodiesBeginWithTheirHeader(t *testing.T) {
 			if d.r.reset(body); !d.readBody(&whole, "") {
 				t.Errorf("body %s is not read as written", body)
 			}
+		}
+		// PutFrame writes times in UTC, which the header's own parser reads.
+		utc := []byte(`"` + ts.UTC().Format(time.RFC3339Nano) + `"`)
+		if got, ok := utcTime(utc); !bytes.Contains(framed, utc) || !ok || !got.Equal(ts) {
+			t.Errorf("PutFrame's time %s: utcTime = %v, %v", utc, got, ok)
 		}
 	}
 }
