@@ -127,7 +127,7 @@ func (s *Saver) Get(ctx context.Context, cfg checkpoints.Config) (*checkpoints.T
 		return nil, nil
 	}
 	r.thread, r.ns = cfg.ThreadID, cfg.Namespace
-	return r.tuple(values)
+	return r.tuple(values, newListDecoder(), &checkpoints.Metadata{})
 }
 
 // rebuild returns the values of the wanted hashes from the blobs of their
@@ -187,16 +187,21 @@ type rowData struct {
 	carried [][]byte
 }
 
-func (r *rowData) tuple(values map[hash][]byte) (*checkpoints.Tuple, error) {
+// tuple builds the row's tuple, decoding its body and metadata with dec;
+// prev is the metadata of the row before it, whose strings it shares.
+func (r *rowData) tuple(values map[hash][]byte, dec *listDecoder, prev *checkpoints.Metadata) (*checkpoints.Tuple, error) {
 	t := &checkpoints.Tuple{
 		Config:     checkpoints.Config{ThreadID: r.thread, Namespace: r.ns, CheckpointID: r.id},
 		Checkpoint: &checkpoints.Checkpoint{},
 	}
-	if err := decodeBody(r.body, t.Checkpoint); err != nil {
+	if err := dec.body(r.body, t.Checkpoint, r.id); err != nil {
 		return nil, fmt.Errorf("%w: checkpoint %s: %v", ErrCorrupt, r.id, err)
 	}
-	if err := json.Unmarshal(r.metadata, &t.Metadata); err != nil {
+	if err := dec.metadata(&t.Metadata, prev, r.metadata); err != nil {
 		return nil, fmt.Errorf("%w: metadata of %s: %v", ErrCorrupt, r.id, err)
+	}
+	if t.Metadata.Parents == nil {
+		t.Metadata.Parents = map[string]string{} // as UnmarshalJSON leaves it
 	}
 	if r.parent != nil {
 		t.ParentConfig = &checkpoints.Config{ThreadID: r.thread, Namespace: r.ns, CheckpointID: *r.parent}
@@ -450,12 +455,13 @@ func collectTuples(rows pgx.Rows, load func([]*rowData) (map[hash][]byte, error)
 		}
 	}
 	out := make([]*checkpoints.Tuple, len(datas))
+	dec, prev := newListDecoder(), &checkpoints.Metadata{}
 	for i, r := range datas {
-		t, err := r.tuple(values)
+		t, err := r.tuple(values, dec, prev)
 		if err != nil {
 			return nil, err
 		}
-		out[i] = t
+		out[i], prev = t, &t.Metadata
 	}
 	return out, nil
 }
