@@ -18,29 +18,35 @@ import (
 // with encoding/json (which scans every input twice, once to validate it
 // and once to decode it) that was most of a page's time over the raw
 // index scan. So a listing reads the text it knows the shape of by hand
-// (listDecoder, plainJSON): bodies as this package writes them and
-// metadata as Postgres prints jsonb (BenchmarkListDecode: a whole body
-// ~1.2 us where encoding/json takes 4.2, its header 0.14 us, metadata
-// 0.35 us where UnmarshalJSON takes 3.3). Any other text goes to
+// (listDecoder, plainJSON): bodies as this package writes them (names
+// without characters encoding/json escapes) and metadata as Postgres
+// prints jsonb (BenchmarkListDecode: a whole body ~1.1 us where
+// encoding/json takes 3.8, its header 0.13 us, metadata 0.29 us where
+// UnmarshalJSON takes 3.1). Any other text goes to
 // github.com/go-json-experiment/json, the reference implementation of
-// encoding/json/v2 (which Go 1.26 ships behind GOEXPERIMENT=jsonv2) in a
-// single pass (a body ~2 us), which Get also uses. Every decoder here
-// follows one rule: it decodes only what it decodes as encoding/json
-// would, and on anything else gives the input to encoding/json, whose
-// result (an error, or what it accepts) stands. FuzzListDecode holds
-// them to encoding/json on every input.
+// encoding/json/v2 (which Go 1.26 ships behind GOEXPERIMENT=jsonv2), in a
+// single pass (a body ~2 us). Every decoder here follows one rule: it
+// decodes only what it decodes as encoding/json would, and on anything
+// else gives the input, afresh, to the next, and last to encoding/json,
+// whose result (an error, or what it accepts) stands. FuzzListDecode
+// holds them to encoding/json, seeded with the shapes each path takes.
 
 // v1Semantics makes the v2 decoder follow encoding/json's rules
-// (case-insensitive field names, duplicate names, invalid UTF-8, times
-// through time.Time.UnmarshalJSON), except how it reports errors:
-// encoding/json's way validates the whole input before decoding it, a
-// second pass that costs a third of the time, and an error is left to
-// encoding/json anyway.
-var v1Semantics = jsonv2.JoinOptions(jsonv1.DefaultOptionsV1(), jsonv1.ReportErrorsWithLegacySemantics(false))
+// (case-insensitive field names, duplicate names, invalid UTF-8), except
+// how it reports errors: encoding/json's way validates the whole input
+// before decoding it, a second pass that costs a third of the time, and
+// an error is left to encoding/json anyway. Times are given to
+// time.Time.UnmarshalJSON as they are written, escapes and all, as
+// encoding/json gives them: v2's own time decoding unquotes the string
+// first, and so accepted "\u005a" for the zone where encoding/json
+// refuses it.
+var v1Semantics = jsonv2.JoinOptions(jsonv1.DefaultOptionsV1(), jsonv1.ReportErrorsWithLegacySemantics(false),
+	jsonv2.WithUnmarshalers(jsonv2.UnmarshalFunc(func(b []byte, t *time.Time) error { return t.UnmarshalJSON(b) })))
 
 // decodeBody decodes a checkpoint body into cp, as json.Unmarshal does.
 // ChannelValues is never kept: a listing has no values.
 func decodeBody(body []byte, cp *checkpoints.Checkpoint) error {
+	*cp = checkpoints.Checkpoint{} // both decoders merge into what is there
 	if jsonv2.Unmarshal(body, cp, v1Semantics) != nil {
 		*cp = checkpoints.Checkpoint{}
 		if err := json.Unmarshal(body, cp); err != nil {
@@ -68,12 +74,13 @@ func newListDecoder() *listDecoder { return &listDecoder{names: names{}} }
 //
 // Every body this package writes (PreparePut's json.Marshal of a
 // Checkpoint, frameBody) begins with its header, v, id and ts in that
-// order, and a Headers listing reads no further: decoding the rest, only
-// to check it, was most of a history page's time. A body that begins
-// otherwise (none this package writes) is decoded whole, as
-// json.Unmarshal does. So a Headers listing does not see damage past a
-// body's header (a hand-edited row); Get and full listings, which decode
-// the whole body, report it.
+// order, and a Headers listing reads no further (when the id holds no
+// character encoding/json escapes, as the engine's ids do not): decoding
+// the rest, only to check it, was most of a history page's time. A body
+// that begins otherwise is decoded whole, as json.Unmarshal does. So a
+// Headers listing does not see damage past a body's header (a
+// hand-edited row); Get and full listings, which decode the whole body,
+// report it.
 func (d *listDecoder) header(body []byte, cp *checkpoints.Checkpoint, id string) error {
 	d.r.reset(body)
 	*cp = checkpoints.Checkpoint{}
@@ -194,8 +201,10 @@ func (d *listDecoder) readBody(cp *checkpoints.Checkpoint, id string) bool {
 	cp.VersionsSeen = map[string]map[string]int64{}
 	if !r.next('}') {
 		for r.ok {
-			node := d.names.get(r.key())
-			cp.VersionsSeen[node] = d.versions()
+			node := r.key()
+			if seen := d.versions(); r.ok {
+				cp.VersionsSeen[d.names.get(node)] = seen
+			}
 			if r.next('}') {
 				break
 			}
@@ -210,7 +219,9 @@ func (d *listDecoder) readBody(cp *checkpoints.Checkpoint, id string) bool {
 		cp.UpdatedChannels = []string{}
 		if !r.next(']') {
 			for r.ok {
-				cp.UpdatedChannels = append(cp.UpdatedChannels, d.names.get(r.str()))
+				if ch := r.str(); r.ok {
+					cp.UpdatedChannels = append(cp.UpdatedChannels, d.names.get(ch))
+				}
 				if r.next(']') {
 					break
 				}
@@ -222,7 +233,9 @@ func (d *listDecoder) readBody(cp *checkpoints.Checkpoint, id string) bool {
 	return r.end()
 }
 
-// versions reads an object of channel versions.
+// versions reads an object of channel versions. Like every read here it
+// keeps nothing once r.ok is false: the caller then decodes the body
+// afresh, but a map already read must not hold a half-read entry.
 func (d *listDecoder) versions() map[string]int64 {
 	r := &d.r
 	r.must('{')
@@ -231,9 +244,10 @@ func (d *listDecoder) versions() map[string]int64 {
 		return m
 	}
 	for r.ok {
-		ch := d.names.get(r.key())
-		r.space()
-		m[ch] = int64(r.integer())
+		ch := r.key()
+		if v := r.integer(); r.ok {
+			m[d.names.get(ch)] = int64(v)
+		}
 		if r.next('}') {
 			break
 		}

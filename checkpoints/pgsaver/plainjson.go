@@ -13,7 +13,9 @@ import (
 // it by hand costs a fraction of a tokenizer's time. At the first piece
 // that is not plain (or not valid JSON) ok turns false and stays so; the
 // caller then decodes the whole text with encoding/json instead. So what
-// it reads while ok holds is exactly what encoding/json reads.
+// it reads while ok holds is exactly what encoding/json reads; what a
+// read returns once ok is false is meaningless, and a caller keeps none
+// of it.
 type plainJSON struct {
 	b  []byte
 	i  int
