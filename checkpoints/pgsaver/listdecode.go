@@ -359,9 +359,9 @@ func extraValue(v []byte, prev any) (any, error) {
 }
 
 // plainString returns the contents of v, a value plainJSON read, when it
-// is a string: then, without escapes, its bytes are the string's.
+// is a string without escapes: then its bytes are the string's.
 func plainString(v []byte) ([]byte, bool) {
-	if v[0] != '"' {
+	if v[0] != '"' || bytes.IndexByte(v, '\\') >= 0 {
 		return nil, false
 	}
 	return v[1 : len(v)-1], true

@@ -29,6 +29,11 @@ var listDecodeSeeds = []string{
 	`{"step": 999, "user": "ann", "run_id": "run-1", "source": "loop", "parents": {}}`,
 	`{"a": 2, "b": 1, "z": {"x": [1, 2], "y": 1}, "é": 3}`, `{"step": 999, "user": "ann", "source": "loop", "run_id": "run-1", "parents": {}}`,
 	`{"a": 1, "a": 2}`, `{"ab": 1, "b": 2}`, `{"step": 1, "parents": {"": "p"}, "parents": {}}`,
+	// Escaped strings in values, which go on to encoding/json one value
+	// at a time.
+	`{"a": "line\nbreak", "step": 1, "run_id": "r\u00e9", "source": "lo\"op", "parents": {"": "p\\1"}}`,
+	`{"a": "\u0000", "b": "\ud800", "c": ["\/", {"d": "\t"}]}`, `{"a": "\q"}`, `{"a": "\u12"}`, `{"a": "\u12g4"}`,
+	`{"a": "x\`, `{"a": "\"}`, `{"a": "\u00e9\u00E9"}`,
 	`{"step": -1, "source": "input", "parents": {}}`,
 	`{"n": 1000000000000000000000, "step": 1099511627776, "Source": "not the source", "nested": {"a": [1.5, "x", null, true]}, "run_id": "ru\tn-é", "source": "qu\"ote\\é\u2028", "parents": {"": "p1", "node:a|b": "p2"}}`,
 	`{"list": [], "step": 7, "empty": {}, "source": "update", "parents": {}}`,

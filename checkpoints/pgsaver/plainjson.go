@@ -8,7 +8,9 @@ import (
 
 // plainJSON reads JSON text made of plain pieces only: strings without
 // escapes (valid UTF-8, no control characters), numbers, true, false,
-// null, and objects and arrays of them. Bodies as this package writes
+// null, and objects and arrays of them; a value it reads whole (value)
+// may also hold strings with escapes, whose text goes on to
+// encoding/json. Bodies as this package writes
 // them and metadata as Postgres prints jsonb are such text, and reading
 // it by hand costs a fraction of a tokenizer's time. At the first piece
 // that is not plain (or not valid JSON) ok turns false and stays so; the
@@ -88,6 +90,49 @@ func (r *plainJSON) str() []byte {
 	}
 	r.ok = false
 	return nil
+}
+
+// text reads a string that may hold escapes, as value does: its text
+// goes on to encoding/json, which unescapes it.
+func (r *plainJSON) text() {
+	ascii := true
+	for j := r.i + 1; j < len(r.b); j++ {
+		switch c := r.b[j]; {
+		case c == '"':
+			if ascii || utf8.Valid(r.b[r.i+1:j]) {
+				r.i = j + 1
+				return
+			}
+			r.ok = false
+			return
+		case c == '\\':
+			if j+1 < len(r.b) && bytes.IndexByte([]byte(`"\\/bfnrt`), r.b[j+1]) >= 0 {
+				j++
+				continue
+			}
+			if j+5 < len(r.b) && r.b[j+1] == 'u' && isHex(r.b[j+2:j+6]) {
+				j += 5
+				continue
+			}
+			r.ok = false
+			return
+		case c < 0x20:
+			r.ok = false
+			return
+		case c >= utf8.RuneSelf:
+			ascii = false
+		}
+	}
+	r.ok = false
+}
+
+func isHex(b []byte) bool {
+	for _, c := range b {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
 }
 
 // quoted reads a plain string and returns it with its quotes.
@@ -182,7 +227,7 @@ func (r *plainJSON) skip(depth int) {
 	}
 	switch c := r.b[r.i]; {
 	case c == '"':
-		r.str()
+		r.text()
 	case c == '-' || c >= '0' && c <= '9':
 		r.number()
 	case c == '{':
