@@ -22,14 +22,15 @@ import (
 // without characters encoding/json escapes) and metadata as Postgres
 // prints jsonb (BenchmarkListDecode: a whole body ~1.1 us where
 // encoding/json takes 3.8, its header 0.13 us, metadata 0.29 us where
-// UnmarshalJSON takes 3.1). Any other text goes to
+// UnmarshalJSON takes 3.1). Any other body goes to
 // github.com/go-json-experiment/json, the reference implementation of
 // encoding/json/v2 (which Go 1.26 ships behind GOEXPERIMENT=jsonv2), in a
-// single pass (a body ~2 us). Every decoder here follows one rule: it
-// decodes only what it decodes as encoding/json would, and on anything
-// else gives the input, afresh, to the next, and last to encoding/json,
-// whose result (an error, or what it accepts) stands. FuzzListDecode
-// holds them to encoding/json, seeded with the shapes each path takes.
+// single pass (~2 us), then to encoding/json; any other metadata to
+// Metadata.UnmarshalJSON. Every decoder here follows one rule: it decodes
+// only what it decodes as encoding/json would, and on anything else gives
+// the input, afresh, to the next, and last to encoding/json, whose result
+// (an error, or what it accepts) stands. FuzzListDecode holds them to
+// encoding/json, seeded with the shapes each path takes.
 
 // v1Semantics makes the v2 decoder follow encoding/json's rules
 // (case-insensitive field names, duplicate names, invalid UTF-8), except
@@ -77,10 +78,11 @@ func newListDecoder() *listDecoder { return &listDecoder{names: names{}} }
 // order, and a Headers listing reads no further (when the id holds no
 // character encoding/json escapes, as the engine's ids do not): decoding
 // the rest, only to check it, was most of a history page's time. A body
-// that begins otherwise is decoded whole, as json.Unmarshal does. So a
-// Headers listing does not see damage past a body's header (a
-// hand-edited row); Get and full listings, which decode the whole body,
-// report it.
+// that begins otherwise is decoded as json.Unmarshal decodes it into a
+// header (v, id and ts; other fields are checked for JSON syntax only).
+// So a Headers listing does not see damage past a body's header, or in
+// fields it does not decode (a hand-edited row); Get and full listings,
+// which decode the whole body, report it.
 func (d *listDecoder) header(body []byte, cp *checkpoints.Checkpoint, id string) error {
 	d.r.reset(body)
 	*cp = checkpoints.Checkpoint{}
@@ -233,9 +235,8 @@ func (d *listDecoder) readBody(cp *checkpoints.Checkpoint, id string) bool {
 	return r.end()
 }
 
-// versions reads an object of channel versions. Like every read here it
-// keeps nothing once r.ok is false: the caller then decodes the body
-// afresh, but a map already read must not hold a half-read entry.
+// versions reads an object of channel versions. A body read only in part
+// is thrown away: body decodes it again from a zero Checkpoint.
 func (d *listDecoder) versions() map[string]int64 {
 	r := &d.r
 	r.must('{')

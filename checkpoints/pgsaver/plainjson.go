@@ -6,18 +6,18 @@ import (
 	"unicode/utf8"
 )
 
-// plainJSON reads JSON text made of plain pieces only: strings without
-// escapes (valid UTF-8, no control characters), numbers, true, false,
-// null, and objects and arrays of them; a value it reads whole (value)
-// may also hold strings with escapes, whose text goes on to
-// encoding/json. Bodies as this package writes
+// plainJSON reads JSON text made of plain pieces: strings without escapes
+// (valid UTF-8, no control characters), numbers, true, false, null, and
+// objects and arrays of them. A value it reads whole (value) may also
+// hold strings with escapes, which it only checks for their form: such a
+// value's text goes on to encoding/json. Bodies as this package writes
 // them and metadata as Postgres prints jsonb are such text, and reading
 // it by hand costs a fraction of a tokenizer's time. At the first piece
-// that is not plain (or not valid JSON) ok turns false and stays so; the
-// caller then decodes the whole text with encoding/json instead. So what
-// it reads while ok holds is exactly what encoding/json reads; what a
-// read returns once ok is false is meaningless, and a caller keeps none
-// of it.
+// it cannot read (or that is not valid JSON) ok turns false and stays
+// so, and the caller decodes the whole text afresh with the JSON
+// libraries instead. So what it reads while ok holds is exactly what
+// encoding/json reads; what a read returns once ok is false means
+// nothing.
 type plainJSON struct {
 	b  []byte
 	i  int
@@ -67,6 +67,17 @@ func (r *plainJSON) lit(s string) bool {
 // str reads a plain string and returns its contents.
 func (r *plainJSON) str() []byte {
 	r.space()
+	return r.scanString(false)
+}
+
+// text reads a string that may hold escapes, as value does: its text
+// goes on to encoding/json, which unescapes it.
+func (r *plainJSON) text() { r.scanString(true) }
+
+// scanString reads the string at r.i, valid UTF-8 without control
+// characters, and returns its contents; escapes (checked for their form
+// only) only when escapes is set.
+func (r *plainJSON) scanString(escapes bool) []byte {
 	if !r.ok || r.i >= len(r.b) || r.b[r.i] != '"' {
 		r.ok = false
 		return nil
@@ -81,31 +92,7 @@ func (r *plainJSON) str() []byte {
 			}
 			r.ok = false
 			return nil
-		case c < 0x20 || c == '\\':
-			r.ok = false
-			return nil
-		case c >= utf8.RuneSelf:
-			ascii = false
-		}
-	}
-	r.ok = false
-	return nil
-}
-
-// text reads a string that may hold escapes, as value does: its text
-// goes on to encoding/json, which unescapes it.
-func (r *plainJSON) text() {
-	ascii := true
-	for j := r.i + 1; j < len(r.b); j++ {
-		switch c := r.b[j]; {
-		case c == '"':
-			if ascii || utf8.Valid(r.b[r.i+1:j]) {
-				r.i = j + 1
-				return
-			}
-			r.ok = false
-			return
-		case c == '\\':
+		case c == '\\' && escapes:
 			if j+1 < len(r.b) && bytes.IndexByte([]byte(`"\\/bfnrt`), r.b[j+1]) >= 0 {
 				j++
 				continue
@@ -115,15 +102,16 @@ func (r *plainJSON) text() {
 				continue
 			}
 			r.ok = false
-			return
-		case c < 0x20:
+			return nil
+		case c < 0x20 || c == '\\':
 			r.ok = false
-			return
+			return nil
 		case c >= utf8.RuneSelf:
 			ascii = false
 		}
 	}
 	r.ok = false
+	return nil
 }
 
 func isHex(b []byte) bool {
@@ -268,22 +256,4 @@ func (r *plainJSON) skip(depth int) {
 func (r *plainJSON) end() bool {
 	r.space()
 	return r.ok && r.i == len(r.b)
-}
-
-// names interns the strings a listing's rows repeat (channels, nodes,
-// metadata keys): each is allocated once a listing.
-type names map[string]string
-
-// maxNames bounds a listing's names; past it strings are not interned.
-const maxNames = 1024
-
-func (n names) get(b []byte) string {
-	if s, ok := n[string(b)]; ok {
-		return s
-	}
-	s := string(b)
-	if len(n) < maxNames {
-		n[s] = s
-	}
-	return s
 }

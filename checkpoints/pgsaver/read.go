@@ -561,7 +561,7 @@ func collectHeaders(rows pgx.Rows, headers bool, sizeHint int) ([]*checkpoints.T
 	dest := []any{&thread, &ns, &id, &parent, &body, &metadata}
 	dec := newListDecoder()
 	last := &checkpoints.Tuple{} // the previous row, whose strings are shared
-	lastParent := ""             // its parent's id, which is often this row's
+	lastParent := ""             // the parent id last read, which is often this row's id
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return nil, err
@@ -607,12 +607,4 @@ func collectHeaders(rows pgx.Rows, headers bool, sizeHint int) ([]*checkpoints.T
 		out[i] = &tuples[i]
 	}
 	return out, nil
-}
-
-// share returns b as a string, prev itself when it holds the same bytes.
-func share(b []byte, prev string) string {
-	if string(b) == prev {
-		return prev
-	}
-	return string(b)
 }
