@@ -299,7 +299,7 @@ func (d *listDecoder) fields(md, prev *checkpoints.Metadata, raw []byte) error {
 		var err error
 		switch string(key) {
 		case "source":
-			if s, ok := plainString(v); ok {
+			if s, ok := r.plainString(v); ok {
 				md.Source = checkpoints.Source(share(s, string(prev.Source)))
 			} else {
 				err = json.Unmarshal(v, &md.Source)
@@ -309,7 +309,7 @@ func (d *listDecoder) fields(md, prev *checkpoints.Metadata, raw []byte) error {
 				md.Step, err = 0, json.Unmarshal(v, &md.Step)
 			}
 		case "run_id":
-			if s, ok := plainString(v); ok {
+			if s, ok := r.plainString(v); ok {
 				md.RunID = share(s, prev.RunID)
 			} else {
 				err = json.Unmarshal(v, &md.RunID)
@@ -323,7 +323,7 @@ func (d *listDecoder) fields(md, prev *checkpoints.Metadata, raw []byte) error {
 				md.Extra = map[string]any{}
 			}
 			k := d.names.get(key)
-			md.Extra[k], err = extraValue(v, prev.Extra[k])
+			md.Extra[k], err = d.extraValue(v, prev.Extra[k])
 		}
 		if err != nil {
 			return err
@@ -337,10 +337,10 @@ func (d *listDecoder) fields(md, prev *checkpoints.Metadata, raw []byte) error {
 }
 
 // extraValue decodes v, the value of a metadata key that is not a field
-// (as plainJSON read it), as json.Unmarshal into an any does; a string
+// (the value d.r just read), as json.Unmarshal into an any does; a string
 // equal to prev is prev.
-func extraValue(v []byte, prev any) (any, error) {
-	if s, ok := plainString(v); ok {
+func (d *listDecoder) extraValue(v []byte, prev any) (any, error) {
+	if s, ok := d.r.plainString(v); ok {
 		if p, ok := prev.(string); ok && p == string(s) {
 			return prev, nil // boxing p again would allocate
 		}
@@ -357,13 +357,4 @@ func extraValue(v []byte, prev any) (any, error) {
 	var x any
 	err := json.Unmarshal(v, &x)
 	return x, err
-}
-
-// plainString returns the contents of v, a value plainJSON read, when it
-// is a string without escapes: then its bytes are the string's.
-func plainString(v []byte) ([]byte, bool) {
-	if v[0] != '"' || bytes.IndexByte(v, '\\') >= 0 {
-		return nil, false
-	}
-	return v[1 : len(v)-1], true
 }

@@ -19,9 +19,10 @@ import (
 // encoding/json reads; what a read returns once ok is false means
 // nothing.
 type plainJSON struct {
-	b  []byte
-	i  int
-	ok bool
+	b       []byte
+	i       int
+	ok      bool
+	escaped bool // the last string read held escapes
 }
 
 func (r *plainJSON) reset(b []byte) { r.b, r.i, r.ok = b, 0, true }
@@ -67,39 +68,18 @@ func (r *plainJSON) lit(s string) bool {
 // str reads a plain string and returns its contents.
 func (r *plainJSON) str() []byte {
 	r.space()
-	return r.scanString(false)
-}
-
-// text reads a string that may hold escapes, as value does: its text
-// goes on to encoding/json, which unescapes it.
-func (r *plainJSON) text() { r.scanString(true) }
-
-// scanString reads the string at r.i, valid UTF-8 without control
-// characters, and returns its contents; escapes (checked for their form
-// only) only when escapes is set.
-func (r *plainJSON) scanString(escapes bool) []byte {
 	if !r.ok || r.i >= len(r.b) || r.b[r.i] != '"' {
 		r.ok = false
 		return nil
 	}
 	start, ascii := r.i+1, true
+	r.escaped = false
 	for j := start; j < len(r.b); j++ {
 		switch c := r.b[j]; {
 		case c == '"':
 			if s := r.b[start:j]; ascii || utf8.Valid(s) {
 				r.i = j + 1
 				return s
-			}
-			r.ok = false
-			return nil
-		case c == '\\' && escapes:
-			if j+1 < len(r.b) && bytes.IndexByte([]byte(`"\\/bfnrt`), r.b[j+1]) >= 0 {
-				j++
-				continue
-			}
-			if j+5 < len(r.b) && r.b[j+1] == 'u' && isHex(r.b[j+2:j+6]) {
-				j += 5
-				continue
 			}
 			r.ok = false
 			return nil
@@ -112,6 +92,44 @@ func (r *plainJSON) scanString(escapes bool) []byte {
 	}
 	r.ok = false
 	return nil
+}
+
+// text reads a string that may hold escapes, as value does, checking
+// them for their form only: its text goes on to encoding/json, which
+// unescapes it. Unlike str, it is not on the path of the text this
+// package writes, so it keeps str's loop fast by being its own.
+func (r *plainJSON) text() {
+	start, ascii := r.i+1, true
+	r.escaped = false
+	for j := start; j < len(r.b); j++ {
+		switch c := r.b[j]; {
+		case c == '"':
+			if ascii || utf8.Valid(r.b[start:j]) {
+				r.i = j + 1
+				return
+			}
+			r.ok = false
+			return
+		case c == '\\':
+			r.escaped = true
+			if j+1 < len(r.b) && bytes.IndexByte([]byte(`"\\/bfnrt`), r.b[j+1]) >= 0 {
+				j++
+				continue
+			}
+			if j+5 < len(r.b) && r.b[j+1] == 'u' && isHex(r.b[j+2:j+6]) {
+				j += 5
+				continue
+			}
+			r.ok = false
+			return
+		case c < 0x20:
+			r.ok = false
+			return
+		case c >= utf8.RuneSelf:
+			ascii = false
+		}
+	}
+	r.ok = false
 }
 
 func isHex(b []byte) bool {
@@ -191,6 +209,15 @@ func (r *plainJSON) number() {
 			r.ok = false
 		}
 	}
+}
+
+// plainString returns the contents of v, the value just read, when it is
+// a string without escapes: then its bytes are the string's.
+func (r *plainJSON) plainString(v []byte) ([]byte, bool) {
+	if v[0] != '"' || r.escaped {
+		return nil, false
+	}
+	return v[1 : len(v)-1], true
 }
 
 // maxPlainDepth is how deep value reads nested objects and arrays; deeper
