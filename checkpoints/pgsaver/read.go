@@ -559,11 +559,21 @@ func collectHeaders(rows pgx.Rows, headers bool, sizeHint int) ([]*checkpoints.T
 	parents := make([]checkpoints.Config, 0, sizeHint)
 	var thread, ns, id, parent, body, metadata pgtype.DriverBytes
 	dest := []any{&thread, &ns, &id, &parent, &body, &metadata}
+	// The columns' bytes as the server sent them are what the row holds
+	// when the body (bytea) came in binary and the metadata (jsonb) in
+	// text, as pgx asks for them by default: then the row is read raw, as
+	// the floor reads it, without Scan's per-column plans. Any other
+	// format (a pool set to the simple protocol, say) goes through Scan.
+	fds := rows.FieldDescriptions()
+	raw := len(fds) == len(dest) && fds[4].Format == pgtype.BinaryFormatCode && fds[5].Format == pgtype.TextFormatCode
 	dec := newListDecoder()
 	last := &checkpoints.Tuple{} // the previous row, whose strings are shared
 	lastParent := ""             // the parent id last read, which is often this row's id
 	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
+		if raw {
+			v := rows.RawValues()
+			thread, ns, id, parent, body, metadata = v[0], v[1], v[2], v[3], v[4], v[5]
+		} else if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
 		tuples, cps, parents = append(tuples, checkpoints.Tuple{}), append(cps, checkpoints.Checkpoint{}), append(parents, checkpoints.Config{})

@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/checkpoints/pgsaver"
 	"github.com/superstep-dev/superstep/internal/pgtest"
@@ -152,5 +155,45 @@ func TestMetadataOnlyListingOfTamperedMetadata(t *testing.T) {
 				t.Fatalf("metadata-only listing: %+v, %v; want %+v", got, err, full[0].Metadata)
 			}
 		})
+	}
+}
+
+// TestListingOverTheSimpleProtocol: a pool set to the simple protocol
+// (as for PgBouncer in transaction mode) gets every column as text, which
+// a metadata-only listing reads through Scan instead of raw; its pages
+// are those of the default pool.
+func TestListingOverTheSimpleProtocol(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.Schema(t, nil)
+	cfg := pool.Config().Copy()
+	cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+	simple, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(simple.Close)
+	s := pgsaver.New(pool, nil)
+	cp := &checkpoints.Checkpoint{V: checkpoints.FormatVersion, ID: checkpoints.NewID(), TS: time.Now().UTC(),
+		ChannelValues: map[string]json.RawMessage{"n": json.RawMessage(`1`)}, ChannelVersions: map[string]int64{"n": 1},
+		VersionsSeen: map[string]map[string]int64{"a": {"n": 0}}, UpdatedChannels: []string{"n"}}
+	cfgT, err := s.Put(ctx, checkpoints.Config{ThreadID: "t"}, cp, checkpoints.Metadata{Source: checkpoints.SourceLoop, Step: 0, Extra: map[string]any{"user": "ann"}}, map[string]int64{"n": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp.ID = checkpoints.NewID()
+	if _, err := s.Put(ctx, cfgT, cp, checkpoints.Metadata{Source: checkpoints.SourceLoop, Step: 1}, map[string]int64{"n": 1}); err != nil {
+		t.Fatal(err)
+	}
+	q := checkpoints.ListQuery{ThreadID: "t"}
+	for _, opts := range []checkpoints.ListOptions{{MetadataOnly: true}, {Headers: true}} {
+		want, err := s.List(ctx, q, opts)
+		if err != nil || len(want) != 2 {
+			t.Fatalf("%+v: %d tuples, %v", opts, len(want), err)
+		}
+		got, err := pgsaver.New(simple, nil).List(ctx, q, opts)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%+v over the simple protocol: %v\n got %+v\nwant %+v", opts, err, got, want)
+		}
 	}
 }
