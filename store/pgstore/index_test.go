@@ -147,6 +147,16 @@ func keysOf(items []store.SearchItem) []string {
 	return out
 }
 
+// searchKeys runs op on s and returns the keys it finds, in order.
+func searchKeys(t *testing.T, s store.Store, op store.SearchOp) []string {
+	t.Helper()
+	items, err := store.Search(ctx, s, op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keysOf(items)
+}
+
 // TestIndexPathMatchesExact forces the HNSW path (ExactSearchMax 1) and
 // checks it returns what the exact path returns, including deep pages.
 func TestIndexPathMatchesExact(t *testing.T) {
@@ -174,16 +184,9 @@ func TestIndexPathMatchesExact(t *testing.T) {
 		{Query: "apple", Limit: 7, Offset: 28},
 		{Query: "apple", NamespacePrefix: []string{"n", "1"}, Filter: map[string]any{"i": map[string]any{"$gte": 10}}},
 	} {
-		want, err := store.Search(ctx, exact, op)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := store.Search(ctx, approx, op)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(keysOf(got), keysOf(want)) || len(got) == 0 {
-			t.Errorf("%+v: index path %v, exact %v", op, keysOf(got), keysOf(want))
+		want, got := searchKeys(t, exact, op), searchKeys(t, approx, op)
+		if !reflect.DeepEqual(got, want) || len(got) == 0 {
+			t.Errorf("%+v: index path %v, exact %v", op, got, want)
 		}
 	}
 }
@@ -371,22 +374,15 @@ func TestIndexPathFindsRareMatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	op := store.SearchOp{Query: "apple w3", Filter: map[string]any{"kind": "rare"}, Limit: 10}
-	want, err := store.Search(ctx, exact, op)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rare := keysOf(want)
+	rare := searchKeys(t, exact, op)
 	for name, pool := range map[string]*pgxpool.Pool{"default settings": pool, "hnsw.max_scan_tuples 50": capped} {
 		approx, err := pgstore.New(ctx, pool, pgstore.Options{ExactSearchMax: 1, EFSearch: 20, Options: store.Options{Index: &store.IndexConfig{Embedder: emb, Fields: []string{"t"}}}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := store.Search(ctx, approx, op)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(rare) != 8 || len(got) < 5 || slices.ContainsFunc(keysOf(got), func(k string) bool { return !slices.Contains(rare, k) }) {
-			t.Errorf("%s: index path %v, exact %v; want at least 5 of the 8 rare items and nothing else", name, keysOf(got), rare)
+		got := searchKeys(t, approx, op)
+		if len(rare) != 8 || len(got) < 5 || slices.ContainsFunc(got, func(k string) bool { return !slices.Contains(rare, k) }) {
+			t.Errorf("%s: index path %v, exact %v; want at least 5 of the 8 rare items and nothing else", name, got, rare)
 		}
 	}
 }
@@ -414,16 +410,9 @@ func TestIndexSearchFallsBackToExact(t *testing.T) {
 		{Query: "apple w3", Filter: map[string]any{"kind": "rare"}, Limit: 10},
 		{Query: "apple w3", Limit: 10, Offset: 100},
 	} {
-		want, err := store.Search(ctx, exact, op)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := store.Search(ctx, approx, op)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(want) == 0 || !slices.Equal(keysOf(got), keysOf(want)) {
-			t.Errorf("%+v: index search %v, exact %v", op, keysOf(got), keysOf(want))
+		want, got := searchKeys(t, exact, op), searchKeys(t, approx, op)
+		if len(want) == 0 || !slices.Equal(got, want) {
+			t.Errorf("%+v: index search %v, exact %v", op, got, want)
 		}
 	}
 }
