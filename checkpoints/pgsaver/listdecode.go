@@ -44,15 +44,24 @@ import (
 var v1Semantics = jsonv2.JoinOptions(jsonv1.DefaultOptionsV1(), jsonv1.ReportErrorsWithLegacySemantics(false),
 	jsonv2.WithUnmarshalers(jsonv2.UnmarshalFunc(func(b []byte, t *time.Time) error { return t.UnmarshalJSON(b) })))
 
+// unmarshal decodes b into a zero *v, as json.Unmarshal does: with the v2
+// decoder, and when it refuses b, afresh with encoding/json, whose error
+// (or what it accepts) stands.
+func unmarshal[T any](b []byte, v *T) error {
+	var zero T
+	*v = zero // both decoders merge into what is there
+	if jsonv2.Unmarshal(b, v, v1Semantics) != nil {
+		*v = zero
+		return json.Unmarshal(b, v)
+	}
+	return nil
+}
+
 // decodeBody decodes a checkpoint body into cp, as json.Unmarshal does.
 // ChannelValues is never kept: a listing has no values.
 func decodeBody(body []byte, cp *checkpoints.Checkpoint) error {
-	*cp = checkpoints.Checkpoint{} // both decoders merge into what is there
-	if jsonv2.Unmarshal(body, cp, v1Semantics) != nil {
-		*cp = checkpoints.Checkpoint{}
-		if err := json.Unmarshal(body, cp); err != nil {
-			return err
-		}
+	if err := unmarshal(body, cp); err != nil {
+		return err
 	}
 	cp.ChannelValues = nil
 	return nil
@@ -90,11 +99,8 @@ func (d *listDecoder) header(body []byte, cp *checkpoints.Checkpoint, id string)
 		return nil
 	}
 	var h header
-	if jsonv2.Unmarshal(body, &h, v1Semantics) != nil {
-		h = header{}
-		if err := json.Unmarshal(body, &h); err != nil {
-			return err
-		}
+	if err := unmarshal(body, &h); err != nil {
+		return err
 	}
 	*cp = checkpoints.Checkpoint{V: h.V, ID: h.ID, TS: h.TS}
 	return nil
