@@ -33,7 +33,7 @@ type Writes struct {
 	// t is the running *task while the attempt runs, nil once it is over
 	// (cleared atomically: a goroutine the node left behind reads it).
 	// For a node that cannot retry it is the task context's own t, which
-	// is cleared when the task finishes (callWrites).
+	// is cleared when the task finishes (execute).
 	t unsafe.Pointer
 }
 
@@ -77,7 +77,9 @@ func AddNodeFuncWrites[S, T any](g *StateGraph[S], name string, fn func(ctx cont
 }
 
 // callWrites runs a Writes node's attempt with a Writes armed for the
-// call, disarmed when it returns (or panics). It returns the Writes as the
+// call: an attempt that may be retried gets one disarmed when it returns
+// (or panics); the execution's only attempt, the task context's, which
+// execute disarms when the task finishes. It returns the Writes as the
 // node's output, for stateWriter to check what Set wrote.
 func (t *task) callWrites(ctx context.Context, f writesFunc) (any, error) {
 	// Each attempt has a Writes of its own, never reused, so that one
