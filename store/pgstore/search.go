@@ -239,7 +239,7 @@ func vectorQuery(sr store.PreparedSearch, now time.Time) (q *query, vr, ic, qv s
 }
 
 // uncapped is exactSearch's cap when it must answer whatever the number
-// of vectors (a bigint literal: the SQL adds one to it).
+// of vectors: then it counts none.
 const uncapped = 1 << 40
 
 // exactSearch is the exact search, unless more than capped vectors lie
@@ -261,10 +261,14 @@ func exactSearch(ctx context.Context, db DB, sr store.PreparedSearch, now time.T
 	}
 	dim := strconv.Itoa(len(sr.QueryVector))
 	limit := strconv.Itoa(capped)
+	count := `(SELECT count(*) AS n FROM (SELECT FROM store_vectors v WHERE ` + vr + ` LIMIT ` + limit + ` + 1) x)`
+	if capped == uncapped {
+		count = `(SELECT 0 AS n)`
+	}
 	sql := `SELECT n.n, r.prefix, r.key, r.value, r.created_at, r.updated_at, r.dist,
 			(SELECT array_agg(w.embedding::real[]) FROM store_vectors w
 				WHERE w.prefix = r.prefix AND w.key = r.key AND vector_dims(w.embedding) = ` + dim + `)
-		FROM (SELECT count(*) AS n FROM (SELECT FROM store_vectors v WHERE ` + vr + ` LIMIT ` + limit + ` + 1) x) n
+		FROM ` + count + ` n
 		LEFT JOIN LATERAL (
 			SELECT i.prefix, i.key, i.value, i.created_at, i.updated_at, c.dist
 			FROM (SELECT v.prefix, v.key, min(v.embedding <=> ` + qv + `::vector) AS dist
