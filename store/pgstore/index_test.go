@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -363,7 +362,6 @@ func TestIndexPathFindsRareMatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := pool.Config().Copy()
-	cfg.ConnConfig.RuntimeParams = maps.Clone(cfg.ConnConfig.RuntimeParams)
 	cfg.ConnConfig.RuntimeParams["hnsw.max_scan_tuples"] = "50"
 	capped, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -17,10 +17,12 @@
 // btree (prefix, key, field) INCLUDE (embedding), kept in namespace order,
 // so one namespace's vectors are adjacent pages however its items were
 // interleaved when written. Items are then fetched nearest first and
-// filtered until the page is full. Above the cap the HNSW index is used
-// with pgvector's iterative scan, widening the candidate set until enough
-// items pass the filter; a search that would need more than 200,000
-// candidates is answered exactly. See vectorSearch.
+// filtered until the page's window (the page, slack on either side and a
+// sentinel item) is full. Above the cap the HNSW index is used with
+// pgvector's iterative scan, widening the candidate set until the window
+// is full and no item beyond the candidates could rank in the page; a
+// search that would need more than 200,000 candidates is answered
+// exactly. See vectorSearch and window.
 //
 // Either way SQL only picks the candidates: the page's items, a few on
 // either side of it, and their vectors (as real[]) come back, and Go
