@@ -174,9 +174,6 @@ func evaluate(res *results, r row) cell {
 			return c
 		}
 		floor := median(lvs)
-		c.runs = min(c.runs, len(lvs))
-		have = fig / floor
-		c.ratio = ratioText(have)
 		name := lb.name
 		if lb == fb {
 			// A floor measured in each run of the figure's own benchmark
@@ -191,6 +188,10 @@ func evaluate(res *results, r row) cell {
 			name, have = r.floor.unit, median(pairs)
 			c.runs = min(len(vs), len(pairs))
 			c.ratio = ratioText(have) + " (median of runs)"
+		} else {
+			have = fig / floor
+			c.runs = min(c.runs, len(lvs))
+			c.ratio = ratioText(have)
 		}
 		c.floor = fmt.Sprintf("%s `%s`%s", value(floor, r), name, runsText(len(lvs)))
 		durable = append(slices.Clone(durable), lb.durability...)
