@@ -46,10 +46,10 @@ func rank(rows []scored, qv []float32) {
 
 // window is the part of pgvector's order of the items a search finds
 // (by distance, then namespace, then key) that it reads and ranks (see
-// rank): its page, ranks offset+1 to want, with front and back items of
+// rank): its page, ranks offset+1 to offset+limit, with front and back
 // slack on either side, since the exact scores reorder only items whose
 // distances are within rounding of each other. The read also takes the
-// item just before (rank lo, when lo > 0) and just after (want+back+1)
+// item just before (rank lo, when lo > 0) and just after (rank end)
 // as sentinels: every item outside is at least as near as the front one,
 // or as far as the back one, so when those are farther than rounding from
 // every item of the ranked page, nothing outside can move into it; else
@@ -57,20 +57,23 @@ func rank(rows []scored, qv []float32) {
 // and their slack whatever its offset, not every item before it (the
 // server still passes over those).
 type window struct {
-	offset, limit, want int
-	front, back         int
+	offset, limit int
+	front, back   int
 }
 
 func newWindow(sr store.PreparedSearch) window {
-	return window{offset: sr.Offset, limit: sr.Limit, want: sr.Offset + sr.Limit, front: 8, back: 8}
+	return window{offset: sr.Offset, limit: sr.Limit, front: 8, back: 8}
 }
+
+// end is the rank of the back sentinel, the last item the window reads.
+func (w window) end() int { return w.offset + w.limit + w.back + 1 }
 
 // lo is the number of items before the window.
 func (w window) lo() int { return max(w.offset-w.front, 0) }
 
 // sqlOffset and sqlLimit read the window with its sentinels.
 func (w window) sqlOffset() int { return max(w.lo()-1, 0) }
-func (w window) sqlLimit() int  { return w.want + w.back + 1 - w.sqlOffset() }
+func (w window) sqlLimit() int  { return w.end() - w.sqlOffset() }
 
 // windowClause marks where a search's SQL reads its window (clause).
 const windowClause = "/* window */"

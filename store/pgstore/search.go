@@ -374,7 +374,7 @@ func (s *Store) searchIndex(ctx context.Context, db DB, sr store.PreparedSearch,
 			// settle widened the window. Items before the page are
 			// nearer than it, so among the candidates already; items
 			// after it may need more candidates.
-			if w.front != front || exhausted || passed >= w.want+w.back+1 {
+			if w.front != front || exhausted || passed >= w.end() {
 				continue
 			}
 		} else if open || exhausted ||
@@ -391,7 +391,7 @@ func (s *Store) searchIndex(ctx context.Context, db DB, sr store.PreparedSearch,
 		// fourfold, and up to maxCandidates once.
 		grow := 4
 		if passed > 0 {
-			grow = max(grow, 2*(w.want+w.back+1)/passed+1)
+			grow = max(grow, 2*w.end()/passed+1)
 		}
 		if cands == maxCandidates {
 			break
