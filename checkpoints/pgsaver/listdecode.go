@@ -264,12 +264,14 @@ func (d *listDecoder) versions() map[string]int64 {
 }
 
 // metadata fills md from raw, the text of a jsonb metadata column, as
-// json.Unmarshal(raw, md) would. Strings equal to those of prev (the
-// previous row's metadata) are shared. The object is read member by
-// member (plainJSON): a string is taken as its bytes, a step through
-// strconv, true, false and null as themselves, and every other value
-// through encoding/json, as UnmarshalJSON does. Text that is not plain,
-// keys not in jsonb's order, and any error leave md to UnmarshalJSON.
+// json.Unmarshal(raw, md) would, except that an empty Parents may be left
+// nil (the callers choose what it becomes). Strings equal to those of
+// prev (the previous row's metadata) are shared. The object is read
+// member by member (plainJSON): a string is taken as its bytes, a step
+// through strconv, true, false and null as themselves, and every other
+// value through encoding/json, as UnmarshalJSON does. Text that is not
+// plain, keys not in jsonb's order, and any error leave md to
+// UnmarshalJSON.
 func (d *listDecoder) metadata(md, prev *checkpoints.Metadata, raw []byte) error {
 	if d.fields(md, prev, raw) != nil || !d.r.end() {
 		*md = checkpoints.Metadata{}

@@ -22,7 +22,7 @@ type plainJSON struct {
 	b       []byte
 	i       int
 	ok      bool
-	escaped bool // the last string read held escapes
+	escaped bool // the last string value read (text) held escapes
 }
 
 func (r *plainJSON) reset(b []byte) { r.b, r.i, r.ok = b, 0, true }
@@ -73,7 +73,6 @@ func (r *plainJSON) str() []byte {
 		return nil
 	}
 	start, ascii := r.i+1, true
-	r.escaped = false
 	for j := start; j < len(r.b); j++ {
 		switch c := r.b[j]; {
 		case c == '"':

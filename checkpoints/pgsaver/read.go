@@ -550,7 +550,7 @@ type header struct {
 // extra keys and strings, an id that was the previous row's parent) are
 // shared. The results are those of a full listing's rows (rowData.tuple)
 // without values; with headers only the checkpoint's V, ID and TS are
-// decoded (listDecoder.header), and an empty Parents is left nil
+// decoded (listDecoder.header), and an empty Parents may be left nil
 // (checkpoints.ListOptions).
 func collectHeaders(rows pgx.Rows, headers bool, sizeHint int) ([]*checkpoints.Tuple, error) {
 	defer rows.Close()
