@@ -229,11 +229,17 @@ WHERE w.idx < 0`
 // again with sqlWrites. The upsert's speculative insertion would cost
 // more than twice the plain insert on every save (EXPLAIN ANALYZE: 130
 // against 58 µs for two rows).
-var sqlInsertWrites = `
+var sqlInsertWrites = insertWritesFrom(`unnest($4::text[], $5::text[], $6::int[], $7::text[], $8::bytea[])`)
+
+// insertWritesFrom is the plain insert of the writes that src, a row
+// source of (task, path, idx, channel, value), yields from $4 on.
+func insertWritesFrom(src string) string {
+	return `
 INSERT INTO checkpoint_writes AS w (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, encoding, value)
 SELECT $1, $2, $3, x.t, x.i, x.c, x.p, 'json', x.v
-FROM unnest($4::text[], $5::text[], $6::int[], $7::text[], $8::bytea[]) AS x(t, p, i, c, v)
+FROM ` + src + ` AS x(t, p, i, c, v)
 WHERE ` + sqlNotCarried
+}
 
 // sqlNotCarried keeps a write x to checkpoint $3 unless a child of $3
 // carries a regular write of the same task and idx (parent_writes): that
@@ -260,28 +266,25 @@ func sqlCarried(thread, ns, parent, task, idx, more string) string {
 const maxValuesRows = 4
 
 // writeValues is the VALUES list of n writes, each write's task, path,
-// idx, channel and value from $first on.
-func writeValues(first, n int) string {
+// idx, channel and value from $4 on.
+func writeValues(n int) string {
 	var rows strings.Builder
-	rows.WriteString("VALUES ")
+	rows.WriteString("(VALUES ")
 	for i := range n {
 		if i > 0 {
 			rows.WriteString(", ")
 		}
-		a := first + 5*i
+		a := 4 + 5*i
 		fmt.Fprintf(&rows, "($%d::text, $%d::text, $%d::int, $%d::text, $%d::bytea)", a, a+1, a+2, a+3, a+4)
 	}
+	rows.WriteString(")")
 	return rows.String()
 }
 
 // sqlInsertFewWrites[n] is sqlInsertWrites for n writes as VALUES rows.
 var sqlInsertFewWrites = func() (out [maxValuesRows + 1]string) {
 	for n := 1; n < len(out); n++ {
-		out[n] = `
-INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, encoding, value)
-SELECT $1, $2, $3, x.t, x.i, x.c, x.p, 'json', x.v
-FROM (` + writeValues(4, n) + `) AS x(t, p, i, c, v)
-WHERE ` + sqlNotCarried
+		out[n] = insertWritesFrom(writeValues(n))
 	}
 	return out
 }()
