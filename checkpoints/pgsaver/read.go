@@ -265,11 +265,12 @@ func (r *rowData) pendingWrites() ([]checkpoints.PendingWrite, error) {
 		slot
 		w checkpoints.PendingWrite
 	}
+	// The row's own writes, then each child's in the order they were
+	// saved: sorted stably by slot, the first of a slot is the one that
+	// counts (a regular write keeps the first).
 	all := make([]indexed, len(out), len(out)+4)
-	seen := make(map[slot]bool, len(out)+4)
 	for i, w := range out {
 		all[i] = indexed{slot{w.TaskID, r.wIdx[i]}, w}
-		seen[all[i].slot] = true
 	}
 	for _, packed := range r.carried {
 		ws, err := unpackWrites(packed)
@@ -277,10 +278,7 @@ func (r *rowData) pendingWrites() ([]checkpoints.PendingWrite, error) {
 			return nil, fmt.Errorf("%w: writes carried for checkpoint %s: %v", ErrCorrupt, r.id, err)
 		}
 		for _, w := range ws {
-			if sl := (slot{w.task, w.idx}); !seen[sl] {
-				seen[sl] = true
-				all = append(all, indexed{sl, checkpoints.PendingWrite{TaskID: w.task, Channel: w.channel, Value: w.value}})
-			}
+			all = append(all, indexed{slot{w.task, w.idx}, checkpoints.PendingWrite{TaskID: w.task, Channel: w.channel, Value: w.value}})
 		}
 	}
 	slices.SortStableFunc(all, func(a, b indexed) int {
@@ -289,6 +287,7 @@ func (r *rowData) pendingWrites() ([]checkpoints.PendingWrite, error) {
 		}
 		return cmp.Compare(a.idx, b.idx)
 	})
+	all = slices.CompactFunc(all, func(a, b indexed) bool { return a.slot == b.slot })
 	out = out[:0]
 	for _, w := range all {
 		out = append(out, w.w)
@@ -296,11 +295,12 @@ func (r *rowData) pendingWrites() ([]checkpoints.PendingWrite, error) {
 	return out, nil
 }
 
-// carriedWrite is one write of a checkpoint's parent_writes.
+// carriedWrite is one write of a checkpoint's parent_writes (its task
+// path, which a pending write does not keep, is only checked).
 type carriedWrite struct {
-	task, path, channel string
-	idx                 int32
-	value               json.RawMessage
+	task, channel string
+	idx           int32
+	value         json.RawMessage
 }
 
 // unpackWrites decodes parent_writes, as writeRows.pack encodes them.
@@ -315,7 +315,8 @@ func unpackWrites(b []byte) ([]carriedWrite, error) {
 			return nil, fmt.Errorf("write %d has %d fields, want 5", i, len(row))
 		}
 		w := &out[i]
-		for j, dst := range []any{&w.task, &w.path, &w.idx, &w.channel} {
+		var path string
+		for j, dst := range []any{&w.task, &path, &w.idx, &w.channel} {
 			if err := json.Unmarshal(row[j], dst); err != nil {
 				return nil, fmt.Errorf("write %d, field %d: %v", i, j, err)
 			}
