@@ -42,7 +42,9 @@
 //
 // A step's writes are its parent checkpoint's pending writes. PutStep and
 // PutFrame store its regular writes in the new checkpoint's own row
-// (parent_writes, migration 015), so a one-task superstep inserts one row,
+// (parent_writes, migration 015) when the step has no special write and
+// the row is plainly inserted (else all of them are rows of
+// checkpoint_writes), so a one-task superstep inserts one row,
 // which is the floor of a durable superstep. Writes saved on their own
 // (PutWrites: a task that finished before its siblings, an interrupt, an
 // error) and special writes are rows of checkpoint_writes. A read of a

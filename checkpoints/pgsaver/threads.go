@@ -192,8 +192,8 @@ func ofRuns(alias, runs string) string {
 // read as json, not jsonb, so each value keeps the bytes it was saved
 // with. A write is kept only if it was the first saved of its task and
 // idx: no row is there already (ON CONFLICT), and no child of the parent
-// saved before it carries one. That child may be released by the same
-// statement: its write, inserted first (c.seq order), is kept then. A
+// saved before it carries one (k.seq < c.seq), whether or not that child
+// is released by the same statement, which still sees it. A
 // parent_writes that is not a JSON array (only a hand-edited row could
 // hold one) fails the statement with Postgres's json error, and its
 // transaction with it: nothing is half-moved.
