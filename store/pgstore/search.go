@@ -300,20 +300,31 @@ func scanExactPage(ctx context.Context, db DB, sql string, args []any) (out []sc
 	if err != nil {
 		return nil, 0, fmt.Errorf("pgstore: search: %w", err)
 	}
+	out, err = scanWindow(rows, &n)
+	return out, n, err
+}
+
+// scanWindow reads a search's window: each row's leading columns (the
+// counts the search reports on every row) into head, then its item, if
+// any (else the counts' row alone).
+func scanWindow(rows pgx.Rows, head ...any) ([]scored, error) {
 	defer rows.Close()
+	var out []scored
+	var r optScored
+	dest := append(head, &r.prefix, &r.key, &r.value, &r.created, &r.updated, &r.dist, &r.vecs)
 	for rows.Next() {
-		var r optScored
-		if err := rows.Scan(&n, &r.prefix, &r.key, &r.value, &r.created, &r.updated, &r.dist, &r.vecs); err != nil {
-			return nil, 0, fmt.Errorf("pgstore: search: %w", err)
+		r = optScored{}
+		if err := rows.Scan(dest...); err != nil {
+			return nil, fmt.Errorf("pgstore: search: %w", err)
 		}
-		if r.prefix != nil { // else the count row alone: no item
+		if r.prefix != nil {
 			out = append(out, r.scored())
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, 0, fmt.Errorf("pgstore: search: %w", err)
+		return nil, fmt.Errorf("pgstore: search: %w", err)
 	}
-	return out, n, nil
+	return out, nil
 }
 
 // searchIndex is the approximate search: the HNSW index yields the
@@ -321,9 +332,9 @@ func scanExactPage(ctx context.Context, db DB, sql string, args []any) (out []sc
 // vectors outside the prefix, with no bound on the tuples it visits, so
 // that fewer candidates than asked means the index has no more), the
 // first k of them are max-pooled per item and the items filtered; the
-// window of them is read and ranked (see window). k widens until the page
-// is full and no item beyond the k candidates could rank in it, or the
-// index has no more; a search that needs more than the store's
+// window of them is read and ranked (see window). k widens until the
+// window is full and no item beyond the k candidates could rank in the
+// page, or the index has no more; a search that needs more than the store's
 // maxCandidates is answered exactly.
 func (s *Store) searchIndex(ctx context.Context, db DB, sr store.PreparedSearch, now time.Time) ([]scored, error) {
 	want := sr.Offset + sr.Limit
@@ -426,20 +437,8 @@ func scanIndexPage(ctx context.Context, db DB, ef, sql string, args []any) (out 
 	if err != nil {
 		return nil, 0, 0, 0, fmt.Errorf("pgstore: search: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var r optScored
-		if err := rows.Scan(&got, &farthest, &passed, &r.prefix, &r.key, &r.value, &r.created, &r.updated, &r.dist, &r.vecs); err != nil {
-			return nil, 0, 0, 0, fmt.Errorf("pgstore: search: %w", err)
-		}
-		if r.prefix != nil {
-			out = append(out, r.scored())
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, 0, 0, 0, fmt.Errorf("pgstore: search: %w", err)
-	}
-	return out, got, farthest, passed, nil
+	out, err = scanWindow(rows, &got, &farthest, &passed)
+	return out, got, farthest, passed, err
 }
 
 func list(ctx context.Context, tx pgx.Tx, l store.PreparedList, now time.Time) ([][]string, error) {
