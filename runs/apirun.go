@@ -435,7 +435,7 @@ func (m *Manager) RunRecord(ctx context.Context, thread, runID string) (RunRecor
 // not got it going, or died first and it waits for a takeover) is listed
 // too, as running: a client whose request's answer was lost can find it.
 func (m *Manager) ThreadRuns(ctx context.Context, thread string, limit int) ([]RunRecord, error) {
-	recs, err := m.runLog.ListRuns(ctx, thread, limit)
+	recs, err := m.runLogOf(ctx, thread, limit)
 	if err != nil || m.queue == nil {
 		return recs, err
 	}

@@ -123,7 +123,7 @@ func (m *Manager) history(ctx context.Context, threadID string, h *hub, streamin
 	if err != nil {
 		return nil, err
 	}
-	recs, err := m.runLogOf(ctx, threadID)
+	recs, err := m.runLogOf(ctx, threadID, RunLogLimit)
 	if err != nil {
 		return nil, fmt.Errorf("runs: read the run log of thread %q: %w", threadID, err)
 	}

@@ -192,8 +192,10 @@ type thread struct {
 	updating bool
 	hub      *hub
 	// run records the active run (or the last, until its record is
-	// written to the run log).
+	// written to the run log); ending holds the runs before it whose end
+	// is still being written (a next run started meanwhile).
 	run    *recorder
+	ending []*recorder
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the active run ends
 	// starting is set while the active run has not yet saved a
@@ -802,6 +804,11 @@ func (m *Manager) launch(ctx context.Context, req launchRequest) (Thread, error)
 		runCtx = checkpoints.WithFence(runCtx, checkpoints.Fence{Thread: threadID, Token: lease.Fence})
 	}
 	t.cancel, t.stop, t.done = cancel, cancelCause, make(chan struct{})
+	if t.run != nil {
+		// The last run's end may not be written yet: until it is, it is
+		// read from its recorder (runLogOf), as the active run is.
+		t.ending = append(t.ending, t.run)
+	}
 	t.run = rec
 	t.starting, t.cancelAsked = !req.takeover || !req.continuing, false
 	t.fence = 0
@@ -1105,6 +1112,7 @@ func (m *Manager) finish(t *thread, rec *recorder, err error, rejected bool, pre
 	if t.run == rec {
 		t.run = nil
 	}
+	t.ending = slices.DeleteFunc(t.ending, func(r *recorder) bool { return r == rec })
 	m.evictLocked(nil)
 	m.mu.Unlock()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/superstep-dev/superstep/checkpoints"
@@ -125,4 +126,72 @@ func kinds(evs []runs.Event) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// heldRunLog holds back every write of a run's end, while holding is set,
+// until release is closed, as a slow database would.
+type heldRunLog struct {
+	runs.RunLog
+	holding atomic.Bool
+	release chan struct{}
+}
+
+func (l *heldRunLog) SaveRun(ctx context.Context, rec runs.RunRecord) error {
+	if l.holding.Load() && !rec.Ended.IsZero() {
+		<-l.release
+	}
+	return l.RunLog.SaveRun(ctx, rec)
+}
+
+// A run that ended is reported ended by RunRecord and ThreadRuns as soon
+// as its end is published (the thread is idle), while its record is
+// still being written, and still after a next run on the thread has
+// started: the Agent Server API's join answers once the thread is idle,
+// and a client's next look at the run must not find it running.
+func TestAnEndedRunIsReportedEndedWhileItsRecordIsWritten(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	log := &heldRunLog{RunLog: runs.NewMemoryRunLog(), release: make(chan struct{})}
+	defer close(log.release)
+	m := manager(t, map[string]engine.Compiled{"linear": linear(t, nil)}, runs.WithRunLog(log))
+	// A first run makes the thread, so it can be subscribed to.
+	if _, err := m.Start(ctx, "linear", "t", map[string]any{"log": "x"}, runs.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, m, "t")
+	log.holding.Store(true)
+	_, sub, err := m.Subscribe(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	ended := func(runID string) {
+		t.Helper()
+		rec, err := m.RunRecord(ctx, "t", runID)
+		if err != nil || rec.Ended.IsZero() || rec.Status != runs.StatusIdle {
+			t.Fatalf("run %s: %+v, %v; want it ended, idle", runID, rec, err)
+		}
+		recs, err := m.ThreadRuns(ctx, "t", 0)
+		i := slices.IndexFunc(recs, func(r runs.RunRecord) bool { return r.RunID == runID })
+		if err != nil || i < 0 || recs[i].Ended.IsZero() {
+			t.Fatalf("thread runs: %+v, %v; want %s ended", recs, err, runID)
+		}
+	}
+	run := func() string {
+		t.Helper()
+		th, err := m.Start(ctx, "linear", "t", map[string]any{"log": "y"}, runs.StartOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		collect(t, sub)
+		if now, err := m.Thread(ctx, "t"); err != nil || now.Status != runs.StatusIdle {
+			t.Fatalf("thread after run_finished: %+v, %v", now, err)
+		}
+		return th.RunID
+	}
+	first := run()
+	ended(first)
+	second := run()
+	ended(first)
+	ended(second)
 }

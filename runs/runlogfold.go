@@ -1,31 +1,43 @@
 package runs
 
-import "context"
+import (
+	"context"
+	"slices"
+)
 
-// runLogOf reads the thread's latest runs, with the active run (whose
-// record may not be written yet) as its recorder holds it.
-func (m *Manager) runLogOf(ctx context.Context, threadID string) ([]RunRecord, error) {
-	recs, err := m.runLog.ListRuns(ctx, threadID, RunLogLimit)
+// runLogOf reads the thread's latest runs, at most limit (0: all), with
+// the runs whose records this process holds (the active run, and the runs
+// whose end is still being written) as their recorders hold them: a run
+// is reported ended as soon as the thread is idle, not once its record is
+// written.
+func (m *Manager) runLogOf(ctx context.Context, threadID string, limit int) ([]RunRecord, error) {
+	recs, err := m.runLog.ListRuns(ctx, threadID, limit)
 	if err != nil {
 		return nil, err
 	}
+	var held []RunRecord
 	m.mu.Lock()
-	var active *recorder
 	if t, ok := m.threads[threadID]; ok {
-		active = t.run
+		for _, r := range t.ending {
+			held = append(held, r.snapshot())
+		}
+		if t.run != nil {
+			held = append(held, t.run.snapshot())
+		}
 	}
 	m.mu.Unlock()
-	if active != nil {
-		a := active.snapshot()
-		replaced := false
-		for i := range recs {
-			if recs[i].RunID == a.RunID {
-				recs[i], replaced = a, true
-			}
+	added := false
+	for _, a := range held {
+		if i := slices.IndexFunc(recs, func(r RunRecord) bool { return r.RunID == a.RunID }); i >= 0 {
+			recs[i] = a
+		} else {
+			recs, added = append(recs, a), true
 		}
-		if !replaced {
-			recs = append(recs, a)
-			SortRuns(recs)
+	}
+	if added {
+		SortRuns(recs)
+		if limit > 0 && len(recs) > limit {
+			recs = recs[len(recs)-limit:]
 		}
 	}
 	return recs, nil

@@ -1231,7 +1231,7 @@ func (a *API) waitRun(ctx context.Context, thread string, run *apiRun) error {
 			return err
 		}
 		if info.Status != runs.StatusRunning || info.RunID != run.id {
-			return nil // it ended; its record is being written
+			return nil // it ended; until its record is written, RunRecord reads it from the Manager
 		}
 		if _, err := a.cfg.Runs.Wait(ctx, thread); err != nil {
 			return err
