@@ -58,6 +58,15 @@ type Checkpoint struct {
 	ID string `json:"id"`
 	// TS is when the checkpoint was created.
 	TS time.Time `json:"ts"`
+	// Next names the tasks the engine planned from this checkpoint, in
+	// plan order: the nodes of the superstep that follows it (a node once
+	// per Send), as the engine's CheckpointSaved event tells them. It is
+	// what was planned, not what is left: a task whose writes are saved
+	// against the checkpoint is still named. Empty (not nil): nothing was
+	// to run. Nil: unknown (a checkpoint saved by an older version, or by
+	// a caller that did not plan); readers then infer the next tasks from
+	// the versions, or load the state. In JSON a nil Next is left out.
+	Next []string `json:"next,omitzero"`
 	// ChannelValues holds the JSON encoding of each channel that has a
 	// value. Channels with a version but no value (a cleared ephemeral
 	// channel) are absent. Passed to Saver.Put it may hold only the
@@ -159,7 +168,7 @@ type ListOptions struct {
 	MetadataOnly bool
 	// Headers implies MetadataOnly and may also leave the checkpoint's
 	// version maps and updated channels empty (Checkpoint then carries
-	// only V, ID and TS) and an empty Metadata.Parents nil. Savers that do
+	// only V, ID, TS and Next) and an empty Metadata.Parents nil. Savers that do
 	// not distinguish return MetadataOnly tuples. It is the cheapest
 	// listing, for history pages.
 	Headers bool

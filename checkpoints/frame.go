@@ -32,6 +32,8 @@ type Frame struct {
 	New []FrameValue
 	// UpdatedChannels is Checkpoint.UpdatedChannels.
 	UpdatedChannels []string
+	// Next is Checkpoint.Next.
+	Next []string
 	// Seen is Checkpoint.VersionsSeen, one entry per node.
 	Seen []SeenVersions
 }
@@ -79,6 +81,7 @@ func (f *Frame) Checkpoint() (*Checkpoint, map[string]int64, error) {
 		ChannelVersions: make(map[string]int64, len(f.Versions)),
 		VersionsSeen:    make(map[string]map[string]int64, len(f.Seen)),
 		UpdatedChannels: f.UpdatedChannels,
+		Next:            f.Next,
 	}
 	for i, v := range f.Versions {
 		if v != 0 {

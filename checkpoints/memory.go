@@ -141,6 +141,14 @@ func (c *memCP) updated() []string {
 	return c.put.cp.UpdatedChannels
 }
 
+// next is the checkpoint's Next.
+func (c *memCP) next() []string {
+	if c.isFrame() {
+		return c.frame.Next
+	}
+	return c.put.cp.Next
+}
+
 // maps is the checkpoint's maps (none when put as a Frame).
 func (c *memCP) maps() *Checkpoint {
 	if c == nil || c.isFrame() {
@@ -409,6 +417,7 @@ func (m *Memory) store(in memPut, cp *Checkpoint, newVersions map[string]int64, 
 		scp.ChannelVersions = cp.ChannelVersions
 		scp.VersionsSeen = cp.VersionsSeen
 		scp.UpdatedChannels = cp.UpdatedChannels
+		scp.Next = cp.Next
 	} else if ref != nil {
 		rcp := ref.maps()
 		scp.ChannelVersions = shareMap(rcp.ChannelVersions, cp.ChannelVersions)
@@ -422,6 +431,9 @@ func (m *Memory) store(in memPut, cp *Checkpoint, newVersions map[string]int64, 
 		scp.ChannelVersions = shareMap(nil, cp.ChannelVersions)
 		scp.VersionsSeen = shareSeen(nil, cp.VersionsSeen)
 		scp.UpdatedChannels = slices.Clone(cp.UpdatedChannels)
+	}
+	if !owned {
+		scp.Next = slices.Clone(cp.Next) // nil stays nil: unknown
 	}
 	values := make(memValues, 0, len(scp.ChannelVersions))
 	sameAsParent := parent != nil
@@ -782,20 +794,25 @@ func (m *Memory) List(ctx context.Context, q ListQuery, opts ListOptions) ([]*Tu
 	tuples := make([]Tuple, len(found))
 	cps := make([]Checkpoint, len(found))
 	parents := make([]Config, len(found))
-	nUpdated := 0
+	nNames := 0
 	for _, c := range found {
-		nUpdated += len(c.updated())
+		nNames += len(c.updated()) + len(c.next())
 	}
-	updated := make([]string, 0, nUpdated)
+	names := make([]string, 0, nNames) // never nil: an empty list stays empty
+	// take copies from into names; capped, so that appending to one
+	// tuple's slice cannot write into the next one's.
+	take := func(from []string) []string {
+		if from == nil {
+			return nil
+		}
+		at := len(names)
+		names = append(names, from...)
+		return names[at:len(names):len(names)]
+	}
 	for i, c := range found {
 		c.fill(&tuples[i], &cps[i], &parents[i], opts.MetadataOnly, opts.Headers)
-		if u := c.updated(); u != nil {
-			// Capped, so that appending to one tuple's slice cannot
-			// write into the next one's.
-			at := len(updated)
-			updated = append(updated, u...)
-			cps[i].UpdatedChannels = updated[at:len(updated):len(updated)]
-		}
+		cps[i].UpdatedChannels = take(c.updated())
+		cps[i].Next = take(c.next())
 		out[i] = &tuples[i]
 	}
 	return out, nil
@@ -807,12 +824,13 @@ func (c *memCP) tuple() *Tuple {
 	cp := &Checkpoint{}
 	c.fill(t, cp, &Config{}, false, false)
 	cp.UpdatedChannels = slices.Clone(c.updated())
+	cp.Next = slices.Clone(c.next())
 	return t
 }
 
 // fill copies a stored checkpoint into t, using cp and parent as the
 // storage of its checkpoint and parent config. It leaves
-// cp.UpdatedChannels to the caller, which can allocate them for many
+// cp.UpdatedChannels and cp.Next to the caller, which can allocate them for many
 // tuples at once.
 // With headers, only the checkpoint's identity and time are copied (see
 // ListOptions.Headers).
@@ -1021,7 +1039,7 @@ func copyCheckpoint(cp *Checkpoint) Checkpoint {
 			out.VersionsSeen[k] = maps.Clone(v)
 		}
 	}
-	out.UpdatedChannels = nil
+	out.UpdatedChannels, out.Next = nil, nil
 	return out
 }
 

@@ -338,6 +338,78 @@ func init() {
 		expectTuple(t, "round trip", mustGet(t, s, got), stored(cfg, cp, md, cp.ChannelValues))
 	})
 
+	// Next is kept as put, through Put, PutStep and PutFrame, and read back
+	// by Get and by every listing, Headers included: nil (unknown) stays
+	// nil, an empty list (nothing to run) stays empty, a node named twice
+	// (two Sends) stays twice; changing what was put or got changes
+	// nothing stored.
+	register("NextRoundTripsAsPlanned", func(t *testing.T, s checkpoints.Saver) {
+		nexts := [][]string{nil, {}, {"tools", "tools", "agent"}, {"odd \"name\" <é>"}}
+		cfg := checkpoints.Config{ThreadID: "t"}
+		var want [][]string
+		put := func(next []string, how string) {
+			t.Helper()
+			cp := newCheckpoint(t, map[string]any{"a": len(want)}, map[string]int64{"a": int64(len(want) + 1)})
+			cp.Next = slices.Clone(next)
+			md := checkpoints.Metadata{Source: checkpoints.SourceLoop, Step: len(want)}
+			nv := map[string]int64{"a": int64(len(want) + 1)}
+			var err error
+			switch how {
+			case "step":
+				cfg, err = s.(checkpoints.StepSaver).PutStep(ctx(), cfg, nil, cp, md, nv)
+			case "frame":
+				f := &checkpoints.Frame{ID: cp.ID, TS: cp.TS, Channels: []string{"a"}, Versions: []int64{nv["a"]},
+					New: []checkpoints.FrameValue{{Index: 0, Value: cp.ChannelValues["a"]}}, UpdatedChannels: []string{}, Next: cp.Next}
+				cfg, err = s.(checkpoints.FrameSaver).PutFrame(ctx(), cfg, nil, f, md)
+			default:
+				cfg, err = s.Put(ctx(), cfg, cp, md, nv)
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", how, err)
+			}
+			if cp.Next != nil && how == "put" {
+				// Put's caller keeps its slice (PutStep and PutFrame
+				// take theirs over) and may reuse it.
+				cp.Next = append(cp.Next[:0], "changed")
+			}
+			want = append(want, next)
+		}
+		hows := []string{"put"}
+		if _, ok := s.(checkpoints.StepSaver); ok {
+			hows = append(hows, "step")
+		}
+		if _, ok := s.(checkpoints.FrameSaver); ok {
+			hows = append(hows, "frame")
+		}
+		for _, how := range hows {
+			for _, next := range nexts {
+				put(next, how)
+			}
+		}
+		same := func(what string, got, want []string) {
+			t.Helper()
+			if !slices.Equal(got, want) || (got == nil) != (want == nil) {
+				t.Errorf("%s: next = %#v, want %#v", what, got, want)
+			}
+		}
+		for _, opts := range []checkpoints.ListOptions{{}, {MetadataOnly: true}, {Headers: true}} {
+			page := mustList(t, s, checkpoints.ListQuery{ThreadID: "t"}, opts)
+			if len(page) != len(want) {
+				t.Fatalf("%+v: %d checkpoints, want %d", opts, len(page), len(want))
+			}
+			for i, tu := range page {
+				same(fmt.Sprintf("list %+v, checkpoint %d", opts, len(want)-1-i), tu.Checkpoint.Next, want[len(want)-1-i])
+				if len(tu.Checkpoint.Next) > 0 {
+					tu.Checkpoint.Next[0] = "changed by a reader"
+				}
+			}
+		}
+		for i, tu := range slices.Backward(mustList(t, s, checkpoints.ListQuery{ThreadID: "t"}, checkpoints.ListOptions{})) {
+			got := mustGet(t, s, tu.Config)
+			same(fmt.Sprintf("get, checkpoint %d", len(want)-1-i), got.Checkpoint.Next, want[len(want)-1-i])
+		}
+	})
+
 	register("PutAgainReplacesCheckpointAndKeepsWritesAndPosition", func(t *testing.T, s checkpoints.Saver) {
 		cfg := checkpoints.Config{ThreadID: "t"}
 		first := newCheckpoint(t, map[string]any{"a": 1}, map[string]int64{"a": 1})
