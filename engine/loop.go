@@ -145,11 +145,17 @@ type loop struct {
 	interrupt   *Interrupted
 	tasks       []*task
 	free        []*task
-	needIDs     bool
-	ckptLazy    bool
-	candidates  []int
-	runBuf      []*task
-	ctxs        taskContexts
+	// planned are the tasks planned when the last checkpoint was saved
+	// (planNext), valid while plannedAt == prepares (no planning since);
+	// hasPlanned says there are such tasks (planned may be empty).
+	planned             []*task
+	hasPlanned          bool
+	plannedAt, prepares int
+	needIDs             bool
+	ckptLazy            bool
+	candidates          []int
+	runBuf              []*task
+	ctxs                taskContexts
 	// runCtx holds the run's context for the executions of one-task steps.
 	runCtx *ctxHolder
 	// volFull lists the volatile channels that may hold a value (see
@@ -258,7 +264,7 @@ func (l *loop) run(ctx context.Context, input any) error {
 		if l.step > l.stop {
 			return &RecursionError{Limit: l.opts.RecursionLimit}
 		}
-		tasks, err := l.prepare()
+		tasks, err := l.nextTasks()
 		if err != nil {
 			return err
 		}

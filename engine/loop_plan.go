@@ -9,6 +9,7 @@ import (
 // prepare plans the next superstep's tasks: Sends first, then nodes whose
 // triggers have newer versions than they last saw.
 func (l *loop) prepare() ([]*task, error) {
+	l.prepares++
 	tasks := l.tasks[:0]
 	if tch := l.chans[l.g.tasksIdx]; tch.IsAvailable() {
 		v, _ := tch.Get()
@@ -74,6 +75,43 @@ func (l *loop) prepare() ([]*task, error) {
 }
 
 var pushTriggers = []string{pushKind}
+
+// nextTasks returns the tasks of the coming step: those planned when the
+// last checkpoint was saved (planNext), unless the loop planned since
+// (prepare reuses the task list), else it plans them now.
+func (l *loop) nextTasks() ([]*task, error) {
+	if l.hasPlanned && l.plannedAt == l.prepares {
+		tasks := l.planned
+		l.planned, l.hasPlanned = nil, false
+		return tasks, nil
+	}
+	l.planned, l.hasPlanned = nil, false
+	return l.prepare()
+}
+
+// planNext plans the step after the checkpoint being saved, so that the
+// checkpoint is saved with its tasks' names (Checkpoint.Next) and a
+// reload shows what a live listener was told; the loop then runs these
+// tasks (nextTasks) rather than planning again. A planning error leaves
+// Next unknown (nil): the loop's own planning reports it.
+func (l *loop) planNext() []string {
+	l.step++ // the tasks run at the next step: their ids say so
+	tasks, err := l.prepare()
+	l.step--
+	if err != nil {
+		l.planned, l.hasPlanned = nil, false
+		return nil
+	}
+	l.planned, l.hasPlanned, l.plannedAt = tasks, true, l.prepares
+	if len(tasks) == 1 && tasks[0].node != nil {
+		return tasks[0].node.alone
+	}
+	names := make([]string, len(tasks))
+	for i, t := range tasks {
+		names[i] = t.name
+	}
+	return names
+}
 
 // state returns the StateGraph state (a *S) as of the current step. The
 // loop builds it while planning for every node that needs it, so tasks

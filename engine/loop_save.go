@@ -223,6 +223,7 @@ func (l *loop) saveCheckpoint(ctx context.Context, source checkpoints.Source) er
 		return err
 	}
 	md := l.metadata(source)
+	f.Next = l.planNext()
 	parent := l.ckptCfg
 	parent.ThreadID, parent.Namespace = l.opts.ThreadID, l.ns
 	next := checkpoints.Config{ThreadID: l.opts.ThreadID, Namespace: l.ns, CheckpointID: f.ID}

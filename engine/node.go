@@ -124,6 +124,10 @@ type Node struct {
 	// inputKeys are the state keys a StateGraph node's input is built
 	// from (what events show as its input).
 	inputKeys []string
+	// alone is []string{Name}: the Checkpoint.Next of a step that plans
+	// only this node, shared by every such checkpoint (savers never
+	// modify it), so a one-task step allocates none.
+	alone []string
 }
 
 // NodeBuilder builds a Node in the style of upstream's NodeBuilder.

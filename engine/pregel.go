@@ -177,6 +177,7 @@ func NewPregel(cfg PregelConfig) (*Pregel, error) {
 		for _, c := range n.Channels {
 			n.read = append(n.read, g.chanIdx[c])
 		}
+		n.alone = []string{n.Name}
 		g.nodeList = append(g.nodeList, n)
 	}
 	for _, c := range g.streamChannels() {
