@@ -241,11 +241,17 @@ func noResume(ctx context.Context, p *engine.Pregel, thread, head string, rows [
 }
 
 // treePage lists a page of the thread's checkpoints as header snapshots
-// (no values) with their next tasks: from the live events this process
-// saw when it has them, else inferred from the checkpoint's versions
-// (runs.NextIndex), else (a checkpoint with Sends, or a state edit) from
-// its state, for at most maxNextLoads checkpoints; partial marks the rows
-// whose list may lack tasks.
+// (no values) with their next tasks: as saved with the checkpoint
+// (checkpoints.Checkpoint.Next, what the live events said), else, for a
+// checkpoint saved without them (by an older version), from the live
+// events this process saw when it has them, else inferred from the
+// checkpoint's versions (runs.NextIndex), else (a checkpoint with Sends,
+// or a state edit) from its state, for at most maxNextLoads checkpoints;
+// partial marks the rows whose list may lack tasks.
+//
+// The page is read as headers, which carry Next and no version maps;
+// only a page with a checkpoint saved without Next is read again with
+// its versions.
 func treePage(ctx context.Context, rt Routes, t runs.Thread, p *engine.Pregel, before string, limit int) ([]*engine.StateSnapshot, map[string]bool, error) {
 	g, err := rt.Runs.Graph(t.Graph)
 	if err != nil {
@@ -255,9 +261,15 @@ func treePage(ctx context.Context, rt Routes, t runs.Thread, p *engine.Pregel, b
 	if saver == nil {
 		return nil, nil, nil
 	}
-	tups, err := saver.List(ctx, checkpoints.ListQuery{ThreadID: t.ID}, checkpoints.ListOptions{MetadataOnly: true, Before: before, Limit: limit})
+	q := checkpoints.ListQuery{ThreadID: t.ID}
+	tups, err := saver.List(ctx, q, checkpoints.ListOptions{Headers: true, Before: before, Limit: limit})
 	if err != nil {
 		return nil, nil, err
+	}
+	if slices.ContainsFunc(tups, func(tup *checkpoints.Tuple) bool { return tup.Checkpoint.Next == nil }) {
+		if tups, err = saver.List(ctx, q, checkpoints.ListOptions{MetadataOnly: true, Before: before, Limit: limit}); err != nil {
+			return nil, nil, err
+		}
 	}
 	var known map[string][]string
 	if lr, ok := rt.Runs.(liveRunner); ok {
@@ -273,6 +285,10 @@ func treePage(ctx context.Context, rt Routes, t runs.Thread, p *engine.Pregel, b
 		*s = engine.StateSnapshot{Config: tup.Config, ParentConfig: tup.ParentConfig, Metadata: tup.Metadata, CreatedAt: tup.Checkpoint.TS}
 		page[i] = s
 		id := tup.Config.CheckpointID
+		if next := tup.Checkpoint.Next; next != nil {
+			s.Next = next
+			continue
+		}
 		if next, ok := known[id]; ok {
 			s.Next = next
 			continue

@@ -124,10 +124,10 @@ func setup(t testing.TB) *fixture {
 }
 
 // serve serves the Studio's routes (behind Secure, as studio.Open does)
-// over graphs, with a run manager of their own.
-func serve(t testing.TB, graphs map[string]engine.Compiled) *fixture {
+// over graphs, with a run manager of their own (made with opts).
+func serve(t testing.TB, graphs map[string]engine.Compiled, opts ...runs.ManagerOption) *fixture {
 	t.Helper()
-	m, err := runs.NewManager(graphs)
+	m, err := runs.NewManager(graphs, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
