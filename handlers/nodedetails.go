@@ -336,7 +336,7 @@ func lineage(ctx context.Context, saver checkpoints.Saver, q checkpoints.ListQue
 	if max <= 0 {
 		return nil, true, nil
 	}
-	tups, err := saver.List(ctx, q, checkpoints.ListOptions{MetadataOnly: true, Limit: max})
+	tups, err := saver.List(ctx, q, checkpoints.ListOptions{Headers: true, Limit: max})
 	if err != nil {
 		return nil, false, err
 	}
