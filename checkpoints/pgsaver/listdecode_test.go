@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -152,6 +153,9 @@ func TestBodiesBeginWithTheirHeader(t *testing.T) {
 
 func checkListDecode(t *testing.T, data []byte) {
 	t.Helper()
+	// seenSeeds is one decoder, and parallel tests check bodies.
+	seenMu.Lock()
+	defer seenMu.Unlock()
 	// Bodies, whole and headers only, each decoded by a fresh decoder and
 	// again by one that has read the other seeds (whose names it shares).
 	var wantCP checkpoints.Checkpoint
@@ -204,17 +208,21 @@ var otherRow = checkpoints.Metadata{Source: "update", Step: 3, RunID: "run-1", P
 	Extra: map[string]any{"user": "ann", "n": 1.0, "a": "x"}}
 
 // seenSeeds is a decoder that has read every seed, as bodies and as
-// metadata: the names it keeps must not change what it decodes.
-var seenSeeds = func() *listDecoder {
-	d := newListDecoder()
-	for _, s := range listDecodeSeeds {
-		var cp checkpoints.Checkpoint
-		var md checkpoints.Metadata
-		_ = d.body([]byte(s), &cp, "")
-		_ = d.metadata(&md, &checkpoints.Metadata{}, []byte(s))
-	}
-	return d
-}()
+// metadata: the names it keeps must not change what it decodes. seenMu
+// guards it.
+var (
+	seenMu    sync.Mutex
+	seenSeeds = func() *listDecoder {
+		d := newListDecoder()
+		for _, s := range listDecodeSeeds {
+			var cp checkpoints.Checkpoint
+			var md checkpoints.Metadata
+			_ = d.body([]byte(s), &cp, "")
+			_ = d.metadata(&md, &checkpoints.Metadata{}, []byte(s))
+		}
+		return d
+	}()
+)
 
 // BenchmarkListDecode is the client's share of a metadata-only page, per
 // row: decoding a body of BenchmarkPGHistoryPage's thread (whole, or its
