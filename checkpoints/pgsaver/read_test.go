@@ -20,7 +20,7 @@ import (
 // the checkpoints saved, whatever names they use; a metadata-only
 // listing's tuples must be those of a full listing without values and
 // writes, whatever the metadata holds, and a headers listing must keep
-// V, ID, TS and the metadata.
+// V, ID, TS, Next and the metadata.
 func TestMetadataOnlyListingDecodesAsTheFullOne(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -45,6 +45,8 @@ func TestMetadataOnlyListingDecodesAsTheFullOne(t *testing.T) {
 			ChannelVersions: map[string]int64{"n": int64(i + 1)},
 			VersionsSeen:    map[string]map[string]int64{"a": {"n": int64(i)}},
 			UpdatedChannels: []string{"n"},
+			// Next unknown (nil), empty, a node twice, one escaped.
+			Next: [][]string{nil, {}, {"a", "a", "b"}, {"n<1>", "a"}}[i%4],
 		}
 		if i == 3 {
 			// Names encoding/json escapes, which the saver's own reader
@@ -79,7 +81,8 @@ func TestMetadataOnlyListingDecodesAsTheFullOne(t *testing.T) {
 		}
 		put := cps[len(cps)-1-i]
 		if got := f.Checkpoint; got.ID != put.ID || !got.TS.Equal(put.TS) || !reflect.DeepEqual(got.ChannelVersions, put.ChannelVersions) ||
-			!reflect.DeepEqual(got.VersionsSeen, put.VersionsSeen) || !reflect.DeepEqual(got.UpdatedChannels, put.UpdatedChannels) {
+			!reflect.DeepEqual(got.VersionsSeen, put.VersionsSeen) || !reflect.DeepEqual(got.UpdatedChannels, put.UpdatedChannels) ||
+			!reflect.DeepEqual(got.Next, put.Next) {
 			t.Errorf("full listing, tuple %d:\n got %+v\nwant %+v", i, got, put)
 		}
 	}
@@ -94,7 +97,7 @@ func TestMetadataOnlyListingDecodesAsTheFullOne(t *testing.T) {
 			cp.ChannelValues = nil
 			want.Checkpoint, want.PendingWrites = &cp, nil
 			if opts.Headers {
-				cp = checkpoints.Checkpoint{V: cp.V, ID: cp.ID, TS: cp.TS}
+				cp = checkpoints.Checkpoint{V: cp.V, ID: cp.ID, TS: cp.TS, Next: cp.Next}
 				if len(want.Metadata.Parents) == 0 && len(got[i].Metadata.Parents) == 0 {
 					// Headers may leave an empty Parents nil, or not.
 					want.Metadata.Parents = got[i].Metadata.Parents
@@ -176,7 +179,7 @@ func TestListingOverTheSimpleProtocol(t *testing.T) {
 	s := pgsaver.New(pool, nil)
 	cp := &checkpoints.Checkpoint{V: checkpoints.FormatVersion, ID: checkpoints.NewID(), TS: time.Now().UTC(),
 		ChannelValues: map[string]json.RawMessage{"n": json.RawMessage(`1`)}, ChannelVersions: map[string]int64{"n": 1},
-		VersionsSeen: map[string]map[string]int64{"a": {"n": 0}}, UpdatedChannels: []string{"n"}}
+		VersionsSeen: map[string]map[string]int64{"a": {"n": 0}}, UpdatedChannels: []string{"n"}, Next: []string{"a"}}
 	cfgT, err := s.Put(ctx, checkpoints.Config{ThreadID: "t"}, cp, checkpoints.Metadata{Source: checkpoints.SourceLoop, Step: 0, Extra: map[string]any{"user": "ann"}}, map[string]int64{"n": 1})
 	if err != nil {
 		t.Fatal(err)
