@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -199,4 +201,49 @@ func TestListingOverTheSimpleProtocol(t *testing.T) {
 			t.Errorf("%+v over the simple protocol: %v\n got %+v\nwant %+v", opts, err, got, want)
 		}
 	}
+}
+
+// TestCopyAndPruneKeepNext: the statements that copy or keep rows
+// (CopyThread, Prune) move a checkpoint's body as it was stored, so its
+// Next reads back as put: nil, empty, a node twice.
+func TestCopyAndPruneKeepNext(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgsaver.New(pgtest.Schema(t, nil), nil)
+	nexts := [][]string{{"a", "a"}, nil, {}, {"b", "a", "b"}}
+	cfg := checkpoints.Config{ThreadID: "src"}
+	for i, next := range nexts {
+		f := &checkpoints.Frame{ID: checkpoints.NewID(), TS: time.Now().UTC(), Channels: []string{"n"}, Versions: []int64{int64(i + 1)},
+			New: []checkpoints.FrameValue{{Index: 0, Value: json.RawMessage(`1`)}}, Next: next}
+		var err error
+		if cfg, err = s.PutFrame(ctx, cfg, nil, f, checkpoints.Metadata{Source: checkpoints.SourceLoop, Step: i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.CopyThread(ctx, "src", "dst"); err != nil {
+		t.Fatal(err)
+	}
+	same := func(what string, got, want []string) {
+		t.Helper()
+		if !slices.Equal(got, want) || (got == nil) != (want == nil) {
+			t.Errorf("%s: next = %#v, want %#v", what, got, want)
+		}
+	}
+	for _, opts := range []checkpoints.ListOptions{{}, {Headers: true}} {
+		page, err := s.List(ctx, checkpoints.ListQuery{ThreadID: "dst"}, opts)
+		if err != nil || len(page) != len(nexts) {
+			t.Fatalf("copy, %+v: %d tuples, %v", opts, len(page), err)
+		}
+		for i, tu := range page {
+			same(fmt.Sprintf("copy, %+v, checkpoint %d", opts, len(nexts)-1-i), tu.Checkpoint.Next, nexts[len(nexts)-1-i])
+		}
+	}
+	if err := s.Prune(ctx, []string{"dst"}, checkpoints.KeepLatest); err != nil {
+		t.Fatal(err)
+	}
+	tu, err := s.Get(ctx, checkpoints.Config{ThreadID: "dst"})
+	if err != nil || tu == nil {
+		t.Fatalf("get after prune: %+v, %v", tu, err)
+	}
+	same("pruned copy", tu.Checkpoint.Next, nexts[len(nexts)-1])
 }
