@@ -263,6 +263,8 @@ func TestPutFrameRefusesAsPutStep(t *testing.T) {
 			New: []checkpoints.FrameValue{{Index: 0, Value: json.RawMessage(`{`)}}}, want: checkpoints.ErrInvalidValue},
 		{name: "bad node name", frame: &checkpoints.Frame{ID: "x", Channels: names, Versions: []int64{1, 0},
 			Seen: []checkpoints.SeenVersions{{Node: "\xff"}}}, want: checkpoints.ErrInvalidValue},
+		{name: "NUL in a next node", frame: &checkpoints.Frame{ID: "x", Channels: names, Versions: []int64{1, 0}, Next: []string{"n", "a\x00"}},
+			want: checkpoints.ErrInvalidValue},
 		{name: "bad metadata", frame: good(), md: checkpoints.Metadata{RunID: "r\x00"}, want: checkpoints.ErrInvalidValue},
 		{name: "bad write", frame: good(), writes: []checkpoints.TaskWrites{{TaskID: "t1", Writes: []checkpoints.Write{{Channel: "a", Value: json.RawMessage(`"\u0000"`)}}}},
 			want: checkpoints.ErrInvalidValue},
