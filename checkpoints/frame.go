@@ -141,6 +141,11 @@ func checkFrame(cfg Config, f *Frame) error {
 			return badName("channel", ch)
 		}
 	}
+	for _, node := range f.Next {
+		if !ValidText(node) {
+			return badName("node", node)
+		}
+	}
 	for _, s := range f.Seen {
 		if !ValidText(s.Node) {
 			return badName("node", s.Node)

@@ -164,6 +164,7 @@ func TestPutFrameRefusesBadFrames(t *testing.T) {
 			Seen: []checkpoints.SeenVersions{{Node: "n", Channels: names, Versions: []int64{1}}}}, checkpoints.ErrInvalidConfig},
 		{"bad node name", &checkpoints.Frame{ID: "x", Channels: names, Versions: []int64{1, 0},
 			Seen: []checkpoints.SeenVersions{{Node: "\xff"}}}, checkpoints.ErrInvalidValue},
+		{"NUL in a next node", &checkpoints.Frame{ID: "x", Channels: names, Versions: []int64{1, 0}, Next: []string{"n", "a\x00"}}, checkpoints.ErrInvalidValue},
 	}
 	for _, c := range cases {
 		m := checkpoints.NewMemory()

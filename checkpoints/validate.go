@@ -217,6 +217,13 @@ func checkCheckpointNames(cp *Checkpoint, newVersions map[string]int64) error {
 			return badName("channel", ch)
 		}
 	}
+	// Next's nodes are stored as the other names are: a saver's store
+	// may not hold a NUL (a Postgres jsonb cannot).
+	for _, node := range cp.Next {
+		if !ValidText(node) {
+			return badName("node", node)
+		}
+	}
 	for node, seen := range cp.VersionsSeen {
 		if !ValidText(node) {
 			return badName("node", node)

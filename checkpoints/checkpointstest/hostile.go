@@ -78,6 +78,13 @@ func init() {
 		if _, err := s.Put(ctx(), cfg, cp, checkpoints.Metadata{}, nil); !errors.Is(err, checkpoints.ErrInvalidValue) {
 			t.Errorf("NUL in a channel name: Put = %v, want ErrInvalidValue", err)
 		}
+		for _, node := range []string{"bad\x00node", "\xff"} {
+			cp := newCheckpoint(t, nil, nil)
+			cp.Next = []string{"ok", node}
+			if _, err := s.Put(ctx(), cfg, cp, checkpoints.Metadata{}, nil); !errors.Is(err, checkpoints.ErrInvalidValue) {
+				t.Errorf("next node %q: Put = %v, want ErrInvalidValue", node, err)
+			}
+		}
 		// Surrogate pairs and other escapes are fine.
 		good := json.RawMessage(`"\ud83d\ude00 \u00e9 \\u0000 \" \n"`)
 		gcp := newCheckpoint(t, nil, map[string]int64{"a": 1, "b": 2})

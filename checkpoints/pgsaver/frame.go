@@ -48,9 +48,10 @@ func (s *Saver) PutFrame(ctx context.Context, cfg checkpoints.Config, writes []c
 
 // frameBody encodes a checked frame's checkpoint as PreparePut encodes
 // f.Checkpoint() (json.Marshal of the Checkpoint without its values): the
-// same fields in the same order, map keys sorted, a node or channel named
-// twice keeping its last entry, strings escaped as encoding/json escapes
-// them. TestFrameBody holds it to that.
+// same fields in the same order (next right after ts, and only when Next
+// is not nil), map keys sorted, a node or channel named twice keeping its
+// last entry, strings escaped as encoding/json escapes them. TestFrameBody
+// holds it to that.
 func frameBody(f *checkpoints.Frame) ([]byte, error) {
 	ts := f.TS.UTC()
 	if y := ts.Year(); y < 0 || y > 9999 {
@@ -65,7 +66,7 @@ func frameBody(f *checkpoints.Frame) ([]byte, error) {
 		}
 		return p.Body, nil
 	}
-	b := make([]byte, 0, 160+len(f.ID)+24*len(f.Channels)+32*len(f.Seen))
+	b := make([]byte, 0, 160+len(f.ID)+24*len(f.Channels)+32*len(f.Seen)+16*len(f.Next))
 	b = append(b, `{"v":`...)
 	b = strconv.AppendInt(b, checkpoints.FormatVersion, 10)
 	b = append(b, `,"id":`...)
@@ -73,6 +74,12 @@ func frameBody(f *checkpoints.Frame) ([]byte, error) {
 	b = append(b, `,"ts":"`...)
 	b = ts.AppendFormat(b, time.RFC3339Nano)
 	b = append(b, '"')
+	if f.Next != nil {
+		// omitzero: a nil Next (unknown) is left out, so a body without
+		// one is the body written before Next was.
+		b = append(b, `,"next":`...)
+		b = appendNames(b, f.Next)
+	}
 	b = append(b, `,"channel_values":null,"channel_versions":`...)
 	b = appendVersions(b, f.Channels, f.Versions)
 	b = append(b, `,"versions_seen":`...)
@@ -81,16 +88,21 @@ func frameBody(f *checkpoints.Frame) ([]byte, error) {
 	if f.UpdatedChannels == nil {
 		b = append(b, "null"...)
 	} else {
-		b = append(b, '[')
-		for i, ch := range f.UpdatedChannels {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = jsonfast.AppendString(b, ch)
-		}
-		b = append(b, ']')
+		b = appendNames(b, f.UpdatedChannels)
 	}
 	return append(b, '}'), nil
+}
+
+// appendNames appends the JSON array of names, in their order.
+func appendNames(b []byte, names []string) []byte {
+	b = append(b, '[')
+	for i, s := range names {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = jsonfast.AppendString(b, s)
+	}
+	return append(b, ']')
 }
 
 // appendVersions appends the JSON object of the channels with a version

@@ -12,7 +12,8 @@ import (
 // f.Checkpoint(): sorted keys, the last entry of a name given twice,
 // encoding/json's escapes (quotes, HTML, control and non-ASCII
 // characters, U+2028), an empty or missing updated list, channels without
-// a version left out.
+// a version left out, Next left out when nil and kept in plan order
+// otherwise. A frame without Next is written as before Next was.
 func TestFrameBody(t *testing.T) {
 	t.Parallel()
 	ts := time.Date(2026, 11, 26, 5, 0, 0, 123456789, time.FixedZone("x", 3600))
@@ -32,7 +33,11 @@ func TestFrameBody(t *testing.T) {
 			Seen: []checkpoints.SeenVersions{{Node: "n", Channels: []string{"a"}, Versions: []int64{1}}, {Node: "m"},
 				{Node: "n", Channels: []string{"a", "a"}, Versions: []int64{2, 3}}},
 			UpdatedChannels: []string{}},
-		"many nodes": {ID: "3", TS: ts.UTC(), Channels: []string{"a", "b"}, Versions: []int64{0, 0}, Seen: manySeen(40)},
+		"many nodes":   {ID: "3", TS: ts.UTC(), Channels: []string{"a", "b"}, Versions: []int64{0, 0}, Seen: manySeen(40)},
+		"nothing next": {ID: "4", TS: ts, Channels: []string{"a"}, Versions: []int64{1}, Next: []string{}},
+		"next in plan order, a node twice": {ID: "5", TS: ts, Channels: []string{"a"}, Versions: []int64{1},
+			Next: []string{"tools", "tools", "agent"}, UpdatedChannels: []string{"a"}},
+		"next with odd names": {ID: "6", TS: ts, Next: append([]string{""}, odd...)},
 	}
 	for name, f := range frames {
 		cp, newV, err := f.Checkpoint()
@@ -47,6 +52,11 @@ func TestFrameBody(t *testing.T) {
 		if err != nil || !bytes.Equal(got, p.Body) {
 			t.Errorf("%s: frame body\n%s (%v)\nPutStep's\n%s", name, got, err, p.Body)
 		}
+	}
+	// Without Next, the body is byte for byte the one written before
+	// Checkpoint had Next (listDecodeSeeds[1] was taken from PutFrame).
+	if got, err := frameBody(frames["counter"]); err != nil || string(got) != listDecodeSeeds[1] {
+		t.Errorf("counter: frame body\n%s (%v)\nwritten before Next\n%s", got, err, listDecodeSeeds[1])
 	}
 	// A time encoding/json cannot write fails as PutStep fails.
 	bad := &checkpoints.Frame{ID: "x", TS: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}

@@ -47,22 +47,22 @@ func frameSteps() []frameStep {
 	return []frameStep{
 		{frame: &checkpoints.Frame{ID: "1", TS: ts, Channels: names, Versions: []int64{1, 0, 1, 1},
 			New:  []checkpoints.FrameValue{{Index: 0, Value: raw(`"a1"`)}, {Index: 2}, {Index: 3, Value: list(2)}},
-			Seen: []checkpoints.SeenVersions{{Node: "__input__"}}, UpdatedChannels: []string{"a", "c", "msgs"}}},
+			Seen: []checkpoints.SeenVersions{{Node: "__input__"}}, UpdatedChannels: []string{"a", "c", "msgs"}, Next: []string{"n"}}},
 		{parent: "1", frame: &checkpoints.Frame{ID: "2", TS: ts.Add(1), Channels: names, Versions: []int64{2, 2, 1, 2},
 			New:  []checkpoints.FrameValue{{Index: 0, Value: raw(`"a2"`)}, {Index: 1, Value: raw(`{"b":[1,2]}`)}, {Index: 3, Value: list(3)}},
-			Seen: []checkpoints.SeenVersions{{Node: "__input__"}, {Node: "n", Channels: trig, Versions: []int64{1}}}},
+			Seen: []checkpoints.SeenVersions{{Node: "__input__"}, {Node: "n", Channels: trig, Versions: []int64{1}}}, Next: []string{}},
 			writes: []checkpoints.TaskWrites{{TaskID: "t1", TaskPath: "~pull/n", Writes: []checkpoints.Write{{Channel: "a", Value: raw(`"a2"`)}, {Channel: "b", Value: raw(`{"b":[1,2]}`)}}}}},
 		// Another name table: values found by name in the parent.
 		{parent: "2", frame: &checkpoints.Frame{ID: "3", TS: ts.Add(2), Channels: other, Versions: []int64{3, 2, 1, 3, 3},
 			New:             []checkpoints.FrameValue{{Index: 0, Value: raw(`"a3"`)}, {Index: 3, Value: raw(`4`)}, {Index: 4, Value: list(4)}},
 			Seen:            []checkpoints.SeenVersions{{Node: "n", Channels: trig, Versions: []int64{2}}, {Node: "m", Channels: other, Versions: []int64{0, 2, 0, 0, 0}}},
-			UpdatedChannels: []string{"a", "d", "msgs"}},
+			UpdatedChannels: []string{"a", "d", "msgs"}, Next: []string{"m", "m"}},
 			writes: []checkpoints.TaskWrites{{TaskID: "t2", Writes: []checkpoints.Write{{Channel: checkpoints.ErrorChannel, Value: raw(`"boom"`)}}}}},
 		// Maps after a frame, as a state update puts them.
 		{parent: "3", cp: &checkpoints.Checkpoint{V: 1, ID: "4", TS: ts.Add(3),
 			ChannelValues:   map[string]json.RawMessage{"d": raw(`5`)},
 			ChannelVersions: map[string]int64{"a": 3, "b": 2, "c": 1, "d": 4, "msgs": 3},
-			VersionsSeen:    map[string]map[string]int64{"n": {"a": 3}}}, newV: map[string]int64{"d": 4}},
+			VersionsSeen:    map[string]map[string]int64{"n": {"a": 3}}, Next: []string{"n"}}, newV: map[string]int64{"d": 4}},
 		// A frame after maps.
 		{parent: "4", frame: &checkpoints.Frame{ID: "5", TS: ts.Add(4), Channels: names, Versions: []int64{5, 2, 1, 5},
 			New: []checkpoints.FrameValue{{Index: 0, Value: raw(`"a5"`)}, {Index: 3, Value: list(5)}}, UpdatedChannels: []string{}},
@@ -109,7 +109,7 @@ func tableRows(t *testing.T, pool *pgxpool.Pool, thread string) []string {
 
 // A step put with PutFrame stores exactly the rows PutStep stores for the
 // frame's checkpoint (f.Checkpoint()), and both read back through List as
-// its writes and checkpoint saved apart (PutWrites, Put) do: values inline, in blobs and as deltas, versions seen,
+// its writes and checkpoint saved apart (PutWrites, Put) do: values inline, in blobs and as deltas, versions seen, Next,
 // pending writes, forks, other name tables, maps between frames, a step
 // saved again; from a saver that remembers the thread and from one that
 // does not (the server resolves the values).
@@ -263,6 +263,8 @@ func TestPutFrameRefusesAsPutStep(t *testing.T) {
 			New: []checkpoints.FrameValue{{Index: 0, Value: json.RawMessage(`{`)}}}, want: checkpoints.ErrInvalidValue},
 		{name: "bad node name", frame: &checkpoints.Frame{ID: "x", Channels: names, Versions: []int64{1, 0},
 			Seen: []checkpoints.SeenVersions{{Node: "\xff"}}}, want: checkpoints.ErrInvalidValue},
+		{name: "NUL in a next node", frame: &checkpoints.Frame{ID: "x", Channels: names, Versions: []int64{1, 0}, Next: []string{"n", "a\x00"}},
+			want: checkpoints.ErrInvalidValue},
 		{name: "bad metadata", frame: good(), md: checkpoints.Metadata{RunID: "r\x00"}, want: checkpoints.ErrInvalidValue},
 		{name: "bad write", frame: good(), writes: []checkpoints.TaskWrites{{TaskID: "t1", Writes: []checkpoints.Write{{Channel: "a", Value: json.RawMessage(`"\u0000"`)}}}},
 			want: checkpoints.ErrInvalidValue},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"time"
 
@@ -75,20 +76,24 @@ func decodeBody(body []byte, cp *checkpoints.Checkpoint) error {
 type listDecoder struct {
 	r     plainJSON
 	names names
+	// next gathers a body's Next, which is then copied once: each
+	// tuple's Next is its own slice, which its caller may change.
+	next []string
 }
 
 func newListDecoder() *listDecoder { return &listDecoder{names: names{}} }
 
-// header decodes the header of a checkpoint body (V, ID and TS) into cp,
-// leaving every other field zero; an ID equal to id is id.
+// header decodes the header of a checkpoint body (V, ID, TS and Next)
+// into cp, leaving every other field zero; an ID equal to id is id.
 //
 // Every body this package writes (PreparePut's json.Marshal of a
-// Checkpoint, frameBody) begins with its header, v, id and ts in that
-// order, and a Headers listing reads no further (when the id holds no
-// character encoding/json escapes, as the engine's ids do not): decoding
-// the rest, only to check it, was most of a history page's time. A body
-// that begins otherwise is decoded as json.Unmarshal decodes it into a
-// header (v, id and ts; other fields are checked for JSON syntax only).
+// Checkpoint, frameBody) begins with its header, v, id, ts and next (when
+// Next is not nil) in that order, and a Headers listing reads no further
+// (when the id and the next names hold no character encoding/json
+// escapes, as the engine's do not): decoding the rest, only to check it,
+// was most of a history page's time. A body that begins otherwise is
+// decoded as json.Unmarshal decodes it into a header (v, id, ts and next;
+// other fields are checked for JSON syntax only).
 // So a Headers listing does not see damage past a body's header, or in
 // fields it does not decode (a hand-edited row); Get and full listings,
 // which decode the whole body, report it.
@@ -102,12 +107,13 @@ func (d *listDecoder) header(body []byte, cp *checkpoints.Checkpoint, id string)
 	if err := unmarshal(body, &h); err != nil {
 		return err
 	}
-	*cp = checkpoints.Checkpoint{V: h.V, ID: h.ID, TS: h.TS}
+	*cp = checkpoints.Checkpoint{V: h.V, ID: h.ID, TS: h.TS, Next: h.Next}
 	return nil
 }
 
-// readHeader reads {"v":<integer>,"id":<string>,"ts":<string> (a body's
-// beginning as this package writes it) into cp; an ID equal to id is id.
+// readHeader reads {"v":<integer>,"id":<string>,"ts":<string> and then
+// ,"next":<names> if it comes next (a body's beginning as this package
+// writes it) into cp; an ID equal to id is id.
 func (d *listDecoder) readHeader(cp *checkpoints.Checkpoint, id string) bool {
 	r := &d.r
 	if !r.lit(`{"v":`) {
@@ -130,9 +136,44 @@ func (d *listDecoder) readHeader(cp *checkpoints.Checkpoint, id string) bool {
 	} else if cp.TS.UnmarshalJSON(ts) != nil {
 		return false
 	}
+	if r.lit(`,"next":`) && !d.readNext(cp) {
+		return false
+	}
 	if cp.ID = id; string(idText) != id {
 		cp.ID = string(idText)
 	}
+	return true
+}
+
+// readNext reads the value of "next" into cp.Next: null (nil, as
+// encoding/json leaves it; this package writes no key instead) or an
+// array of plain strings. An empty array is an empty Next, not nil.
+// The names are shared through d.names, the slice is cp's own: one
+// allocation, none for an empty one.
+func (d *listDecoder) readNext(cp *checkpoints.Checkpoint) bool {
+	r := &d.r
+	if r.lit("null") {
+		return true
+	}
+	r.must('[')
+	if r.next(']') {
+		cp.Next = []string{}
+		return r.ok
+	}
+	d.next = d.next[:0]
+	for r.ok {
+		if s := r.str(); r.ok {
+			d.next = append(d.next, d.names.get(s))
+		}
+		if r.next(']') {
+			break
+		}
+		r.must(',')
+	}
+	if !r.ok {
+		return false
+	}
+	cp.Next = slices.Clone(d.next)
 	return true
 }
 
@@ -193,9 +234,9 @@ func (d *listDecoder) body(body []byte, cp *checkpoints.Checkpoint, id string) e
 	return decodeBody(body, cp)
 }
 
-// readBody reads a body as this package writes it: its header, then
-// "channel_values":null, the two version maps and the updated channels,
-// in that order.
+// readBody reads a body as this package writes it: its header (Next
+// included), then "channel_values":null, the two version maps and the
+// updated channels, in that order.
 func (d *listDecoder) readBody(cp *checkpoints.Checkpoint, id string) bool {
 	r := &d.r
 	if !d.readHeader(cp, id) || !r.lit(`,"channel_values":null,"channel_versions":`) {

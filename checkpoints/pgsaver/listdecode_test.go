@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -74,7 +76,32 @@ var listDecodeSeeds = []string{
 	`{"v":1,"id":"a","ts":"2026-01-01T00:00:00Z","channel_values":null,"channel_versions":{"a":1},"versions_seen":{"m":{"a":1,"\u2028":2}},"updated_channels":null}`,
 	`{"v":1,"id":"a","ts":"2026-01-01T00:00:00Z","channel_values":null,"channel_versions":{"a":1},"versions_seen":{},"updated_channels":["a","c\u003cd\u003e"]}`,
 	`{"v":1,"id":"a","ts":"2026-01-01T00:00:00Z","channel_values":null,"channel_versions":{"a":1,"b":1.5},"versions_seen":{},"updated_channels":[]}`,
+	// Next as this package writes it (absent when nil, [] when empty, a
+	// node twice, names escaped), then as others could write it: null,
+	// spaced, elsewhere, twice, in another case, damaged or not strings.
+	bodyWithNext,
+	`{"v":1,"id":"a","ts":"2026-01-01T00:00:00Z","next":[],"channel_values":null,"channel_versions":{},"versions_seen":{},"updated_channels":null}`,
+	`{"v":1,"id":"a","ts":"2026-01-01T00:00:00Z","next":["a\u0026b","n\u003c1\u003e","\u2028","odd \"name\" \u003cé\u003e"],"channel_values":null,"channel_versions":{},"versions_seen":{},"updated_channels":null}`,
+	`{"v":1,"id":"a","ts":"2026-01-01T00:00:00Z","next":["é","mé","","é"],"channel_values":null,"channel_versions":{"é":1},"versions_seen":{"é":{"é":1}},"updated_channels":["é"]}`,
+	`{"v":1,"id":"a","ts":"2026-01-01T00:00:00Z","next":null,"channel_values":null,"channel_versions":{},"versions_seen":{},"updated_channels":null}`,
+	`{"v":1,"id":"a","ts":"2026-01-01T00:00:00Z","next":[ "a" , "b" ],"x":1}`, `{"v":1,"id":"a","ts":"2026-01-01T00:00:00Z" , "next" : ["a"],"x":1}`,
+	`{"v":1,"id":"a","ts":"2026-01-01T00:00:00Z","next":["a"],"next":["b"],"x":1}`, `{"v":1,"id":"a","ts":"2026-01-01T00:00:00Z","next":["a"],"next":null}`,
+	`{"v":1,"id":"a","ts":"2026-01-01T00:00:00Z","Next":["a"],"x":1}`, `{"v":1,"id":"a","ts":"2026-01-01T00:00:00Z","x":1,"next":["a"]}`,
+	`{"v":1,"id":"a","ts":"2026-01-01T00:00:00Z","next":["a"]}`, `{"v":1,"id":"a","ts":"2026-01-01T00:00:00Z","next":[]}`,
+	`{"v":1,"id":"a","ts":"2026-01-01T00:00:00Z","next":["a",],"x":1}`, `{"v":1,"id":"a","ts":"2026-01-01T00:00:00Z","next":["a" "b"],"x":1}`,
+	`{"v":1,"id":"a","ts":"2026-01-01T00:00:00Z","next":[1],"x":1}`, `{"v":1,"id":"a","ts":"2026-01-01T00:00:00Z","next":["a",null],"x":1}`,
+	`{"v":1,"id":"a","ts":"2026-01-01T00:00:00Z","next":{},"x":1}`, `{"v":1,"id":"a","ts":"2026-01-01T00:00:00Z","next":"a","x":1}`,
+	`{"v":1,"id":"a","ts":"2026-01-01T00:00:00Z","next":nul,"x":1}`, `{"v":1,"id":"a","ts":"2026-01-01T00:00:00Z","next":nullx,"x":1}`,
+	`{"v":1,"id":"a","ts":"2026-01-01T00:00:00Z","next":[["a"]],"x":1}`, `{"v":1,"id":"a","ts":"2026-01-01T00:00:00Z","next":["a"`,
+	`{"v":1,"id":"a","ts":"2026-01-01T00:00:00Z","next":[`, `{"v":1,"id":"a","ts":"2026-01-01T00:00:00Z","next":`,
+	`{"v":1,"id":"a","ts":"2026-01-01T00:00:00Z","next":["` + "\xff" + `"],"x":1}`, `{"v":1,"id":"a","ts":"2026-01-01T00:00:00Z","next":["a\u0000"],"x":1}`,
+	`{"v":1,"id":"a","ts":"2026-01-01T00:00:00Z","next":["` + "\t" + `"],"x":1}`, `{"next":["a"],"v":1,"id":"a","ts":"2026-01-01T00:00:00Z"}`,
+	`{"v":1,"id":"a","ts":"2026-13-01T00:00:00Z","next":["a"],"x":1}`, `{"v":1,"id":"a\u0041","ts":"2026-01-01T00:00:00Z","next":["a"],"x":1}`,
 }
+
+// bodyWithNext is listDecodeSeeds[0] with a Next: a node planned twice
+// (two Sends) and another.
+var bodyWithNext = `{"v":1,"id":"01a21685-e16a-7c4e-bd07-59c02308f8ee","ts":"2026-11-26T06:23:22.474806628Z","next":["tools","tools","agent"],"channel_values":null,"channel_versions":{"config":1,"messages":1000,"step":1000},"versions_seen":{"agent":{"messages":999},"tools":{"messages":999}},"updated_channels":["messages","step"]}`
 
 // FuzzListDecode: a listing's decoders (listDecoder's body, header and
 // metadata) give what encoding/json gives, on every input: the
@@ -101,57 +128,125 @@ func TestListDecodeAsEncodingJSON(t *testing.T) {
 
 // TestBodiesBeginWithTheirHeader: every body this package writes, by Put
 // (PreparePut) or PutFrame (frameBody), begins with its header as
-// readHeader reads it, and one whose names encoding/json does not escape
-// is read whole by readBody, so a listing gives none to the slower
-// decoders. One with such names decodes as encoding/json decodes it.
+// readHeader reads it, Next included (right after ts, and only when not
+// nil), and one whose names encoding/json does not escape is read whole
+// by readBody, so a listing gives none to the slower decoders. One with
+// such names decodes as encoding/json decodes it.
 func TestBodiesBeginWithTheirHeader(t *testing.T) {
 	t.Parallel()
 	times := []time.Time{time.Now(), time.Date(2026, 11, 26, 5, 0, 0, 0, time.FixedZone("x", -3600)), {}}
+	nexts := [][]string{nil, {}, {"tools", "tools", "agent"}, {"mé"}}
 	for _, ts := range times {
-		f := &checkpoints.Frame{ID: checkpoints.NewID(), TS: ts, Channels: []string{"n"}, Versions: []int64{3},
-			Seen: []checkpoints.SeenVersions{{Node: "inc", Channels: []string{"n"}, Versions: []int64{2}}}}
-		cp, newV, err := f.Checkpoint()
-		if err != nil {
-			t.Fatal(err)
-		}
-		put, err := checkpoints.PreparePut(checkpoints.Config{ThreadID: "t"}, cp, checkpoints.Metadata{}, newV)
-		if err != nil {
-			t.Fatal(err)
-		}
-		framed, err := frameBody(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, body := range [][]byte{put.Body, framed} {
-			d := newListDecoder()
-			d.r.reset(body)
-			var h, whole checkpoints.Checkpoint
-			if !d.readHeader(&h, "") || !d.r.next(',') || h.V != checkpoints.FormatVersion || h.ID != f.ID || !h.TS.Equal(ts) {
-				t.Errorf("body %s: header %+v, %v", body, h, d.r.ok)
+		for _, next := range nexts {
+			f := &checkpoints.Frame{ID: checkpoints.NewID(), TS: ts, Channels: []string{"n"}, Versions: []int64{3},
+				Seen: []checkpoints.SeenVersions{{Node: "inc", Channels: []string{"n"}, Versions: []int64{2}}}, Next: next}
+			cp, newV, err := f.Checkpoint()
+			if err != nil {
+				t.Fatal(err)
 			}
-			if d.r.reset(body); !d.readBody(&whole, "") {
-				t.Errorf("body %s is not read as written", body)
+			put, err := checkpoints.PreparePut(checkpoints.Config{ThreadID: "t"}, cp, checkpoints.Metadata{}, newV)
+			if err != nil {
+				t.Fatal(err)
+			}
+			framed, err := frameBody(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			afterTS := []byte(`"ts":"` + ts.UTC().Format(time.RFC3339Nano) + `","next":`)
+			sameNext := func(got []string) bool { return slices.Equal(got, next) && (got == nil) == (next == nil) }
+			for _, body := range [][]byte{put.Body, framed} {
+				if bytes.Contains(body, afterTS) != (next != nil) || bytes.Contains(body, []byte(`"next"`)) != (next != nil) {
+					t.Errorf("body %s: next %#v is not right after ts, or there when nil", body, next)
+				}
+				d := newListDecoder()
+				d.r.reset(body)
+				var h, whole checkpoints.Checkpoint
+				if !d.readHeader(&h, "") || !d.r.next(',') || h.V != checkpoints.FormatVersion || h.ID != f.ID || !h.TS.Equal(ts) || !sameNext(h.Next) {
+					t.Errorf("body %s: header %+v, %v", body, h, d.r.ok)
+				}
+				if d.r.reset(body); !d.readBody(&whole, "") || !sameNext(whole.Next) {
+					t.Errorf("body %s is not read as written: %+v", body, whole)
+				}
+				checkListDecode(t, body)
+			}
+			// PutFrame writes times in UTC, which the header's own parser reads.
+			utc := []byte(`"` + ts.UTC().Format(time.RFC3339Nano) + `"`)
+			if got, ok := utcTime(utc); !bytes.Contains(framed, utc) || !ok || !got.Equal(ts) {
+				t.Errorf("PutFrame's time %s: utcTime = %v, %v", utc, got, ok)
 			}
 		}
 		// Names encoding/json escapes leave the hand path, not the result.
-		odd := &checkpoints.Frame{ID: f.ID, TS: ts, Channels: []string{"b", "a&b", "c<d>", "i\u2028j", "mé"}, Versions: []int64{2, 1, 3, 4, 5},
+		odd := &checkpoints.Frame{ID: checkpoints.NewID(), TS: ts, Channels: []string{"b", "a&b", "c<d>", "i\u2028j", "mé"}, Versions: []int64{2, 1, 3, 4, 5},
 			Seen:            []checkpoints.SeenVersions{{Node: "m", Channels: []string{"b"}, Versions: []int64{1}}, {Node: "n<1>", Channels: []string{"a&b"}, Versions: []int64{1}}},
 			UpdatedChannels: []string{"b", "c<d>"}}
-		oddBody, err := frameBody(odd)
-		if err != nil {
+		for _, next := range [][]string{nil, {"n<1>", "n<1>", "m"}, {"m", "i\u2028j"}} {
+			odd.Next = next
+			oddBody, err := frameBody(odd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkListDecode(t, oddBody)
+		}
+	}
+}
+
+// TestNextIsEachTuplesOwn: rows with the same Next, read by one decoder
+// (as a listing reads its rows), get slices that share nothing: changing
+// or appending to one tuple's Next changes neither another's nor what the
+// decoder reads next.
+func TestNextIsEachTuplesOwn(t *testing.T) {
+	t.Parallel()
+	want := []string{"tools", "tools", "agent"}
+	d := newListDecoder()
+	for _, read := range []func([]byte, *checkpoints.Checkpoint, string) error{d.header, d.body} {
+		var a, b checkpoints.Checkpoint
+		if err := read([]byte(bodyWithNext), &a, ""); err != nil {
 			t.Fatal(err)
 		}
-		checkListDecode(t, oddBody)
-		// PutFrame writes times in UTC, which the header's own parser reads.
-		utc := []byte(`"` + ts.UTC().Format(time.RFC3339Nano) + `"`)
-		if got, ok := utcTime(utc); !bytes.Contains(framed, utc) || !ok || !got.Equal(ts) {
-			t.Errorf("PutFrame's time %s: utcTime = %v, %v", utc, got, ok)
+		if err := read([]byte(bodyWithNext), &b, ""); err != nil {
+			t.Fatal(err)
+		}
+		a.Next[0] = "changed"
+		_ = append(a.Next[:1], "appended", "appended")
+		var c checkpoints.Checkpoint
+		if err := read([]byte(bodyWithNext), &c, ""); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(b.Next, want) || !slices.Equal(c.Next, want) {
+			t.Errorf("after changing one tuple's Next, the others' are %q and %q, want %q", b.Next, c.Next, want)
+		}
+	}
+}
+
+// A Headers listing reads a body's Next with one allocation, its slice,
+// and allocates nothing for a body without one or with an empty one.
+//
+// Not parallel: testing.AllocsPerRun refuses to run in a parallel test.
+func TestHeaderAllocatesOnlyNext(t *testing.T) {
+	empty := strings.Replace(bodyWithNext, `["tools","tools","agent"]`, `[]`, 1)
+	d := newListDecoder()
+	for _, tc := range []struct {
+		body   string
+		allocs float64
+	}{{listDecodeSeeds[0], 0}, {empty, 0}, {bodyWithNext, 1}} {
+		var cp checkpoints.Checkpoint
+		body, id := []byte(tc.body), "01a21685-e16a-7c4e-bd07-59c02308f8ee" // as a listing shares it
+		allocs := testing.AllocsPerRun(100, func() {
+			if err := d.header(body, &cp, id); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if allocs != tc.allocs {
+			t.Errorf("header of %s: %v allocations, want %v", tc.body, allocs, tc.allocs)
 		}
 	}
 }
 
 func checkListDecode(t *testing.T, data []byte) {
 	t.Helper()
+	// seenSeeds is one decoder, and parallel tests check bodies.
+	seenMu.Lock()
+	defer seenMu.Unlock()
 	// Bodies, whole and headers only, each decoded by a fresh decoder and
 	// again by one that has read the other seeds (whose names it shares).
 	var wantCP checkpoints.Checkpoint
@@ -172,7 +267,7 @@ func checkListDecode(t *testing.T, data []byte) {
 				t.Fatalf("body %q (id %q):\n got %+v, %v\nwant %+v, %v", data, id, gotCP, gotErr, wantCP, wantErr)
 			}
 			gotErr = d.header(data, &gotCP, id)
-			if (gotErr == nil) != (wantHErr == nil) || wantHErr == nil && !reflect.DeepEqual(gotCP, checkpoints.Checkpoint{V: wantH.V, ID: wantH.ID, TS: wantH.TS}) {
+			if (gotErr == nil) != (wantHErr == nil) || wantHErr == nil && !reflect.DeepEqual(gotCP, checkpoints.Checkpoint{V: wantH.V, ID: wantH.ID, TS: wantH.TS, Next: wantH.Next}) {
 				t.Fatalf("headers of %q (id %q):\n got %+v, %v\nwant %+v, %v", data, id, gotCP, gotErr, wantH, wantHErr)
 			}
 		}
@@ -204,22 +299,26 @@ var otherRow = checkpoints.Metadata{Source: "update", Step: 3, RunID: "run-1", P
 	Extra: map[string]any{"user": "ann", "n": 1.0, "a": "x"}}
 
 // seenSeeds is a decoder that has read every seed, as bodies and as
-// metadata: the names it keeps must not change what it decodes.
-var seenSeeds = func() *listDecoder {
-	d := newListDecoder()
-	for _, s := range listDecodeSeeds {
-		var cp checkpoints.Checkpoint
-		var md checkpoints.Metadata
-		_ = d.body([]byte(s), &cp, "")
-		_ = d.metadata(&md, &checkpoints.Metadata{}, []byte(s))
-	}
-	return d
-}()
+// metadata: the names it keeps must not change what it decodes. seenMu
+// guards it.
+var (
+	seenMu    sync.Mutex
+	seenSeeds = func() *listDecoder {
+		d := newListDecoder()
+		for _, s := range listDecodeSeeds {
+			var cp checkpoints.Checkpoint
+			var md checkpoints.Metadata
+			_ = d.body([]byte(s), &cp, "")
+			_ = d.metadata(&md, &checkpoints.Metadata{}, []byte(s))
+		}
+		return d
+	}()
+)
 
 // BenchmarkListDecode is the client's share of a metadata-only page, per
 // row: decoding a body of BenchmarkPGHistoryPage's thread (whole, or its
-// header) and its metadata, with the listing's decoders and with
-// encoding/json, which they replace.
+// header; without Next, and with one: /next) and its metadata, with the
+// listing's decoders and with encoding/json, which they replace.
 func BenchmarkListDecode(b *testing.B) {
 	body := []byte(listDecodeSeeds[0])
 	md := []byte(listDecodeSeeds[4])
@@ -255,6 +354,23 @@ func BenchmarkListDecode(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			if err := d.header(body, &cp, id); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	withNext := []byte(bodyWithNext)
+	b.Run("body/next", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := d.body(withNext, &cp, id); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("header/next", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := d.header(withNext, &cp, id); err != nil {
 				b.Fatal(err)
 			}
 		}

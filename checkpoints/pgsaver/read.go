@@ -536,9 +536,10 @@ func loadBlobs(ctx context.Context, tx pgx.Tx, datas []*rowData) (map[hash][]byt
 
 // header is what a Headers listing keeps of a checkpoint body.
 type header struct {
-	V  int       `json:"v"`
-	ID string    `json:"id"`
-	TS time.Time `json:"ts"`
+	V    int       `json:"v"`
+	ID   string    `json:"id"`
+	TS   time.Time `json:"ts"`
+	Next []string  `json:"next"`
 }
 
 // collectHeaders reads the rows of a metadata-only listing (columns:
@@ -550,8 +551,8 @@ type header struct {
 // row to row (thread, namespace, channel and node names, source, run id,
 // extra keys and strings, an id that was the previous row's parent) are
 // shared. The results are those of a full listing's rows (rowData.tuple)
-// without values; with headers only the checkpoint's V, ID and TS are
-// decoded (listDecoder.header), and an empty Parents may be left nil
+// without values; with headers only the checkpoint's V, ID, TS and Next
+// are decoded (listDecoder.header), and an empty Parents may be left nil
 // (checkpoints.ListOptions).
 func collectHeaders(rows pgx.Rows, headers bool, sizeHint int) ([]*checkpoints.Tuple, error) {
 	defer rows.Close()

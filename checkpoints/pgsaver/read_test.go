@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -20,7 +22,7 @@ import (
 // the checkpoints saved, whatever names they use; a metadata-only
 // listing's tuples must be those of a full listing without values and
 // writes, whatever the metadata holds, and a headers listing must keep
-// V, ID, TS and the metadata.
+// V, ID, TS, Next and the metadata.
 func TestMetadataOnlyListingDecodesAsTheFullOne(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -45,6 +47,8 @@ func TestMetadataOnlyListingDecodesAsTheFullOne(t *testing.T) {
 			ChannelVersions: map[string]int64{"n": int64(i + 1)},
 			VersionsSeen:    map[string]map[string]int64{"a": {"n": int64(i)}},
 			UpdatedChannels: []string{"n"},
+			// Next unknown (nil), empty, a node twice, one escaped.
+			Next: [][]string{nil, {}, {"a", "a", "b"}, {"n<1>", "a"}}[i%4],
 		}
 		if i == 3 {
 			// Names encoding/json escapes, which the saver's own reader
@@ -79,7 +83,8 @@ func TestMetadataOnlyListingDecodesAsTheFullOne(t *testing.T) {
 		}
 		put := cps[len(cps)-1-i]
 		if got := f.Checkpoint; got.ID != put.ID || !got.TS.Equal(put.TS) || !reflect.DeepEqual(got.ChannelVersions, put.ChannelVersions) ||
-			!reflect.DeepEqual(got.VersionsSeen, put.VersionsSeen) || !reflect.DeepEqual(got.UpdatedChannels, put.UpdatedChannels) {
+			!reflect.DeepEqual(got.VersionsSeen, put.VersionsSeen) || !reflect.DeepEqual(got.UpdatedChannels, put.UpdatedChannels) ||
+			!reflect.DeepEqual(got.Next, put.Next) {
 			t.Errorf("full listing, tuple %d:\n got %+v\nwant %+v", i, got, put)
 		}
 	}
@@ -94,7 +99,7 @@ func TestMetadataOnlyListingDecodesAsTheFullOne(t *testing.T) {
 			cp.ChannelValues = nil
 			want.Checkpoint, want.PendingWrites = &cp, nil
 			if opts.Headers {
-				cp = checkpoints.Checkpoint{V: cp.V, ID: cp.ID, TS: cp.TS}
+				cp = checkpoints.Checkpoint{V: cp.V, ID: cp.ID, TS: cp.TS, Next: cp.Next}
 				if len(want.Metadata.Parents) == 0 && len(got[i].Metadata.Parents) == 0 {
 					// Headers may leave an empty Parents nil, or not.
 					want.Metadata.Parents = got[i].Metadata.Parents
@@ -176,7 +181,7 @@ func TestListingOverTheSimpleProtocol(t *testing.T) {
 	s := pgsaver.New(pool, nil)
 	cp := &checkpoints.Checkpoint{V: checkpoints.FormatVersion, ID: checkpoints.NewID(), TS: time.Now().UTC(),
 		ChannelValues: map[string]json.RawMessage{"n": json.RawMessage(`1`)}, ChannelVersions: map[string]int64{"n": 1},
-		VersionsSeen: map[string]map[string]int64{"a": {"n": 0}}, UpdatedChannels: []string{"n"}}
+		VersionsSeen: map[string]map[string]int64{"a": {"n": 0}}, UpdatedChannels: []string{"n"}, Next: []string{"a"}}
 	cfgT, err := s.Put(ctx, checkpoints.Config{ThreadID: "t"}, cp, checkpoints.Metadata{Source: checkpoints.SourceLoop, Step: 0, Extra: map[string]any{"user": "ann"}}, map[string]int64{"n": 1})
 	if err != nil {
 		t.Fatal(err)
@@ -196,4 +201,49 @@ func TestListingOverTheSimpleProtocol(t *testing.T) {
 			t.Errorf("%+v over the simple protocol: %v\n got %+v\nwant %+v", opts, err, got, want)
 		}
 	}
+}
+
+// TestCopyAndPruneKeepNext: the statements that copy or keep rows
+// (CopyThread, Prune) move a checkpoint's body as it was stored, so its
+// Next reads back as put: nil, empty, a node twice.
+func TestCopyAndPruneKeepNext(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgsaver.New(pgtest.Schema(t, nil), nil)
+	nexts := [][]string{{"a", "a"}, nil, {}, {"b", "a", "b"}}
+	cfg := checkpoints.Config{ThreadID: "src"}
+	for i, next := range nexts {
+		f := &checkpoints.Frame{ID: checkpoints.NewID(), TS: time.Now().UTC(), Channels: []string{"n"}, Versions: []int64{int64(i + 1)},
+			New: []checkpoints.FrameValue{{Index: 0, Value: json.RawMessage(`1`)}}, Next: next}
+		var err error
+		if cfg, err = s.PutFrame(ctx, cfg, nil, f, checkpoints.Metadata{Source: checkpoints.SourceLoop, Step: i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.CopyThread(ctx, "src", "dst"); err != nil {
+		t.Fatal(err)
+	}
+	same := func(what string, got, want []string) {
+		t.Helper()
+		if !slices.Equal(got, want) || (got == nil) != (want == nil) {
+			t.Errorf("%s: next = %#v, want %#v", what, got, want)
+		}
+	}
+	for _, opts := range []checkpoints.ListOptions{{}, {Headers: true}} {
+		page, err := s.List(ctx, checkpoints.ListQuery{ThreadID: "dst"}, opts)
+		if err != nil || len(page) != len(nexts) {
+			t.Fatalf("copy, %+v: %d tuples, %v", opts, len(page), err)
+		}
+		for i, tu := range page {
+			same(fmt.Sprintf("copy, %+v, checkpoint %d", opts, len(nexts)-1-i), tu.Checkpoint.Next, nexts[len(nexts)-1-i])
+		}
+	}
+	if err := s.Prune(ctx, []string{"dst"}, checkpoints.KeepLatest); err != nil {
+		t.Fatal(err)
+	}
+	tu, err := s.Get(ctx, checkpoints.Config{ThreadID: "dst"})
+	if err != nil || tu == nil {
+		t.Fatalf("get after prune: %+v, %v", tu, err)
+	}
+	same("pruned copy", tu.Checkpoint.Next, nexts[len(nexts)-1])
 }
