@@ -217,6 +217,7 @@ func historyThread(b *testing.B, s checkpoints.Saver, n int) []checkpoints.Confi
 			ChannelVersions: map[string]int64{"messages": v, "step": v, "config": 1},
 			VersionsSeen:    map[string]map[string]int64{"agent": {"messages": v - 1}, "tools": {"messages": v - 1}},
 			UpdatedChannels: []string{"messages", "step"},
+			Next:            nextNode[i%2], // as the engine saves it
 		}
 		md := checkpoints.Metadata{Source: checkpoints.SourceLoop, Step: i, RunID: "run-1", Extra: map[string]any{"user": "ann"}}
 		var err error
@@ -230,6 +231,10 @@ func historyThread(b *testing.B, s checkpoints.Saver, n int) []checkpoints.Confi
 	}
 	return cfgs
 }
+
+// nextNode is the next task of historyThread's checkpoints, by step: an
+// agent and its tools take turns.
+var nextNode = [2][]string{{"tools"}, {"agent"}}
 
 // sqlHistoryFloor is the index scan a history page needs and nothing more:
 // the newest 50 rows of one thread and namespace in the order of the
@@ -270,13 +275,20 @@ func rawScan(b *testing.B, pool *pgxpool.Pool, sql string, args ...any) (n, size
 }
 
 // BenchmarkPGHistoryPage lists the newest 50 of a thread's 1,000
-// checkpoints, metadata only, as the Studio's history page does.
+// checkpoints, metadata only, as a history page does: the Studio's
+// checkpoint tree and the API's history (engine.GetStateHistory with
+// MetadataOnly) ask for headers, which carry each checkpoint's id,
+// parent, time, metadata and next tasks (ListOptions.Headers), not its
+// version maps.
 //
 // x-floor is its cost over historyFloor, the raw index scan of the same
 // rows and columns, interleaved with the pages (one floor scan after
 // every page) so that load on the machine moves both alike.
 func BenchmarkPGHistoryPage(b *testing.B) {
-	benchHistoryPage(b, checkpoints.ListOptions{Limit: 50, MetadataOnly: true}, nil)
+	benchHistoryPage(b, checkpoints.ListOptions{Limit: 50, MetadataOnly: true, Headers: true}, func(page []*checkpoints.Tuple) bool {
+		return !page[0].Checkpoint.TS.IsZero() && page[0].Metadata.Extra["user"] == "ann" &&
+			len(page[0].Checkpoint.Next) == 1 && page[0].Checkpoint.Next[0] == "agent"
+	})
 }
 
 // benchHistoryPage lists the newest 50 of historyThread's 1,000
@@ -482,12 +494,13 @@ func BenchmarkPGDeltaChain(b *testing.B) {
 	}
 }
 
-// BenchmarkPGHistoryPageHeaders is BenchmarkPGHistoryPage as the API's
-// history lists it: engine.GetStateHistory with MetadataOnly asks for
-// headers (ListOptions.Headers: a checkpoint's id and time, not its
-// version maps). Its floor is the same raw index scan, interleaved.
-func BenchmarkPGHistoryPageHeaders(b *testing.B) {
-	benchHistoryPage(b, checkpoints.ListOptions{Limit: 50, MetadataOnly: true, Headers: true}, func(page []*checkpoints.Tuple) bool {
-		return !page[0].Checkpoint.TS.IsZero() && page[0].Metadata.Extra["user"] == "ann"
+// BenchmarkPGHistoryPageVersions is BenchmarkPGHistoryPage with each
+// body's version maps (ListOptions.MetadataOnly without Headers): what
+// the Studio's tree reads only for a page holding checkpoints saved
+// without their next tasks (by an older version), to infer them. Its
+// floor is the same raw index scan, interleaved.
+func BenchmarkPGHistoryPageVersions(b *testing.B) {
+	benchHistoryPage(b, checkpoints.ListOptions{Limit: 50, MetadataOnly: true}, func(page []*checkpoints.Tuple) bool {
+		return len(page[0].Checkpoint.VersionsSeen) == 2
 	})
 }
