@@ -107,8 +107,13 @@
 // # Checkpoints, durability and time travel
 //
 // With a checkpointer every superstep is saved: channel values (only those
-// that changed), versions, versions seen, and metadata (source, step,
-// parents, run id, RunOptions.Metadata). DurabilitySync waits for each save,
+// that changed), versions, versions seen, metadata (source, step,
+// parents, run id, RunOptions.Metadata), and the names of the tasks
+// planned from it (checkpoints.Checkpoint.Next: the loop plans the next
+// step before it saves, and runs those tasks), so a history page lists
+// each checkpoint's next tasks, Sends included, without loading its state
+// or its version maps. Upstream saves no such list; its history computes
+// next tasks per checkpoint when read. DurabilitySync waits for each save,
 // DurabilityAsync (the default) saves in order in the background, and
 // DurabilityExit saves only when the run stops. GetState and
 // GetStateHistory read a thread back: values, next tasks, and each task's
