@@ -1476,7 +1476,10 @@ func (m *Manager) touch(t *thread) {
 // idle reports whether t may be evicted: nothing but memory would notice
 // (subs is its subscriber count). m.mu is held.
 func (t *thread) idle(subs int) bool {
-	return t.info.Status != StatusRunning && t.cancel == nil && !t.updating && t.changes == t.saved && subs == 0
+	// A run whose end is still being written is read from its recorder
+	// (runLogOf) until then: the thread is not idle yet.
+	return t.info.Status != StatusRunning && t.cancel == nil && !t.updating && t.changes == t.saved && subs == 0 &&
+		t.run == nil && len(t.ending) == 0
 }
 
 // evictLocked drops idle threads, least recently used first, until the

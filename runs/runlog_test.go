@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/checkpoints/pgsaver"
@@ -128,17 +129,25 @@ func kinds(evs []runs.Event) []string {
 	return out
 }
 
-// heldRunLog holds back every write of a run's end, while holding is set,
-// until release is closed, as a slow database would.
+// heldRunLog holds back every write of a run's end (of thread's runs
+// only, when thread is set), while holding is set, until release is
+// closed, as a slow database would; with refuse set it refuses them
+// instead, as a database that is down would.
 type heldRunLog struct {
 	runs.RunLog
-	holding atomic.Bool
-	release chan struct{}
+	holding, refuse atomic.Bool
+	thread          string
+	release         chan struct{}
 }
 
 func (l *heldRunLog) SaveRun(ctx context.Context, rec runs.RunRecord) error {
-	if l.holding.Load() && !rec.Ended.IsZero() {
-		<-l.release
+	if !rec.Ended.IsZero() && (l.thread == "" || rec.Thread == l.thread) {
+		if l.refuse.Load() {
+			return errDown
+		}
+		if l.holding.Load() {
+			<-l.release
+		}
 	}
 	return l.RunLog.SaveRun(ctx, rec)
 }
@@ -194,4 +203,64 @@ func TestAnEndedRunIsReportedEndedWhileItsRecordIsWritten(t *testing.T) {
 	second := run()
 	ended(first)
 	ended(second)
+}
+
+// A run whose end the run log refused is reported ended all the same
+// (from the record waiting to be written again), and a thread whose run's
+// end is still being written is not evicted with its record: its run is
+// never reported running once it ended.
+func TestAnEndedRunStaysEndedWhenItsRecordWaits(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	t.Run("refused", func(t *testing.T) {
+		t.Parallel()
+		log := &heldRunLog{RunLog: runs.NewMemoryRunLog(), release: make(chan struct{})}
+		log.refuse.Store(true)
+		m := manager(t, map[string]engine.Compiled{"linear": linear(t, nil)}, runs.WithRunLog(log), runs.WithErrorHandler(func(error) {}))
+		th, err := m.Start(ctx, "linear", "t", map[string]any{"log": "x"}, runs.StartOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wait(t, m, "t")
+		if rec, err := m.RunRecord(ctx, "t", th.RunID); err != nil || rec.Ended.IsZero() || rec.Status != runs.StatusIdle {
+			t.Fatalf("run whose end the log refused: %+v, %v; want it ended, idle", rec, err)
+		}
+	})
+	t.Run("evicted", func(t *testing.T) {
+		t.Parallel()
+		log := &heldRunLog{RunLog: runs.NewMemoryRunLog(), thread: "t", release: make(chan struct{})}
+		defer close(log.release)
+		log.holding.Store(true)
+		m := manager(t, map[string]engine.Compiled{"linear": linear(t, nil)}, runs.WithRunLog(log), runs.WithIdleLimits(1, 1<<30))
+		th, err := m.Start(ctx, "linear", "t", map[string]any{"log": "x"}, runs.StartOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, sub, err := m.Subscribe(ctx, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The run may have ended before the subscription: its end is
+		// held either way; wait for the thread to be idle.
+		for {
+			if cur, err := m.Thread(ctx, "t"); err == nil && cur.Status == runs.StatusIdle {
+				break
+			}
+			select {
+			case <-sub.C:
+			case <-time.After(10 * time.Second):
+				t.Fatal("thread t never went idle")
+			}
+		}
+		sub.Close()
+		// Another thread's run ends: the Manager evicts idle threads
+		// beyond one.
+		if _, err := m.Start(ctx, "linear", "u", map[string]any{"log": "y"}, runs.StartOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		wait(t, m, "u")
+		if rec, err := m.RunRecord(ctx, "t", th.RunID); err != nil || rec.Ended.IsZero() {
+			t.Fatalf("run of t after u's run: %+v, %v; want it ended", rec, err)
+		}
+	})
 }

@@ -6,15 +6,14 @@ import (
 )
 
 // runLogOf reads the thread's latest runs, at most limit (0: all), with
-// the runs whose records this process holds (the active run, and the runs
-// whose end is still being written) as their recorders hold them: a run
-// is reported ended as soon as the thread is idle, not once its record is
-// written.
+// the records this process holds that the run log may not have yet: the
+// active run's and those of runs whose end is still being written (their
+// recorders), and records whose write failed and waits to be retried. A
+// run is so reported ended as soon as its thread is idle, not once its
+// record is written. The held records are taken before the log is read,
+// so a record written meanwhile is in one or the other; an ended record
+// is never replaced by one that has not ended (RunLog.SaveRun's rule).
 func (m *Manager) runLogOf(ctx context.Context, threadID string, limit int) ([]RunRecord, error) {
-	recs, err := m.runLog.ListRuns(ctx, threadID, limit)
-	if err != nil {
-		return nil, err
-	}
 	var held []RunRecord
 	m.mu.Lock()
 	if t, ok := m.threads[threadID]; ok {
@@ -25,13 +24,26 @@ func (m *Manager) runLogOf(ctx context.Context, threadID string, limit int) ([]R
 			held = append(held, t.run.snapshot())
 		}
 	}
+	for key, u := range m.unsavedRuns {
+		if key[0] == threadID {
+			held = append(held, u.RunRecord)
+		}
+	}
 	m.mu.Unlock()
+	recs, err := m.runLog.ListRuns(ctx, threadID, limit)
+	if err != nil {
+		return nil, err
+	}
 	added := false
 	for _, a := range held {
-		if i := slices.IndexFunc(recs, func(r RunRecord) bool { return r.RunID == a.RunID }); i >= 0 {
-			recs[i] = a
-		} else {
+		i := slices.IndexFunc(recs, func(r RunRecord) bool { return r.RunID == a.RunID })
+		switch {
+		case i < 0:
 			recs, added = append(recs, a), true
+		case !recs[i].Ended.IsZero() && a.Ended.IsZero():
+			// The log has the end already.
+		default:
+			recs[i] = a
 		}
 	}
 	if added {
