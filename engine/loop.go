@@ -151,11 +151,17 @@ type loop struct {
 	planned             []*task
 	hasPlanned          bool
 	plannedAt, prepares int
-	needIDs             bool
-	ckptLazy            bool
-	candidates          []int
-	runBuf              []*task
-	ctxs                taskContexts
+	// exitFrame and exitMD are, under exit durability, the checkpoint a
+	// stopped step ran from as it was before the in-memory view applied
+	// the writes of the step's finished tasks (interrupted): the run's
+	// final save puts it, not the state those writes made.
+	exitFrame  *checkpoints.Frame
+	exitMD     checkpoints.Metadata
+	needIDs    bool
+	ckptLazy   bool
+	candidates []int
+	runBuf     []*task
+	ctxs       taskContexts
 	// runCtx holds the run's context for the executions of one-task steps.
 	runCtx *ctxHolder
 	// volFull lists the volatile channels that may hold a value (see

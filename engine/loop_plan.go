@@ -103,6 +103,11 @@ func (l *loop) planNext() []string {
 		return nil
 	}
 	l.planned, l.hasPlanned, l.plannedAt = tasks, true, l.prepares
+	return taskNames(tasks)
+}
+
+// taskNames is a step's Checkpoint.Next: its tasks' names, in plan order.
+func taskNames(tasks []*task) []string {
 	if len(tasks) == 1 && tasks[0].node != nil {
 		return tasks[0].node.alone
 	}

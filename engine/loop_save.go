@@ -218,12 +218,16 @@ func (l *loop) frame() (*checkpoints.Frame, error) {
 }
 
 func (l *loop) saveCheckpoint(ctx context.Context, source checkpoints.Source) error {
-	f, err := l.frame()
-	if err != nil {
-		return err
+	f, md := l.exitFrame, l.exitMD
+	l.exitFrame = nil
+	if f == nil {
+		var err error
+		if f, err = l.frame(); err != nil {
+			return err
+		}
+		md = l.metadata(source)
+		f.Next = l.planNext()
 	}
-	md := l.metadata(source)
-	f.Next = l.planNext()
 	parent := l.ckptCfg
 	parent.ThreadID, parent.Namespace = l.opts.ThreadID, l.ns
 	next := checkpoints.Config{ThreadID: l.opts.ThreadID, Namespace: l.ns, CheckpointID: f.ID}
@@ -252,7 +256,7 @@ func (l *loop) saveCheckpoint(ctx context.Context, source checkpoints.Source) er
 		})
 		return nil
 	}
-	err = l.put(ctx, parent, writes, f, md)
+	err := l.put(ctx, parent, writes, f, md)
 	if writes != nil {
 		// The saver kept the values, not the slices: the next step
 		// buffers its writes here.
@@ -369,11 +373,34 @@ func (l *loop) saveCheckpointAt(ctx context.Context) error {
 	}
 	l.step--
 	defer func() { l.step++ }()
-	src := checkpoints.SourceLoop
+	return l.saveCheckpoint(ctx, l.exitSource())
+}
+
+// exitSource is the source of the checkpoint exit durability saves, l.step
+// being its step.
+func (l *loop) exitSource() checkpoints.Source {
 	if l.step < 0 {
-		src = checkpoints.SourceInput
+		return checkpoints.SourceInput
 	}
-	return l.saveCheckpoint(ctx, src)
+	return checkpoints.SourceLoop
+}
+
+// holdExitFrame takes, under exit durability, the frame of the checkpoint
+// the step of tasks ran from, before anything changes its state in memory
+// (see loop.exitFrame). Its next tasks are the step's.
+func (l *loop) holdExitFrame(tasks []*task) error {
+	if l.opts.Durability != DurabilityExit || l.saver == nil || !l.hasVersions() {
+		return nil
+	}
+	l.step--
+	defer func() { l.step++ }()
+	f, err := l.frame()
+	if err != nil {
+		return err
+	}
+	f.Next = taskNames(tasks)
+	l.exitFrame, l.exitMD = f, l.metadata(l.exitSource())
+	return nil
 }
 
 // persister runs saves in the background, in submission order.

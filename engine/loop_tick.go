@@ -246,6 +246,11 @@ func (l *loop) interrupted(tasks []*task) error {
 		// Errors here only affect the in-memory view; the saved pending
 		// writes are what a resume uses. As upstream, the root streams
 		// the state they make as its last values; a subgraph does not.
+		// Exit durability saves the step's checkpoint when the run
+		// stops, after this: it keeps the state as it was.
+		if err := l.holdExitFrame(tasks); err != nil {
+			return err
+		}
 		l.quietValues = l.ns != ""
 		_, _ = l.apply(done)
 		l.quietValues = false

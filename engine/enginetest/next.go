@@ -3,7 +3,9 @@ package enginetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/superstep-dev/superstep/checkpoints"
@@ -148,5 +150,64 @@ func same(t *testing.T, what string, got, want []string) {
 	t.Helper()
 	if !slices.Equal(got, want) || (got == nil) != (want == nil) {
 		t.Errorf("%s: next = %#v, want %#v", what, got, want)
+	}
+}
+
+func init() {
+	registerDurabilities("x an interrupt beside a finished task keeps the step's checkpoint", interruptBesideFinishedTask)
+}
+
+// interruptBesideFinishedTask: a asks a question while b, in the same
+// step, finishes. The checkpoint the run stops at is the step's, as it
+// was before the step (b's writes are its pending writes, not part of
+// its values; a and b are its next tasks), under every durability: under
+// exit durability it is saved only when the run stops, after the
+// returned values applied b's writes in memory. Answering runs a (not b
+// again) and goes on to c.
+func interruptBesideFinishedTask(t *testing.T, saver checkpoints.Saver, d engine.Durability) {
+	var bCalls atomic.Int32
+	g := engine.NewStateGraph[logState]()
+	g.AddNode("a", func(ctx context.Context, _ logState) (engine.Output, error) {
+		ans, err := engine.Interrupt(ctx, "ok?")
+		if err != nil {
+			return nil, err
+		}
+		return engine.Update{"log": "a:" + ans.(string)}, nil
+	})
+	g.AddNode("b", func(context.Context, logState) (engine.Output, error) {
+		bCalls.Add(1)
+		return engine.Update{"log": "b"}, nil
+	})
+	g.AddNode("c", logNode("c"))
+	g.AddEdge(engine.Start, "a").AddEdge(engine.Start, "b").AddEdge("b", "c")
+	cg := mustCompile(t, g, engine.CompileOptions{Checkpointer: saver})
+	th := thread(t, "beside")
+	var told []string
+	opts := &engine.RunOptions{ThreadID: th, Durability: d, Listener: func(e engine.Event) {
+		if ev, ok := e.(engine.CheckpointSaved); ok && ev.Config.Namespace == "" {
+			told = ev.Next
+		}
+	}}
+	_, err := cg.Invoke(ctx(), engine.Update{"log": "in"}, opts)
+	interrupted(t, err)
+	head := latest(t, saver, th)
+	same(t, "the stopped step's checkpoint", head.Checkpoint.Next, told)
+	same(t, "the stopped step's checkpoint", head.Checkpoint.Next, []string{"a", "b"})
+	state, err := cg.GetState(ctx(), checkpoints.Config{ThreadID: th, CheckpointID: head.Config.CheckpointID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(state.Values["log"]); got != "[in]" {
+		t.Fatalf("the stopped step's checkpoint holds log %v, want [in] (b's write pending)", got)
+	}
+	out, err := cg.Invoke(ctx(), engine.Command{Resume: "yes"}, &engine.RunOptions{ThreadID: th, Durability: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"in", "a:yes", "b", "c"}; !slices.Equal(out.Log, want) {
+		t.Fatalf("after the answer: log %v, want %v", out.Log, want)
+	}
+	if n := bCalls.Load(); n != 1 {
+		t.Fatalf("b ran %d times, want once", n)
 	}
 }
