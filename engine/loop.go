@@ -151,6 +151,8 @@ type loop struct {
 	planned             []*task
 	hasPlanned          bool
 	plannedAt, prepares int
+	// planning is set while planNext plans: cache keys wait (prepareCache).
+	planning bool
 	// exitFrame and exitMD are, under exit durability, the checkpoint a
 	// stopped step ran from as it was before the in-memory view applied
 	// the writes of the step's finished tasks (interrupted): the run's

@@ -83,6 +83,11 @@ func (l *loop) nextTasks() ([]*task, error) {
 	if l.hasPlanned && l.plannedAt == l.prepares {
 		tasks := l.planned
 		l.planned, l.hasPlanned = nil, false
+		for _, t := range tasks {
+			if err := l.prepareCache(t); err != nil {
+				return nil, err
+			}
+		}
 		return tasks, nil
 	}
 	l.planned, l.hasPlanned = nil, false
@@ -96,8 +101,13 @@ func (l *loop) nextTasks() ([]*task, error) {
 // Next unknown (nil): the loop's own planning reports it.
 func (l *loop) planNext() []string {
 	l.step++ // the tasks run at the next step: their ids say so
+	// Cache keys (a CachePolicy's Key is the user's code) are computed
+	// only for tasks that are going to run (nextTasks), not for a step a
+	// breakpoint, the recursion limit or a state edit stops before.
+	l.planning = true
 	tasks, err := l.prepare()
 	l.step--
+	l.planning = false
 	if err != nil {
 		l.planned, l.hasPlanned = nil, false
 		return nil
@@ -240,7 +250,7 @@ func (n *Node) sortedTriggers() []string {
 }
 
 func (l *loop) prepareCache(t *task) error {
-	if t.node.Cache == nil || l.g.cfg.Cache == nil {
+	if l.planning || t.node.Cache == nil || l.g.cfg.Cache == nil {
 		return nil
 	}
 	k, err := t.node.Cache.key(t.node, t.input)
