@@ -1218,6 +1218,7 @@ func (a *API) waitRun(ctx context.Context, thread string, run *apiRun) error {
 			return l.Wait(ctx)
 		}
 	}
+	pause := 10 * time.Millisecond
 	for {
 		rec, err := a.cfg.Runs.RunRecord(ctx, thread, run.id)
 		if err != nil {
@@ -1230,12 +1231,27 @@ func (a *API) waitRun(ctx context.Context, thread string, run *apiRun) error {
 		if err != nil {
 			return err
 		}
-		if info.Status != runs.StatusRunning || info.RunID != run.id {
-			return nil // it ended; until its record is written, RunRecord reads it from the Manager
+		switch {
+		case info.Status == runs.StatusRunning:
+			// This run, or one before it: either way it goes first.
+			if _, err := a.cfg.Runs.Wait(ctx, thread); err != nil {
+				return err
+			}
+			continue
+		case info.RunID == run.id:
+			// It ended (a run that ended is read ended, from the Manager
+			// until its record is written: this is a record lost).
+			return nil
 		}
-		if _, err := a.cfg.Runs.Wait(ctx, thread); err != nil {
-			return err
+		// The thread is idle and its last run another: this one is
+		// claimed from the queue and not started yet. Nothing tells when
+		// it starts; look again shortly.
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+			return ctx.Err()
 		}
+		pause = min(2*pause, 200*time.Millisecond)
 	}
 }
 
