@@ -66,6 +66,10 @@ type Checkpoint struct {
 	// to run. Nil: unknown (a checkpoint saved by an older version, or by
 	// a caller that did not plan); readers then infer the next tasks from
 	// the versions, or load the state. In JSON a nil Next is left out.
+	// One case differs from planning again from the saved checkpoint: a
+	// node triggered only by an UntrackedValue channel (never saved) is
+	// named, as it ran next, where a resume from the checkpoint would not
+	// run it.
 	Next []string `json:"next,omitzero"`
 	// ChannelValues holds the JSON encoding of each channel that has a
 	// value. Channels with a version but no value (a cleared ephemeral

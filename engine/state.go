@@ -146,8 +146,11 @@ func (g *Pregel) getState(ctx context.Context, saver checkpoints.Saver, cfg chec
 type HistoryOptions = checkpoints.ListOptions
 
 // GetStateHistory lists the thread's checkpoints newest first. With
-// MetadataOnly no channel values are loaded and Values, Next and Tasks are
-// left empty: a cheap listing for a history page.
+// MetadataOnly no channel values are loaded and Values and Tasks are left
+// empty: a cheap listing for a history page. Next is then the next tasks
+// saved with the checkpoint (checkpoints.Checkpoint.Next), which a full
+// listing plans again to the same names; it is empty for a checkpoint
+// saved before checkpoints carried them.
 func (g *Pregel) GetStateHistory(ctx context.Context, cfg checkpoints.Config, opts HistoryOptions) ([]*StateSnapshot, error) {
 	if g.cfg.Checkpointer == nil {
 		return nil, fmt.Errorf("%w: GetStateHistory needs a graph compiled with a checkpointer", checkpoints.ErrInvalidConfig)
@@ -169,7 +172,7 @@ func (g *Pregel) GetStateHistory(ctx context.Context, cfg checkpoints.Config, op
 	if opts.MetadataOnly {
 		snaps := make([]StateSnapshot, len(tups)) // one allocation for the page
 		for i, tup := range tups {
-			snaps[i] = StateSnapshot{Config: tup.Config, ParentConfig: tup.ParentConfig, Metadata: tup.Metadata, CreatedAt: tup.Checkpoint.TS}
+			snaps[i] = StateSnapshot{Config: tup.Config, ParentConfig: tup.ParentConfig, Metadata: tup.Metadata, CreatedAt: tup.Checkpoint.TS, Next: tup.Checkpoint.Next}
 			out = append(out, &snaps[i])
 		}
 		return out, nil

@@ -31,9 +31,10 @@ const (
 	// KB per key until someone asks for more. The thread page's values
 	// panel and its live diffs use the same cap.
 	ValuePreviewBytes = runs.ValuePreviewBytes
-	// maxNextLoads caps how many checkpoints of a tree page have their
-	// state loaded to list their next tasks exactly (those whose header
-	// cannot tell: Sends, state edits); the rest say "+ sends".
+	// maxNextLoads caps how many checkpoints of a tree page, among those
+	// saved without their next tasks (by an older version), have their
+	// state loaded to list them exactly (those whose versions cannot
+	// tell: Sends, state edits); the rest say "+ sends".
 	maxNextLoads = 20
 	// TreePageSize is how many checkpoints a tree page lists by default;
 	// MaxTreePageSize caps ?limit=.

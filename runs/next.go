@@ -7,11 +7,12 @@ import (
 	"github.com/superstep-dev/superstep/engine"
 )
 
-// NextIndex infers a checkpoint's next tasks from its header (channel
-// versions, versions seen, updated channels) without loading a value, for
-// pages that list many checkpoints. Checkpoint metadata does not record
-// the next tasks, and loading every checkpoint's state to plan them would
-// cost a history page the size of every state in it.
+// NextIndex infers a checkpoint's next tasks from its version maps
+// (channel versions, versions seen, updated channels) without loading a
+// value, for pages that list many checkpoints saved before checkpoints
+// carried their next tasks (checkpoints.Checkpoint.Next is nil): loading
+// every such checkpoint's state to plan them would cost a history page
+// the size of every state in it.
 type NextIndex struct {
 	trig  triggerIndex
 	order map[string]int

@@ -276,10 +276,9 @@ func rawScan(b *testing.B, pool *pgxpool.Pool, sql string, args ...any) (n, size
 
 // BenchmarkPGHistoryPage lists the newest 50 of a thread's 1,000
 // checkpoints, metadata only, as a history page does: the Studio's
-// checkpoint tree and the API's history (engine.GetStateHistory with
-// MetadataOnly) ask for headers, which carry each checkpoint's id,
-// parent, time, metadata and next tasks (ListOptions.Headers), not its
-// version maps.
+// checkpoint tree and engine.GetStateHistory with MetadataOnly ask for
+// headers, which carry each checkpoint's id, parent, time, metadata and
+// next tasks (ListOptions.Headers), not its version maps.
 //
 // x-floor is its cost over historyFloor, the raw index scan of the same
 // rows and columns, interleaved with the pages (one floor scan after

@@ -89,6 +89,16 @@ func savedNextIsPlanned(t *testing.T, saver checkpoints.Saver, d engine.Durabili
 				t.Errorf("%s: the history plans %v from %s, its checkpoint names %v", stage, s.Next, s.Config.CheckpointID, next)
 			}
 		}
+		// A metadata-only history gives the saved names.
+		heads, err := cg.GetStateHistory(ctx(), checkpoints.Config{ThreadID: th}, engine.HistoryOptions{MetadataOnly: true})
+		if err != nil || len(heads) != len(snaps) {
+			t.Fatalf("metadata-only history: %d snapshots, %v; want %d", len(heads), err, len(snaps))
+		}
+		for i, s := range heads {
+			if !slices.Equal(s.Next, snaps[i].Next) {
+				t.Errorf("%s: the metadata-only history names %v next from %s, the full one %v", stage, s.Next, s.Config.CheckpointID, snaps[i].Next)
+			}
+		}
 	}
 	_, err := cg.Invoke(ctx(), engine.Update{"log": "in"}, opts)
 	if in := interrupted(t, err); !slices.Equal(in.Before, []string{"ask"}) {

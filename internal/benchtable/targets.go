@@ -76,7 +76,7 @@ var targets = []row{
 	{target: "3", what: "the thread's rows (checkpoints and blobs) over what its steps appended", fig: m(pgsaver, `^BenchmarkPGHistoryStorage$`, "rows-x-appended"), report: true},
 	// The page benchmarks run the floor scan (the same rows, order and
 	// columns, read raw) after every page, so both meet the same load.
-	// The page is read as the Studio's tree and the API's history read
+	// The page is read as the Studio's tree and a metadata-only history read
 	// it: headers, next tasks included.
 	{target: "4", what: "history page, newest 50 of 1,000, metadata only", fig: m(pgsaver, `^BenchmarkPGHistoryPage$`, "ms/page"),
 		floor: ptr(m(pgsaver, `^BenchmarkPGHistoryPage$`, "ms/floor")), limit: 1.2, unit: "ms"},
