@@ -76,9 +76,10 @@ func decodeBody(body []byte, cp *checkpoints.Checkpoint) error {
 type listDecoder struct {
 	r     plainJSON
 	names names
-	// next gathers a body's Next, which is then copied once: each
-	// tuple's Next is its own slice, which its caller may change.
-	next []string
+	// list gathers a list of names (Next, UpdatedChannels), which is
+	// then copied once: each tuple's lists are its own slices, which its
+	// caller may change.
+	list []string
 }
 
 func newListDecoder() *listDecoder { return &listDecoder{names: names{}} }
@@ -136,7 +137,7 @@ func (d *listDecoder) readHeader(cp *checkpoints.Checkpoint, id string) bool {
 	} else if cp.TS.UnmarshalJSON(ts) != nil {
 		return false
 	}
-	if r.lit(`,"next":`) && !d.readNext(cp) {
+	if r.lit(`,"next":`) && !d.readNames(&cp.Next) {
 		return false
 	}
 	if cp.ID = id; string(idText) != id {
@@ -145,25 +146,25 @@ func (d *listDecoder) readHeader(cp *checkpoints.Checkpoint, id string) bool {
 	return true
 }
 
-// readNext reads the value of "next" into cp.Next: null (nil, as
-// encoding/json leaves it; this package writes no key instead) or an
-// array of plain strings. An empty array is an empty Next, not nil.
-// The names are shared through d.names, the slice is cp's own: one
-// allocation, none for an empty one.
-func (d *listDecoder) readNext(cp *checkpoints.Checkpoint) bool {
+// readNames reads a JSON array of plain strings, or null, into *dst, as
+// encoding/json would: null leaves it nil (this package writes no "next"
+// key instead), an empty array makes it empty, not nil. The names are
+// shared through d.names, the slice is *dst's own: one allocation, none
+// for an empty one.
+func (d *listDecoder) readNames(dst *[]string) bool {
 	r := &d.r
 	if r.lit("null") {
 		return true
 	}
 	r.must('[')
 	if r.next(']') {
-		cp.Next = []string{}
+		*dst = []string{}
 		return r.ok
 	}
-	d.next = d.next[:0]
+	d.list = d.list[:0]
 	for r.ok {
 		if s := r.str(); r.ok {
-			d.next = append(d.next, d.names.get(s))
+			d.list = append(d.list, d.names.get(s))
 		}
 		if r.next(']') {
 			break
@@ -173,7 +174,7 @@ func (d *listDecoder) readNext(cp *checkpoints.Checkpoint) bool {
 	if !r.ok {
 		return false
 	}
-	cp.Next = slices.Clone(d.next)
+	*dst = slices.Clone(d.list)
 	return true
 }
 
@@ -263,20 +264,8 @@ func (d *listDecoder) readBody(cp *checkpoints.Checkpoint, id string) bool {
 	if !r.lit(`,"updated_channels":`) {
 		return false
 	}
-	if !r.lit("null") {
-		r.must('[')
-		cp.UpdatedChannels = []string{}
-		if !r.next(']') {
-			for r.ok {
-				if ch := r.str(); r.ok {
-					cp.UpdatedChannels = append(cp.UpdatedChannels, d.names.get(ch))
-				}
-				if r.next(']') {
-					break
-				}
-				r.must(',')
-			}
-		}
+	if !d.readNames(&cp.UpdatedChannels) {
+		return false
 	}
 	r.must('}')
 	return r.end()
