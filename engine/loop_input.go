@@ -58,6 +58,10 @@ func (l *loop) first(ctx context.Context, input any) error {
 			// first tick reports (the one travelled to is not reported
 			// again).
 			l.pending = nil
+			if l.opts.Durability == DurabilityExit {
+				// The fork's values hold the Command's writes.
+				l.exitWrites = l.exitWrites[:0]
+			}
 			if err := l.putCheckpoint(ctx, checkpoints.SourceFork); err != nil {
 				return err
 			}

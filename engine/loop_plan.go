@@ -102,8 +102,11 @@ func (l *loop) nextTasks() ([]*task, error) {
 func (l *loop) planNext() []string {
 	l.step++ // the tasks run at the next step: their ids say so
 	// Cache keys (a CachePolicy's Key is the user's code) are computed
-	// only for tasks that are going to run (nextTasks), not for a step a
-	// breakpoint, the recursion limit or a state edit stops before.
+	// when the planned tasks are taken to run (nextTasks), not here: a run
+	// that stops after this save (a breakpoint after a node, the
+	// recursion limit) or a state edit computes none for the step it does
+	// not reach. (A breakpoint before a node is checked once the keys
+	// are computed, as upstream does.)
 	l.planning = true
 	tasks, err := l.prepare()
 	l.step--

@@ -316,9 +316,9 @@ func (l *loop) finishPersist(ctx context.Context, runErr error) error {
 	if err := l.flushStepWrites(ctx); err != nil {
 		return err
 	}
-	if l.opts.Durability == DurabilityExit && l.ckptID != "" && l.ckptCfg.CheckpointID != l.ckptID {
+	if l.opts.Durability == DurabilityExit && l.ckptID != "" {
 		pctx := context.WithoutCancel(ctx)
-		if runErr == nil || l.ckptID != "" {
+		if l.ckptCfg.CheckpointID != l.ckptID {
 			if err := l.saveCheckpointAt(pctx); err != nil {
 				return err
 			}

@@ -243,14 +243,15 @@ func (l *loop) interrupted(tasks []*task) error {
 		return nil
 	}
 	if len(done) > 0 {
-		// Errors here only affect the in-memory view; the saved pending
-		// writes are what a resume uses. As upstream, the root streams
-		// the state they make as its last values; a subgraph does not.
 		// Exit durability saves the step's checkpoint when the run
-		// stops, after this: it keeps the state as it was.
+		// stops, after this: it keeps the state as it was (failing to
+		// encode it fails the run, as the save would).
 		if err := l.holdExitFrame(tasks); err != nil {
 			return err
 		}
+		// Errors here only affect the in-memory view; the saved pending
+		// writes are what a resume uses. As upstream, the root streams
+		// the state they make as its last values; a subgraph does not.
 		l.quietValues = l.ns != ""
 		_, _ = l.apply(done)
 		l.quietValues = false
