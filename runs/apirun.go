@@ -479,6 +479,10 @@ func (m *Manager) DeleteRun(ctx context.Context, thread, runID string, rollback 
 			return fmt.Errorf("runs: roll back run %q of thread %q: %w", runID, thread, err)
 		}
 	}
+	// A record of it waiting to be written again would bring it back.
+	m.mu.Lock()
+	delete(m.unsavedRuns, [2]string{thread, runID})
+	m.mu.Unlock()
 	return m.runLog.DeleteRun(ctx, thread, runID)
 }
 

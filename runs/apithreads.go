@@ -114,6 +114,15 @@ func (m *Manager) DeleteThread(ctx context.Context, id string) error {
 			return fmt.Errorf("runs: delete the checkpoints of thread %q: %w", id, err)
 		}
 	}
+	// Records of its runs waiting to be written again would bring them
+	// back (under the same id, onto a new thread).
+	m.mu.Lock()
+	for key := range m.unsavedRuns {
+		if key[0] == id {
+			delete(m.unsavedRuns, key)
+		}
+	}
+	m.mu.Unlock()
 	recs, err := m.runLog.ListRuns(ctx, id, 0)
 	if err != nil {
 		return fmt.Errorf("runs: delete thread %q: %w", id, err)

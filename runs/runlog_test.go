@@ -264,3 +264,57 @@ func TestAnEndedRunStaysEndedWhenItsRecordWaits(t *testing.T) {
 		}
 	})
 }
+
+// A deleted run stays deleted though its end's record waited to be
+// written again (the run log refused it): DeleteRun drops the waiting
+// record, and DeleteThread its runs', so none is read back, nor listed
+// on a new thread of the same id.
+func TestADeletedRunStaysDeletedWhenItsRecordWaited(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	t.Run("DeleteRun", func(t *testing.T) {
+		t.Parallel()
+		log := &heldRunLog{RunLog: runs.NewMemoryRunLog(), release: make(chan struct{})}
+		log.refuse.Store(true)
+		m := manager(t, map[string]engine.Compiled{"linear": linear(t, nil)}, runs.WithRunLog(log), runs.WithErrorHandler(func(error) {}))
+		th, err := m.Start(ctx, "linear", "t", map[string]any{"log": "x"}, runs.StartOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wait(t, m, "t")
+		if err := m.DeleteRun(ctx, "t", th.RunID, false); err != nil {
+			t.Fatal(err)
+		}
+		if rec, err := m.RunRecord(ctx, "t", th.RunID); !errors.Is(err, runs.ErrUnknownRun) {
+			t.Fatalf("deleted run read back: %+v, %v; want ErrUnknownRun", rec, err)
+		}
+	})
+	t.Run("DeleteThread", func(t *testing.T) {
+		t.Parallel()
+		log := &heldRunLog{RunLog: runs.NewMemoryRunLog(), release: make(chan struct{})}
+		log.refuse.Store(true)
+		m := manager(t, map[string]engine.Compiled{"linear": linear(t, nil)}, runs.WithRunLog(log), runs.WithErrorHandler(func(error) {}))
+		old, err := m.Start(ctx, "linear", "t", map[string]any{"log": "x"}, runs.StartOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wait(t, m, "t")
+		if err := m.DeleteThread(ctx, "t"); err != nil {
+			t.Fatal(err)
+		}
+		log.refuse.Store(false)
+		if _, err := m.Start(ctx, "linear", "t", map[string]any{"log": "y"}, runs.StartOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		wait(t, m, "t")
+		recs, err := m.ThreadRuns(ctx, "t", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if r.RunID == old.RunID {
+				t.Fatalf("the new thread t lists the deleted thread's run %s: %+v", old.RunID, recs)
+			}
+		}
+	})
+}
