@@ -1243,9 +1243,16 @@ func (a *API) waitRun(ctx context.Context, thread string, run *apiRun) error {
 			// until its record is written: this is a record lost).
 			return nil
 		}
-		// The thread is idle and its last run another: this one is
-		// claimed from the queue and not started yet. Nothing tells when
-		// it starts; look again shortly.
+		// The thread is idle and its last run another. With a durable
+		// queue this one may be claimed and not started yet (a run that
+		// ended is read ended; one whose process died is taken over and
+		// ended): nothing tells when it starts, look again shortly.
+		// Without one, a claimed run starts at once, and a record that
+		// never ended is a process's that died (the thread was settled,
+		// its record not): it ended.
+		if !a.durable() {
+			return nil
+		}
 		select {
 		case <-time.After(pause):
 		case <-ctx.Done():

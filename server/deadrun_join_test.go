@@ -1,0 +1,76 @@
+package server_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/superstep-dev/superstep/runs"
+	"github.com/superstep-dev/superstep/server"
+)
+
+// A join of a run whose process died mid-run (no queue: its run-log
+// record was written when it got going and never ended; a restarted
+// Manager settled the thread, not the record) answers, after a later run
+// on the thread too, rather than wait for ever.
+func TestJoinOfADeadProcesssRunAfterALaterRunAnswers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	threads, log := runs.NewMemoryThreads(), runs.NewMemoryRunLog()
+	now := time.Now().Add(-time.Hour)
+	const th, dead = "t-orphan", "0190b0e4-0000-7000-8000-000000000001"
+	// What the dead process left: the thread running under it, and its
+	// run's start record.
+	if err := threads.SaveThread(ctx, runs.ThreadRecord{ID: th, Graph: "linear", Status: runs.StatusRunning, RunID: dead,
+		Owner: "gone-process", Updated: now, Created: now, StateUpdated: now}); err != nil {
+		t.Fatal(err)
+	}
+	if err := log.SaveRun(ctx, runs.RunRecord{Thread: th, RunID: dead, Kind: runs.RunStart, Started: now, Status: runs.StatusRunning}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := runs.NewManager(testGraphs(t, nil), runs.WithThreadStore(threads), runs.WithRunLog(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := server.New(server.Config{Runs: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api.Handler())
+	t.Cleanup(func() { srv.Close(); api.Close(); m.Close() })
+	c := &client{t: t, base: srv.URL}
+	if info, err := m.Thread(ctx, th); err != nil || info.Status == runs.StatusRunning {
+		t.Fatalf("the orphan was not settled: %+v, %v", info, err)
+	}
+	// A later run on the thread.
+	c.json("POST", "/threads/"+th+"/runs/wait", map[string]any{"assistant_id": "linear", "input": map[string]any{"log": []string{"later"}}}, 200)
+	// Join the dead run.
+	req, err := http.NewRequest("GET", srv.URL+"/threads/"+th+"/runs/"+dead+"/join", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	res, err := http.DefaultClient.Do(req.WithContext(rctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("join: %d", res.StatusCode)
+	}
+	buf := make([]byte, 4096)
+	var body []byte
+	for {
+		n, err := res.Body.Read(buf)
+		body = append(body, buf[:n]...)
+		if err != nil {
+			if rctx.Err() != nil {
+				t.Fatalf("join of the dead run had not answered after 5s (got %q)", body)
+			}
+			break
+		}
+	}
+}
