@@ -1179,6 +1179,9 @@ func (m *Manager) settleOrphans(ctx context.Context) error {
 		if !settled {
 			continue
 		}
+		if err := m.endOrphanRun(ctx, rec, runID); err != nil {
+			errs = append(errs, err)
+		}
 		// A thread this process read while it was still called running
 		// (settled later than start-up) takes the settled record too.
 		m.mu.Lock()
@@ -1196,6 +1199,29 @@ func (m *Manager) settleOrphans(ctx context.Context) error {
 		m.mu.Unlock()
 	}
 	return errors.Join(errs...)
+}
+
+// endOrphanRun ends the run-log record of a settled orphan's run as the
+// thread was settled (rec): else the run, which no process runs any more,
+// would read as running for ever.
+func (m *Manager) endOrphanRun(ctx context.Context, rec ThreadRecord, runID string) error {
+	if runID == "" {
+		return nil
+	}
+	recs, err := m.runLog.ListRuns(ctx, rec.ID, 0)
+	if err != nil {
+		return fmt.Errorf("runs: end the run %q of stopped thread %q: %w", runID, rec.ID, err)
+	}
+	i := slices.IndexFunc(recs, func(r RunRecord) bool { return r.RunID == runID })
+	if i < 0 || !recs[i].Ended.IsZero() {
+		return nil
+	}
+	r := recs[i]
+	r.Ended, r.Status, r.Error = rec.Updated, rec.Status, rec.Error
+	if err := m.runLog.SaveRun(ctx, r); err != nil {
+		return fmt.Errorf("runs: end the run %q of stopped thread %q: %w", runID, rec.ID, err)
+	}
+	return nil
 }
 
 // settleReadTimeout bounds the read of one orphan's head.

@@ -11,10 +11,10 @@ import (
 	"github.com/superstep-dev/superstep/server"
 )
 
-// A join of a run whose process died mid-run (no queue: its run-log
-// record was written when it got going and never ended; a restarted
-// Manager settled the thread, not the record) answers, after a later run
-// on the thread too, rather than wait for ever.
+// The run of a process that died mid-run (no queue: its run-log record
+// was written when it got going) is ended when a restarted Manager
+// settles its thread, and a join of it answers, after a later run on the
+// thread too, rather than wait for ever.
 func TestJoinOfADeadProcesssRunAfterALaterRunAnswers(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -43,6 +43,10 @@ func TestJoinOfADeadProcesssRunAfterALaterRunAnswers(t *testing.T) {
 	c := &client{t: t, base: srv.URL}
 	if info, err := m.Thread(ctx, th); err != nil || info.Status == runs.StatusRunning {
 		t.Fatalf("the orphan was not settled: %+v, %v", info, err)
+	}
+	// Its run's record ends with it: it does not read as running.
+	if rec, err := m.RunRecord(ctx, th, dead); err != nil || rec.Ended.IsZero() || rec.Status != runs.StatusError || rec.Error != runs.StoppedReason {
+		t.Fatalf("the dead run's record: %+v, %v; want it ended as stopped", rec, err)
 	}
 	// A later run on the thread.
 	c.json("POST", "/threads/"+th+"/runs/wait", map[string]any{"assistant_id": "linear", "input": map[string]any{"log": []string{"later"}}}, 200)
