@@ -21,8 +21,10 @@ var durs = []struct {
 // (a asks twice), b finished beside it in the first run. Under exit
 // durability the answer, a's second interrupt and b's writes must survive.
 func TestExitDurabilityResumeThatInterruptsAgainKeepsItsAnswer(t *testing.T) {
+	t.Parallel()
 	for _, d := range durs {
 		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
 			var bCalls atomic.Int32
 			g := engine.NewStateGraph[logState]()
 			g.AddNode("a", func(ctx context.Context, _ logState) (engine.Output, error) {
@@ -78,8 +80,10 @@ func TestExitDurabilityResumeThatInterruptsAgainKeepsItsAnswer(t *testing.T) {
 // id. The answered task finishes, the other still waits; the second
 // resume answers it. The first answer must not be asked again.
 func TestExitDurabilityAnsweringOneOfTwoInterrupts(t *testing.T) {
+	t.Parallel()
 	for _, d := range durs {
 		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
 			var asked atomic.Int32
 			ask := func(name string) func(context.Context, logState) (engine.Output, error) {
 				return func(ctx context.Context, _ logState) (engine.Output, error) {
@@ -133,8 +137,10 @@ func TestExitDurabilityAnsweringOneOfTwoInterrupts(t *testing.T) {
 // step after the fork stopping at an interrupt: the update must be applied
 // once (the fork's state already holds it).
 func TestExitDurabilityTravelWithUpdateThenInterruptAppliesTheUpdateOnce(t *testing.T) {
+	t.Parallel()
 	for _, d := range durs {
 		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
 			g := engine.NewStateGraph[logState]()
 			g.AddNode("p", func(context.Context, logState) (engine.Output, error) { return engine.Update{"log": "p"}, nil })
 			g.AddNode("a", func(ctx context.Context, _ logState) (engine.Output, error) {

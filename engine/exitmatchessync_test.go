@@ -12,20 +12,25 @@ import (
 	"github.com/superstep-dev/superstep/engine"
 )
 
-// routcome of a scenario: each run's result and the calls per node.
-type routcome struct {
+// durabilityOutcome is what a scenario did: each run's result and the
+// calls per node.
+type durabilityOutcome struct {
 	results []string
 	calls   map[string]int
 }
 
-type callCount struct {
+// nodeCalls counts each node's calls.
+type nodeCalls struct {
 	mu sync.Mutex
 	m  map[string]int
 }
 
-func (c *callCount) add(n string) { c.mu.Lock(); c.m[n]++; c.mu.Unlock() }
+func (c *nodeCalls) add(n string) { c.mu.Lock(); c.m[n]++; c.mu.Unlock() }
 
-func rdescribe(out logState, err error) string {
+// describeRun says how a run ended, alike whatever the durability: its
+// interrupts' values, its error, or its log (sorted: parallel tasks
+// append in any order).
+func describeRun(out logState, err error) string {
 	var in *engine.Interrupted
 	if errors.As(err, &in) {
 		vals := []string{}
@@ -43,19 +48,20 @@ func rdescribe(out logState, err error) string {
 	return fmt.Sprint(l)
 }
 
-// compare runs build under sync and exit durability and compares.
-func rcompare(t *testing.T, build func(c *callCount) *engine.Graph[logState], inputs func(*engine.Graph[logState], checkpoints.Saver, *engine.RunOptions) []func() (logState, error)) {
+// compareExitWithSync runs the graph build makes through the runs inputs
+// gives, under sync and then exit durability, each on a fresh memory
+// saver, and fails unless both end alike and call each node as often.
+func compareExitWithSync(t *testing.T, build func(c *nodeCalls) *engine.StateGraph[logState], inputs func(*engine.Graph[logState], *engine.RunOptions) []func() (logState, error)) {
 	t.Helper()
-	res := map[engine.Durability]routcome{}
+	res := map[engine.Durability]durabilityOutcome{}
 	for _, d := range []engine.Durability{engine.DurabilitySync, engine.DurabilityExit} {
-		c := &callCount{m: map[string]int{}}
-		cg := build(c)
-		saver := cg.Pregel().Checkpointer()
+		c := &nodeCalls{m: map[string]int{}}
+		cg := mustCompile(t, build(c), engine.CompileOptions{Checkpointer: checkpoints.NewMemory()})
 		opts := &engine.RunOptions{ThreadID: "t", Durability: d}
-		var o routcome
-		for _, step := range inputs(cg, saver, opts) {
+		var o durabilityOutcome
+		for _, step := range inputs(cg, opts) {
 			out, err := step()
-			o.results = append(o.results, rdescribe(out, err))
+			o.results = append(o.results, describeRun(out, err))
 		}
 		o.calls = c.m
 		res[d] = o
@@ -66,14 +72,16 @@ func rcompare(t *testing.T, build func(c *callCount) *engine.Graph[logState], in
 	}
 }
 
-func rnode(c *callCount, name string) func(context.Context, logState) (engine.Output, error) {
+// countedNode appends its name to the log, counted in c.
+func countedNode(c *nodeCalls, name string) func(context.Context, logState) (engine.Output, error) {
 	return func(context.Context, logState) (engine.Output, error) {
 		c.add(name)
 		return engine.Update{"log": name}, nil
 	}
 }
 
-func rasker(c *callCount, name string) func(context.Context, logState) (engine.Output, error) {
+// countedAsker asks "name?" and logs "name:answer", counted in c.
+func countedAsker(c *nodeCalls, name string) func(context.Context, logState) (engine.Output, error) {
 	return func(ctx context.Context, _ logState) (engine.Output, error) {
 		c.add(name)
 		v, err := engine.Interrupt(ctx, name+"?")
@@ -84,7 +92,9 @@ func rasker(c *callCount, name string) func(context.Context, logState) (engine.O
 	}
 }
 
-func rresumeAll(cg *engine.Graph[logState], opts *engine.RunOptions, answer string) (logState, error) {
+// resumeAll answers every pending interrupt of thread t with answer and
+// the question.
+func resumeAll(cg *engine.Graph[logState], opts *engine.RunOptions, answer string) (logState, error) {
 	st, err := cg.GetState(context.Background(), checkpoints.Config{ThreadID: "t"})
 	if err != nil {
 		return logState{}, err
@@ -96,27 +106,27 @@ func rresumeAll(cg *engine.Graph[logState], opts *engine.RunOptions, answer stri
 	return cg.Invoke(context.Background(), engine.Command{Resume: m}, opts)
 }
 
+// Exit durability saves only when a run stops, yet a thread must do the
+// same under it as under sync durability: interrupts beside finished
+// tasks, in a subgraph, beside a failure, a Command goto and a Send.
 func TestExitDurabilityMatchesSync(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	t.Run("subgraph interrupt beside a finished task", func(t *testing.T) {
-		rcompare(t, func(c *callCount) *engine.Graph[logState] {
-			saver := checkpoints.NewMemory()
+		t.Parallel()
+		compareExitWithSync(t, func(c *nodeCalls) *engine.StateGraph[logState] {
 			inner := engine.NewStateGraph[logState]()
-			inner.AddNode("x", rasker(c, "x")).AddNode("y", rnode(c, "y"))
+			inner.AddNode("x", countedAsker(c, "x")).AddNode("y", countedNode(c, "y"))
 			inner.AddEdge(engine.Start, "x").AddEdge(engine.Start, "y")
 			sub, err := inner.Compile(engine.CompileOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			g := engine.NewStateGraph[logState]()
-			g.AddSubgraph("sub", sub).AddNode("b", rnode(c, "b")).AddNode("after", rnode(c, "after"))
+			g.AddSubgraph("sub", sub).AddNode("b", countedNode(c, "b")).AddNode("after", countedNode(c, "after"))
 			g.AddEdge(engine.Start, "sub").AddEdge(engine.Start, "b").AddEdge("b", "after")
-			cg, err := g.Compile(engine.CompileOptions{Checkpointer: saver})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return cg
-		}, func(cg *engine.Graph[logState], _ checkpoints.Saver, opts *engine.RunOptions) []func() (logState, error) {
+			return g
+		}, func(cg *engine.Graph[logState], opts *engine.RunOptions) []func() (logState, error) {
 			return []func() (logState, error){
 				func() (logState, error) { return cg.Invoke(ctx, engine.Update{"log": "in"}, opts) },
 				func() (logState, error) { return cg.Invoke(ctx, engine.Command{Resume: "yes"}, opts) },
@@ -124,37 +134,31 @@ func TestExitDurabilityMatchesSync(t *testing.T) {
 		})
 	})
 	t.Run("two interrupts beside a finished task", func(t *testing.T) {
-		rcompare(t, func(c *callCount) *engine.Graph[logState] {
+		t.Parallel()
+		compareExitWithSync(t, func(c *nodeCalls) *engine.StateGraph[logState] {
 			g := engine.NewStateGraph[logState]()
-			g.AddNode("a", rasker(c, "a")).AddNode("c", rasker(c, "c")).AddNode("b", rnode(c, "b")).AddNode("after", rnode(c, "after"))
+			g.AddNode("a", countedAsker(c, "a")).AddNode("c", countedAsker(c, "c")).AddNode("b", countedNode(c, "b")).AddNode("after", countedNode(c, "after"))
 			g.AddEdge(engine.Start, "a").AddEdge(engine.Start, "b").AddEdge(engine.Start, "c").AddEdge("b", "after")
-			cg, err := g.Compile(engine.CompileOptions{Checkpointer: checkpoints.NewMemory()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return cg
-		}, func(cg *engine.Graph[logState], _ checkpoints.Saver, opts *engine.RunOptions) []func() (logState, error) {
+			return g
+		}, func(cg *engine.Graph[logState], opts *engine.RunOptions) []func() (logState, error) {
 			return []func() (logState, error){
 				func() (logState, error) { return cg.Invoke(ctx, engine.Update{"log": "in"}, opts) },
-				func() (logState, error) { return rresumeAll(cg, opts, "ok-") },
+				func() (logState, error) { return resumeAll(cg, opts, "ok-") },
 			}
 		})
 	})
 	t.Run("interrupt beside a task routing by Command goto, at a later step", func(t *testing.T) {
-		rcompare(t, func(c *callCount) *engine.Graph[logState] {
+		t.Parallel()
+		compareExitWithSync(t, func(c *nodeCalls) *engine.StateGraph[logState] {
 			g := engine.NewStateGraph[logState]()
-			g.AddNode("p", rnode(c, "p")).AddNode("a", rasker(c, "a")).AddNode("d", rnode(c, "d"))
+			g.AddNode("p", countedNode(c, "p")).AddNode("a", countedAsker(c, "a")).AddNode("d", countedNode(c, "d"))
 			g.AddNode("b", func(context.Context, logState) (engine.Output, error) {
 				c.add("b")
 				return engine.Command{Update: engine.Update{"log": "b"}, Goto: []any{"d"}}, nil
 			})
 			g.AddEdge(engine.Start, "p").AddEdge("p", "a").AddEdge("p", "b")
-			cg, err := g.Compile(engine.CompileOptions{Checkpointer: checkpoints.NewMemory()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return cg
-		}, func(cg *engine.Graph[logState], _ checkpoints.Saver, opts *engine.RunOptions) []func() (logState, error) {
+			return g
+		}, func(cg *engine.Graph[logState], opts *engine.RunOptions) []func() (logState, error) {
 			return []func() (logState, error){
 				func() (logState, error) { return cg.Invoke(ctx, engine.Update{"log": "in"}, opts) },
 				func() (logState, error) { return cg.Invoke(ctx, engine.Command{Resume: "yes"}, opts) },
@@ -162,11 +166,12 @@ func TestExitDurabilityMatchesSync(t *testing.T) {
 		})
 	})
 	t.Run("interrupt, a finished task and a failed one", func(t *testing.T) {
+		t.Parallel()
 		var mu sync.Mutex
-		rcompare(t, func(c *callCount) *engine.Graph[logState] {
+		compareExitWithSync(t, func(c *nodeCalls) *engine.StateGraph[logState] {
 			fails := 1
 			g := engine.NewStateGraph[logState]()
-			g.AddNode("a", rasker(c, "a")).AddNode("b", rnode(c, "b"))
+			g.AddNode("a", countedAsker(c, "a")).AddNode("b", countedNode(c, "b"))
 			g.AddNode("f", func(context.Context, logState) (engine.Output, error) {
 				c.add("f")
 				mu.Lock()
@@ -178,12 +183,8 @@ func TestExitDurabilityMatchesSync(t *testing.T) {
 				return engine.Update{"log": "f"}, nil
 			})
 			g.AddEdge(engine.Start, "a").AddEdge(engine.Start, "b").AddEdge(engine.Start, "f")
-			cg, err := g.Compile(engine.CompileOptions{Checkpointer: checkpoints.NewMemory()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return cg
-		}, func(cg *engine.Graph[logState], _ checkpoints.Saver, opts *engine.RunOptions) []func() (logState, error) {
+			return g
+		}, func(cg *engine.Graph[logState], opts *engine.RunOptions) []func() (logState, error) {
 			return []func() (logState, error){
 				func() (logState, error) { return cg.Invoke(ctx, engine.Update{"log": "in"}, opts) },
 				func() (logState, error) { return cg.Invoke(ctx, nil, opts) },
@@ -192,19 +193,16 @@ func TestExitDurabilityMatchesSync(t *testing.T) {
 		})
 	})
 	t.Run("Send beside an interrupt", func(t *testing.T) {
-		rcompare(t, func(c *callCount) *engine.Graph[logState] {
+		t.Parallel()
+		compareExitWithSync(t, func(c *nodeCalls) *engine.StateGraph[logState] {
 			g := engine.NewStateGraph[logState]()
-			g.AddNode("a", rasker(c, "a")).AddNode("b", rnode(c, "b")).AddNode("w", rnode(c, "w"))
+			g.AddNode("a", countedAsker(c, "a")).AddNode("b", countedNode(c, "b")).AddNode("w", countedNode(c, "w"))
 			g.AddEdge(engine.Start, "a").AddEdge(engine.Start, "b")
 			g.AddConditionalEdges("b", func(context.Context, logState) (engine.Route, error) {
 				return engine.SendTo(engine.Send{Node: "w", Arg: logState{}}), nil
 			}, nil)
-			cg, err := g.Compile(engine.CompileOptions{Checkpointer: checkpoints.NewMemory()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return cg
-		}, func(cg *engine.Graph[logState], _ checkpoints.Saver, opts *engine.RunOptions) []func() (logState, error) {
+			return g
+		}, func(cg *engine.Graph[logState], opts *engine.RunOptions) []func() (logState, error) {
 			return []func() (logState, error){
 				func() (logState, error) { return cg.Invoke(ctx, engine.Update{"log": "in"}, opts) },
 				func() (logState, error) { return cg.Invoke(ctx, engine.Command{Resume: "yes"}, opts) },
