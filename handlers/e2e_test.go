@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
@@ -34,6 +35,20 @@ func waitFor(t *testing.T, ctx context.Context, what string, sel string) {
 	if err := chromedp.Do(ctx, chromedp.WaitReady(chromedp.CSS(sel))); err != nil {
 		html, _ := chromedp.Run(ctx, chromedp.OuterHTML(chromedp.CSS("body")))
 		t.Fatalf("waiting for %s (%s): %v\npage: %.3000s", what, sel, err, html)
+	}
+}
+
+// waitText waits until the element with the given id shows text holding
+// want, read in the page as it shows it: never through a node found
+// before a navigation ended, which is stale under load ("No node with
+// given id found"). It fails the test after 10 s, saying what it shows.
+func waitText(t *testing.T, ctx context.Context, id, want string) {
+	t.Helper()
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(pctx, chromedp.Poll[bool](fmt.Sprintf(`(document.getElementById(%q)?.textContent ?? "").includes(%q)`, id, want))); err != nil {
+		got, _ := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`document.getElementById(%q)?.textContent ?? "(no such element)"`, id)))
+		t.Fatalf("#%s shows %q, want it to hold %q: %v", id, got, want, err)
 	}
 }
 
