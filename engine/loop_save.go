@@ -217,17 +217,19 @@ func (l *loop) frame() (*checkpoints.Frame, error) {
 	return f, nil
 }
 
+// saveCheckpoint saves the current state as a checkpoint, with the tasks
+// planned from it.
 func (l *loop) saveCheckpoint(ctx context.Context, source checkpoints.Source) error {
-	f, md := l.exitFrame, l.exitMD
-	l.exitFrame = nil
-	if f == nil {
-		var err error
-		if f, err = l.frame(); err != nil {
-			return err
-		}
-		md = l.metadata(source)
-		f.Next = l.planNext()
+	f, err := l.frame()
+	if err != nil {
+		return err
 	}
+	f.Next = l.planNext()
+	return l.saveFrame(ctx, f, l.metadata(source))
+}
+
+// saveFrame saves f, with md, as the loop's next checkpoint.
+func (l *loop) saveFrame(ctx context.Context, f *checkpoints.Frame, md checkpoints.Metadata) error {
 	parent := l.ckptCfg
 	parent.ThreadID, parent.Namespace = l.opts.ThreadID, l.ns
 	next := checkpoints.Config{ThreadID: l.opts.ThreadID, Namespace: l.ns, CheckpointID: f.ID}
@@ -366,8 +368,13 @@ func (l *loop) flushStepWrites(ctx context.Context) error {
 }
 
 // saveCheckpointAt saves the in-memory current checkpoint (exit
-// durability) with the step it was created at.
+// durability) with the step it was created at: the one holdExitFrame
+// held, if any.
 func (l *loop) saveCheckpointAt(ctx context.Context) error {
+	if f := l.exitFrame; f != nil {
+		l.exitFrame = nil
+		return l.saveFrame(ctx, f, l.exitMD)
+	}
 	if !l.hasVersions() {
 		return nil
 	}
