@@ -417,7 +417,6 @@ func (m *Memory) store(in memPut, cp *Checkpoint, newVersions map[string]int64, 
 		scp.ChannelVersions = cp.ChannelVersions
 		scp.VersionsSeen = cp.VersionsSeen
 		scp.UpdatedChannels = cp.UpdatedChannels
-		scp.Next = cp.Next
 	} else if ref != nil {
 		rcp := ref.maps()
 		scp.ChannelVersions = shareMap(rcp.ChannelVersions, cp.ChannelVersions)
@@ -432,6 +431,7 @@ func (m *Memory) store(in memPut, cp *Checkpoint, newVersions map[string]int64, 
 		scp.VersionsSeen = shareSeen(nil, cp.VersionsSeen)
 		scp.UpdatedChannels = slices.Clone(cp.UpdatedChannels)
 	}
+	scp.Next = cp.Next
 	if !owned {
 		scp.Next = slices.Clone(cp.Next) // nil stays nil: unknown
 	}
