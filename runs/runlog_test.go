@@ -205,6 +205,21 @@ func TestAnEndedRunIsReportedEndedWhileItsRecordIsWritten(t *testing.T) {
 	ended(second)
 }
 
+// refusedEnd runs linear on thread t of a Manager whose run log refuses
+// (log.refuse) the write of the run's end, and returns after the run.
+func refusedEnd(t *testing.T) (*runs.Manager, *heldRunLog, string) {
+	t.Helper()
+	log := &heldRunLog{RunLog: runs.NewMemoryRunLog(), release: make(chan struct{})}
+	log.refuse.Store(true)
+	m := manager(t, map[string]engine.Compiled{"linear": linear(t, nil)}, runs.WithRunLog(log), runs.WithErrorHandler(func(error) {}))
+	th, err := m.Start(context.Background(), "linear", "t", map[string]any{"log": "x"}, runs.StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait(t, m, "t")
+	return m, log, th.RunID
+}
+
 // A run whose end the run log refused is reported ended all the same
 // (from the record waiting to be written again), and a thread whose run's
 // end is still being written is not evicted with its record: its run is
@@ -214,15 +229,8 @@ func TestAnEndedRunStaysEndedWhenItsRecordWaits(t *testing.T) {
 	ctx := context.Background()
 	t.Run("refused", func(t *testing.T) {
 		t.Parallel()
-		log := &heldRunLog{RunLog: runs.NewMemoryRunLog(), release: make(chan struct{})}
-		log.refuse.Store(true)
-		m := manager(t, map[string]engine.Compiled{"linear": linear(t, nil)}, runs.WithRunLog(log), runs.WithErrorHandler(func(error) {}))
-		th, err := m.Start(ctx, "linear", "t", map[string]any{"log": "x"}, runs.StartOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		wait(t, m, "t")
-		if rec, err := m.RunRecord(ctx, "t", th.RunID); err != nil || rec.Ended.IsZero() || rec.Status != runs.StatusIdle {
+		m, _, runID := refusedEnd(t)
+		if rec, err := m.RunRecord(ctx, "t", runID); err != nil || rec.Ended.IsZero() || rec.Status != runs.StatusIdle {
 			t.Fatalf("run whose end the log refused: %+v, %v; want it ended, idle", rec, err)
 		}
 	})
@@ -274,31 +282,17 @@ func TestADeletedRunStaysDeletedWhenItsRecordWaited(t *testing.T) {
 	ctx := context.Background()
 	t.Run("DeleteRun", func(t *testing.T) {
 		t.Parallel()
-		log := &heldRunLog{RunLog: runs.NewMemoryRunLog(), release: make(chan struct{})}
-		log.refuse.Store(true)
-		m := manager(t, map[string]engine.Compiled{"linear": linear(t, nil)}, runs.WithRunLog(log), runs.WithErrorHandler(func(error) {}))
-		th, err := m.Start(ctx, "linear", "t", map[string]any{"log": "x"}, runs.StartOptions{})
-		if err != nil {
+		m, _, runID := refusedEnd(t)
+		if err := m.DeleteRun(ctx, "t", runID, false); err != nil {
 			t.Fatal(err)
 		}
-		wait(t, m, "t")
-		if err := m.DeleteRun(ctx, "t", th.RunID, false); err != nil {
-			t.Fatal(err)
-		}
-		if rec, err := m.RunRecord(ctx, "t", th.RunID); !errors.Is(err, runs.ErrUnknownRun) {
+		if rec, err := m.RunRecord(ctx, "t", runID); !errors.Is(err, runs.ErrUnknownRun) {
 			t.Fatalf("deleted run read back: %+v, %v; want ErrUnknownRun", rec, err)
 		}
 	})
 	t.Run("DeleteThread", func(t *testing.T) {
 		t.Parallel()
-		log := &heldRunLog{RunLog: runs.NewMemoryRunLog(), release: make(chan struct{})}
-		log.refuse.Store(true)
-		m := manager(t, map[string]engine.Compiled{"linear": linear(t, nil)}, runs.WithRunLog(log), runs.WithErrorHandler(func(error) {}))
-		old, err := m.Start(ctx, "linear", "t", map[string]any{"log": "x"}, runs.StartOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		wait(t, m, "t")
+		m, log, oldRun := refusedEnd(t)
 		if err := m.DeleteThread(ctx, "t"); err != nil {
 			t.Fatal(err)
 		}
@@ -312,8 +306,8 @@ func TestADeletedRunStaysDeletedWhenItsRecordWaited(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, r := range recs {
-			if r.RunID == old.RunID {
-				t.Fatalf("the new thread t lists the deleted thread's run %s: %+v", old.RunID, recs)
+			if r.RunID == oldRun {
+				t.Fatalf("the new thread t lists the deleted thread's run %s: %+v", oldRun, recs)
 			}
 		}
 	})
