@@ -43,10 +43,7 @@ func TestExitDurabilityResumeThatInterruptsAgainKeepsItsAnswer(t *testing.T) {
 				return engine.Update{"log": "b"}, nil
 			})
 			g.AddEdge(engine.Start, "a").AddEdge(engine.Start, "b")
-			cg, err := g.Compile(engine.CompileOptions{Checkpointer: checkpoints.NewMemory()})
-			if err != nil {
-				t.Fatal(err)
-			}
+			cg := mustCompile(t, g, engine.CompileOptions{Checkpointer: checkpoints.NewMemory()})
 			ctx := context.Background()
 			opts := &engine.RunOptions{ThreadID: "t", Durability: d.d}
 			if _, err := cg.Invoke(ctx, engine.Update{"log": "in"}, opts); !errors.Is(err, engine.ErrInterrupted) {
@@ -99,13 +96,10 @@ func TestExitDurabilityAnsweringOneOfTwoInterrupts(t *testing.T) {
 			g.AddNode("a", ask("a"))
 			g.AddNode("c", ask("c"))
 			g.AddEdge(engine.Start, "a").AddEdge(engine.Start, "c")
-			cg, err := g.Compile(engine.CompileOptions{Checkpointer: checkpoints.NewMemory()})
-			if err != nil {
-				t.Fatal(err)
-			}
+			cg := mustCompile(t, g, engine.CompileOptions{Checkpointer: checkpoints.NewMemory()})
 			ctx := context.Background()
 			opts := &engine.RunOptions{ThreadID: "t", Durability: d.d}
-			_, err = cg.Invoke(ctx, engine.Update{"log": "in"}, opts)
+			_, err := cg.Invoke(ctx, engine.Update{"log": "in"}, opts)
 			var in *engine.Interrupted
 			if !errors.As(err, &in) || len(in.Interrupts) != 2 {
 				t.Fatalf("run 1: %v", err)
@@ -152,10 +146,7 @@ func TestExitDurabilityTravelWithUpdateThenInterruptAppliesTheUpdateOnce(t *test
 			})
 			g.AddEdge(engine.Start, "p").AddEdge("p", "a")
 			saver := checkpoints.NewMemory()
-			cg, err := g.Compile(engine.CompileOptions{Checkpointer: saver})
-			if err != nil {
-				t.Fatal(err)
-			}
+			cg := mustCompile(t, g, engine.CompileOptions{Checkpointer: saver})
 			ctx := context.Background()
 			if _, err := cg.Invoke(ctx, engine.Update{"log": "in"}, &engine.RunOptions{ThreadID: "t", Durability: d.d}); !errors.Is(err, engine.ErrInterrupted) {
 				t.Fatalf("run 1: %v", err)
