@@ -267,16 +267,19 @@ func treePage(ctx context.Context, rt Routes, t runs.Thread, p *engine.Pregel, b
 	if err != nil {
 		return nil, nil, err
 	}
+	// Only a page with older checkpoints needs the means of inferring
+	// their next tasks.
+	var known map[string][]string
+	var idx *runs.NextIndex
 	if slices.ContainsFunc(tups, func(tup *checkpoints.Tuple) bool { return tup.Checkpoint.Next == nil }) {
 		if tups, err = saver.List(ctx, q, checkpoints.ListOptions{MetadataOnly: true, Before: before, Limit: limit}); err != nil {
 			return nil, nil, err
 		}
+		if lr, ok := rt.Runs.(liveRunner); ok {
+			known = lr.KnownNext(t.ID)
+		}
+		idx = runs.NewNextIndex(g)
 	}
-	var known map[string][]string
-	if lr, ok := rt.Runs.(liveRunner); ok {
-		known = lr.KnownNext(t.ID)
-	}
-	idx := runs.NewNextIndex(g)
 	snaps := make([]engine.StateSnapshot, len(tups))
 	page := make([]*engine.StateSnapshot, len(tups))
 	partial := map[string]bool{}

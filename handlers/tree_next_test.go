@@ -91,3 +91,43 @@ func TestTreeListsEverySendTaskAfterARestart(t *testing.T) {
 		t.Fatalf("%d rows list the two Send tasks, want 24: %q", sends, reloaded)
 	}
 }
+
+// olderSaver saves checkpoints as a version before Checkpoint.Next did:
+// without their next tasks (and only through Put, as maps).
+type olderSaver struct{ checkpoints.Saver }
+
+func (s olderSaver) Put(ctx context.Context, cfg checkpoints.Config, cp *checkpoints.Checkpoint, md checkpoints.Metadata, nv map[string]int64) (checkpoints.Config, error) {
+	cp.Next = nil
+	return s.Saver.Put(ctx, cfg, cp, md, nv)
+}
+
+// A thread whose checkpoints were saved without their next tasks still
+// has them listed: from the live events in the Studio that watched the
+// run, Sends included, and inferred from the versions otherwise.
+func TestTreeListsNextTasksOfCheckpointsSavedWithoutThem(t *testing.T) {
+	t.Parallel()
+	saver := olderSaver{checkpoints.NewMemory()}
+	f := serve(t, map[string]engine.Compiled{"sends": sendLoopGraph(t, saver)})
+	if _, err := f.runs.Start(context.Background(), "sends", "loop", map[string]any{"n": 0}, runs.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if th := f.wait(t, "loop"); th.Status != runs.StatusIdle || th.Error != "" {
+		t.Fatalf("run: %+v", th)
+	}
+	if tu, err := saver.Get(context.Background(), checkpoints.Config{ThreadID: "loop"}); err != nil || tu.Checkpoint.Next != nil {
+		t.Fatalf("head saved with next tasks %v (%v): the test needs checkpoints without", tu.Checkpoint.Next, err)
+	}
+	cells := nextColumn(t, f, "loop")
+	sends, fans := 0, 0
+	for _, c := range cells {
+		switch c {
+		case "work, work":
+			sends++
+		case "fan":
+			fans++
+		}
+	}
+	if sends != 24 || fans != 25 {
+		t.Fatalf("%d rows list the two Send tasks (want 24), %d list fan (want 25): %q", sends, fans, cells)
+	}
+}
