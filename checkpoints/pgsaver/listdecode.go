@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"slices"
 	"strconv"
 	"time"
 
@@ -76,13 +75,18 @@ func decodeBody(body []byte, cp *checkpoints.Checkpoint) error {
 type listDecoder struct {
 	r     plainJSON
 	names names
-	// list gathers a list of names (Next, UpdatedChannels), which is
-	// then copied once: each tuple's lists are its own slices, which its
-	// caller may change.
-	list []string
+	// lists holds the lists of names (Next, UpdatedChannels) of the rows
+	// decoded so far, one after another: a row's list is a slice of it
+	// capped at its end, so each tuple's lists are its own (an append
+	// copies, a change of an element changes its tuple's only), and a
+	// page's lists cost an allocation or two instead of one a row.
+	lists []string
 }
 
-func newListDecoder() *listDecoder { return &listDecoder{names: names{}} }
+// newListDecoder returns a decoder for a listing of about rows rows.
+func newListDecoder(rows int) *listDecoder {
+	return &listDecoder{names: names{}, lists: make([]string, 0, min(rows, 1000))}
+}
 
 // header decodes the header of a checkpoint body (V, ID, TS and Next)
 // into cp, leaving every other field zero; an ID equal to id is id.
@@ -149,8 +153,8 @@ func (d *listDecoder) readHeader(cp *checkpoints.Checkpoint, id string) bool {
 // readNames reads a JSON array of plain strings, or null, into *dst, as
 // encoding/json would: null leaves it nil (this package writes no "next"
 // key instead), an empty array makes it empty, not nil. The names are
-// shared through d.names, the slice is *dst's own: one allocation, none
-// for an empty one.
+// shared through d.names, the slice is a part of d.lists that is *dst's
+// own.
 func (d *listDecoder) readNames(dst *[]string) bool {
 	r := &d.r
 	if r.lit("null") {
@@ -161,10 +165,10 @@ func (d *listDecoder) readNames(dst *[]string) bool {
 		*dst = []string{}
 		return r.ok
 	}
-	d.list = d.list[:0]
+	start := len(d.lists)
 	for r.ok {
 		if s := r.str(); r.ok {
-			d.list = append(d.list, d.names.get(s))
+			d.lists = append(d.lists, d.names.get(s))
 		}
 		if r.next(']') {
 			break
@@ -172,9 +176,10 @@ func (d *listDecoder) readNames(dst *[]string) bool {
 		r.must(',')
 	}
 	if !r.ok {
+		d.lists = d.lists[:start]
 		return false
 	}
-	*dst = slices.Clone(d.list)
+	*dst = d.lists[start:len(d.lists):len(d.lists)]
 	return true
 }
 

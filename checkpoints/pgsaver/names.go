@@ -1,5 +1,7 @@
 package pgsaver
 
+import "strings"
+
 // A listing's rows repeat most of their strings (thread, namespace,
 // channel and node names, metadata keys and values, the previous row's
 // parent id), so a listing allocates each once: through names when it is
@@ -29,4 +31,21 @@ func share(b []byte, prev string) string {
 		return prev
 	}
 	return string(b)
+}
+
+// pageStrings makes a page's strings of one kind (its rows' parent ids)
+// in one buffer: a page of 50 ids is one allocation, not 50. A string
+// made stays as it is (the buffer is only appended to, and a bigger one
+// leaves the old to the strings made in it).
+type pageStrings struct{ b strings.Builder }
+
+// string returns b as a string; the first makes room for rows strings
+// of b's length.
+func (p *pageStrings) string(b []byte, rows int) string {
+	if p.b.Cap() == 0 {
+		p.b.Grow(len(b) * max(rows, 1))
+	}
+	start := p.b.Len()
+	p.b.Write(b)
+	return p.b.String()[start:]
 }

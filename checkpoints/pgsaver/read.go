@@ -127,7 +127,7 @@ func (s *Saver) Get(ctx context.Context, cfg checkpoints.Config) (*checkpoints.T
 		return nil, nil
 	}
 	r.thread, r.ns = cfg.ThreadID, cfg.Namespace
-	return r.tuple(values, newListDecoder(), &checkpoints.Metadata{})
+	return r.tuple(values, newListDecoder(1), &checkpoints.Metadata{})
 }
 
 // rebuild returns the values of the wanted hashes from the blobs of their
@@ -456,7 +456,7 @@ func collectTuples(rows pgx.Rows, load func([]*rowData) (map[hash][]byte, error)
 		}
 	}
 	out := make([]*checkpoints.Tuple, len(datas))
-	dec, prev := newListDecoder(), &checkpoints.Metadata{}
+	dec, prev := newListDecoder(len(datas)), &checkpoints.Metadata{}
 	for i, r := range datas {
 		t, err := r.tuple(values, dec, prev)
 		if err != nil {
@@ -568,7 +568,8 @@ func collectHeaders(rows pgx.Rows, headers bool, sizeHint int) ([]*checkpoints.T
 	// format (a pool set to the simple protocol, say) goes through Scan.
 	fds := rows.FieldDescriptions()
 	raw := len(fds) == len(dest) && fds[4].Format == pgtype.BinaryFormatCode && fds[5].Format == pgtype.TextFormatCode
-	dec := newListDecoder()
+	dec := newListDecoder(sizeHint)
+	var ids pageStrings          // the parent ids, in one buffer
 	last := &checkpoints.Tuple{} // the previous row, whose strings are shared
 	lastParent := ""             // the parent id last read, which is often this row's id
 	for rows.Next() {
@@ -602,7 +603,7 @@ func collectHeaders(rows pgx.Rows, headers bool, sizeHint int) ([]*checkpoints.T
 		if parent != nil {
 			// The tuple points at its parent config once the page's
 			// slices stop growing.
-			lastParent = string(parent)
+			lastParent = ids.string(parent, sizeHint)
 			parents[len(parents)-1] = checkpoints.Config{ThreadID: t.Config.ThreadID, Namespace: t.Config.Namespace, CheckpointID: lastParent}
 		}
 		last = t
