@@ -49,7 +49,7 @@ const (
 const loopSupersteps = 1002
 
 // The floor of the Postgres superstep: one durable INSERT+COMMIT.
-var insertCommit = m(pgsaver, `^BenchmarkPGFloorInsertCommit$`, "ns/op")
+var insertCommit = m(pgsaver, `^BenchmarkPGFloorInsertCommit$`, "ns/commit")
 
 // targets are issue #20's targets in its order. A benchmark added for a
 // target replaces its "none" row here.
