@@ -75,17 +75,12 @@ func decodeBody(body []byte, cp *checkpoints.Checkpoint) error {
 type listDecoder struct {
 	r     plainJSON
 	names names
-	// lists holds the lists of names (Next, UpdatedChannels) of the rows
-	// decoded so far, one after another: a row's list is a slice of it
-	// capped at its end, so each tuple's lists are its own (an append
-	// copies, a change of an element changes its tuple's only), and a
-	// page's lists cost an allocation or two instead of one a row.
-	lists []string
+	lists nameLists // the rows' Next and UpdatedChannels
 }
 
 // newListDecoder returns a decoder for a listing of about rows rows.
 func newListDecoder(rows int) *listDecoder {
-	return &listDecoder{names: names{}, lists: make([]string, 0, min(rows, 1000))}
+	return &listDecoder{names: names{}, lists: newNameLists(rows)}
 }
 
 // header decodes the header of a checkpoint body (V, ID, TS and Next)
@@ -105,9 +100,11 @@ func newListDecoder(rows int) *listDecoder {
 func (d *listDecoder) header(body []byte, cp *checkpoints.Checkpoint, id string) error {
 	d.r.reset(body)
 	*cp = checkpoints.Checkpoint{}
+	mark := d.lists.mark()
 	if d.readHeader(cp, id) && d.r.next(',') {
 		return nil
 	}
+	d.lists.truncate(mark) // what readHeader read of Next is thrown away
 	var h header
 	if err := unmarshal(body, &h); err != nil {
 		return err
@@ -153,8 +150,7 @@ func (d *listDecoder) readHeader(cp *checkpoints.Checkpoint, id string) bool {
 // readNames reads a JSON array of plain strings, or null, into *dst, as
 // encoding/json would: null leaves it nil (this package writes no "next"
 // key instead), an empty array makes it empty, not nil. The names are
-// shared through d.names, the slice is a part of d.lists that is *dst's
-// own.
+// shared through d.names, the slice is *dst's own part of d.lists.
 func (d *listDecoder) readNames(dst *[]string) bool {
 	r := &d.r
 	if r.lit("null") {
@@ -165,10 +161,10 @@ func (d *listDecoder) readNames(dst *[]string) bool {
 		*dst = []string{}
 		return r.ok
 	}
-	start := len(d.lists)
+	d.lists.begin()
 	for r.ok {
 		if s := r.str(); r.ok {
-			d.lists = append(d.lists, d.names.get(s))
+			d.lists.add(d.names.get(s))
 		}
 		if r.next(']') {
 			break
@@ -176,10 +172,9 @@ func (d *listDecoder) readNames(dst *[]string) bool {
 		r.must(',')
 	}
 	if !r.ok {
-		d.lists = d.lists[:start]
-		return false
+		return false // the caller throws the row's lists away
 	}
-	*dst = d.lists[start:len(d.lists):len(d.lists)]
+	*dst = d.lists.list()
 	return true
 }
 
@@ -234,9 +229,11 @@ func utcTime(quoted []byte) (t time.Time, ok bool) {
 func (d *listDecoder) body(body []byte, cp *checkpoints.Checkpoint, id string) error {
 	d.r.reset(body)
 	*cp = checkpoints.Checkpoint{}
+	mark := d.lists.mark()
 	if d.readBody(cp, id) {
 		return nil
 	}
+	d.lists.truncate(mark) // what readBody read of the lists is thrown away
 	return decodeBody(body, cp)
 }
 

@@ -190,39 +190,59 @@ func TestBodiesBeginWithTheirHeader(t *testing.T) {
 	}
 }
 
-// TestNextIsEachTuplesOwn: rows with the same Next, read by one decoder
-// (as a listing reads its rows), get slices that share nothing: changing
-// or appending to one tuple's Next changes neither another's nor what the
-// decoder reads next.
+// TestNextIsEachTuplesOwn: rows read by one decoder (as a listing reads
+// its rows, their lists in one chunk) get lists that share nothing:
+// changing or appending to one tuple's Next or UpdatedChannels changes
+// neither another's nor what the decoder reads next, and a row whose
+// lists the decoder read only in part (then decoded afresh) leaves the
+// rows around it as they were.
 func TestNextIsEachTuplesOwn(t *testing.T) {
 	t.Parallel()
 	want := []string{"tools", "tools", "agent"}
-	d := newListDecoder(1)
-	for _, read := range []func([]byte, *checkpoints.Checkpoint, string) error{d.header, d.body} {
-		var a, b checkpoints.Checkpoint
-		if err := read([]byte(bodyWithNext), &a, ""); err != nil {
-			t.Fatal(err)
+	wantUpdated := []string{"messages", "step"}
+	halfNext := strings.Replace(bodyWithNext, `"agent"]`, `"agent",1]`, 1)
+	halfUpdated := strings.Replace(bodyWithNext, `"step"]`, `"step",1]`, 1)
+	for _, headers := range []bool{true, false} {
+		d := newListDecoder(50)
+		read := d.body
+		if headers {
+			read = d.header
 		}
-		if err := read([]byte(bodyWithNext), &b, ""); err != nil {
-			t.Fatal(err)
+		var rows []*checkpoints.Checkpoint
+		for _, body := range []string{bodyWithNext, halfNext, bodyWithNext, halfUpdated, bodyWithNext} {
+			cp := &checkpoints.Checkpoint{}
+			if err := read([]byte(body), cp, ""); err != nil && body == bodyWithNext {
+				t.Fatal(err)
+			}
+			rows = append(rows, cp)
 		}
+		a, b, c := rows[0], rows[2], rows[4]
 		a.Next[0] = "changed"
-		_ = append(a.Next[:1], "appended", "appended")
-		var c checkpoints.Checkpoint
-		if err := read([]byte(bodyWithNext), &c, ""); err != nil {
+		_ = append(a.Next, "appended")
+		_ = append(a.UpdatedChannels, "appended")
+		var next checkpoints.Checkpoint
+		if err := read([]byte(bodyWithNext), &next, ""); err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(b.Next, want) || !slices.Equal(c.Next, want) {
-			t.Errorf("after changing one tuple's Next, the others' are %q and %q, want %q", b.Next, c.Next, want)
+		for _, cp := range []*checkpoints.Checkpoint{b, c, &next} {
+			if !slices.Equal(cp.Next, want) {
+				t.Errorf("headers %v: after changing one tuple's Next, another's is %q, want %q", headers, cp.Next, want)
+			}
+			if !headers && !slices.Equal(cp.UpdatedChannels, wantUpdated) {
+				t.Errorf("after appending to one tuple's UpdatedChannels, another's is %q, want %q", cp.UpdatedChannels, wantUpdated)
+			}
+		}
+		if !slices.Equal(a.Next, []string{"changed", "tools", "agent"}) {
+			t.Errorf("headers %v: the changed tuple's Next is %q", headers, a.Next)
 		}
 	}
 }
 
-// A Headers listing reads its rows' Next into one buffer of the page's
-// (listDecoder.lists), not a slice a row: a page of 50 rows, each with
-// three names, allocates only as the buffer grows (9 times from nothing;
-// a listing makes it for its rows to begin with), and a page of bodies
-// without Next, or with an empty one, allocates nothing.
+// A Headers listing reads its rows' Next into chunks of its own
+// (nameLists), not a slice a row: a page of 50 rows, each with three
+// names, allocates two chunks (the first, and a second when it is full),
+// and a page of bodies without Next, or with an empty one, allocates
+// nothing.
 //
 // Not parallel: testing.AllocsPerRun refuses to run in a parallel test.
 func TestHeaderAllocatesOnlyNext(t *testing.T) {
@@ -231,11 +251,11 @@ func TestHeaderAllocatesOnlyNext(t *testing.T) {
 	for _, tc := range []struct {
 		body   string
 		allocs float64
-	}{{listDecodeSeeds[0], 0}, {empty, 0}, {bodyWithNext, 9}} {
+	}{{listDecodeSeeds[0], 0}, {empty, 0}, {bodyWithNext, 2}} {
 		var cp checkpoints.Checkpoint
 		body, id := []byte(tc.body), "01a21685-e16a-7c4e-bd07-59c02308f8ee" // as a listing shares it
 		allocs := testing.AllocsPerRun(20, func() {
-			d.lists = nil
+			d.lists = newNameLists(50) // as newListDecoder makes them for a page
 			for range 50 {
 				if err := d.header(body, &cp, id); err != nil {
 					t.Fatal(err)
@@ -336,7 +356,7 @@ func BenchmarkListDecode(b *testing.B) {
 	rows := 0
 	row := func() {
 		if rows++; rows%50 == 0 {
-			d.lists = make([]string, 0, 50)
+			d.lists = newNameLists(50)
 		}
 	}
 	b.Run("body", func(b *testing.B) {

@@ -5,7 +5,9 @@ import "strings"
 // A listing's rows repeat most of their strings (thread, namespace,
 // channel and node names, metadata keys and values, the previous row's
 // parent id), so a listing allocates each once: through names when it is
-// one of many, through share when it is the previous row's.
+// one of many, through share when it is the previous row's. What is each
+// row's own (its parent id, its lists of names) it allocates a chunk at a
+// time: pageStrings and nameLists.
 
 // names interns the strings a listing's rows repeat (channels, nodes,
 // metadata keys): each is allocated once a listing.
@@ -33,19 +35,77 @@ func share(b []byte, prev string) string {
 	return string(b)
 }
 
-// pageStrings makes a page's strings of one kind (its rows' parent ids)
-// in one buffer: a page of 50 ids is one allocation, not 50. A string
-// made stays as it is (the buffer is only appended to, and a bigger one
-// leaves the old to the strings made in it).
-type pageStrings struct{ b strings.Builder }
+// idLen is the length of a checkpoint id as the engine makes it (a UUID),
+// by which a listing sizes its buffer of ids.
+const idLen = 36
 
-// string returns b as a string; the first makes room for rows strings
-// of b's length.
-func (p *pageStrings) string(b []byte, rows int) string {
-	if p.b.Cap() == 0 {
-		p.b.Grow(len(b) * max(rows, 1))
+// pageStrings makes a listing's strings of one kind (its rows' parent ids)
+// in chunks of one buffer: a page of 50 ids is one allocation, not 50. A
+// string made stays as it is: a chunk is only appended to, a full one is
+// left to the strings made in it, and a tuple kept pins one chunk, not the
+// listing's strings.
+type pageStrings struct {
+	b    strings.Builder
+	size int // a chunk's bytes
+}
+
+// newPageStrings returns the buffer of a listing of about rows rows.
+func newPageStrings(rows int) *pageStrings {
+	return &pageStrings{size: min(max(rows, 1)*idLen, 32<<10)}
+}
+
+// add returns b as a string.
+func (p *pageStrings) add(b []byte) string {
+	if p.b.Len()+len(b) > p.b.Cap() {
+		p.b = strings.Builder{} // the full chunk stays with its strings
+		p.b.Grow(max(p.size, len(b)))
 	}
 	start := p.b.Len()
 	p.b.Write(b)
 	return p.b.String()[start:]
+}
+
+// nameLists holds the name lists (Next, UpdatedChannels) of a listing's
+// rows in chunks: a row's list is a slice of a chunk capped at its end, so
+// each tuple's lists are its own (an append copies; a change of an
+// element changes its tuple's only), and a page's lists cost an
+// allocation or two, not one a row. A chunk is filled, never grown: a
+// list that does not fit moves to a fresh one, so a tuple kept pins one
+// chunk, not the listing's lists. A page without lists allocates nothing.
+type nameLists struct {
+	buf   []string
+	start int // where the list being read begins in buf
+	size  int // a chunk's names
+}
+
+// newNameLists returns the lists of a listing of about rows rows.
+func newNameLists(rows int) nameLists { return nameLists{size: min(max(2*rows, 8), 1024)} }
+
+// begin starts a list.
+func (l *nameLists) begin() { l.start = len(l.buf) }
+
+// add appends s to the list being read.
+func (l *nameLists) add(s string) {
+	if len(l.buf) == cap(l.buf) {
+		n := len(l.buf) - l.start
+		buf := make([]string, n, max(l.size, 2*n))
+		copy(buf, l.buf[l.start:])
+		l.buf, l.start = buf, 0
+	}
+	l.buf = append(l.buf, s)
+}
+
+// list returns the list read since begin.
+func (l *nameLists) list() []string { return l.buf[l.start:len(l.buf):len(l.buf)] }
+
+// mark is where the next list begins, for truncate.
+func (l *nameLists) mark() int { return len(l.buf) }
+
+// truncate forgets the lists read since mark, which no tuple holds any
+// more. In a chunk begun since mark it forgets what it can: that chunk
+// holds only lists read since mark.
+func (l *nameLists) truncate(mark int) {
+	if mark < len(l.buf) {
+		l.buf = l.buf[:mark]
+	}
 }

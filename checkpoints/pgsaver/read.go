@@ -569,9 +569,9 @@ func collectHeaders(rows pgx.Rows, headers bool, sizeHint int) ([]*checkpoints.T
 	fds := rows.FieldDescriptions()
 	raw := len(fds) == len(dest) && fds[4].Format == pgtype.BinaryFormatCode && fds[5].Format == pgtype.TextFormatCode
 	dec := newListDecoder(sizeHint)
-	var ids pageStrings          // the parent ids, in one buffer
-	last := &checkpoints.Tuple{} // the previous row, whose strings are shared
-	lastParent := ""             // the parent id last read, which is often this row's id
+	ids := newPageStrings(sizeHint) // the parent ids
+	last := &checkpoints.Tuple{}    // the previous row, whose strings are shared
+	lastParent := ""                // the parent id last read, which is often this row's id
 	for rows.Next() {
 		if raw {
 			v := rows.RawValues()
@@ -603,7 +603,7 @@ func collectHeaders(rows pgx.Rows, headers bool, sizeHint int) ([]*checkpoints.T
 		if parent != nil {
 			// The tuple points at its parent config once the page's
 			// slices stop growing.
-			lastParent = ids.string(parent, sizeHint)
+			lastParent = ids.add(parent)
 			parents[len(parents)-1] = checkpoints.Config{ThreadID: t.Config.ThreadID, Namespace: t.Config.Namespace, CheckpointID: lastParent}
 		}
 		last = t
