@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"runtime"
+	"runtime/metrics"
 	"strconv"
 	"testing"
 
@@ -139,12 +140,22 @@ func benchLoop1000(b *testing.B, form loopForm) {
 
 // BenchmarkLoop1000Checkpointed is BenchmarkLoop1000 (its Writes node)
 // with the in-memory saver keeping full history, durability sync.
+//
+// The saver keeps every checkpoint, so a run of the benchmark grows the
+// heap by about 1 KB a superstep, and its time depends on how often the
+// garbage collector runs meanwhile: gc-cycles and gc-cpu-ns/superstep
+// report it. The first run in a process grows the heap from nothing and
+// collects many times; later runs start from the heap goal the earlier
+// ones left, so the runs' spread is mostly the first run's collections.
 func BenchmarkLoop1000Checkpointed(b *testing.B) {
 	saver := checkpoints.NewMemory()
 	cg := loop1000(b, loopWrites, saver)
 	ctx := context.Background()
 	in := engine.Update{"n": 0}
 	b.ReportAllocs()
+	gc := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	metrics.Read(gc)
+	cycles, gcCPU := gc[0].Value.Uint64(), gc[1].Value.Float64()
 	i := 0
 	for b.Loop() {
 		i++
@@ -161,7 +172,10 @@ func BenchmarkLoop1000Checkpointed(b *testing.B) {
 			b.StartTimer()
 		}
 	}
+	metrics.Read(gc)
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/loopSupersteps, "ns/superstep")
+	b.ReportMetric(float64(gc[0].Value.Uint64()-cycles), "gc-cycles")
+	b.ReportMetric((gc[1].Value.Float64()-gcCPU)*1e9/float64(b.N)/loopSupersteps, "gc-cpu-ns/superstep")
 }
 
 type fanState struct {
