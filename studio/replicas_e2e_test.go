@@ -23,6 +23,11 @@ type relayState struct {
 	Log []string `json:"log" reduce:"append"`
 }
 
+// slowNode is how long each of relayGraph's nodes after the first takes:
+// long enough that a tab hears a run's events spread out in time, with
+// room for a loaded machine's delays between replicas.
+const slowNode = 300 * time.Millisecond
+
 // relayGraph holds its first node until release is closed (entered says
 // it got there), then runs a fan-out of two slow nodes, a join and a
 // last node, each taking a while: a run of several supersteps whose
@@ -31,7 +36,7 @@ func relayGraph(b studio.Backends, entered chan<- struct{}, release <-chan struc
 	slow := func(name string) func(context.Context, relayState) (engine.Output, error) {
 		return func(ctx context.Context, _ relayState) (engine.Output, error) {
 			select {
-			case <-time.After(150 * time.Millisecond):
+			case <-time.After(slowNode):
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
@@ -236,14 +241,14 @@ func TestE2ETwoReplicasTwoTabsOneRun(t *testing.T) {
 				t.Errorf("%s: %d task_finished for %s in %v; want 1", tab.name, finished[n], n, evs)
 			}
 		}
-		// Live, not a batch at the end: join and last take 300 ms
-		// after join starts, and the tab heard of join that long
-		// before the end.
+		// Live, not a batch at the end: join and last take two
+		// slowNodes after join starts, and the tab heard of join about
+		// that long before the end (a batch would be heard at once).
 		end := evs[len(evs)-1].At
 		for _, e := range evs {
 			if e.Kind == "task_started" && e.Node == "join" {
-				if end-e.At < 200 {
-					t.Errorf("%s heard join start %.0f ms before the run's end; want >= 200 ms (live events)", tab.name, end-e.At)
+				if want := float64(slowNode.Milliseconds()); end-e.At < want {
+					t.Errorf("%s heard join start %.0f ms before the run's end; want >= %.0f ms (live events)", tab.name, end-e.At, want)
 				}
 			}
 		}
