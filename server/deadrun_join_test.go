@@ -3,12 +3,10 @@ package server_test
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/superstep-dev/superstep/runs"
-	"github.com/superstep-dev/superstep/server"
 )
 
 // The run of a process that died mid-run (no queue: its run-log record
@@ -34,13 +32,7 @@ func TestJoinOfADeadProcesssRunAfterALaterRunAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api, err := server.New(server.Config{Runs: m})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(api.Handler())
-	t.Cleanup(func() { srv.Close(); api.Close(); m.Close() })
-	c := &client{t: t, base: srv.URL}
+	c := serveManager(t, m, nil)
 	if info, err := m.Thread(ctx, th); err != nil || info.Status == runs.StatusRunning {
 		t.Fatalf("the orphan was not settled: %+v, %v", info, err)
 	}
@@ -51,7 +43,7 @@ func TestJoinOfADeadProcesssRunAfterALaterRunAnswers(t *testing.T) {
 	// A later run on the thread.
 	c.json("POST", "/threads/"+th+"/runs/wait", map[string]any{"assistant_id": "linear", "input": map[string]any{"log": []string{"later"}}}, 200)
 	// Join the dead run.
-	req, err := http.NewRequest("GET", srv.URL+"/threads/"+th+"/runs/"+dead+"/join", nil)
+	req, err := http.NewRequest("GET", c.base+"/threads/"+th+"/runs/"+dead+"/join", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -95,6 +95,13 @@ func newServerWith(t *testing.T, g *gate, set func(*server.Config)) *client {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveManager(t, m, set)
+}
+
+// serveManager serves the API over m, its config adjusted by set (when
+// not nil), until the test ends, when it closes m too.
+func serveManager(t *testing.T, m *runs.Manager, set func(*server.Config)) *client {
+	t.Helper()
 	cfg := server.Config{Runs: m}
 	if set != nil {
 		set(&cfg)
