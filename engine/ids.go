@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/zeebo/xxh3"
+
+	"github.com/superstep-dev/superstep/internal/slab"
 )
 
 // Checkpoint ids are UUIDv7: a millisecond timestamp followed by a 74-bit
@@ -67,6 +69,20 @@ func newCheckpointBytes() [16]byte {
 
 func formatUUID(b [16]byte) string {
 	var out [36]byte
+	putUUID(&out, b)
+	return string(out[:])
+}
+
+// formatUUIDIn is formatUUID with the string carved from s: a run's ids
+// live as long as its checkpoints, and a checkpointed superstep makes two
+// (its checkpoint's and its task's).
+func formatUUIDIn(s *slab.Slab[byte], b [16]byte) string {
+	var out [36]byte
+	putUUID(&out, b)
+	return slab.String(s, out[:])
+}
+
+func putUUID(out *[36]byte, b [16]byte) {
 	hex.Encode(out[0:8], b[0:4])
 	out[8] = '-'
 	hex.Encode(out[9:13], b[4:6])
@@ -76,7 +92,6 @@ func formatUUID(b [16]byte) string {
 	hex.Encode(out[19:23], b[8:10])
 	out[23] = '-'
 	hex.Encode(out[24:36], b[10:16])
-	return string(out[:])
 }
 
 // idBytes is the 16 raw bytes of a UUID string (zero for malformed input).
@@ -96,9 +111,10 @@ func idBytes(id string) [16]byte {
 
 // taskIDHasher computes upstream's task ids: xxh3-128 over the checkpoint
 // id's 16 bytes followed by the parts with no separators, formatted as a
-// UUID string. It reuses its buffer.
+// UUID string. It reuses its buffer, and carves the ids from ids.
 type taskIDHasher struct {
 	buf []byte
+	ids slab.Slab[byte]
 }
 
 // pullID is id(ckpt, ns, step, name, PULL, triggers...) without allocating
@@ -127,7 +143,7 @@ func (h *taskIDHasher) pushID(ckpt [16]byte, ns string, step int, name string, i
 
 func (h *taskIDHasher) finish() string {
 	sum := xxh3.Hash128(h.buf).Bytes()
-	return formatUUID(sum)
+	return formatUUIDIn(&h.ids, sum)
 }
 
 // hash128Hex is the 32-hex-digit xxh3-128 of b (cache keys, interrupt ids).

@@ -11,6 +11,7 @@ import (
 
 	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/engine/channels"
+	"github.com/superstep-dev/superstep/internal/slab"
 )
 
 // DefaultRecursionLimit is upstream's default number of supersteps a run
@@ -97,8 +98,16 @@ type loop struct {
 	saved     []int64 // versions at the last put
 	hasSaved  bool
 
-	hasher  taskIDHasher
-	hmu     sync.Mutex
+	hasher taskIDHasher
+	hmu    sync.Mutex
+	// The run's checkpoints are carved from these (see internal/slab):
+	// a saver keeps a frame, its slices and its id as long as the
+	// checkpoint, and they would be a dozen objects a superstep apart.
+	idText  slab.Slab[byte]
+	frames  slab.Slab[checkpoints.Frame]
+	ints    slab.Slab[int64]
+	news    slab.Slab[checkpoints.FrameValue]
+	seens   slab.Slab[checkpoints.SeenVersions]
 	emit    *emitter
 	persist *persister
 

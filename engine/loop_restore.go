@@ -157,7 +157,7 @@ func (l *loop) hasVersions() bool {
 func (l *loop) newCheckpointID() {
 	if l.needIDs {
 		b := newCheckpointBytes()
-		l.ckptID, l.ckptBytes = formatUUID(b), b
+		l.ckptID, l.ckptBytes = formatUUIDIn(&l.idText, b), b
 		return
 	}
 	l.ckptID, l.ckptLazy = "", true
@@ -166,7 +166,7 @@ func (l *loop) newCheckpointID() {
 func (l *loop) checkpointBytes() [16]byte {
 	if l.ckptLazy {
 		b := newCheckpointBytes()
-		l.ckptID, l.ckptBytes = formatUUID(b), b
+		l.ckptID, l.ckptBytes = formatUUIDIn(&l.idText, b), b
 		l.ckptLazy = false
 	}
 	return l.ckptBytes

@@ -137,7 +137,7 @@ func (l *loop) seenFrame(buf []int64) []checkpoints.SeenVersions {
 	if l.seenInterrupt != nil {
 		n++
 	}
-	out := make([]checkpoints.SeenVersions, 0, n)
+	out := l.seens.Make(n)[:0]
 	if noInput {
 		out = append(out, checkpoints.SeenVersions{Node: inputTask})
 	}
@@ -172,9 +172,10 @@ func (l *loop) frame() (*checkpoints.Frame, error) {
 			need += len(s)
 		}
 	}
-	buf := make([]int64, need)
+	buf := l.ints.Make(need)
 	n := copy(buf, l.versions)
-	f := &checkpoints.Frame{
+	f := l.frames.New()
+	*f = checkpoints.Frame{
 		ID:       l.ckptID,
 		TS:       time.Now().UTC(),
 		Channels: l.g.chanNames,
@@ -197,7 +198,7 @@ func (l *loop) frame() (*checkpoints.Frame, error) {
 			changed++
 		}
 	}
-	f.New = make([]checkpoints.FrameValue, 0, changed)
+	f.New = l.news.Make(changed)[:0]
 	for c, v := range f.Versions {
 		if v == 0 || (l.hasSaved && l.saved[c] == v) {
 			continue

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/zeebo/xxh3"
+
 	"github.com/superstep-dev/superstep/checkpoints"
 )
 
@@ -282,11 +284,10 @@ func updateWrites(tasks []*task, state []string) map[string]any {
 	return out
 }
 
+// hashID is the 16 bytes of the task id taskIDHasher makes of ckpt
+// followed by s.
 func hashID(ckpt [16]byte, s string) [16]byte {
-	var h taskIDHasher
-	h.buf = append(append(h.buf, ckpt[:]...), s...)
-	id := h.finish()
-	return idBytes(id)
+	return xxh3.Hash128(append(ckpt[:], s...)).Bytes()
 }
 
 func asOutput(v any) (any, error) {
