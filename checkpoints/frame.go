@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -100,6 +102,23 @@ func (f *Frame) Checkpoint() (*Checkpoint, map[string]int64, error) {
 		cp.VersionsSeen[s.Node] = s.versions()
 	}
 	return cp, newVersions, nil
+}
+
+// compact is a copy of f in fresh memory, sharing only the name tables
+// and the values: a frame's slices may be carved from chunks shared with
+// other frames (the engine's are, see internal/slab), and a saver that
+// drops some of a run's checkpoints and keeps others copies the kept
+// ones' frames so that they do not keep the dropped ones' chunks alive.
+func (f *Frame) compact() *Frame {
+	c := *f
+	c.ID = strings.Clone(f.ID)
+	c.Versions = slices.Clone(f.Versions)
+	c.New = slices.Clone(f.New)
+	c.Seen = slices.Clone(f.Seen)
+	for i := range c.Seen {
+		c.Seen[i].Versions = slices.Clone(c.Seen[i].Versions)
+	}
+	return &c
 }
 
 // versions is the map form of s.

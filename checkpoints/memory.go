@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/superstep-dev/superstep/internal/slab"
 )
 
 // Memory is a Saver that keeps every checkpoint of every thread in memory,
@@ -49,6 +51,14 @@ type memNS struct {
 	// or without one if a put is lost). A checkpoint keeps its own
 	// (memCP.writes) and takes these when it is stored.
 	writes map[string][]memWrite
+	// The namespace's checkpoints, their values by channel and their
+	// writes are carved from these (see internal/slab): a run adds one of
+	// each every superstep, and they go together when the thread is
+	// deleted. keep, which drops some and keeps others, moves the
+	// survivors to fresh slabs.
+	cps    slab.Slab[memCP]
+	strs   slab.Slab[string]
+	mwrite slab.Slab[memWrite]
 }
 
 // get returns the checkpoint with the id, or nil.
@@ -410,7 +420,8 @@ func (m *Memory) store(in memPut, cp *Checkpoint, newVersions map[string]int64, 
 	if ref == nil && len(ns.order) > 0 {
 		ref = ns.order[len(ns.order)-1]
 	}
-	stored := &memCP{home: ns, parent: in.parent, id: cp.ID, put: &memMapsCP{}, md: in.md, doc: docOf(in.mdJSON)}
+	stored := ns.cps.New()
+	*stored = memCP{home: ns, parent: in.parent, id: cp.ID, put: &memMapsCP{}, md: in.md, doc: docOf(in.mdJSON)}
 	scp := &stored.put.cp
 	*scp = Checkpoint{V: cp.V, ID: cp.ID, TS: cp.TS.UTC()}
 	if owned {
@@ -470,6 +481,7 @@ func (th *memThread) add(ns *memNS, c *memCP) {
 	if old := ns.get(c.id); old != nil {
 		c.seq, c.writes = old.seq, old.writes
 		*old = *c
+		*c = memCP{} // its slab slot must not keep what old replaced
 		return
 	}
 	if ws, ok := ns.writes[c.id]; ok {
@@ -501,8 +513,9 @@ func (m *Memory) PutFrame(ctx context.Context, cfg Config, writes []TaskWrites, 
 
 // storeFrame saves a checked frame in ns; m.mu must be held.
 func (m *Memory) storeFrame(ns *memNS, in memPut, f *Frame) Config {
-	stored := &memCP{home: ns, parent: in.parent, id: f.ID, md: in.md, doc: docOf(in.mdJSON)}
-	stored.frame = memFrame{Frame: f, values: make([]string, len(f.Channels))}
+	stored := ns.cps.New()
+	*stored = memCP{home: ns, parent: in.parent, id: f.ID, md: in.md, doc: docOf(in.mdJSON)}
+	stored.frame = memFrame{Frame: f, values: ns.strs.Make(len(f.Channels))}
 	fr := &stored.frame
 	parent := ns.get(in.parent)
 	var same *memFrame // the parent's frame, when it has the same channels by index
@@ -629,7 +642,7 @@ func (ns *memNS) addWrites(id string, writes []Write, taskID string, owned bool)
 		list = ns.writes[id]
 	}
 	if list == nil {
-		list = make([]memWrite, 0, len(writes))
+		list = ns.mwrite.Make(len(writes))[:0]
 	}
 	for i, w := range writes {
 		value := frozen(w.Value)
@@ -928,13 +941,15 @@ func (m *Memory) CopyThread(ctx context.Context, src, dst string) error {
 		if ns.byID != nil {
 			c.byID = make(map[string]*memCP, len(ns.byID))
 		}
+		copies := make([]memCP, len(ns.order))
 		for i, cp := range ns.order {
-			cc := *cp
+			cc := &copies[i]
+			*cc = *cp
 			cc.home = c
 			cc.writes = slices.Clone(cp.writes) // written in place by addWrites
-			c.order[i] = &cc
+			c.order[i] = cc
 			if c.byID != nil {
-				c.byID[cc.id] = &cc
+				c.byID[cc.id] = cc
 			}
 		}
 		for id, ws := range ns.writes {
@@ -995,15 +1010,32 @@ func (m *Memory) DeleteForRuns(ctx context.Context, runIDs []string) error {
 }
 
 // keep drops the checkpoints for which keep is false and every write not
-// saved against a kept checkpoint.
+// saved against a kept checkpoint. The survivors move to fresh slabs, and
+// their frames are compacted, so that nothing kept holds on to a chunk
+// shared with what was dropped (see internal/slab).
 func (ns *memNS) keep(keep func(*memCP) bool) {
 	kept := ns.order[:0:0]
+	ns.cps, ns.strs, ns.mwrite = slab.Slab[memCP]{}, slab.Slab[string]{}, slab.Slab[memWrite]{}
 	for _, c := range ns.order {
-		if keep(c) {
-			kept = append(kept, c)
-		} else if ns.byID != nil {
-			delete(ns.byID, c.id)
+		if !keep(c) {
+			if ns.byID != nil {
+				delete(ns.byID, c.id)
+			}
+			continue
 		}
+		moved := ns.cps.New()
+		*moved = *c
+		if moved.isFrame() {
+			moved.frame.Frame = c.frame.compact()
+			moved.frame.values = ns.strs.Make(len(c.frame.values))
+			copy(moved.frame.values, c.frame.values)
+		}
+		moved.writes = ns.mwrite.Make(len(c.writes))
+		copy(moved.writes, c.writes)
+		if ns.byID != nil {
+			ns.byID[c.id] = moved
+		}
+		kept = append(kept, moved)
 	}
 	ns.order = kept
 	// The writes of dropped checkpoints went with them; those saved

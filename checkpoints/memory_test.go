@@ -3,9 +3,12 @@ package checkpoints_test
 import (
 	"context"
 	"encoding/json"
+	"runtime"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/checkpoints/checkpointstest"
@@ -89,5 +92,47 @@ func TestMemoryIDsOutOfOrder(t *testing.T) {
 	}
 	if !slices.Equal(ids, []string{"3", "1"}) {
 		t.Errorf("List before 2 = %v, want [3 1] (saved before it)", ids)
+	}
+}
+
+// A caller may carve its frames from one array (the engine carves a run's
+// from chunks), and the memory saver keeps its checkpoints in chunks too.
+// Pruning a thread to its latest checkpoint must free what the others
+// held: the kept checkpoint must not keep a chunk shared with them alive.
+func TestMemoryPruneFreesDroppedValues(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := checkpoints.NewMemory()
+	const big = 1 << 20
+	frames := make([]checkpoints.Frame, 3)
+	var dropped []weak.Pointer[byte]
+	cfg := checkpoints.Config{ThreadID: "t"}
+	for i := range frames {
+		value := slices.Repeat([]byte{'1'}, big) // a JSON number, its own allocation
+		frames[i] = checkpoints.Frame{
+			ID: strconv.Itoa(i), Channels: []string{"a"}, Versions: []int64{int64(i + 1)},
+			New: []checkpoints.FrameValue{{Index: 0, Value: value}},
+		}
+		if i < len(frames)-1 {
+			dropped = append(dropped, weak.Make(&value[0]))
+		}
+		var err error
+		if cfg, err = m.PutFrame(ctx, cfg, nil, &frames[i], checkpoints.Metadata{Source: checkpoints.SourceLoop, Step: i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	frames = nil
+	if err := m.Prune(ctx, []string{"t"}, checkpoints.KeepLatest); err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	for i, w := range dropped {
+		if w.Value() != nil {
+			t.Errorf("checkpoint %d's value is still in memory after pruning it", i)
+		}
+	}
+	tu, err := m.Get(ctx, checkpoints.Config{ThreadID: "t"})
+	if err != nil || tu == nil || tu.Checkpoint.ID != "2" || len(tu.Checkpoint.ChannelValues["a"]) != big {
+		t.Fatalf("the kept checkpoint reads as %+v, %v", tu, err)
 	}
 }
