@@ -100,16 +100,14 @@ type loop struct {
 
 	hasher taskIDHasher
 	hmu    sync.Mutex
-	// The run's checkpoints are carved from these (see internal/slab):
-	// a saver keeps a frame, its slices and its id as long as the
-	// checkpoint, and they would be a dozen objects a superstep apart.
-	idText  slab.Slab[byte]
-	frames  slab.Slab[checkpoints.Frame]
-	ints    slab.Slab[int64]
-	news    slab.Slab[checkpoints.FrameValue]
-	seens   slab.Slab[checkpoints.SeenVersions]
-	emit    *emitter
-	persist *persister
+	// The run's checkpoint ids and frames are carved from idText and
+	// frameMem (see internal/slab): a saver keeps a frame, its slices and
+	// its id as long as the checkpoint, and they would be a dozen objects
+	// a superstep apart. The run's first frame makes frameMem.
+	idText   slab.Slab[byte]
+	frameMem *frameSlabs
+	emit     *emitter
+	persist  *persister
 
 	exitMu     sync.Mutex
 	exitWrites []exitWrite

@@ -12,6 +12,7 @@ import (
 
 	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/internal/jsonfast"
+	"github.com/superstep-dev/superstep/internal/slab"
 )
 
 // encodeWrites encodes writes for a saver.
@@ -137,7 +138,7 @@ func (l *loop) seenFrame(buf []int64) []checkpoints.SeenVersions {
 	if l.seenInterrupt != nil {
 		n++
 	}
-	out := l.seens.Make(n)[:0]
+	out := l.frameMem.seens.Make(n)[:0]
 	if noInput {
 		out = append(out, checkpoints.SeenVersions{Node: inputTask})
 	}
@@ -161,9 +162,21 @@ func (l *loop) seenFrame(buf []int64) []checkpoints.SeenVersions {
 	return out
 }
 
+// frameSlabs are the slabs a run's frames are carved from.
+type frameSlabs struct {
+	frames slab.Slab[checkpoints.Frame]
+	ints   slab.Slab[int64]
+	news   slab.Slab[checkpoints.FrameValue]
+	seens  slab.Slab[checkpoints.SeenVersions]
+}
+
 // frame builds the checkpoint of the current state; only the channels
 // whose versions changed since the last put are encoded.
 func (l *loop) frame() (*checkpoints.Frame, error) {
+	if l.frameMem == nil {
+		l.frameMem = new(frameSlabs)
+	}
+	mem := l.frameMem
 	// One allocation holds the versions and the versions seen of the
 	// nodes that ran.
 	need := len(l.versions)
@@ -172,9 +185,9 @@ func (l *loop) frame() (*checkpoints.Frame, error) {
 			need += len(s)
 		}
 	}
-	buf := l.ints.Make(need)
+	buf := mem.ints.Make(need)
 	n := copy(buf, l.versions)
-	f := l.frames.New()
+	f := mem.frames.New()
 	*f = checkpoints.Frame{
 		ID:       l.ckptID,
 		TS:       time.Now().UTC(),
@@ -198,7 +211,7 @@ func (l *loop) frame() (*checkpoints.Frame, error) {
 			changed++
 		}
 	}
-	f.New = l.news.Make(changed)[:0]
+	f.New = mem.news.Make(changed)[:0]
 	for c, v := range f.Versions {
 		if v == 0 || (l.hasSaved && l.saved[c] == v) {
 			continue
