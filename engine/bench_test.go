@@ -143,10 +143,13 @@ func benchLoop1000(b *testing.B, form loopForm) {
 //
 // The saver keeps every checkpoint, so a run of the benchmark grows the
 // heap by about 1 KB a superstep, and its time depends on how often the
-// garbage collector runs meanwhile: gc-cycles and gc-cpu-ns/superstep
-// report it. The first run in a process grows the heap from nothing and
-// collects many times; later runs start from the heap goal the earlier
-// ones left, so the runs' spread is mostly the first run's collections.
+// garbage collector runs meanwhile and on how much of that memory is new
+// to the process: gc-cycles, gc-cpu-ns/superstep and faults/superstep (the
+// kernel's first touches of a page, on unix) report them. The first run
+// in a process grows the heap from nothing: it collects many times and
+// touches every page first. Later runs start from the heap goal the
+// earlier ones left and reuse their memory, so the runs' spread is mostly
+// the first run's collections and page faults.
 func BenchmarkLoop1000Checkpointed(b *testing.B) {
 	saver := checkpoints.NewMemory()
 	cg := loop1000(b, loopWrites, saver)
@@ -156,6 +159,7 @@ func BenchmarkLoop1000Checkpointed(b *testing.B) {
 	gc := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/cpu/classes/gc/total:cpu-seconds"}}
 	metrics.Read(gc)
 	cycles, gcCPU := gc[0].Value.Uint64(), gc[1].Value.Float64()
+	faults := minorFaults()
 	i := 0
 	for b.Loop() {
 		i++
@@ -176,6 +180,9 @@ func BenchmarkLoop1000Checkpointed(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/loopSupersteps, "ns/superstep")
 	b.ReportMetric(float64(gc[0].Value.Uint64()-cycles), "gc-cycles")
 	b.ReportMetric((gc[1].Value.Float64()-gcCPU)*1e9/float64(b.N)/loopSupersteps, "gc-cpu-ns/superstep")
+	if faults >= 0 {
+		b.ReportMetric(float64(minorFaults()-faults)/float64(b.N)/loopSupersteps, "faults/superstep")
+	}
 }
 
 type fanState struct {
