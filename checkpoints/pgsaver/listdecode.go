@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"maps"
 	"strconv"
 	"time"
 
@@ -76,11 +77,15 @@ type listDecoder struct {
 	r     plainJSON
 	names names
 	lists nameLists // the rows' Next and UpdatedChannels
+	steps stepMemo  // the last metadata read member by member
+	// step is where fields found the step's value in its text: the
+	// offsets of its first byte and of the byte after it, or -1s.
+	step [2]int
 }
 
 // newListDecoder returns a decoder for a listing of about rows rows.
 func newListDecoder(rows int) *listDecoder {
-	return &listDecoder{names: names{}, lists: newNameLists(rows)}
+	return &listDecoder{names: names{}, lists: newNameLists(rows), steps: stepMemo{on: rows != 1}}
 }
 
 // header decodes the header of a checkpoint body (V, ID, TS and Next)
@@ -304,12 +309,97 @@ func (d *listDecoder) versions() map[string]int64 {
 // value through encoding/json, as UnmarshalJSON does. Text that is not
 // plain, keys not in jsonb's order, and any error leave md to
 // UnmarshalJSON.
+//
+// A row whose text is that of the last metadata read member by member
+// but for its step (stepMemo) is not read again.
 func (d *listDecoder) metadata(md, prev *checkpoints.Metadata, raw []byte) error {
+	if d.steps.read(md, raw) {
+		return nil
+	}
 	if d.fields(md, prev, raw) != nil || !d.r.end() {
 		*md = checkpoints.Metadata{}
 		return json.Unmarshal(raw, md)
 	}
+	d.steps.keep(md, raw, d.step)
 	return nil
+}
+
+// stepMemo is the last metadata a listing read member by member (fields)
+// with an integer step: its text before and after the step's value, and
+// what it decoded to. The rows of a history page repeat their metadata
+// but for the step, and reading it again was half of a row's decoding
+// (BenchmarkListDecode/metadata): a row whose text is the memo's head,
+// an integer and its tail decodes, member by member, to the memo's
+// metadata with that step, since fields reads each member of plain text
+// alone and the integer ends where the step's value ended (the tail
+// begins with a byte no number holds). The memo's maps are those of the
+// row it was read from, which nothing changes while the listing runs;
+// each row it gives is given copies, so no two tuples share a map, and it
+// is kept only when Extra holds no value a caller could change in place
+// (a map or a slice).
+type stepMemo struct {
+	on         bool // for listings of more than one row
+	ok         bool
+	buf        []byte // head and tail, copied from the driver's memory
+	head, tail []byte
+	md         checkpoints.Metadata
+}
+
+// read fills md from raw when raw is the memo's text with another
+// integer step.
+func (m *stepMemo) read(md *checkpoints.Metadata, raw []byte) bool {
+	if !m.ok || len(raw) <= len(m.head)+len(m.tail) || !bytes.HasPrefix(raw, m.head) || !bytes.HasSuffix(raw, m.tail) {
+		return false
+	}
+	step, ok := plainInt(raw[len(m.head) : len(raw)-len(m.tail)])
+	if !ok {
+		return false
+	}
+	*md = m.md
+	md.Step = step
+	md.Parents = maps.Clone(m.md.Parents) // nil stays nil
+	md.Extra = maps.Clone(m.md.Extra)
+	return true
+}
+
+// keep makes md, just read from raw by fields, the memo, when its step's
+// value is at step in raw and its Extra can be copied by maps.Clone.
+func (m *stepMemo) keep(md *checkpoints.Metadata, raw []byte, step [2]int) {
+	if !m.on || step[0] < 0 {
+		return
+	}
+	for _, v := range md.Extra {
+		switch v.(type) {
+		case nil, bool, float64, string:
+		default:
+			return
+		}
+	}
+	if n := len(raw) - (step[1] - step[0]); cap(m.buf) < n {
+		m.buf = make([]byte, 0, n)
+	}
+	m.buf = append(append(m.buf[:0], raw[:step[0]]...), raw[step[1]:]...)
+	m.head, m.tail = m.buf[:step[0]], m.buf[step[0]:]
+	m.md, m.ok = *md, true
+}
+
+// plainInt reads b, whole, as fields reads a step that is plain: a JSON
+// integer (no fraction, exponent or leading zero) that fits an int.
+func plainInt(b []byte) (int, bool) {
+	digits := b
+	if len(digits) > 0 && digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 1 && digits[0] == '0' {
+		return 0, false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.Atoi(string(b))
+	return n, err == nil
 }
 
 // errNotPlain is fields' error for text plainJSON does not read.
@@ -319,6 +409,7 @@ func (d *listDecoder) fields(md, prev *checkpoints.Metadata, raw []byte) error {
 	r := &d.r
 	r.reset(raw)
 	*md = checkpoints.Metadata{}
+	d.step = [2]int{-1, -1}
 	if r.must('{'); r.next('}') {
 		return nil
 	}
@@ -347,6 +438,8 @@ func (d *listDecoder) fields(md, prev *checkpoints.Metadata, raw []byte) error {
 		case "step":
 			if md.Step, err = strconv.Atoi(string(v)); err != nil {
 				md.Step, err = 0, json.Unmarshal(v, &md.Step)
+			} else {
+				d.step = [2]int{r.i - len(v), r.i}
 			}
 		case "run_id":
 			if s, ok := r.plainString(v); ok {

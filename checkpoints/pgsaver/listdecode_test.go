@@ -300,10 +300,12 @@ func checkListDecode(t *testing.T, data []byte) {
 	}
 
 	// Metadata, decoded three times: the second time strings are shared
-	// with the first's, the third time with another row's.
+	// with the first's, the third time with another row's; by a decoder
+	// of one row, and by decoders of a page, which read a row that is
+	// the last one's but for its step from their memo (stepMemo).
 	var wantMD checkpoints.Metadata
 	wantErr = json.Unmarshal(data, &wantMD)
-	for _, d := range []*listDecoder{newListDecoder(1), seenSeeds} {
+	for _, d := range []*listDecoder{newListDecoder(1), newListDecoder(50), seenSeeds} {
 		var first, second, third checkpoints.Metadata
 		firstErr := d.metadata(&first, &checkpoints.Metadata{}, data)
 		secondErr := d.metadata(&second, &first, data)
@@ -315,6 +317,51 @@ func checkListDecode(t *testing.T, data []byte) {
 			}
 			if (gotErr == nil) != (wantErr == nil) || wantErr == nil && !reflect.DeepEqual(got, wantMD) {
 				t.Fatalf("metadata %q (decode %d):\n got %#v, %v\nwant %#v, %v", data, i+1, got, gotErr, wantMD, wantErr)
+			}
+		}
+		checkStepMemo(t, d, data)
+	}
+}
+
+// checkStepMemo: when d keeps data in its memo, the same text with any
+// other text in place of its step's value, integer or not, decodes as
+// encoding/json decodes it, and no two rows the memo gives share a map.
+func checkStepMemo(t *testing.T, d *listDecoder, data []byte) {
+	t.Helper()
+	if !d.steps.ok || !bytes.HasPrefix(data, d.steps.head) {
+		return // not kept, or kept from another seed
+	}
+	// A copy of the memo, whose buffer a text read afresh overwrites.
+	m := d.steps
+	m.buf = slices.Clone(m.buf)
+	m.head, m.tail = m.buf[:len(m.head)], m.buf[len(m.head):]
+	head, tail := string(m.head), string(m.tail)
+	var rows []*checkpoints.Metadata
+	for _, step := range []string{"0", "-0", "7", "-12", "9223372036854775807", "-9223372036854775808",
+		"9223372036854775808", "01", "-", "1.5", "1e2", "1.", "", "x", " 3", "3 ", "\"3\"", "null", "3,\"a\":1", "3} {"} {
+		text := []byte(head + step + tail)
+		var want checkpoints.Metadata
+		wantErr := json.Unmarshal(text, &want)
+		got := &checkpoints.Metadata{}
+		gotErr := d.metadata(got, &checkpoints.Metadata{}, text)
+		if got.Parents == nil {
+			got.Parents = map[string]string{} // as collectHeaders does
+		}
+		if (gotErr == nil) != (wantErr == nil) || wantErr == nil && !reflect.DeepEqual(*got, want) {
+			t.Fatalf("metadata %q (the memo's with step %q):\n got %#v, %v\nwant %#v, %v", text, step, *got, gotErr, want, wantErr)
+		}
+		if gotErr == nil {
+			rows = append(rows, got)
+		}
+		d.steps = m // a text it read afresh may have taken its place
+		m.buf = slices.Clone(m.buf)
+		m.head, m.tail = m.buf[:len(m.head)], m.buf[len(m.head):]
+	}
+	for i, a := range rows {
+		for _, b := range rows[i+1:] {
+			if a.Extra != nil && reflect.ValueOf(a.Extra).UnsafePointer() == reflect.ValueOf(b.Extra).UnsafePointer() ||
+				len(a.Parents) > 0 && reflect.ValueOf(a.Parents).UnsafePointer() == reflect.ValueOf(b.Parents).UnsafePointer() {
+				t.Fatalf("metadata %q: two rows share a map", data)
 			}
 		}
 	}
@@ -330,7 +377,7 @@ var otherRow = checkpoints.Metadata{Source: "update", Step: 3, RunID: "run-1", P
 var (
 	seenMu    sync.Mutex
 	seenSeeds = func() *listDecoder {
-		d := newListDecoder(1)
+		d := newListDecoder(50)
 		for _, s := range listDecodeSeeds {
 			var cp checkpoints.Checkpoint
 			var md checkpoints.Metadata
@@ -421,19 +468,34 @@ func BenchmarkListDecode(b *testing.B) {
 			}
 		}
 	})
-	b.Run("metadata", func(b *testing.B) {
-		var prev checkpoints.Metadata
-		if err := d.metadata(&prev, &checkpoints.Metadata{}, md); err != nil {
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		for b.Loop() {
-			var m checkpoints.Metadata
-			if err := d.metadata(&m, &prev, md); err != nil {
+	// A page's metadata: the same text but for the step, row after row,
+	// read from the memo (stepMemo) after the first; /whole reads each
+	// row member by member, as a decoder of one row does.
+	page := make([][]byte, 50)
+	for i := range page {
+		page[i] = []byte(strings.Replace(string(md), "999", fmt.Sprint(950+i), 1))
+	}
+	for _, bc := range []struct {
+		name string
+		rows int
+	}{{"metadata", 50}, {"metadata/whole", 1}} {
+		b.Run(bc.name, func(b *testing.B) {
+			d := newListDecoder(bc.rows)
+			var prev checkpoints.Metadata
+			if err := d.metadata(&prev, &checkpoints.Metadata{}, md); err != nil {
 				b.Fatal(err)
 			}
-		}
-	})
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				var m checkpoints.Metadata
+				if err := d.metadata(&m, &prev, page[i%len(page)]); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
 	b.Run("metadata/encoding-json", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
