@@ -547,40 +547,44 @@ type header struct {
 // decoding and allocation, so the columns are read in the driver's
 // memory, bodies and metadata are decoded in one pass each (listDecoder),
 // the tuples, checkpoints and parent configs of a page are allocated
-// together (sizeHint of each to begin with), and strings repeated from
-// row to row (thread, namespace, channel and node names, source, run id,
-// extra keys and strings, an id that was the previous row's parent) are
-// shared. The results are those of a full listing's rows (rowData.tuple)
-// without values; with headers only the checkpoint's V, ID, TS and Next
-// are decoded (listDecoder.header), and an empty Parents may be left nil
-// (checkpoints.ListOptions).
+// together (headerRow, sizeHint of them to begin with), and strings
+// repeated from row to row (thread, namespace, channel and node names,
+// source, run id, extra keys and strings, an id that was the previous
+// row's parent) are shared. The results are those of a full listing's
+// rows (rowData.tuple) without values; with headers only the checkpoint's
+// V, ID, TS and Next are decoded (listDecoder.header), and an empty
+// Parents may be left nil (checkpoints.ListOptions).
 func collectHeaders(rows pgx.Rows, headers bool, sizeHint int) ([]*checkpoints.Tuple, error) {
 	defer rows.Close()
-	tuples := make([]checkpoints.Tuple, 0, sizeHint)
-	cps := make([]checkpoints.Checkpoint, 0, sizeHint)
-	parents := make([]checkpoints.Config, 0, sizeHint)
-	var thread, ns, id, parent, body, metadata pgtype.DriverBytes
-	dest := []any{&thread, &ns, &id, &parent, &body, &metadata}
+	page := make([]headerRow, 0, sizeHint)
 	// The columns' bytes as the server sent them are what the row holds
 	// when the body (bytea) came in binary and the metadata (jsonb) in
 	// text, as pgx asks for them by default: then the row is read raw, as
 	// the floor reads it, without Scan's per-column plans. Any other
 	// format (a pool set to the simple protocol, say) goes through Scan.
 	fds := rows.FieldDescriptions()
-	raw := len(fds) == len(dest) && fds[4].Format == pgtype.BinaryFormatCode && fds[5].Format == pgtype.TextFormatCode
+	raw := len(fds) == 6 && fds[4].Format == pgtype.BinaryFormatCode && fds[5].Format == pgtype.TextFormatCode
 	dec := newListDecoder(sizeHint)
 	ids := newPageStrings(sizeHint) // the parent ids
 	last := &checkpoints.Tuple{}    // the previous row, whose strings are shared
 	lastParent := ""                // the parent id last read, which is often this row's id
+	var cols [6][]byte
 	for rows.Next() {
 		if raw {
-			v := rows.RawValues()
-			thread, ns, id, parent, body, metadata = v[0], v[1], v[2], v[3], v[4], v[5]
-		} else if err := rows.Scan(dest...); err != nil {
+			copy(cols[:], rows.RawValues())
+		} else if err := scanColumns(rows, &cols); err != nil {
 			return nil, err
 		}
-		tuples, cps, parents = append(tuples, checkpoints.Tuple{}), append(cps, checkpoints.Checkpoint{}), append(parents, checkpoints.Config{})
-		t, cp := &tuples[len(tuples)-1], &cps[len(cps)-1]
+		thread, ns, id, parent, body, metadata := cols[0], cols[1], cols[2], cols[3], cols[4], cols[5]
+		// A row of the page's capacity is zero already: taking it
+		// instead of appending a zero row spares writing it again.
+		if len(page) < cap(page) {
+			page = page[:len(page)+1]
+		} else {
+			page = append(page, headerRow{})
+		}
+		row := &page[len(page)-1]
+		t, cp := &row.t, &row.cp
 		t.Config = checkpoints.Config{
 			ThreadID: share(thread, last.Config.ThreadID), Namespace: share(ns, last.Config.Namespace), CheckpointID: share(id, lastParent),
 		}
@@ -602,22 +606,45 @@ func collectHeaders(rows pgx.Rows, headers bool, sizeHint int) ([]*checkpoints.T
 		}
 		if parent != nil {
 			// The tuple points at its parent config once the page's
-			// slices stop growing.
+			// slice stops growing.
 			lastParent = ids.add(parent)
-			parents[len(parents)-1] = checkpoints.Config{ThreadID: t.Config.ThreadID, Namespace: t.Config.Namespace, CheckpointID: lastParent}
+			row.parent = checkpoints.Config{ThreadID: t.Config.ThreadID, Namespace: t.Config.Namespace, CheckpointID: lastParent}
 		}
 		last = t
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	out := make([]*checkpoints.Tuple, len(tuples))
-	for i := range tuples {
-		tuples[i].Checkpoint = &cps[i]
-		if parents[i].CheckpointID != "" {
-			tuples[i].ParentConfig = &parents[i]
+	out := make([]*checkpoints.Tuple, len(page))
+	for i := range page {
+		row := &page[i]
+		row.t.Checkpoint = &row.cp
+		if row.parent.CheckpointID != "" {
+			row.t.ParentConfig = &row.parent
 		}
-		out[i] = &tuples[i]
+		out[i] = &row.t
 	}
 	return out, nil
+}
+
+// scanColumns reads a metadata-only listing's row through Scan, in the
+// driver's memory as RawValues gives it: its variables are the Scan's
+// own, so that a page read raw allocates none.
+func scanColumns(rows pgx.Rows, cols *[6][]byte) error {
+	var c [6]pgtype.DriverBytes
+	if err := rows.Scan(&c[0], &c[1], &c[2], &c[3], &c[4], &c[5]); err != nil {
+		return err
+	}
+	for i := range c {
+		cols[i] = c[i]
+	}
+	return nil
+}
+
+// headerRow is the storage of one tuple of a metadata-only listing: a
+// page's are one allocation.
+type headerRow struct {
+	t      checkpoints.Tuple
+	cp     checkpoints.Checkpoint
+	parent checkpoints.Config
 }
