@@ -2,6 +2,7 @@ package pgsaver
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -540,5 +541,41 @@ func TestListDecodeKnowsEveryMetadataField(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("listdecode: %+v, encoding/json: %+v", got, want)
+	}
+
+	// A page's decoder gives the second row from its memo, a copy of
+	// the first's metadata with maps of its own: a field a plain copy
+	// would share between rows needs its own copy there.
+	for i := range mt.NumField() {
+		f := mt.Field(i)
+		switch f.Type.Kind() {
+		case reflect.Map, reflect.Slice, reflect.Pointer, reflect.Interface:
+			if f.Name != "Parents" && f.Name != "Extra" {
+				t.Errorf("Metadata.%s is a %s: stepMemo.read must give each row its own copy", f.Name, f.Type.Kind())
+			}
+		}
+	}
+	// The text as Postgres prints it: keys shorter before longer, then
+	// in byte order.
+	slices.SortFunc(parts, func(a, b string) int {
+		ka, _, _ := strings.Cut(a, ":")
+		kb, _, _ := strings.Cut(b, ":")
+		return cmp.Or(cmp.Compare(len(ka), len(kb)), strings.Compare(ka, kb))
+	})
+	raw = []byte("{" + strings.Join(parts, ", ") + "}")
+	page := newListDecoder(50)
+	var first, second checkpoints.Metadata
+	if err := page.metadata(&first, &checkpoints.Metadata{}, raw); err != nil {
+		t.Fatal(err)
+	}
+	if err := page.metadata(&second, &first, raw); err != nil || !page.steps.ok {
+		t.Fatalf("second row: %v, from the memo: %v", err, page.steps.ok)
+	}
+	if !reflect.DeepEqual(second, want) {
+		t.Errorf("listdecode from its memo: %+v, encoding/json: %+v", second, want)
+	}
+	second.Parents[""], second.Extra["user"] = "changed", "changed"
+	if !reflect.DeepEqual(first, want) {
+		t.Errorf("changing the second row's maps changed the first's: %+v", first)
 	}
 }
