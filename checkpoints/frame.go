@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -104,14 +103,16 @@ func (f *Frame) Checkpoint() (*Checkpoint, map[string]int64, error) {
 	return cp, newVersions, nil
 }
 
-// compact is a copy of f in fresh memory, sharing only the name tables
-// and the values: a frame's slices may be carved from chunks shared with
-// other frames (the engine's are, see internal/slab), and a saver that
-// drops some of a run's checkpoints and keeps others copies the kept
-// ones' frames so that they do not keep the dropped ones' chunks alive.
-func (f *Frame) compact() *Frame {
+// compact is a copy of f, with id as its ID, in memory of its own: a
+// frame's slices may be carved from chunks shared with other frames (the
+// engine's are, see internal/slab), and a saver that drops some of a
+// run's checkpoints and keeps others copies the kept ones' frames so that
+// they do not keep the dropped ones' chunks alive. It shares what no
+// chunk holds: the values, the name tables (Channels and each Seen
+// entry's), Next and UpdatedChannels.
+func (f *Frame) compact(id string) *Frame {
 	c := *f
-	c.ID = strings.Clone(f.ID)
+	c.ID = id
 	c.Versions = slices.Clone(f.Versions)
 	c.New = slices.Clone(f.New)
 	c.Seen = slices.Clone(f.Seen)

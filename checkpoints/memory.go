@@ -480,8 +480,13 @@ func (m *Memory) store(in memPut, cp *Checkpoint, newVersions map[string]int64, 
 func (th *memThread) add(ns *memNS, c *memCP) {
 	if old := ns.get(c.id); old != nil {
 		c.seq, c.writes = old.seq, old.writes
+		// Neither old's values piece nor c's slot may keep what is
+		// replaced: both stay in chunks that live on.
+		if old.isFrame() {
+			clear(old.frame.values)
+		}
 		*old = *c
-		*c = memCP{} // its slab slot must not keep what old replaced
+		*c = memCP{}
 		return
 	}
 	if ws, ok := ns.writes[c.id]; ok {
@@ -941,12 +946,8 @@ func (m *Memory) CopyThread(ctx context.Context, src, dst string) error {
 		if ns.byID != nil {
 			c.byID = make(map[string]*memCP, len(ns.byID))
 		}
-		copies := make([]memCP, len(ns.order))
 		for i, cp := range ns.order {
-			cc := &copies[i]
-			*cc = *cp
-			cc.home = c
-			cc.writes = slices.Clone(cp.writes) // written in place by addWrites
+			cc := c.adopt(cp)
 			c.order[i] = cc
 			if c.byID != nil {
 				c.byID[cc.id] = cc
@@ -1009,10 +1010,34 @@ func (m *Memory) DeleteForRuns(ctx context.Context, runIDs []string) error {
 	return nil
 }
 
+// adopt returns a copy of c carved from ns's slabs that shares no chunk
+// (see internal/slab) with c's namespace or with the run that saved c: its
+// frame is compacted, and its values, writes and ids are copied. Prune
+// and DeleteForRuns move what they keep with it, so that it does not keep
+// what they dropped alive; CopyThread copies with it, so that the copy
+// keeps nothing of the source once the source is deleted.
+func (ns *memNS) adopt(c *memCP) *memCP {
+	moved := ns.cps.New()
+	*moved = *c
+	moved.home = ns
+	moved.id, moved.parent = strings.Clone(c.id), strings.Clone(c.parent)
+	if moved.isFrame() {
+		moved.frame.Frame = c.frame.compact(moved.id)
+		moved.frame.values = ns.strs.Make(len(c.frame.values))
+		copy(moved.frame.values, c.frame.values)
+	}
+	moved.writes = ns.mwrite.Make(len(c.writes))
+	for i, w := range c.writes {
+		w.task = strings.Clone(w.task)
+		moved.writes[i] = w
+	}
+	return moved
+}
+
 // keep drops the checkpoints for which keep is false and every write not
-// saved against a kept checkpoint. The survivors move to fresh slabs, and
-// their frames are compacted, so that nothing kept holds on to a chunk
-// shared with what was dropped (see internal/slab).
+// saved against a kept checkpoint. The survivors move to fresh slabs
+// (adopt), so that nothing kept holds on to a chunk shared with what was
+// dropped.
 func (ns *memNS) keep(keep func(*memCP) bool) {
 	kept := ns.order[:0:0]
 	ns.cps, ns.strs, ns.mwrite = slab.Slab[memCP]{}, slab.Slab[string]{}, slab.Slab[memWrite]{}
@@ -1023,17 +1048,9 @@ func (ns *memNS) keep(keep func(*memCP) bool) {
 			}
 			continue
 		}
-		moved := ns.cps.New()
-		*moved = *c
-		if moved.isFrame() {
-			moved.frame.Frame = c.frame.compact()
-			moved.frame.values = ns.strs.Make(len(c.frame.values))
-			copy(moved.frame.values, c.frame.values)
-		}
-		moved.writes = ns.mwrite.Make(len(c.writes))
-		copy(moved.writes, c.writes)
+		moved := ns.adopt(c)
 		if ns.byID != nil {
-			ns.byID[c.id] = moved
+			ns.byID[moved.id] = moved // the key too: the map keeps the string assigned
 		}
 		kept = append(kept, moved)
 	}

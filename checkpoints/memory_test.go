@@ -95,44 +95,120 @@ func TestMemoryIDsOutOfOrder(t *testing.T) {
 	}
 }
 
-// A caller may carve its frames from one array (the engine carves a run's
-// from chunks), and the memory saver keeps its checkpoints in chunks too.
-// Pruning a thread to its latest checkpoint must free what the others
-// held: the kept checkpoint must not keep a chunk shared with them alive.
+// runFrames puts n checkpoints on thread as a run does, each a child of
+// the last and carved, as the engine carves a run's frames, from arrays
+// shared by all n (frames, their versions and their new values). Each
+// carries a new 1 MB value of channel "a", and each but the first a 1 MB
+// write saved against its parent. It returns weak pointers to every
+// value and write, by checkpoint, and the last checkpoint's config.
+func runFrames(t *testing.T, m *checkpoints.Memory, cfg checkpoints.Config, first, n int) (values, writes []weak.Pointer[byte], last checkpoints.Config) {
+	t.Helper()
+	const big = 1 << 20
+	frames := make([]checkpoints.Frame, n)
+	versions := make([]int64, n)
+	news := make([]checkpoints.FrameValue, n)
+	for i := range n {
+		value := slices.Repeat([]byte{'1'}, big) // a JSON number, its own allocation
+		versions[i], news[i] = int64(first+i+1), checkpoints.FrameValue{Index: 0, Value: value}
+		frames[i] = checkpoints.Frame{
+			ID: strconv.Itoa(first + i), Channels: []string{"a"}, Versions: versions[i : i+1 : i+1], New: news[i : i+1 : i+1],
+		}
+		values = append(values, weak.Make(&value[0]))
+		var step []checkpoints.TaskWrites
+		if cfg.CheckpointID != "" {
+			w := slices.Repeat([]byte{'2'}, big)
+			writes = append(writes, weak.Make(&w[0]))
+			step = []checkpoints.TaskWrites{{TaskID: "task" + strconv.Itoa(i), Writes: []checkpoints.Write{{Channel: "a", Value: w}}}}
+		}
+		var err error
+		if cfg, err = m.PutFrame(context.Background(), cfg, step, &frames[i], checkpoints.Metadata{Source: checkpoints.SourceLoop, Step: first + i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return values, writes, cfg
+}
+
+// freed fails the test for each pointer in ps that still points at
+// something after a collection.
+func freed(t *testing.T, what string, ps []weak.Pointer[byte]) {
+	t.Helper()
+	runtime.GC()
+	for i, p := range ps {
+		if p.Value() != nil {
+			t.Errorf("%s %d is still in memory", what, i)
+		}
+	}
+}
+
+// The engine carves a run's frames from chunks, and the memory saver keeps
+// its checkpoints in chunks too. Pruning a thread to its latest checkpoint
+// must free what the others held: the kept checkpoint must not keep a
+// chunk shared with them alive.
 func TestMemoryPruneFreesDroppedValues(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	m := checkpoints.NewMemory()
-	const big = 1 << 20
-	frames := make([]checkpoints.Frame, 3)
-	var dropped []weak.Pointer[byte]
-	cfg := checkpoints.Config{ThreadID: "t"}
-	for i := range frames {
-		value := slices.Repeat([]byte{'1'}, big) // a JSON number, its own allocation
-		frames[i] = checkpoints.Frame{
-			ID: strconv.Itoa(i), Channels: []string{"a"}, Versions: []int64{int64(i + 1)},
-			New: []checkpoints.FrameValue{{Index: 0, Value: value}},
-		}
-		if i < len(frames)-1 {
-			dropped = append(dropped, weak.Make(&value[0]))
-		}
-		var err error
-		if cfg, err = m.PutFrame(ctx, cfg, nil, &frames[i], checkpoints.Metadata{Source: checkpoints.SourceLoop, Step: i}); err != nil {
-			t.Fatal(err)
-		}
+	values, writes, last := runFrames(t, m, checkpoints.Config{ThreadID: "t"}, 0, 3)
+	// The kept checkpoint's own pending write is carved next to the
+	// dropped ones' writes.
+	if err := m.PutWrites(ctx, last, []checkpoints.Write{{Channel: "a", Value: json.RawMessage(`3`)}}, "later", ""); err != nil {
+		t.Fatal(err)
 	}
-	frames = nil
 	if err := m.Prune(ctx, []string{"t"}, checkpoints.KeepLatest); err != nil {
 		t.Fatal(err)
 	}
-	runtime.GC()
-	for i, w := range dropped {
-		if w.Value() != nil {
-			t.Errorf("checkpoint %d's value is still in memory after pruning it", i)
+	freed(t, "a dropped checkpoint's value", values[:2])
+	freed(t, "a dropped checkpoint's pending write", writes)
+	tu, err := m.Get(ctx, checkpoints.Config{ThreadID: "t"})
+	if err != nil || tu == nil || tu.Checkpoint.ID != "2" || len(tu.Checkpoint.ChannelValues["a"]) != 1<<20 ||
+		len(tu.PendingWrites) != 1 || string(tu.PendingWrites[0].Value) != "3" {
+		t.Fatalf("the kept checkpoint reads as %+v, %v", tu, err)
+	}
+}
+
+// A copy of a thread must keep nothing of the source once the source is
+// deleted, not even what the source saved after the copy was made.
+func TestMemoryCopyKeepsNothingOfTheSource(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := checkpoints.NewMemory()
+	_, _, last := runFrames(t, m, checkpoints.Config{ThreadID: "src"}, 0, 1)
+	if err := m.CopyThread(ctx, "src", "dst"); err != nil {
+		t.Fatal(err)
+	}
+	values, writes, _ := runFrames(t, m, last, 1, 2)
+	if err := m.DeleteThread(ctx, "src"); err != nil {
+		t.Fatal(err)
+	}
+	freed(t, "a value the source saved after the copy", values)
+	freed(t, "a write the source saved after the copy", writes)
+	tu, err := m.Get(ctx, checkpoints.Config{ThreadID: "dst"})
+	if err != nil || tu == nil || tu.Checkpoint.ID != "0" || len(tu.Checkpoint.ChannelValues["a"]) != 1<<20 {
+		t.Fatalf("the copy reads as %+v, %v", tu, err)
+	}
+}
+
+// Putting a checkpoint again under its id replaces it: what the earlier
+// puts held must go, however many times it is replaced.
+func TestMemoryReplacedCheckpointFreesItsValues(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := checkpoints.NewMemory()
+	var replaced []weak.Pointer[byte]
+	for i := range 3 {
+		value := slices.Repeat([]byte{'1'}, 1<<20)
+		f := &checkpoints.Frame{ID: "x", Channels: []string{"a"}, Versions: []int64{int64(i + 1)},
+			New: []checkpoints.FrameValue{{Index: 0, Value: value}}}
+		if _, err := m.PutFrame(ctx, checkpoints.Config{ThreadID: "t"}, nil, f, checkpoints.Metadata{Source: checkpoints.SourceUpdate, Step: i}); err != nil {
+			t.Fatal(err)
+		}
+		if i < 2 {
+			replaced = append(replaced, weak.Make(&value[0]))
 		}
 	}
+	freed(t, "a replaced put's value", replaced)
 	tu, err := m.Get(ctx, checkpoints.Config{ThreadID: "t"})
-	if err != nil || tu == nil || tu.Checkpoint.ID != "2" || len(tu.Checkpoint.ChannelValues["a"]) != big {
-		t.Fatalf("the kept checkpoint reads as %+v, %v", tu, err)
+	if err != nil || tu == nil || tu.Checkpoint.ChannelVersions["a"] != 3 {
+		t.Fatalf("the checkpoint reads as %+v, %v", tu, err)
 	}
 }
