@@ -339,7 +339,7 @@ func checkStepMemo(t *testing.T, d *listDecoder, data []byte) {
 	head, tail := string(m.head), string(m.tail)
 	var rows []*checkpoints.Metadata
 	for _, step := range []string{"0", "-0", "7", "-12", "9223372036854775807", "-9223372036854775808",
-		"9223372036854775808", "01", "-", "1.5", "1e2", "1.", "", "x", " 3", "3 ", "\"3\"", "null", "3,\"a\":1", "3} {"} {
+		"9223372036854775808", "01", "+3", "+0", "-", "1.5", "1e2", "1.", "", "x", " 3", "3 ", "\"3\"", "null", "3,\"a\":1", "3} {"} {
 		text := []byte(head + step + tail)
 		var want checkpoints.Metadata
 		wantErr := json.Unmarshal(text, &want)
@@ -577,5 +577,28 @@ func TestListDecodeKnowsEveryMetadataField(t *testing.T) {
 	second.Parents[""], second.Extra["user"] = "changed", "changed"
 	if !reflect.DeepEqual(first, want) {
 		t.Errorf("changing the second row's maps changed the first's: %+v", first)
+	}
+}
+
+// The memo gives each row its own maps, but copies them shallowly: a row
+// whose Extra holds an object or an array must not become the memo, or
+// two rows would share the value inside.
+func TestStepMemoSharesNoNestedValue(t *testing.T) {
+	t.Parallel()
+	d := newListDecoder(50)
+	read := func(step string) *checkpoints.Metadata {
+		md := &checkpoints.Metadata{}
+		// As Postgres prints jsonb: shorter keys first.
+		text := `{"list": [1], "step": ` + step + `, "nested": {"k": "v"}, "source": "loop"}`
+		if err := d.metadata(md, &checkpoints.Metadata{}, []byte(text)); err != nil {
+			t.Fatal(err)
+		}
+		return md
+	}
+	first, second := read("1"), read("2")
+	first.Extra["nested"].(map[string]any)["k"] = "changed"
+	first.Extra["list"].([]any)[0] = 9.0
+	if second.Step != 2 || second.Extra["nested"].(map[string]any)["k"] != "v" || second.Extra["list"].([]any)[0] != 1.0 {
+		t.Fatalf("changing one row's nested values changed the next row's: %+v", second)
 	}
 }

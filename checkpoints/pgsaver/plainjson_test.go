@@ -7,6 +7,7 @@ import "testing"
 // (a quote, a backslash, a control character, a byte not ASCII), wherever
 // in the word it is and whatever the other bytes are.
 func TestPlainRun(t *testing.T) {
+	t.Parallel()
 	plain := func(c byte) bool { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\' }
 	want := func(b []byte) int {
 		n := 0

@@ -569,11 +569,17 @@ func collectHeaders(rows pgx.Rows, headers bool, sizeHint int) ([]*checkpoints.T
 	last := &checkpoints.Tuple{}    // the previous row, whose strings are shared
 	lastParent := ""                // the parent id last read, which is often this row's id
 	var cols [6][]byte
+	var scan *scanColumns // made for the first row when not raw
 	for rows.Next() {
 		if raw {
 			copy(cols[:], rows.RawValues())
-		} else if err := scanColumns(rows, &cols); err != nil {
-			return nil, err
+		} else {
+			if scan == nil {
+				scan = newScanColumns()
+			}
+			if err := scan.read(rows, &cols); err != nil {
+				return nil, err
+			}
 		}
 		thread, ns, id, parent, body, metadata := cols[0], cols[1], cols[2], cols[3], cols[4], cols[5]
 		// A row of the page's capacity is zero already: taking it
@@ -627,16 +633,26 @@ func collectHeaders(rows pgx.Rows, headers bool, sizeHint int) ([]*checkpoints.T
 	return out, nil
 }
 
-// scanColumns reads a metadata-only listing's row through Scan, in the
-// driver's memory as RawValues gives it: its variables are the Scan's
-// own, so that a page read raw allocates none.
-func scanColumns(rows pgx.Rows, cols *[6][]byte) error {
-	var c [6]pgtype.DriverBytes
-	if err := rows.Scan(&c[0], &c[1], &c[2], &c[3], &c[4], &c[5]); err != nil {
+// scanColumns reads a metadata-only listing's rows through Scan, in the
+// driver's memory as RawValues gives it, for pages not read raw. Its
+// variables are made once a page: a page read raw makes none.
+type scanColumns struct {
+	c    [6]pgtype.DriverBytes
+	dest []any
+}
+
+func newScanColumns() *scanColumns {
+	s := &scanColumns{}
+	s.dest = []any{&s.c[0], &s.c[1], &s.c[2], &s.c[3], &s.c[4], &s.c[5]}
+	return s
+}
+
+func (s *scanColumns) read(rows pgx.Rows, cols *[6][]byte) error {
+	if err := rows.Scan(s.dest...); err != nil {
 		return err
 	}
-	for i := range c {
-		cols[i] = c[i]
+	for i := range s.c {
+		cols[i] = s.c[i]
 	}
 	return nil
 }

@@ -84,6 +84,7 @@ func TestString(t *testing.T) {
 
 // A full chunk of a type with pointers must take the size class of its
 // size, not the next one up for want of room for the runtime's header.
+// Not parallel: it reads the process's TotalAlloc around one allocation.
 func TestFullChunkTakesItsSizeClass(t *testing.T) {
 	var s Slab[*int]
 	for s.chunk < maxChunk || len(s.free) > 0 {
