@@ -19,31 +19,40 @@ import (
 // f.Checkpoint(), and the frame's values are stored and remembered
 // without copying (the frame is the saver's).
 func (s *Saver) PutFrame(ctx context.Context, cfg checkpoints.Config, writes []checkpoints.TaskWrites, f *checkpoints.Frame, md checkpoints.Metadata) (checkpoints.Config, error) {
-	mdJSON, err := checkpoints.PrepareFrame(cfg, f, md)
+	in, rows, err := frameInput(cfg, writes, f, md)
 	if err != nil {
-		return checkpoints.Config{}, err
-	}
-	body, err := frameBody(f)
-	if err != nil {
-		return checkpoints.Config{}, err
-	}
-	if err := checkpoints.ValidateStep(cfg, writes); err != nil {
 		return checkpoints.Config{}, err
 	}
 	fence, err := pgfence.For(ctx, cfg.ThreadID)
 	if err != nil {
 		return checkpoints.Config{}, err
 	}
+	if err := s.retry(ctx, func(ctx context.Context) error { return s.put(ctx, in, rows, fence) }, s.checkpointLanded(in.cfg)); err != nil {
+		return checkpoints.Config{}, fmt.Errorf("pgsaver: put step with checkpoint %s: %w", f.ID, err)
+	}
+	return in.cfg, nil
+}
+
+// frameInput checks a PutFrame and encodes what it stores: the put and
+// the step's writes (nil when there are none).
+func frameInput(cfg checkpoints.Config, writes []checkpoints.TaskWrites, f *checkpoints.Frame, md checkpoints.Metadata) (*putInput, *writeRows, error) {
+	mdJSON, err := checkpoints.PrepareFrame(cfg, f, md)
+	if err != nil {
+		return nil, nil, err
+	}
+	body, err := frameBody(f)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkpoints.ValidateStep(cfg, writes); err != nil {
+		return nil, nil, err
+	}
 	in := &putInput{
 		cfg:    checkpoints.Config{ThreadID: cfg.ThreadID, Namespace: cfg.Namespace, CheckpointID: f.ID},
 		parent: cfg.CheckpointID, body: body, metadata: mdJSON,
 		channels: f.Channels, versions: f.Versions, fresh: f.New, owned: true,
 	}
-	rows := stepRows(writes)
-	if err := s.retry(ctx, func(ctx context.Context) error { return s.put(ctx, in, rows, fence) }, s.checkpointLanded(in.cfg)); err != nil {
-		return checkpoints.Config{}, fmt.Errorf("pgsaver: put step with checkpoint %s: %w", f.ID, err)
-	}
-	return in.cfg, nil
+	return in, stepRows(writes), nil
 }
 
 // frameBody encodes a checked frame's checkpoint as PreparePut encodes

@@ -2,8 +2,18 @@ package pgsaver
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/zeebo/xxh3"
 
 	"github.com/superstep-dev/superstep/checkpoints"
 )
@@ -74,4 +84,108 @@ func manySeen(n int) []checkpoints.SeenVersions {
 			Channels: []string{"b", "a"}, Versions: []int64{int64(i), 1}})
 	}
 	return out
+}
+
+// counterStep is a superstep of BenchmarkPGSuperstepSync's counter loop
+// as the engine hands it to PutFrame (taken from a run): "inc" wrote n
+// and its route, and the checkpoint that follows has n's new value inline.
+func counterStep(parent, id string, n int) (checkpoints.Config, []checkpoints.TaskWrites, *checkpoints.Frame, checkpoints.Metadata) {
+	v := json.RawMessage(strconv.Itoa(n))
+	cfg := checkpoints.Config{ThreadID: "sync-1", CheckpointID: parent}
+	writes := []checkpoints.TaskWrites{{TaskID: "89e36438-b5ec-a2bc-63e9-23715968a0ba",
+		Writes: []checkpoints.Write{{Channel: "n", Value: v}, {Channel: "branch:to:inc", Value: json.RawMessage("null")}}}}
+	f := &checkpoints.Frame{ID: id, TS: time.Date(2026, 11, 26, 18, 5, 26, 345650939, time.UTC),
+		Channels: []string{"__pregel_tasks", "__start__", "branch:to:inc", "n"}, Versions: []int64{0, 2, int64(n + 2), int64(n + 2)},
+		New: []checkpoints.FrameValue{{Index: 2}, {Index: 3, Value: v}}, UpdatedChannels: []string{"branch:to:inc", "n"}, Next: []string{"inc"},
+		Seen: []checkpoints.SeenVersions{{Node: "__input__"}, {Node: "__start__", Channels: []string{"__start__"}, Versions: []int64{1}},
+			{Node: "inc", Channels: []string{"branch:to:inc"}, Versions: []int64{int64(n + 1)}}}}
+	if n == 0 {
+		// The start step consumed __start__.
+		f.New = append([]checkpoints.FrameValue{{Index: 1}}, f.New...)
+	}
+	md := checkpoints.Metadata{Source: checkpoints.SourceLoop, Step: n, Parents: map[string]string{}}
+	return cfg, writes, f, md
+}
+
+// paramOIDs are the parameter types the server infers for the statements
+// a counter step sends, by statement.
+var paramOIDs = map[string][]uint32{
+	sqlPutInline: {pgtype.TextOID, pgtype.TextOID, pgtype.TextOID, pgtype.TextOID, pgtype.ByteaOID, pgtype.JSONBOID,
+		pgtype.TextArrayOID, pgtype.Int8ArrayOID, pgtype.ByteaArrayOID, pgtype.ByteaArrayOID, pgtype.ByteaOID},
+}
+
+// BenchmarkPutFrameClient is the client's share of a superstep of
+// BenchmarkPGSuperstepSync/putstep, without a server: PutFrame's checks
+// and encoding, its plan, and pgx's encoding of the statement's
+// parameters into the Bind message it sends (as pgx.Conn's Exec of a
+// cached statement does). Each op is the next step of one thread, whose
+// head the saver remembers as after a commit.
+func BenchmarkPutFrameClient(b *testing.B) {
+	pool, err := pgxpool.New(context.Background(), "postgres://bench@127.0.0.1:1/bench") // never connects
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pool.Close()
+	s := New(pool, nil)
+	ids := [2]string{"01a21908-a3c4-75f8-ab64-f5f29e0a9f0c", "01a21908-a3c9-77d7-8244-c7bb919c4cfb"}
+	m := pgtype.NewMap()
+	var eqb pgx.ExtendedQueryBuilder
+	var msg []byte
+	var first uint64 // the hash of the first op's Bind message
+	op := 0
+	type args struct {
+		cfg    checkpoints.Config
+		writes []checkpoints.TaskWrites
+		f      *checkpoints.Frame
+		md     checkpoints.Metadata
+	}
+	step := func(a args) {
+		in, rows, err := frameInput(a.cfg, a.writes, a.f, a.md)
+		if err != nil {
+			b.Fatal(err)
+		}
+		plan := s.plan(in, rows, nil, true, false)
+		for _, q := range plan.batch.QueuedQueries {
+			oids, ok := paramOIDs[q.SQL]
+			if !ok {
+				b.Fatalf("step %d sends a statement the benchmark does not know:\n%s", a.md.Step, q.SQL)
+			}
+			if err := eqb.Build(m, &pgconn.StatementDescription{Name: "stmt", SQL: q.SQL, ParamOIDs: oids}, q.Arguments); err != nil {
+				b.Fatal(err)
+			}
+			bind := pgproto3.Bind{PreparedStatement: "stmt", ParameterFormatCodes: eqb.ParamFormats, Parameters: eqb.ParamValues, ResultFormatCodes: eqb.ResultFormats}
+			if msg, err = bind.Encode(msg[:0]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		s.remember(plan)
+		if op == 1 {
+			first = xxh3.Hash(msg)
+		}
+	}
+	// The run's input checkpoint and its first step make the thread's head.
+	input := &checkpoints.Frame{ID: "01a21908-a389-7362-a72f-654d1cfa5ca4", TS: time.Now(),
+		Channels: []string{"__pregel_tasks", "__start__", "branch:to:inc", "n"}, Versions: []int64{0, 1, 0, 0},
+		New: []checkpoints.FrameValue{{Index: 1, Value: json.RawMessage(`{"n":0}`)}}, UpdatedChannels: []string{"__start__"}, Next: []string{"__start__"},
+		Seen: []checkpoints.SeenVersions{{Node: "__input__"}}}
+	in, _, err := frameInput(checkpoints.Config{ThreadID: "sync-1"}, nil, input, checkpoints.Metadata{Source: checkpoints.SourceInput, Step: -1, Parents: map[string]string{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.remember(s.plan(in, nil, nil, true, false))
+	var start args
+	var next [2]args
+	start.cfg, start.writes, start.f, start.md = counterStep(input.ID, ids[0], 0)
+	step(start)
+	// The engine builds a step's frame: the benchmark alternates two.
+	for i := range next {
+		next[i].cfg, next[i].writes, next[i].f, next[i].md = counterStep(ids[i], ids[1-i], 42)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		op++
+		step(next[(op+1)%2])
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e3/float64(b.N), "µs/step")
+	b.Logf("Bind message of a step: %d bytes, the first's xxh3 %x", len(msg), first)
 }

@@ -554,13 +554,20 @@ func (s *Saver) put(ctx context.Context, p *putInput, writes *writeRows, fence *
 		s.forget(thread)
 		return err
 	}
-	if s.last != nil {
-		for k, v := range plan.remember {
-			s.last.put(k, v)
-		}
-		s.heads.put(headKey{thread, p.cfg.Namespace}, plan.head)
-	}
+	s.remember(plan)
 	return nil
+}
+
+// remember keeps what a put that committed leaves for the thread's next
+// one: its values for deltas, its value map as the thread's head.
+func (s *Saver) remember(plan *putPlan) {
+	if s.last == nil {
+		return
+	}
+	for k, v := range plan.remember {
+		s.last.put(k, v)
+	}
+	s.heads.put(headKey{plan.thread, plan.in.cfg.Namespace}, plan.head)
 }
 
 type putPlan struct {
