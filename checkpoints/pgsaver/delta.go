@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/zeebo/xxh3"
@@ -310,8 +311,30 @@ func (r valueRef) blob() bool { return !r.none && r.inline == nil }
 // head is the value map of a checkpoint this saver put. It is never
 // modified once remembered, so children share its inline values.
 type head struct {
-	id   string
-	refs map[string]valueRef
+	id string
+	// refs are the checkpoint's channels with a version, sorted by name
+	// (a frame's order); never nil in a head (nil: no head).
+	refs []headRef
+}
+
+// headRef is a channel of a head and where its value is.
+type headRef struct {
+	channel string
+	valueRef
+}
+
+// ref finds channel ch.
+func (h *head) ref(ch string) (*valueRef, bool) {
+	i, ok := slices.BinarySearchFunc(h.refs, ch, func(r headRef, ch string) int { return strings.Compare(r.channel, ch) })
+	if !ok {
+		return nil, false
+	}
+	return &h.refs[i].valueRef, true
+}
+
+// sort orders refs by channel, as ref needs.
+func (h *head) sort() {
+	slices.SortFunc(h.refs, func(a, b headRef) int { return strings.Compare(a.channel, b.channel) })
 }
 
 // heads remembers the last checkpoint put per thread and namespace, so
@@ -319,20 +342,22 @@ type head struct {
 // Like lastValues it is an optimisation that is checked, never trusted.
 type heads struct {
 	mu      sync.Mutex
-	entries map[headKey]*head
+	entries map[headKey]head
 	max     int
 }
 
-func (c *heads) get(k headKey) *head {
+func (c *heads) get(k headKey) (head, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.entries[k]
+	h, ok := c.entries[k]
+	return h, ok
 }
 
-func (c *heads) put(k headKey, h *head) {
+// put remembers h as k's head, or forgets k's head when h is none.
+func (c *heads) put(k headKey, h head) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if h == nil {
+	if h.refs == nil {
 		delete(c.entries, k)
 		return
 	}

@@ -197,7 +197,7 @@ func New(pool *pgxpool.Pool, opts *Options) *Saver {
 	s := &Saver{pool: pool, opts: o, commit: &committer{pool: pool, limit: o.MaxTransactions}}
 	if o.LastValueCacheBytes > 0 {
 		s.last = &lastValues{entries: map[valueKey]*lastValue{}, max: o.LastValueCacheBytes}
-		s.heads = &heads{entries: map[headKey]*head{}, max: 1 << 14}
+		s.heads = &heads{entries: map[headKey]head{}, max: 1 << 14}
 	}
 	return s
 }
@@ -571,16 +571,45 @@ func (s *Saver) remember(plan *putPlan) {
 }
 
 type putPlan struct {
-	batch *pgx.Batch
+	batch pgx.Batch
 	// thread is the thread the put writes to.
 	thread   string
 	remember map[valueKey]*lastValue
 	// head is the new checkpoint's value map, remembered so that its child
 	// can be resolved without the server's help. When returning is set,
 	// the last statement returns it instead.
-	head      *head
+	head      head
 	returning bool
 	in        *putInput
+
+	// What follows is the plan's own memory, carved so that a put of a
+	// few channels and writes allocates its plan at once: the batch's
+	// statements, the checkpoint statement's parameters (params.go) and
+	// the rows of its value map.
+	queued [4]*pgx.QueuedQuery
+	last   pgx.QueuedQuery
+	args   [17]any
+	id     [4]textParam  // thread, namespace, checkpoint, parent
+	bytes  [2]byteaParam // body, carried
+	rows   refRows
+	// blobs are the new blobs' rows, parentBlobs the blobs the
+	// checkpoint takes from its parent, resolve the channels the server
+	// resolves.
+	blobs struct {
+		hash, base, data byteaArray
+		enc              textArray
+	}
+	parentBlobs byteaArray
+	resolve     struct {
+		ch  textArray
+		ver int8Array
+	}
+	fresh  [4]valueRef
+	rowBuf struct {
+		ch          [6]string
+		ver         [6]int64
+		hash, value [6][]byte
+	}
 }
 
 // errStaleCache means a put resolved from remembered state referenced a
@@ -597,10 +626,10 @@ func (s *Saver) forget(threads ...string) {
 
 // refRows are the parallel arrays of a checkpoint's value map.
 type refRows struct {
-	ch     []string
-	ver    []int64
-	hash   [][]byte
-	inline [][]byte
+	ch     textArray
+	ver    int8Array
+	hash   byteaArray
+	inline byteaArray
 }
 
 // grow makes room for n more rows.
@@ -609,39 +638,46 @@ func (r *refRows) grow(n int) {
 	r.hash, r.inline = slices.Grow(r.hash, n), slices.Grow(r.inline, n)
 }
 
-func (r *refRows) add(ch string, ref valueRef) {
+// add appends a channel's value: ref, which must stay as it is while the
+// rows are sent (a blob's hash is not copied).
+func (r *refRows) add(ch string, ref *valueRef) {
 	r.ch, r.ver = append(r.ch, ch), append(r.ver, ref.version)
 	if ref.inline != nil {
 		r.hash, r.inline = append(r.hash, nil), append(r.inline, ref.inline)
 	} else {
-		h := ref.hash
-		r.hash, r.inline = append(r.hash, h[:]), append(r.inline, nil)
+		r.hash, r.inline = append(r.hash, ref.hash[:]), append(r.inline, nil)
 	}
 }
 
 func (s *Saver) plan(p *putInput, writes *writeRows, fence *checkpoints.Fence, useMemory, upsert bool) *putPlan {
 	thread, ns := p.cfg.ThreadID, p.cfg.Namespace
-	plan := &putPlan{batch: &pgx.Batch{}, thread: thread, in: p}
-	refs := make(map[string]valueRef, len(p.channels))
-	var bHash, bBase, bData [][]byte
-	var bEnc []string
+	plan := &putPlan{thread: thread, in: p}
+	plan.batch.QueuedQueries = plan.queued[:0]
+	// fresh[k] is the value of p.fresh[k]: none for a new version without
+	// a value.
+	fresh := plan.fresh[:0]
+	if len(p.fresh) > len(plan.fresh) {
+		fresh = make([]valueRef, 0, len(p.fresh))
+	}
+	bHash, bBase, bData, bEnc := &plan.blobs.hash, &plan.blobs.base, &plan.blobs.data, &plan.blobs.enc
 	var newHashes []hash
 	for _, nv := range p.fresh {
-		ch, ver, v := p.channels[nv.Index], p.versions[nv.Index], nv.Value
+		ver, v := p.versions[nv.Index], nv.Value
 		if v == nil {
-			continue // a new version without a value
+			fresh = append(fresh, valueRef{version: ver, none: true})
+			continue
 		}
 		if len(v) <= inlineMax {
 			if !p.owned {
 				v = slices.Clone(v)
 			}
-			refs[ch] = valueRef{version: ver, inline: v}
+			fresh = append(fresh, valueRef{version: ver, inline: v})
 			continue
 		}
 		raw := []byte(v)
 		h := hashOf(raw)
-		refs[ch] = valueRef{version: ver, hash: h}
-		key := valueKey{thread, ns, ch}
+		fresh = append(fresh, valueRef{version: ver, hash: h})
+		key := valueKey{thread, ns, p.channels[nv.Index]}
 		// raw is sent within this Put; only a value remembered past it
 		// (for the next delta) is copied, and only when it changed.
 		enc, base, data := encJSON, []byte(nil), raw
@@ -664,70 +700,80 @@ func (s *Saver) plan(p *putInput, writes *writeRows, fence *checkpoints.Fence, u
 		if !slices.Contains(newHashes, h) {
 			newHashes = append(newHashes, h)
 			hc := h
-			bHash, bEnc, bBase, bData = append(bHash, hc[:]), append(bEnc, enc), append(bBase, base), append(bData, data)
+			*bHash, *bEnc, *bBase, *bData = append(*bHash, hc[:]), append(*bEnc, enc), append(*bBase, base), append(*bData, data)
 		}
 	}
 	// The common case, a child of the checkpoint this saver put last in
-	// the thread: resolve the unchanged channels from memory.
-	var parentHead *head
+	// the thread: resolve the unchanged channels from memory, and the new
+	// checkpoint's value map is the parent's with the fresh values.
+	var parentHead head
 	if useMemory && s.heads != nil && p.parent != "" {
-		if h := s.heads.get(headKey{thread, ns}); h != nil && h.id == p.parent {
+		if h, ok := s.heads.get(headKey{thread, ns}); ok && h.id == p.parent {
 			parentHead = h
 		}
 	}
 	resolved := true
-	var parentBlobs [][]byte
-	for i, ch := range p.channels {
-		if !p.has(i) || p.isFresh(i) {
-			continue
+	parentBlobs := &plan.parentBlobs
+	var refs []headRef
+	{
+		n := 0
+		for i := range p.channels {
+			if p.has(i) {
+				n++
+			}
 		}
-		ver := p.versions[i]
-		ref, ok := valueRef{}, false
-		if parentHead != nil {
-			ref, ok = parentHead.refs[ch]
-		}
-		if !ok || ref.version != ver {
-			resolved = false
-			break
-		}
-		refs[ch] = ref
-		if ref.blob() && !slices.Contains(newHashes, ref.hash) {
-			h := ref.hash
-			parentBlobs = append(parentBlobs, h[:])
+		refs = make([]headRef, 0, n) // never nil: a head
+		k := 0                       // the next of p.fresh
+		for i, ch := range p.channels {
+			isFresh := k < len(p.fresh) && p.fresh[k].Index == i
+			if isFresh {
+				k++
+			}
+			if !p.has(i) {
+				continue
+			}
+			if isFresh {
+				refs = append(refs, headRef{channel: ch, valueRef: fresh[k-1]})
+				continue
+			}
+			ref, ok := parentHead.ref(ch)
+			if !ok || ref.version != p.versions[i] {
+				resolved = false
+				break
+			}
+			refs = append(refs, headRef{channel: ch, valueRef: *ref})
+			if ref.blob() && !slices.Contains(newHashes, ref.hash) {
+				*parentBlobs = append(*parentBlobs, ref.hash[:])
+			}
 		}
 	}
-	var rows refRows
-	var resolve struct {
-		ch  []string
-		ver []int64
-	}
+	rows := &plan.rows
+	rows.ch, rows.ver = plan.rowBuf.ch[:0], plan.rowBuf.ver[:0]
+	rows.hash, rows.inline = plan.rowBuf.hash[:0], plan.rowBuf.value[:0]
+	resolve := &plan.resolve
 	if resolved {
 		rows.grow(len(refs))
-		for i, ch := range p.channels {
-			if !p.has(i) {
-				continue
-			}
-			ref, ok := refs[ch]
-			if !ok {
-				// A channel with a version and no value is remembered
-				// too: its child carries it without asking the server.
-				refs[ch] = valueRef{version: p.versions[i], none: true}
-				continue
-			}
-			if !ref.none {
-				rows.add(ch, ref)
+		for j := range refs {
+			if !refs[j].none {
+				rows.add(refs[j].channel, &refs[j].valueRef)
 			}
 		}
-		plan.head = &head{id: p.cfg.CheckpointID, refs: refs}
+		plan.head = head{id: p.cfg.CheckpointID, refs: refs}
 	} else {
 		// Only the new values go; the server resolves the rest.
+		*parentBlobs = nil
+		k := 0
 		for i, ch := range p.channels {
+			isFresh := k < len(p.fresh) && p.fresh[k].Index == i
+			if isFresh {
+				k++
+			}
 			if !p.has(i) {
 				continue
 			}
-			if p.isFresh(i) {
-				if ref, ok := refs[ch]; ok {
-					rows.add(ch, ref)
+			if isFresh {
+				if !fresh[k-1].none {
+					rows.add(ch, &fresh[k-1])
 				}
 				continue
 			}
@@ -736,13 +782,13 @@ func (s *Saver) plan(p *putInput, writes *writeRows, fence *checkpoints.Fence, u
 		plan.returning = true
 	}
 
-	b := plan.batch
+	b := &plan.batch
 	if fence != nil {
 		// First: a refused fence aborts the batch before anything else
 		// runs or locks.
 		b.Queue(pgfence.SQL, fence.Thread, fence.Token)
 	}
-	if len(bHash) > 0 || len(parentBlobs) > 0 || !resolved {
+	if len(*bHash) > 0 || len(*parentBlobs) > 0 || !resolved {
 		b.Queue(sqlLockShared, lockClass, threadLock(thread))
 	}
 	// A step's regular writes ride on its checkpoint's row (parent_writes)
@@ -759,19 +805,22 @@ func (s *Saver) plan(p *putInput, writes *writeRows, fence *checkpoints.Fence, u
 	if upsert || !resolved {
 		b.Queue(sqlReleaseCarried, thread, ns, p.cfg.CheckpointID, p.parent)
 	}
-	args := make([]any, 0, 17)
-	args = append(args, thread, ns, p.cfg.CheckpointID, p.parent, p.body, p.metadata,
-		nonNil(rows.ch), nonNil(rows.ver), nonNil(rows.hash), nonNil(rows.inline), carried)
+	plan.id = [4]textParam{textParam(thread), textParam(ns), textParam(p.cfg.CheckpointID), textParam(p.parent)}
+	plan.bytes = [2]byteaParam{p.body, carried}
+	args := append(plan.args[:0], &plan.id[0], &plan.id[1], &plan.id[2], &plan.id[3], &plan.bytes[0], p.metadata,
+		&rows.ch, &rows.ver, &rows.hash, &rows.inline, &plan.bytes[1])
+	plan.last.Arguments = args
 	switch {
 	case !resolved:
-		args = append(args, nonNil(bHash), nonNil(bEnc), nonNil(bBase), nonNil(bData), nonNil(resolve.ch), nonNil(resolve.ver))
-		b.Queue(sqlPutResolve, args...)
-	case len(bHash) > 0 || len(parentBlobs) > 0:
-		args = append(args, nonNil(bHash), nonNil(bEnc), nonNil(bBase), nonNil(bData), nonNil(parentBlobs))
-		b.Queue(upserting(sqlPutBlobs, upsert), args...)
+		plan.last.Arguments = append(args, bHash, bEnc, bBase, bData, &resolve.ch, &resolve.ver)
+		plan.last.SQL = sqlPutResolve
+	case len(*bHash) > 0 || len(*parentBlobs) > 0:
+		plan.last.Arguments = append(args, bHash, bEnc, bBase, bData, parentBlobs)
+		plan.last.SQL = upserting(sqlPutBlobs, upsert)
 	default:
-		b.Queue(upserting(sqlPutInline, upsert), args...)
+		plan.last.SQL = upserting(sqlPutInline, upsert)
 	}
+	b.QueuedQueries = append(b.QueuedQueries, &plan.last)
 	return plan
 }
 
@@ -784,10 +833,14 @@ func (s *Saver) lastValue(k valueKey, use bool) *lastValue {
 
 func (s *Saver) exec(ctx context.Context, plan *putPlan) error {
 	if !plan.returning {
-		return mapPutError(s.commit.do(ctx, plan.thread, plan.batch, nil))
+		return mapPutError(s.commit.do(ctx, plan.thread, &plan.batch, nil))
 	}
-	var rows refRows
-	err := s.commit.do(ctx, plan.thread, plan.batch, func(br pgx.BatchResults) error {
+	var rows struct {
+		ch           []string
+		ver          []int64
+		hash, inline [][]byte
+	}
+	err := s.commit.do(ctx, plan.thread, &plan.batch, func(br pgx.BatchResults) error {
 		for range plan.batch.Len() - 1 {
 			if _, err := br.Exec(); err != nil {
 				return err
@@ -799,20 +852,28 @@ func (s *Saver) exec(ctx context.Context, plan *putPlan) error {
 		return mapPutError(err)
 	}
 	if len(rows.ch) == len(rows.ver) && len(rows.ch) == len(rows.hash) && len(rows.ch) == len(rows.inline) {
-		plan.head = &head{id: plan.in.cfg.CheckpointID, refs: make(map[string]valueRef, len(rows.ch))}
+		refs := make([]headRef, 0, len(plan.in.channels)) // never nil: a head
 		for i, ch := range rows.ch {
 			switch {
 			case len(rows.hash[i]) == len(hash{}):
-				plan.head.refs[ch] = valueRef{version: rows.ver[i], hash: hash(rows.hash[i])}
+				refs = append(refs, headRef{channel: ch, valueRef: valueRef{version: rows.ver[i], hash: hash(rows.hash[i])}})
 			case rows.inline[i] != nil:
-				plan.head.refs[ch] = valueRef{version: rows.ver[i], inline: rows.inline[i]}
+				refs = append(refs, headRef{channel: ch, valueRef: valueRef{version: rows.ver[i], inline: rows.inline[i]}})
 			}
 		}
+		h := head{id: plan.in.cfg.CheckpointID, refs: refs}
+		h.sort()
+		n := len(refs)
 		for i, ch := range plan.in.channels {
-			if _, ok := plan.head.refs[ch]; !ok && plan.in.has(i) {
-				plan.head.refs[ch] = valueRef{version: plan.in.versions[i], none: true}
+			if _, ok := h.ref(ch); !ok && plan.in.has(i) {
+				refs = append(refs, headRef{channel: ch, valueRef: valueRef{version: plan.in.versions[i], none: true}})
 			}
 		}
+		if len(refs) > n {
+			h.refs = refs
+			h.sort()
+		}
+		plan.head = h
 	}
 	return nil
 }
@@ -1012,12 +1073,3 @@ SELECT count(*) FROM checkpoint_writes w
 JOIN unnest($4::text[], $5::int[], $6::text[], $7::bytea[]) AS x(t, i, c, v)
   ON w.task_id = x.t AND w.idx = x.i AND w.channel = x.c AND w.value = x.v
 WHERE w.thread_id = $1 AND w.checkpoint_ns = $2 AND w.checkpoint_id = $3`
-
-// nonNil turns a nil slice into an empty one, which pgx sends as '{}'
-// rather than NULL.
-func nonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
-}

@@ -1,0 +1,72 @@
+package pgsaver
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// A put's parameters are sent byte for byte as pgx sends the plain
+// strings, slices and arrays they stand for (a nil array as an empty
+// one, as nonNil had it), in the same formats.
+func TestParamsEncodeAsPgx(t *testing.T) {
+	t.Parallel()
+	long := make([]string, 40)
+	longInts := make([]int64, 40)
+	for i := range long {
+		long[i], longInts[i] = fmt.Sprint("ch", i), int64(i)<<40
+	}
+	texts := [][]string{nil, {}, {"n"}, {"a", "", "é\"{}", "NULL"}, long}
+	ints := [][]int64{nil, {}, {-1, 0, 1 << 62}, longInts}
+	bytesOf := [][][]byte{nil, {}, {nil}, {[]byte("42"), nil, {}, []byte(`{"n":1}`)}}
+	var ours, theirs []any
+	var oids []uint32
+	for _, s := range texts {
+		a := textArray(s)
+		ours, theirs, oids = append(ours, &a), append(theirs, nonNil(s)), append(oids, pgtype.TextArrayOID)
+	}
+	for _, s := range ints {
+		a := int8Array(s)
+		ours, theirs, oids = append(ours, &a), append(theirs, nonNil(s)), append(oids, pgtype.Int8ArrayOID)
+	}
+	for _, s := range bytesOf {
+		a := byteaArray(s)
+		ours, theirs, oids = append(ours, &a), append(theirs, nonNil(s)), append(oids, pgtype.ByteaArrayOID)
+	}
+	for _, s := range []string{"", "thread-1", "01a21908-a3c4-75f8-ab64-f5f29e0a9f0c"} {
+		p := textParam(s)
+		ours, theirs, oids = append(ours, &p), append(theirs, s), append(oids, pgtype.TextOID)
+	}
+	for _, b := range [][]byte{nil, {}, []byte(`[["t","",0,"n",42]]`)} {
+		p := byteaParam(b)
+		ours, theirs, oids = append(ours, &p), append(theirs, b), append(oids, pgtype.ByteaOID)
+	}
+	m := pgtype.NewMap()
+	sd := &pgconn.StatementDescription{Name: "s", ParamOIDs: oids}
+	var got, want pgx.ExtendedQueryBuilder
+	if err := got.Build(m, sd, ours); err != nil {
+		t.Fatal(err)
+	}
+	if err := want.Build(m, sd, theirs); err != nil {
+		t.Fatal(err)
+	}
+	for i := range oids {
+		g, w := got.ParamValues[i], want.ParamValues[i]
+		if !bytes.Equal(g, w) || (g == nil) != (w == nil) || got.ParamFormats[i] != want.ParamFormats[i] {
+			t.Errorf("parameter %d (%v): format %d %x, pgx sends format %d %x", i, theirs[i], got.ParamFormats[i], g, want.ParamFormats[i], w)
+		}
+	}
+}
+
+// nonNil turns a nil slice into an empty one, which pgx sends as '{}'
+// rather than NULL.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
