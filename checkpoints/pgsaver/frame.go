@@ -40,19 +40,38 @@ func frameInput(cfg checkpoints.Config, writes []checkpoints.TaskWrites, f *chec
 	if err != nil {
 		return nil, nil, err
 	}
-	body, err := frameBody(f)
+	fp := &framePut{}
+	body, err := appendFrameBody(fp.body[:0], f)
 	if err != nil {
 		return nil, nil, err
 	}
 	if err := checkpoints.ValidateStep(cfg, writes); err != nil {
 		return nil, nil, err
 	}
-	in := &putInput{
+	fp.in = putInput{
 		cfg:    checkpoints.Config{ThreadID: cfg.ThreadID, Namespace: cfg.Namespace, CheckpointID: f.ID},
 		parent: cfg.CheckpointID, body: body, metadata: mdJSON,
 		channels: f.Channels, versions: f.Versions, fresh: f.New, owned: true,
 	}
-	return in, stepRows(writes), nil
+	w := &fp.writes
+	fp.rows = writeRows{task: w.task[:0], path: w.path[:0], idx: w.idx[:0], ch: w.ch[:0], val: w.val[:0]}
+	if !fp.rows.addStep(writes) {
+		return &fp.in, nil, nil
+	}
+	return &fp.in, &fp.rows, nil
+}
+
+// framePut is a PutFrame's input, its step's writes and its checkpoint's
+// body, in one allocation for a step of a few writes.
+type framePut struct {
+	in     putInput
+	rows   writeRows
+	writes struct {
+		task, path, ch [4]string
+		idx            [4]int32
+		val            [4][]byte
+	}
+	body [512]byte
 }
 
 // frameBody encodes a checked frame's checkpoint as PreparePut encodes
@@ -61,7 +80,10 @@ func frameInput(cfg checkpoints.Config, writes []checkpoints.TaskWrites, f *chec
 // is not nil), map keys sorted, a node or channel named twice keeping its
 // last entry, strings escaped as encoding/json escapes them. TestFrameBody
 // holds it to that.
-func frameBody(f *checkpoints.Frame) ([]byte, error) {
+func frameBody(f *checkpoints.Frame) ([]byte, error) { return appendFrameBody(nil, f) }
+
+// appendFrameBody appends frameBody(f) to b.
+func appendFrameBody(b []byte, f *checkpoints.Frame) ([]byte, error) {
 	ts := f.TS.UTC()
 	if y := ts.Year(); y < 0 || y > 9999 {
 		// Out of encoding/json's range: let it say so, in PutStep's words.
@@ -75,7 +97,7 @@ func frameBody(f *checkpoints.Frame) ([]byte, error) {
 		}
 		return p.Body, nil
 	}
-	b := make([]byte, 0, 160+len(f.ID)+24*len(f.Channels)+32*len(f.Seen)+16*len(f.Next))
+	b = slices.Grow(b, 160+len(f.ID)+24*len(f.Channels)+32*len(f.Seen)+16*len(f.Next))
 	b = append(b, `{"v":`...)
 	b = strconv.AppendInt(b, checkpoints.FormatVersion, 10)
 	b = append(b, `,"id":`...)

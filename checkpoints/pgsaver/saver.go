@@ -461,23 +461,30 @@ func (s *Saver) PutStep(ctx context.Context, cfg checkpoints.Config, writes []ch
 // stepRows are the writes of a step as one statement's rows, or nil when
 // there are none.
 func stepRows(writes []checkpoints.TaskWrites) *writeRows {
+	rows := &writeRows{}
+	if !rows.addStep(writes) {
+		return nil
+	}
+	return rows
+}
+
+// addStep adds the writes of a step, reporting whether there were any.
+func (r *writeRows) addStep(writes []checkpoints.TaskWrites) bool {
 	n := 0
 	for _, tw := range writes {
 		n += len(tw.Writes)
 	}
 	if n == 0 {
-		return nil
+		return false
 	}
-	rows := &writeRows{
-		task: make([]string, 0, n), path: make([]string, 0, n), idx: make([]int32, 0, n),
-		ch: make([]string, 0, n), val: make([][]byte, 0, n),
-	}
+	r.task, r.path, r.idx = slices.Grow(r.task, n), slices.Grow(r.path, n), slices.Grow(r.idx, n)
+	r.ch, r.val = slices.Grow(r.ch, n), slices.Grow(r.val, n)
 	for _, tw := range writes {
 		if len(tw.Writes) > 0 {
-			rows.add(tw.TaskID, tw.TaskPath, tw.Writes)
+			r.add(tw.TaskID, tw.TaskPath, tw.Writes)
 		}
 	}
-	return rows
+	return true
 }
 
 // putInput is a checked put in the form plan takes, made from maps (Put,
@@ -605,6 +612,7 @@ type putPlan struct {
 		ver int8Array
 	}
 	fresh  [4]valueRef
+	packed [160]byte // the writes the checkpoint carries
 	rowBuf struct {
 		ch          [6]string
 		ver         [6]int64
@@ -797,7 +805,7 @@ func (s *Saver) plan(p *putInput, writes *writeRows, fence *checkpoints.Fence, u
 	var carried []byte
 	if writes != nil {
 		if resolved && !upsert && writes.regular() {
-			carried = writes.pack()
+			carried = writes.pack(plan.packed[:0])
 		} else {
 			queueWrites(b, thread, ns, p.parent, writes, upsert)
 		}
@@ -942,15 +950,15 @@ func (r *writeRows) regular() bool {
 	return true
 }
 
-// pack encodes the writes as a checkpoint's parent_writes: a JSON array
-// of [task id, task path, idx, channel, value] in order, each value as
-// saved (checkpoints.CheckValue: valid JSON, so the array is too).
-func (r *writeRows) pack() []byte {
+// pack appends to b the writes as a checkpoint's parent_writes: a JSON
+// array of [task id, task path, idx, channel, value] in order, each value
+// as saved (checkpoints.CheckValue: valid JSON, so the array is too).
+func (r *writeRows) pack(b []byte) []byte {
 	n := 2
 	for i := range r.idx {
 		n += len(r.task[i]) + len(r.path[i]) + len(r.ch[i]) + len(r.val[i]) + 24
 	}
-	b := make([]byte, 0, n)
+	b = slices.Grow(b, n)
 	b = append(b, '[')
 	for i, idx := range r.idx {
 		if i > 0 {
