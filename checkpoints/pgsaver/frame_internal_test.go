@@ -116,9 +116,9 @@ var paramOIDs = map[string][]uint32{
 
 // BenchmarkPutFrameClient is the client's share of a superstep of
 // BenchmarkPGSuperstepSync/putstep, without a server: PutFrame's checks
-// and encoding, its plan, and pgx's encoding of the statement's
-// parameters into the Bind message it sends (as pgx.Conn's Exec of a
-// cached statement does). Each op is the next step of one thread, whose
+// and encoding, its plan, and the encoding of the statement's parameters
+// (by the saver, as execEncoded does, or else by pgx, as pgx.Conn's Exec
+// of a cached statement does) into the Bind message it sends. Each op is the next step of one thread, whose
 // head the saver remembers as after a commit.
 func BenchmarkPutFrameClient(b *testing.B) {
 	pool, err := pgxpool.New(context.Background(), "postgres://bench@127.0.0.1:1/bench") // never connects
@@ -130,6 +130,7 @@ func BenchmarkPutFrameClient(b *testing.B) {
 	ids := [2]string{"01a21908-a3c4-75f8-ab64-f5f29e0a9f0c", "01a21908-a3c9-77d7-8244-c7bb919c4cfb"}
 	m := pgtype.NewMap()
 	var eqb pgx.ExtendedQueryBuilder
+	var enc paramEncoder
 	var msg []byte
 	var first uint64 // the hash of the first op's Bind message
 	op := 0
@@ -150,10 +151,15 @@ func BenchmarkPutFrameClient(b *testing.B) {
 			if !ok {
 				b.Fatalf("step %d sends a statement the benchmark does not know:\n%s", a.md.Step, q.SQL)
 			}
-			if err := eqb.Build(m, &pgconn.StatementDescription{Name: "stmt", SQL: q.SQL, ParamOIDs: oids}, q.Arguments); err != nil {
-				b.Fatal(err)
+			bind := pgproto3.Bind{PreparedStatement: "stmt"}
+			if _, ok := encodedStatements[q.SQL]; ok && enc.encode(oids, q.Arguments) {
+				bind.ParameterFormatCodes, bind.Parameters = enc.formats, enc.values
+			} else {
+				if err := eqb.Build(m, &pgconn.StatementDescription{Name: "stmt", SQL: q.SQL, ParamOIDs: oids}, q.Arguments); err != nil {
+					b.Fatal(err)
+				}
+				bind.ParameterFormatCodes, bind.Parameters, bind.ResultFormatCodes = eqb.ParamFormats, eqb.ParamValues, eqb.ResultFormats
 			}
-			bind := pgproto3.Bind{PreparedStatement: "stmt", ParameterFormatCodes: eqb.ParamFormats, Parameters: eqb.ParamValues, ResultFormatCodes: eqb.ResultFormats}
 			if msg, err = bind.Encode(msg[:0]); err != nil {
 				b.Fatal(err)
 			}

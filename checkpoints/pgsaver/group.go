@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // committer runs the saver's writes, each a batch of statements that
@@ -31,6 +32,9 @@ type committer struct {
 	// limit is the most transactions in flight; 0 or less means no
 	// grouping (every write its own transaction, whatever the load).
 	limit int
+	// encode says the pool's connections may run the statements of
+	// encodedStatements with parameters the saver encodes (encodes).
+	encode bool
 
 	mu       sync.Mutex
 	inflight int
@@ -41,6 +45,7 @@ type committer struct {
 type batchSender interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Acquire(ctx context.Context) (*pgxpool.Conn, error)
 }
 
 // maxGroup caps the writes sent in one transaction.
@@ -65,11 +70,8 @@ type groupJob struct {
 // error. A nil read is for statements that return no rows: it executes
 // them, and a single one goes as a plain Exec when it goes alone.
 func (c *committer) do(ctx context.Context, thread string, b *pgx.Batch, read func(pgx.BatchResults) error) error {
-	if read == nil {
+	if read == nil && len(b.QueuedQueries) > 1 {
 		read = execAll(len(b.QueuedQueries))
-		if len(b.QueuedQueries) == 1 {
-			read = nil
-		}
 	}
 	if c.limit <= 0 {
 		return c.solo(ctx, b, read)
@@ -126,6 +128,9 @@ func (c *committer) do(ctx context.Context, thread string, b *pgx.Batch, read fu
 func (c *committer) solo(ctx context.Context, b *pgx.Batch, read func(pgx.BatchResults) error) error {
 	if read == nil {
 		q := b.QueuedQueries[0]
+		if name, ok := encodedStatements[q.SQL]; ok && c.encode {
+			return execEncoded(ctx, c.pool, name, q)
+		}
 		_, err := c.pool.Exec(ctx, q.SQL, q.Arguments...)
 		return err
 	}

@@ -1,6 +1,17 @@
 package pgsaver
 
-import "github.com/jackc/pgx/v5/pgtype"
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"math"
+	"slices"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+)
 
 // A put's parameters go to pgx as the types below rather than as strings,
 // byte slices and slices of them. pgx encodes a [][]byte through
@@ -74,4 +85,176 @@ func dimensions(n int) []pgtype.ArrayDimension {
 		return oneDimension[n][:]
 	}
 	return []pgtype.ArrayDimension{{Length: int32(n), LowerBound: 1}}
+}
+
+// paramEncoder encodes a statement's parameters itself, byte for byte and
+// format for format as pgx would (TestParamsEncodeAsPgx), when each is one
+// of the types above or a []byte for bytea or jsonb. It is what pgx's
+// ExtendedQueryBuilder does without its per-parameter lookups of a plan
+// by type and format, a third of a sync superstep's client work in
+// BenchmarkPutFrameClient. An encoder is used by one statement at a time.
+type paramEncoder struct {
+	buf     []byte
+	values  [][]byte
+	formats []int16
+	ends    []int // each value's end in buf, -1 for NULL
+}
+
+// encode encodes args for parameters of types oids into e.values and
+// e.formats, or reports that pgx must encode them.
+func (e *paramEncoder) encode(oids []uint32, args []any) bool {
+	if len(oids) != len(args) {
+		return false
+	}
+	if e.buf == nil {
+		e.buf = make([]byte, 0, 1024) // never nil: an empty value is not NULL
+	}
+	buf, ends := e.buf[:0], e.ends[:0]
+	e.formats = e.formats[:0]
+	for i, arg := range args {
+		oid, format, null := oids[i], int16(pgtype.BinaryFormatCode), false
+		switch a := arg.(type) {
+		case *textParam:
+			if oid != pgtype.TextOID {
+				return false
+			}
+			format, buf = pgtype.TextFormatCode, append(buf, *a...)
+		case *byteaParam:
+			if oid != pgtype.ByteaOID {
+				return false
+			}
+			null, buf = *a == nil, append(buf, *a...)
+		case []byte:
+			switch oid {
+			case pgtype.ByteaOID:
+			case pgtype.JSONBOID, pgtype.JSONOID:
+				format = pgtype.TextFormatCode // pgx's choice for json
+			default:
+				return false
+			}
+			null, buf = a == nil, append(buf, a...)
+		case *textArray:
+			if oid != pgtype.TextArrayOID {
+				return false
+			}
+			buf = appendArrayHeader(buf, pgtype.TextOID, len(*a), false)
+			for _, s := range *a {
+				buf = binary.BigEndian.AppendUint32(buf, uint32(len(s)))
+				buf = append(buf, s...)
+			}
+		case *int8Array:
+			if oid != pgtype.Int8ArrayOID {
+				return false
+			}
+			buf = appendArrayHeader(buf, pgtype.Int8OID, len(*a), false)
+			for _, n := range *a {
+				buf = binary.BigEndian.AppendUint32(buf, 8)
+				buf = binary.BigEndian.AppendUint64(buf, uint64(n))
+			}
+		case *byteaArray:
+			if oid != pgtype.ByteaArrayOID {
+				return false
+			}
+			buf = appendArrayHeader(buf, pgtype.ByteaOID, len(*a), slices.ContainsFunc(*a, isNil))
+			for _, b := range *a {
+				if b == nil {
+					buf = binary.BigEndian.AppendUint32(buf, math.MaxUint32) // -1: NULL
+					continue
+				}
+				buf = binary.BigEndian.AppendUint32(buf, uint32(len(b)))
+				buf = append(buf, b...)
+			}
+		default:
+			return false
+		}
+		end := len(buf)
+		if null {
+			end = -1
+		}
+		ends, e.formats = append(ends, end), append(e.formats, format)
+	}
+	e.buf, e.ends = buf, ends
+	// The values are sliced once buf has stopped moving.
+	e.values = e.values[:0]
+	start := 0
+	for _, end := range ends {
+		if end < 0 {
+			e.values = append(e.values, nil)
+			continue
+		}
+		e.values = append(e.values, buf[start:end:end])
+		start = end
+	}
+	return true
+}
+
+// appendArrayHeader appends the header of a one-dimensional array in
+// binary format: n elements of type elem.
+func appendArrayHeader(buf []byte, elem uint32, n int, hasNull bool) []byte {
+	var null uint32
+	if hasNull {
+		null = 1
+	}
+	buf = binary.BigEndian.AppendUint32(buf, 1) // dimensions
+	buf = binary.BigEndian.AppendUint32(buf, null)
+	buf = binary.BigEndian.AppendUint32(buf, elem)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(n))
+	return binary.BigEndian.AppendUint32(buf, 1) // lower bound
+}
+
+func isNil(b []byte) bool { return b == nil }
+
+// encodedStatements names the statements a put sends alone whose
+// parameters the saver encodes itself (paramEncoder): the checkpoint row
+// of a sync superstep. Each is prepared once per connection under its
+// name, as pgx's statement cache would under a hash of it.
+var encodedStatements = map[string]string{
+	sqlPutInline: "pgsaver_put_inline",
+	sqlPutBlobs:  "pgsaver_put_blobs",
+}
+
+var encoders = sync.Pool{New: func() any { return new(paramEncoder) }}
+
+// encodes reports whether a pool's connections may run statements with
+// parameters the saver encodes: not when they have a tracer (which would
+// not see those statements) or prepare no statements (an exec mode other
+// than the default, as behind a transaction pooler).
+func encodes(cfg *pgx.ConnConfig) bool {
+	return cfg.Tracer == nil && cfg.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement
+}
+
+// execEncoded runs q, a statement of encodedStatements, on a connection of
+// pool, with the parameters paramEncoder encodes, or through pgx's Exec
+// when the encoder does not take q's arguments.
+func execEncoded(ctx context.Context, pool batchSender, name string, q *pgx.QueuedQuery) error {
+	pc, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer pc.Release()
+	conn := pc.Conn()
+	sd, err := conn.Prepare(ctx, name, q.SQL)
+	if err != nil {
+		return err
+	}
+	e := encoders.Get().(*paramEncoder)
+	defer encoders.Put(e)
+	if !e.encode(sd.ParamOIDs, q.Arguments) {
+		_, err := conn.Exec(ctx, q.SQL, q.Arguments...)
+		return err
+	}
+	_, err = conn.PgConn().ExecStatement(ctx, sd, e.values, e.formats, nil).Close()
+	if err != nil && forgotten(err) {
+		// The server forgot the statement (DEALLOCATE ALL, DISCARD ALL):
+		// prepare it again next time.
+		_ = conn.Deallocate(ctx, name)
+	}
+	return err
+}
+
+// forgotten reports the server's error for a prepared statement it does
+// not have.
+func forgotten(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "26000"
 }

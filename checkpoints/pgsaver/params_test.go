@@ -45,6 +45,11 @@ func TestParamsEncodeAsPgx(t *testing.T) {
 		p := byteaParam(b)
 		ours, theirs, oids = append(ours, &p), append(theirs, b), append(oids, pgtype.ByteaOID)
 	}
+	for _, b := range [][]byte{nil, []byte(`{"step":1}`)} {
+		for _, oid := range []uint32{pgtype.JSONBOID, pgtype.ByteaOID} {
+			ours, theirs, oids = append(ours, b), append(theirs, b), append(oids, oid)
+		}
+	}
 	m := pgtype.NewMap()
 	sd := &pgconn.StatementDescription{Name: "s", ParamOIDs: oids}
 	var got, want pgx.ExtendedQueryBuilder
@@ -54,11 +59,32 @@ func TestParamsEncodeAsPgx(t *testing.T) {
 	if err := want.Build(m, sd, theirs); err != nil {
 		t.Fatal(err)
 	}
-	for i := range oids {
-		g, w := got.ParamValues[i], want.ParamValues[i]
-		if !bytes.Equal(g, w) || (g == nil) != (w == nil) || got.ParamFormats[i] != want.ParamFormats[i] {
-			t.Errorf("parameter %d (%v): format %d %x, pgx sends format %d %x", i, theirs[i], got.ParamFormats[i], g, want.ParamFormats[i], w)
+	var e paramEncoder
+	for range 2 { // the second time on the first's buffers
+		if !e.encode(oids, ours) {
+			t.Fatal("the saver's encoder refused its own parameters")
 		}
+		for i := range oids {
+			w := want.ParamValues[i]
+			for by, g := range map[string][]byte{"pgx": got.ParamValues[i], "paramEncoder": e.values[i]} {
+				f := got.ParamFormats[i]
+				if by == "paramEncoder" {
+					f = e.formats[i]
+				}
+				if !bytes.Equal(g, w) || (g == nil) != (w == nil) || f != want.ParamFormats[i] {
+					t.Errorf("parameter %d (%v) by %s: format %d %x, pgx sends format %d %x", i, theirs[i], by, f, g, want.ParamFormats[i], w)
+				}
+			}
+		}
+	}
+	// Anything else is left to pgx.
+	for _, args := range [][]any{{"a string"}, {int64(1)}, {[]string{"a"}}, {&ours[0]}} {
+		if e.encode([]uint32{pgtype.TextOID}, args) {
+			t.Errorf("the encoder took %T", args[0])
+		}
+	}
+	if e.encode([]uint32{pgtype.Int8OID}, []any{ours[0]}) {
+		t.Error("the encoder took a text[] for a bigint")
 	}
 }
 

@@ -38,6 +38,13 @@
 // and PutFrame (checkpoints.FrameSaver, the engine's form) send a
 // superstep's writes and its checkpoint in one round trip.
 //
+// That statement, the one every superstep sends, is prepared on each
+// connection under a name of its own (pgsaver_put_inline,
+// pgsaver_put_blobs) and its parameters are encoded by the saver, the
+// bytes pgx would send without pgx's lookups (params.go), unless the
+// pool's connections have a tracer or do not prepare statements: then
+// pgx runs it like any other.
+//
 // # A step's writes ride on its checkpoint
 //
 // A step's writes are its parent checkpoint's pending writes. PutStep and
@@ -194,7 +201,7 @@ func New(pool *pgxpool.Pool, opts *Options) *Saver {
 	if o.MaxTransactions == 0 {
 		o.MaxTransactions = int(pool.Config().MaxConns)
 	}
-	s := &Saver{pool: pool, opts: o, commit: &committer{pool: pool, limit: o.MaxTransactions}}
+	s := &Saver{pool: pool, opts: o, commit: &committer{pool: pool, limit: o.MaxTransactions, encode: encodes(pool.Config().ConnConfig)}}
 	if o.LastValueCacheBytes > 0 {
 		s.last = &lastValues{entries: map[valueKey]*lastValue{}, max: o.LastValueCacheBytes}
 		s.heads = &heads{entries: map[headKey]head{}, max: 1 << 14}

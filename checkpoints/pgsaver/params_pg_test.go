@@ -1,0 +1,98 @@
+package pgsaver_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/superstep-dev/superstep/checkpoints"
+	"github.com/superstep-dev/superstep/checkpoints/pgsaver"
+	"github.com/superstep-dev/superstep/internal/pgtest"
+)
+
+// sqlTracer records the statements a pool's connections run.
+type sqlTracer struct {
+	mu  sync.Mutex
+	sql []string
+}
+
+func (r *sqlTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sql = append(r.sql, data.SQL)
+	return ctx
+}
+
+func (r *sqlTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// A put's checkpoint row goes as a statement the saver prepares and
+// encodes itself only on a pool whose connections prepare statements
+// (pgx's default exec mode) and have no tracer: a tracer still sees it,
+// and a pool set not to prepare (as behind a transaction pooler) gets no
+// prepared statement. (The exec and simple-protocol modes, which infer
+// parameter types from Go values, never could put: metadata goes as a
+// []byte, which they send as bytea to a jsonb parameter.)
+func TestPutPreparesOnlyWherePgxWould(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		set      func(*pgx.ConnConfig, *sqlTracer)
+		prepared bool
+	}{
+		"default":  {set: func(*pgx.ConnConfig, *sqlTracer) {}, prepared: true},
+		"tracer":   {set: func(c *pgx.ConnConfig, r *sqlTracer) { c.Tracer = r }},
+		"describe": {set: func(c *pgx.ConnConfig, _ *sqlTracer) { c.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe }},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			cfg := pgtest.Schema(t, nil).Config()
+			cfg.MaxConns = 1 // one session, whose prepared statements are seen
+			tracer := &sqlTracer{}
+			tc.set(cfg.ConnConfig, tracer)
+			pool, err := pgxpool.NewWithConfig(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(pool.Close)
+			s := pgsaver.New(pool, nil)
+			put := checkpoints.Config{ThreadID: "t"}
+			for i := range 3 {
+				cp := &checkpoints.Checkpoint{V: checkpoints.FormatVersion, ID: checkpoints.NewID(), TS: time.Now(),
+					ChannelValues: map[string]json.RawMessage{"n": json.RawMessage("1")}, ChannelVersions: map[string]int64{"n": int64(i + 1)}}
+				if put, err = s.Put(ctx, put, cp, checkpoints.Metadata{Source: checkpoints.SourceLoop, Step: i}, map[string]int64{"n": int64(i + 1)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tuple, err := s.Get(ctx, put)
+			if err != nil || tuple == nil || string(tuple.Checkpoint.ChannelValues["n"]) != "1" || tuple.Metadata.Step != 2 {
+				t.Fatalf("latest checkpoint: %+v, %v", tuple, err)
+			}
+			var prepared bool
+			if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_prepared_statements WHERE name LIKE 'pgsaver\_%')`).Scan(&prepared); err != nil {
+				t.Fatal(err)
+			}
+			if prepared != tc.prepared {
+				t.Errorf("the saver prepared a statement of its own: %v, want %v", prepared, tc.prepared)
+			}
+			if cfg.ConnConfig.Tracer != nil {
+				tracer.mu.Lock()
+				defer tracer.mu.Unlock()
+				n := 0
+				for _, sql := range tracer.sql {
+					if strings.Contains(sql, "INSERT INTO checkpoints") {
+						n++
+					}
+				}
+				if n != 3 {
+					t.Errorf("the tracer saw %d puts, want 3", n)
+				}
+			}
+		})
+	}
+}
