@@ -522,12 +522,6 @@ type putInput struct {
 // has reports whether channel i has a version in the checkpoint.
 func (in *putInput) has(i int) bool { return in.all || in.versions[i] != 0 }
 
-// isFresh reports whether channel i has a new version.
-func (in *putInput) isFresh(i int) bool {
-	_, ok := slices.BinarySearchFunc(in.fresh, i, func(v checkpoints.FrameValue, i int) int { return v.Index - i })
-	return ok
-}
-
 // mapInput is the putInput of a put given as maps.
 func mapInput(p *checkpoints.PreparedPut) *putInput {
 	in := &putInput{cfg: p.Config, parent: p.Parent, body: p.Body, metadata: p.Metadata, all: true}
