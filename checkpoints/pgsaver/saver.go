@@ -596,28 +596,29 @@ type putPlan struct {
 	// the rows of its value map.
 	queued [4]*pgx.QueuedQuery
 	last   pgx.QueuedQuery
-	args   [17]any
+	args   [11]any       // sqlPutInline's
 	id     [4]textParam  // thread, namespace, checkpoint, parent
 	bytes  [2]byteaParam // body, carried
 	rows   refRows
-	// blobs are the new blobs' rows, parentBlobs the blobs the
-	// checkpoint takes from its parent, resolve the channels the server
-	// resolves.
-	blobs struct {
-		hash, base, data byteaArray
-		enc              textArray
-	}
-	parentBlobs byteaArray
-	resolve     struct {
-		ch  textArray
-		ver int8Array
-	}
 	fresh  [4]valueRef
 	packed [160]byte // the writes the checkpoint carries
 	rowBuf struct {
-		ch          [6]string
-		ver         [6]int64
-		hash, value [6][]byte
+		ch          [4]string
+		ver         [4]int64
+		hash, value [4][]byte
+	}
+}
+
+// blobParams are the parameters of a put that stores or references blobs
+// or has the server resolve channels: the new blobs' rows, the blobs the
+// checkpoint takes from its parent, and the channels the server resolves.
+type blobParams struct {
+	hash, base, data byteaArray
+	enc              textArray
+	parentBlobs      byteaArray
+	resolve          struct {
+		ch  textArray
+		ver int8Array
 	}
 }
 
@@ -668,7 +669,13 @@ func (s *Saver) plan(p *putInput, writes *writeRows, fence *checkpoints.Fence, u
 	if len(p.fresh) > len(plan.fresh) {
 		fresh = make([]valueRef, 0, len(p.fresh))
 	}
-	bHash, bBase, bData, bEnc := &plan.blobs.hash, &plan.blobs.base, &plan.blobs.data, &plan.blobs.enc
+	var bp *blobParams // made by the first that needs it
+	blobs := func() *blobParams {
+		if bp == nil {
+			bp = &blobParams{}
+		}
+		return bp
+	}
 	var newHashes []hash
 	for _, nv := range p.fresh {
 		ver, v := p.versions[nv.Index], nv.Value
@@ -709,7 +716,8 @@ func (s *Saver) plan(p *putInput, writes *writeRows, fence *checkpoints.Fence, u
 		if !slices.Contains(newHashes, h) {
 			newHashes = append(newHashes, h)
 			hc := h
-			*bHash, *bEnc, *bBase, *bData = append(*bHash, hc[:]), append(*bEnc, enc), append(*bBase, base), append(*bData, data)
+			bl := blobs()
+			bl.hash, bl.enc, bl.base, bl.data = append(bl.hash, hc[:]), append(bl.enc, enc), append(bl.base, base), append(bl.data, data)
 		}
 	}
 	// The common case, a child of the checkpoint this saver put last in
@@ -722,7 +730,6 @@ func (s *Saver) plan(p *putInput, writes *writeRows, fence *checkpoints.Fence, u
 		}
 	}
 	resolved := true
-	parentBlobs := &plan.parentBlobs
 	var refs []headRef
 	{
 		n := 0
@@ -752,14 +759,14 @@ func (s *Saver) plan(p *putInput, writes *writeRows, fence *checkpoints.Fence, u
 			}
 			refs = append(refs, headRef{channel: ch, valueRef: *ref})
 			if ref.blob() && !slices.Contains(newHashes, ref.hash) {
-				*parentBlobs = append(*parentBlobs, ref.hash[:])
+				bl := blobs()
+				bl.parentBlobs = append(bl.parentBlobs, ref.hash[:])
 			}
 		}
 	}
 	rows := &plan.rows
 	rows.ch, rows.ver = plan.rowBuf.ch[:0], plan.rowBuf.ver[:0]
 	rows.hash, rows.inline = plan.rowBuf.hash[:0], plan.rowBuf.value[:0]
-	resolve := &plan.resolve
 	if resolved {
 		rows.grow(len(refs))
 		for j := range refs {
@@ -770,7 +777,8 @@ func (s *Saver) plan(p *putInput, writes *writeRows, fence *checkpoints.Fence, u
 		plan.head = head{id: p.cfg.CheckpointID, refs: refs}
 	} else {
 		// Only the new values go; the server resolves the rest.
-		*parentBlobs = nil
+		bl := blobs()
+		bl.parentBlobs = nil
 		k := 0
 		for i, ch := range p.channels {
 			isFresh := k < len(p.fresh) && p.fresh[k].Index == i
@@ -786,7 +794,7 @@ func (s *Saver) plan(p *putInput, writes *writeRows, fence *checkpoints.Fence, u
 				}
 				continue
 			}
-			resolve.ch, resolve.ver = append(resolve.ch, ch), append(resolve.ver, p.versions[i])
+			bl.resolve.ch, bl.resolve.ver = append(bl.resolve.ch, ch), append(bl.resolve.ver, p.versions[i])
 		}
 		plan.returning = true
 	}
@@ -797,7 +805,7 @@ func (s *Saver) plan(p *putInput, writes *writeRows, fence *checkpoints.Fence, u
 		// runs or locks.
 		b.Queue(pgfence.SQL, fence.Thread, fence.Token)
 	}
-	if len(*bHash) > 0 || len(*parentBlobs) > 0 || !resolved {
+	if bp != nil && (len(bp.hash) > 0 || len(bp.parentBlobs) > 0) || !resolved {
 		b.Queue(sqlLockShared, lockClass, threadLock(thread))
 	}
 	// A step's regular writes ride on its checkpoint's row (parent_writes)
@@ -821,10 +829,10 @@ func (s *Saver) plan(p *putInput, writes *writeRows, fence *checkpoints.Fence, u
 	plan.last.Arguments = args
 	switch {
 	case !resolved:
-		plan.last.Arguments = append(args, bHash, bEnc, bBase, bData, &resolve.ch, &resolve.ver)
+		plan.last.Arguments = append(args, &bp.hash, &bp.enc, &bp.base, &bp.data, &bp.resolve.ch, &bp.resolve.ver)
 		plan.last.SQL = sqlPutResolve
-	case len(*bHash) > 0 || len(*parentBlobs) > 0:
-		plan.last.Arguments = append(args, bHash, bEnc, bBase, bData, parentBlobs)
+	case bp != nil && (len(bp.hash) > 0 || len(bp.parentBlobs) > 0):
+		plan.last.Arguments = append(args, &bp.hash, &bp.enc, &bp.base, &bp.data, &bp.parentBlobs)
 		plan.last.SQL = upserting(sqlPutBlobs, upsert)
 	default:
 		plan.last.SQL = upserting(sqlPutInline, upsert)
