@@ -2,6 +2,7 @@ package pgsaver
 
 import (
 	"context"
+	"database/sql/driver"
 	"encoding/binary"
 	"errors"
 	"math"
@@ -39,6 +40,8 @@ type (
 	// byteaParam is a bytea parameter, or an element of a byteaArray;
 	// nil is NULL.
 	byteaParam []byte
+	// jsonParam is a jsonb (or json) parameter, JSON text; nil is NULL.
+	jsonParam []byte
 )
 
 // TextValue implements pgtype.TextValuer.
@@ -53,6 +56,15 @@ func (p *int8Param) Int64Value() (pgtype.Int8, error) {
 
 // BytesValue implements pgtype.BytesValuer.
 func (p *byteaParam) BytesValue() ([]byte, error) { return *p, nil }
+
+// Value implements driver.Valuer, which pgx's json codecs take (as the
+// []byte they encode) before anything they would marshal.
+func (p *jsonParam) Value() (driver.Value, error) {
+	if *p == nil {
+		return nil, nil
+	}
+	return []byte(*p), nil
+}
 
 // Dimensions, Index and IndexType implement pgtype.ArrayGetter.
 func (a *textArray) Dimensions() []pgtype.ArrayDimension { return dimensions(len(*a)) }
@@ -124,6 +136,11 @@ func (e *paramEncoder) encode(oids []uint32, args []any) bool {
 				return false
 			}
 			null, buf = *a == nil, append(buf, *a...)
+		case *jsonParam:
+			if oid != pgtype.JSONBOID && oid != pgtype.JSONOID {
+				return false
+			}
+			format, null, buf = pgtype.TextFormatCode, *a == nil, append(buf, *a...)
 		case []byte:
 			switch oid {
 			case pgtype.ByteaOID:

@@ -45,6 +45,12 @@ func TestParamsEncodeAsPgx(t *testing.T) {
 		p := byteaParam(b)
 		ours, theirs, oids = append(ours, &p), append(theirs, b), append(oids, pgtype.ByteaOID)
 	}
+	for _, b := range [][]byte{nil, []byte(`{"step": 1, "parents": {}}`)} {
+		for _, oid := range []uint32{pgtype.JSONBOID, pgtype.JSONOID} {
+			p := jsonParam(b)
+			ours, theirs, oids = append(ours, &p), append(theirs, b), append(oids, oid)
+		}
+	}
 	for _, b := range [][]byte{nil, []byte(`{"step":1}`)} {
 		for _, oid := range []uint32{pgtype.JSONBOID, pgtype.ByteaOID} {
 			ours, theirs, oids = append(ours, b), append(theirs, b), append(oids, oid)

@@ -599,9 +599,10 @@ type putPlan struct {
 	args   [11]any       // sqlPutInline's
 	id     [4]textParam  // thread, namespace, checkpoint, parent
 	bytes  [2]byteaParam // body, carried
+	md     jsonParam
 	rows   refRows
 	fresh  [4]valueRef
-	packed [160]byte // the writes the checkpoint carries
+	packed [144]byte // the writes the checkpoint carries
 	rowBuf struct {
 		ch          [4]string
 		ver         [4]int64
@@ -823,8 +824,8 @@ func (s *Saver) plan(p *putInput, writes *writeRows, fence *checkpoints.Fence, u
 		b.Queue(sqlReleaseCarried, thread, ns, p.cfg.CheckpointID, p.parent)
 	}
 	plan.id = [4]textParam{textParam(thread), textParam(ns), textParam(p.cfg.CheckpointID), textParam(p.parent)}
-	plan.bytes = [2]byteaParam{p.body, carried}
-	args := append(plan.args[:0], &plan.id[0], &plan.id[1], &plan.id[2], &plan.id[3], &plan.bytes[0], p.metadata,
+	plan.bytes, plan.md = [2]byteaParam{p.body, carried}, p.metadata
+	args := append(plan.args[:0], &plan.id[0], &plan.id[1], &plan.id[2], &plan.id[3], &plan.bytes[0], &plan.md,
 		&rows.ch, &rows.ver, &rows.hash, &rows.inline, &plan.bytes[1])
 	plan.last.Arguments = args
 	switch {
