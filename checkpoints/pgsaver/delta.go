@@ -268,14 +268,17 @@ func (c *lastValues) put(k valueKey, v *lastValue) {
 	}
 	c.entries[k] = v
 	c.bytes += len(v.value)
-	// Evict arbitrary entries: a miss costs one full snapshot, no more.
-	for key, e := range c.entries {
-		if c.bytes <= c.max {
-			break
-		}
-		if key != k {
-			delete(c.entries, key)
-			c.bytes -= len(e.value)
+	// Evict arbitrary entries, when over: a miss costs one full
+	// snapshot, no more.
+	if c.bytes > c.max {
+		for key, e := range c.entries {
+			if c.bytes <= c.max {
+				break
+			}
+			if key != k {
+				delete(c.entries, key)
+				c.bytes -= len(e.value)
+			}
 		}
 	}
 }
@@ -361,11 +364,16 @@ func (c *heads) put(k headKey, h head) {
 		delete(c.entries, k)
 		return
 	}
-	for key := range c.entries {
-		if len(c.entries) < c.max {
-			break
+	// Evict arbitrary entries, when full: a miss costs the server's
+	// resolution of one put, no more. (Ranging over the map starts an
+	// iterator, which a put that evicts nothing need not pay for.)
+	if _, ok := c.entries[k]; !ok && len(c.entries) >= c.max {
+		for key := range c.entries {
+			if len(c.entries) < c.max {
+				break
+			}
+			delete(c.entries, key)
 		}
-		delete(c.entries, key)
 	}
 	c.entries[k] = h
 }

@@ -152,7 +152,7 @@ func BenchmarkPutFrameClient(b *testing.B) {
 				b.Fatalf("step %d sends a statement the benchmark does not know:\n%s", a.md.Step, q.SQL)
 			}
 			bind := pgproto3.Bind{PreparedStatement: "stmt"}
-			if _, ok := encodedStatements[q.SQL]; ok && enc.encode(oids, q.Arguments) {
+			if _, ok := encodedStatement(q.SQL); ok && enc.encode(oids, q.Arguments) {
 				bind.ParameterFormatCodes, bind.Parameters = enc.formats, enc.values
 			} else {
 				if err := eqb.Build(m, &pgconn.StatementDescription{Name: "stmt", SQL: q.SQL, ParamOIDs: oids}, q.Arguments); err != nil {

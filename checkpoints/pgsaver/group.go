@@ -33,7 +33,7 @@ type committer struct {
 	// grouping (every write its own transaction, whatever the load).
 	limit int
 	// encode says the pool's connections may run the statements of
-	// encodedStatements with parameters the saver encodes (encodes).
+	// encodedStatement with parameters the saver encodes (encodes).
 	encode bool
 
 	mu       sync.Mutex
@@ -128,7 +128,7 @@ func (c *committer) do(ctx context.Context, thread string, b *pgx.Batch, read fu
 func (c *committer) solo(ctx context.Context, b *pgx.Batch, read func(pgx.BatchResults) error) error {
 	if read == nil {
 		q := b.QueuedQueries[0]
-		if name, ok := encodedStatements[q.SQL]; ok && c.encode {
+		if name, ok := encodedStatement(q.SQL); ok && c.encode {
 			return execEncoded(ctx, c.pool, name, q)
 		}
 		_, err := c.pool.Exec(ctx, q.SQL, q.Arguments...)

@@ -221,13 +221,19 @@ func appendArrayHeader(buf []byte, elem uint32, n int, hasNull bool) []byte {
 
 func isNil(b []byte) bool { return b == nil }
 
-// encodedStatements names the statements a put sends alone whose
+// encodedStatement names the statements a put sends alone whose
 // parameters the saver encodes itself (paramEncoder): the checkpoint row
 // of a sync superstep. Each is prepared once per connection under its
-// name, as pgx's statement cache would under a hash of it.
-var encodedStatements = map[string]string{
-	sqlPutInline: "pgsaver_put_inline",
-	sqlPutBlobs:  "pgsaver_put_blobs",
+// name, as pgx's statement cache would under a hash of it. (A switch
+// compares the constants' pointers first; a map would hash the SQL.)
+func encodedStatement(sql string) (name string, ok bool) {
+	switch sql {
+	case sqlPutInline:
+		return "pgsaver_put_inline", true
+	case sqlPutBlobs:
+		return "pgsaver_put_blobs", true
+	}
+	return "", false
 }
 
 var encoders = sync.Pool{New: func() any { return new(paramEncoder) }}
@@ -240,7 +246,7 @@ func encodes(cfg *pgx.ConnConfig) bool {
 	return cfg.Tracer == nil && cfg.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement
 }
 
-// execEncoded runs q, a statement of encodedStatements, on a connection of
+// execEncoded runs q, an encodedStatement, on a connection of
 // pool, with the parameters paramEncoder encodes, or through pgx's Exec
 // when the encoder does not take q's arguments.
 func execEncoded(ctx context.Context, pool batchSender, name string, q *pgx.QueuedQuery) error {
