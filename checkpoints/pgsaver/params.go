@@ -248,7 +248,9 @@ func encodes(cfg *pgx.ConnConfig) bool {
 
 // execEncoded runs q, an encodedStatement, on a connection of
 // pool, with the parameters paramEncoder encodes, or through pgx's Exec
-// when the encoder does not take q's arguments.
+// when the encoder does not take q's arguments. A statement the server
+// forgot (DEALLOCATE, DISCARD ALL) is prepared again and run once more:
+// the server refused it before running anything.
 func execEncoded(ctx context.Context, pool batchSender, name string, q *pgx.QueuedQuery) error {
 	pc, err := pool.Acquire(ctx)
 	if err != nil {
@@ -256,23 +258,27 @@ func execEncoded(ctx context.Context, pool batchSender, name string, q *pgx.Queu
 	}
 	defer pc.Release()
 	conn := pc.Conn()
-	sd, err := conn.Prepare(ctx, name, q.SQL)
-	if err != nil {
-		return err
-	}
 	e := encoders.Get().(*paramEncoder)
 	defer encoders.Put(e)
-	if !e.encode(sd.ParamOIDs, q.Arguments) {
-		_, err := conn.Exec(ctx, q.SQL, q.Arguments...)
-		return err
+	for attempt := 0; ; attempt++ {
+		sd, err := conn.Prepare(ctx, name, q.SQL)
+		if err != nil {
+			return err
+		}
+		if !e.encode(sd.ParamOIDs, q.Arguments) {
+			_, err := conn.Exec(ctx, q.SQL, q.Arguments...)
+			return err
+		}
+		_, err = conn.PgConn().ExecStatement(ctx, sd, e.values, e.formats, nil).Close()
+		if err == nil || attempt > 0 || !forgotten(err) {
+			return err
+		}
+		// pgx still holds the statement as prepared; closing one the
+		// server does not have is no error.
+		if err := conn.Deallocate(ctx, name); err != nil {
+			return err
+		}
 	}
-	_, err = conn.PgConn().ExecStatement(ctx, sd, e.values, e.formats, nil).Close()
-	if err != nil && forgotten(err) {
-		// The server forgot the statement (DEALLOCATE ALL, DISCARD ALL):
-		// prepare it again next time.
-		_ = conn.Deallocate(ctx, name)
-	}
-	return err
 }
 
 // forgotten reports the server's error for a prepared statement it does

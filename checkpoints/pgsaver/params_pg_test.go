@@ -3,6 +3,7 @@ package pgsaver_test
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -94,5 +95,38 @@ func TestPutPreparesOnlyWherePgxWould(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A session whose prepared statements were dropped under the saver (a
+// DEALLOCATE, or a pooler's DISCARD ALL) still puts: the saver prepares
+// its statement again instead of failing the put.
+func TestPutPreparesAgainWhatTheServerForgot(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg := pgtest.Schema(t, nil).Config()
+	cfg.MaxConns = 1 // one session, whose statements the DEALLOCATE drops
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	s := pgsaver.New(pool, nil)
+	put := checkpoints.Config{ThreadID: "t"}
+	for i := range 4 {
+		if i == 2 {
+			if _, err := pool.Exec(ctx, `DEALLOCATE pgsaver_put_inline`); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cp := &checkpoints.Checkpoint{V: checkpoints.FormatVersion, ID: checkpoints.NewID(), TS: time.Now(),
+			ChannelValues: map[string]json.RawMessage{"n": json.RawMessage(strconv.Itoa(i))}, ChannelVersions: map[string]int64{"n": int64(i + 1)}}
+		if put, err = s.Put(ctx, put, cp, checkpoints.Metadata{Source: checkpoints.SourceLoop, Step: i}, map[string]int64{"n": int64(i + 1)}); err != nil {
+			t.Fatalf("put %d: %v", i, err)
+		}
+	}
+	tuple, err := s.Get(ctx, checkpoints.Config{ThreadID: "t"})
+	if err != nil || tuple == nil || string(tuple.Checkpoint.ChannelValues["n"]) != "3" || tuple.Metadata.Step != 3 {
+		t.Fatalf("latest checkpoint: %+v, %v", tuple, err)
 	}
 }
