@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/zeebo/xxh3"
 
 	"github.com/superstep-dev/superstep/checkpoints"
+	"github.com/superstep-dev/superstep/internal/pgtest"
 )
 
 // frameBody encodes a frame's checkpoint byte for byte as PutStep encodes
@@ -107,6 +109,61 @@ func counterStep(parent, id string, n int) (checkpoints.Config, []checkpoints.Ta
 	return cfg, writes, f, md
 }
 
+// counterInput is the input checkpoint of counterStep's run, remembered
+// by s as the thread's head, as after its commit.
+func counterInput(tb testing.TB, s *Saver) *checkpoints.Frame {
+	tb.Helper()
+	input := &checkpoints.Frame{ID: "01a21908-a389-7362-a72f-654d1cfa5ca4", TS: time.Now(),
+		Channels: []string{"__pregel_tasks", "__start__", "branch:to:inc", "n"}, Versions: []int64{0, 1, 0, 0},
+		New: []checkpoints.FrameValue{{Index: 1, Value: json.RawMessage(`{"n":0}`)}}, UpdatedChannels: []string{"__start__"}, Next: []string{"__start__"},
+		Seen: []checkpoints.SeenVersions{{Node: "__input__"}}}
+	in, _, err := frameInput(checkpoints.Config{ThreadID: "sync-1"}, nil, input, checkpoints.Metadata{Source: checkpoints.SourceInput, Step: -1, Parents: map[string]string{}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s.remember(s.plan(in, nil, nil, true, false))
+	return input
+}
+
+// A counter step's put goes as one statement whose parameters the saver
+// encodes for the types the server gives them: were a migration to change
+// a column's type, or the plan an argument's, the put would quietly go
+// back to pgx's encoding.
+func TestCounterStepGoesEncoded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.Schema(t, nil)
+	s := New(pool, nil)
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	sd, err := conn.Conn().Prepare(ctx, "", sqlPutInline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(sd.ParamOIDs, paramOIDs[sqlPutInline]) {
+		t.Errorf("the server types the put's parameters %v, the benchmark %v", sd.ParamOIDs, paramOIDs[sqlPutInline])
+	}
+	input := counterInput(t, s)
+	in, rows, err := frameInput(counterStep(input.ID, "01a21908-a3c4-75f8-ab64-f5f29e0a9f0c", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs := s.plan(in, rows, nil, true, false).batch.QueuedQueries
+	if len(qs) != 1 || qs[0].SQL != sqlPutInline {
+		t.Fatalf("a counter step sends %d statements, want sqlPutInline alone", len(qs))
+	}
+	if _, ok := encodedStatement(qs[0].SQL); !ok {
+		t.Error("sqlPutInline is not an encoded statement")
+	}
+	var e paramEncoder
+	if !e.encode(sd.ParamOIDs, qs[0].Arguments) {
+		t.Error("the saver does not encode a counter step's parameters: pgx would")
+	}
+}
+
 // paramOIDs are the parameter types the server infers for the statements
 // a counter step sends, by statement.
 var paramOIDs = map[string][]uint32{
@@ -170,15 +227,7 @@ func BenchmarkPutFrameClient(b *testing.B) {
 		}
 	}
 	// The run's input checkpoint and its first step make the thread's head.
-	input := &checkpoints.Frame{ID: "01a21908-a389-7362-a72f-654d1cfa5ca4", TS: time.Now(),
-		Channels: []string{"__pregel_tasks", "__start__", "branch:to:inc", "n"}, Versions: []int64{0, 1, 0, 0},
-		New: []checkpoints.FrameValue{{Index: 1, Value: json.RawMessage(`{"n":0}`)}}, UpdatedChannels: []string{"__start__"}, Next: []string{"__start__"},
-		Seen: []checkpoints.SeenVersions{{Node: "__input__"}}}
-	in, _, err := frameInput(checkpoints.Config{ThreadID: "sync-1"}, nil, input, checkpoints.Metadata{Source: checkpoints.SourceInput, Step: -1, Parents: map[string]string{}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	s.remember(s.plan(in, nil, nil, true, false))
+	input := counterInput(b, s)
 	var start args
 	var next [2]args
 	start.cfg, start.writes, start.f, start.md = counterStep(input.ID, ids[0], 0)

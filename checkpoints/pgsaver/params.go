@@ -223,20 +223,30 @@ func isNil(b []byte) bool { return b == nil }
 
 // encodedStatement names the statements a put sends alone whose
 // parameters the saver encodes itself (paramEncoder): the checkpoint row
-// of a sync superstep. Each is prepared once per connection under its
-// name, as pgx's statement cache would under a hash of it. (A switch
-// compares the constants' pointers first; a map would hash the SQL.)
+// of an unfenced superstep whose values are all inline. It is prepared
+// once per connection under its name, as pgx's statement cache would
+// under a hash of it. A put with new blobs, or with a fence, sends more
+// than one statement (the thread's lock, the fence check), as a batch
+// pgx encodes. (A switch compares the constant's pointer first; a map
+// would hash the SQL.)
 func encodedStatement(sql string) (name string, ok bool) {
 	switch sql {
 	case sqlPutInline:
 		return "pgsaver_put_inline", true
-	case sqlPutBlobs:
-		return "pgsaver_put_blobs", true
 	}
 	return "", false
 }
 
 var encoders = sync.Pool{New: func() any { return new(paramEncoder) }}
+
+// release returns e to encoders, without its buffers when a large write
+// grew them: the pool must not hold megabytes for the next small step.
+func (e *paramEncoder) release() {
+	if cap(e.buf) > 64<<10 {
+		*e = paramEncoder{}
+	}
+	encoders.Put(e)
+}
 
 // encodes reports whether a pool's connections may run statements with
 // parameters the saver encodes: not when they have a tracer (which would
@@ -259,7 +269,7 @@ func execEncoded(ctx context.Context, pool batchSender, name string, q *pgx.Queu
 	defer pc.Release()
 	conn := pc.Conn()
 	e := encoders.Get().(*paramEncoder)
-	defer encoders.Put(e)
+	defer e.release()
 	for attempt := 0; ; attempt++ {
 		sd, err := conn.Prepare(ctx, name, q.SQL)
 		if err != nil {

@@ -3,6 +3,7 @@ package pgsaver
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -101,4 +102,32 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// Each of the saver's types goes only to a parameter of its own type:
+// anything else is left to pgx, which converts or refuses it.
+func TestParamsRefuseOtherTypes(t *testing.T) {
+	t.Parallel()
+	text, bytea, js := textParam("a"), byteaParam("b"), jsonParam(`{}`)
+	texts, ints, byteas := textArray{"a"}, int8Array{1}, byteaArray{[]byte("b")}
+	all := []uint32{pgtype.TextOID, pgtype.ByteaOID, pgtype.JSONBOID, pgtype.JSONOID, pgtype.TextArrayOID,
+		pgtype.Int8ArrayOID, pgtype.ByteaArrayOID, pgtype.Int8OID, pgtype.VarcharOID}
+	for _, c := range []struct {
+		arg  any
+		oids []uint32 // the types it may go to
+	}{
+		{&text, []uint32{pgtype.TextOID}},
+		{&bytea, []uint32{pgtype.ByteaOID}},
+		{&js, []uint32{pgtype.JSONBOID, pgtype.JSONOID}},
+		{&texts, []uint32{pgtype.TextArrayOID}},
+		{&ints, []uint32{pgtype.Int8ArrayOID}},
+		{&byteas, []uint32{pgtype.ByteaArrayOID}},
+	} {
+		for _, oid := range all {
+			var e paramEncoder
+			if got, want := e.encode([]uint32{oid}, []any{c.arg}), slices.Contains(c.oids, oid); got != want {
+				t.Errorf("encoding a %T for type %d: %v, want %v", c.arg, oid, got, want)
+			}
+		}
+	}
 }

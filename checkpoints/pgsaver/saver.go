@@ -38,12 +38,15 @@
 // and PutFrame (checkpoints.FrameSaver, the engine's form) send a
 // superstep's writes and its checkpoint in one round trip.
 //
-// That statement, the one every superstep sends, is prepared on each
-// connection under a name of its own (pgsaver_put_inline,
-// pgsaver_put_blobs) and its parameters are encoded by the saver, the
-// bytes pgx would send without pgx's lookups (params.go), unless the
-// pool's connections have a tracer or do not prepare statements: then
-// pgx runs it like any other.
+// That statement, when it goes alone (an unfenced superstep whose values
+// are all inline, as a library user's runs are), is prepared on each
+// connection under a name of its own (pgsaver_put_inline) and its
+// parameters are encoded by the saver, the bytes pgx would send without
+// pgx's lookups (params.go), unless the pool's connections have a tracer
+// or do not prepare statements: then pgx runs it like any other. A fenced
+// put (the Studio's runs) or one with new blobs goes as a batch, its
+// parameters still the saver's types, which pgx encodes without
+// reflection.
 //
 // # A step's writes ride on its checkpoint
 //
