@@ -32,6 +32,37 @@ func (r *sqlTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.T
 
 func (r *sqlTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
+// oneSession is a pool of one connection on a fresh schema, so that a
+// test sees that session's prepared statements, with its connection
+// config changed by set (if not nil).
+func oneSession(t *testing.T, set func(*pgx.ConnConfig)) *pgxpool.Pool {
+	t.Helper()
+	cfg := pgtest.Schema(t, nil).Config()
+	cfg.MaxConns = 1
+	if set != nil {
+		set(cfg.ConnConfig)
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// putStep puts step i of a counter on parent's thread: n is i, at
+// version i+1. It returns the new checkpoint's config.
+func putStep(t *testing.T, s *pgsaver.Saver, parent checkpoints.Config, i int) checkpoints.Config {
+	t.Helper()
+	cp := &checkpoints.Checkpoint{V: checkpoints.FormatVersion, ID: checkpoints.NewID(), TS: time.Now(),
+		ChannelValues: map[string]json.RawMessage{"n": json.RawMessage(strconv.Itoa(i))}, ChannelVersions: map[string]int64{"n": int64(i + 1)}}
+	put, err := s.Put(context.Background(), parent, cp, checkpoints.Metadata{Source: checkpoints.SourceLoop, Step: i}, map[string]int64{"n": int64(i + 1)})
+	if err != nil {
+		t.Fatalf("put %d: %v", i, err)
+	}
+	return put
+}
+
 // A put's checkpoint row goes as a statement the saver prepares and
 // encodes itself only on a pool whose connections prepare statements
 // (pgx's default exec mode) and have no tracer: a tracer still sees it,
@@ -52,26 +83,15 @@ func TestPutPreparesOnlyWherePgxWould(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			cfg := pgtest.Schema(t, nil).Config()
-			cfg.MaxConns = 1 // one session, whose prepared statements are seen
 			tracer := &sqlTracer{}
-			tc.set(cfg.ConnConfig, tracer)
-			pool, err := pgxpool.NewWithConfig(ctx, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(pool.Close)
+			pool := oneSession(t, func(c *pgx.ConnConfig) { tc.set(c, tracer) })
 			s := pgsaver.New(pool, nil)
 			put := checkpoints.Config{ThreadID: "t"}
 			for i := range 3 {
-				cp := &checkpoints.Checkpoint{V: checkpoints.FormatVersion, ID: checkpoints.NewID(), TS: time.Now(),
-					ChannelValues: map[string]json.RawMessage{"n": json.RawMessage("1")}, ChannelVersions: map[string]int64{"n": int64(i + 1)}}
-				if put, err = s.Put(ctx, put, cp, checkpoints.Metadata{Source: checkpoints.SourceLoop, Step: i}, map[string]int64{"n": int64(i + 1)}); err != nil {
-					t.Fatal(err)
-				}
+				put = putStep(t, s, put, i)
 			}
 			tuple, err := s.Get(ctx, put)
-			if err != nil || tuple == nil || string(tuple.Checkpoint.ChannelValues["n"]) != "1" || tuple.Metadata.Step != 2 {
+			if err != nil || tuple == nil || string(tuple.Checkpoint.ChannelValues["n"]) != "2" || tuple.Metadata.Step != 2 {
 				t.Fatalf("latest checkpoint: %+v, %v", tuple, err)
 			}
 			var prepared bool
@@ -81,7 +101,7 @@ func TestPutPreparesOnlyWherePgxWould(t *testing.T) {
 			if prepared != tc.prepared {
 				t.Errorf("the saver prepared a statement of its own: %v, want %v", prepared, tc.prepared)
 			}
-			if cfg.ConnConfig.Tracer != nil {
+			if pool.Config().ConnConfig.Tracer != nil {
 				tracer.mu.Lock()
 				defer tracer.mu.Unlock()
 				n := 0
@@ -104,13 +124,7 @@ func TestPutPreparesOnlyWherePgxWould(t *testing.T) {
 func TestPutPreparesAgainWhatTheServerForgot(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	cfg := pgtest.Schema(t, nil).Config()
-	cfg.MaxConns = 1 // one session, whose statements the DEALLOCATE drops
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := oneSession(t, nil) // whose statements the DEALLOCATE drops
 	s := pgsaver.New(pool, nil)
 	put := checkpoints.Config{ThreadID: "t"}
 	for i := range 4 {
@@ -119,11 +133,7 @@ func TestPutPreparesAgainWhatTheServerForgot(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		cp := &checkpoints.Checkpoint{V: checkpoints.FormatVersion, ID: checkpoints.NewID(), TS: time.Now(),
-			ChannelValues: map[string]json.RawMessage{"n": json.RawMessage(strconv.Itoa(i))}, ChannelVersions: map[string]int64{"n": int64(i + 1)}}
-		if put, err = s.Put(ctx, put, cp, checkpoints.Metadata{Source: checkpoints.SourceLoop, Step: i}, map[string]int64{"n": int64(i + 1)}); err != nil {
-			t.Fatalf("put %d: %v", i, err)
-		}
+		put = putStep(t, s, put, i)
 	}
 	tuple, err := s.Get(ctx, checkpoints.Config{ThreadID: "t"})
 	if err != nil || tuple == nil || string(tuple.Checkpoint.ChannelValues["n"]) != "3" || tuple.Metadata.Step != 3 {
