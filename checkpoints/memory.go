@@ -954,7 +954,11 @@ func (m *Memory) CopyThread(ctx context.Context, src, dst string) error {
 			}
 		}
 		for id, ws := range ns.writes {
-			c.writes[id] = slices.Clone(ws)
+			ws = slices.Clone(ws)
+			for i := range ws {
+				ws[i].task = strings.Clone(ws[i].task)
+			}
+			c.writes[strings.Clone(id)] = ws
 		}
 		to.namespaces[name] = c
 	}
@@ -1021,6 +1025,12 @@ func (ns *memNS) adopt(c *memCP) *memCP {
 	*moved = *c
 	moved.home = ns
 	moved.id, moved.parent = strings.Clone(c.id), strings.Clone(c.parent)
+	if len(c.md.Parents) > 0 { // a subgraph's: its parent run's ids
+		moved.md.Parents = make(map[string]string, len(c.md.Parents))
+		for ns, id := range c.md.Parents {
+			moved.md.Parents[strings.Clone(ns)] = strings.Clone(id)
+		}
+	}
 	if moved.isFrame() {
 		moved.frame.Frame = c.frame.compact(moved.id)
 		moved.frame.values = ns.strs.Make(len(c.frame.values))

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"testing"
 	"time"
+	"unsafe"
 	"weak"
 
 	"github.com/superstep-dev/superstep/checkpoints"
@@ -97,35 +98,48 @@ func TestMemoryIDsOutOfOrder(t *testing.T) {
 
 // runFrames puts n checkpoints on thread as a run does, each a child of
 // the last and carved, as the engine carves a run's frames, from arrays
-// shared by all n (frames, their versions and their new values). Each
-// carries a new 1 MB value of channel "a", and each but the first a 1 MB
-// write saved against its parent. It returns weak pointers to every
-// value and write, by checkpoint, and the last checkpoint's config.
-func runFrames(t *testing.T, m *checkpoints.Memory, cfg checkpoints.Config, first, n int) (values, writes []weak.Pointer[byte], last checkpoints.Config) {
+// shared by all n (frames, their versions and new values, and the text of
+// their ids, task ids and parent ids, as a subgraph's). Each carries a new 1 MB value of channel "a",
+// and each but the first a 1 MB write saved against its parent; the last
+// has a small pending write too, carved next to those. It returns weak
+// pointers to every value and 1 MB write, by checkpoint, and to the ids'
+// text, and the last checkpoint's config.
+func runFrames(t *testing.T, m *checkpoints.Memory, cfg checkpoints.Config, first, n int) (values, writes []weak.Pointer[byte], ids weak.Pointer[byte], last checkpoints.Config) {
 	t.Helper()
 	const big = 1 << 20
 	frames := make([]checkpoints.Frame, n)
 	versions := make([]int64, n)
 	news := make([]checkpoints.FrameValue, n)
+	text := make([]byte, 0, 64<<10) // big enough to go alone, as an id chunk may
+	ids = weak.Make(unsafe.SliceData(text))
+	carve := func(s string) string {
+		text = append(text, s...)
+		return unsafe.String(unsafe.SliceData(text[len(text)-len(s):]), len(s))
+	}
 	for i := range n {
 		value := slices.Repeat([]byte{'1'}, big) // a JSON number, its own allocation
 		versions[i], news[i] = int64(first+i+1), checkpoints.FrameValue{Index: 0, Value: value}
 		frames[i] = checkpoints.Frame{
-			ID: strconv.Itoa(first + i), Channels: []string{"a"}, Versions: versions[i : i+1 : i+1], New: news[i : i+1 : i+1],
+			ID: carve(strconv.Itoa(first + i)), Channels: []string{"a"}, Versions: versions[i : i+1 : i+1], New: news[i : i+1 : i+1],
 		}
 		values = append(values, weak.Make(&value[0]))
 		var step []checkpoints.TaskWrites
 		if cfg.CheckpointID != "" {
 			w := slices.Repeat([]byte{'2'}, big)
 			writes = append(writes, weak.Make(&w[0]))
-			step = []checkpoints.TaskWrites{{TaskID: "task" + strconv.Itoa(i), Writes: []checkpoints.Write{{Channel: "a", Value: w}}}}
+			step = []checkpoints.TaskWrites{{TaskID: carve("task" + strconv.Itoa(i)), Writes: []checkpoints.Write{{Channel: "a", Value: w}}}}
 		}
 		var err error
-		if cfg, err = m.PutFrame(context.Background(), cfg, step, &frames[i], checkpoints.Metadata{Source: checkpoints.SourceLoop, Step: first + i}); err != nil {
+		if cfg, err = m.PutFrame(context.Background(), cfg, step, &frames[i], checkpoints.Metadata{Source: checkpoints.SourceLoop, Step: first + i,
+			Parents: map[string]string{"outer": carve("outer" + strconv.Itoa(first+i))}}); err != nil { // as a subgraph's
 			t.Fatal(err)
 		}
 	}
-	return values, writes, cfg
+	later := []checkpoints.Write{{Channel: "a", Value: json.RawMessage(`3`)}}
+	if err := m.PutWrites(context.Background(), cfg, later, carve("later"+strconv.Itoa(first)), ""); err != nil {
+		t.Fatal(err)
+	}
+	return values, writes, ids, cfg
 }
 
 // freed fails the test for each pointer in ps that still points at
@@ -148,17 +162,13 @@ func TestMemoryPruneFreesDroppedValues(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	m := checkpoints.NewMemory()
-	values, writes, last := runFrames(t, m, checkpoints.Config{ThreadID: "t"}, 0, 3)
-	// The kept checkpoint's own pending write is carved next to the
-	// dropped ones' writes.
-	if err := m.PutWrites(ctx, last, []checkpoints.Write{{Channel: "a", Value: json.RawMessage(`3`)}}, "later", ""); err != nil {
-		t.Fatal(err)
-	}
+	values, writes, ids, _ := runFrames(t, m, checkpoints.Config{ThreadID: "t"}, 0, 3)
 	if err := m.Prune(ctx, []string{"t"}, checkpoints.KeepLatest); err != nil {
 		t.Fatal(err)
 	}
 	freed(t, "a dropped checkpoint's value", values[:2])
 	freed(t, "a dropped checkpoint's pending write", writes)
+	freed(t, "the run's id text", []weak.Pointer[byte]{ids})
 	tu, err := m.Get(ctx, checkpoints.Config{ThreadID: "t"})
 	if err != nil || tu == nil || tu.Checkpoint.ID != "2" || len(tu.Checkpoint.ChannelValues["a"]) != 1<<20 ||
 		len(tu.PendingWrites) != 1 || string(tu.PendingWrites[0].Value) != "3" {
@@ -172,16 +182,16 @@ func TestMemoryCopyKeepsNothingOfTheSource(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	m := checkpoints.NewMemory()
-	_, _, last := runFrames(t, m, checkpoints.Config{ThreadID: "src"}, 0, 1)
+	_, _, ids, last := runFrames(t, m, checkpoints.Config{ThreadID: "src"}, 0, 1)
 	if err := m.CopyThread(ctx, "src", "dst"); err != nil {
 		t.Fatal(err)
 	}
-	values, writes, _ := runFrames(t, m, last, 1, 2)
+	values, _, _, _ := runFrames(t, m, last, 1, 2)
 	if err := m.DeleteThread(ctx, "src"); err != nil {
 		t.Fatal(err)
 	}
 	freed(t, "a value the source saved after the copy", values)
-	freed(t, "a write the source saved after the copy", writes)
+	freed(t, "the source run's id text", []weak.Pointer[byte]{ids})
 	tu, err := m.Get(ctx, checkpoints.Config{ThreadID: "dst"})
 	if err != nil || tu == nil || tu.Checkpoint.ID != "0" || len(tu.Checkpoint.ChannelValues["a"]) != 1<<20 {
 		t.Fatalf("the copy reads as %+v, %v", tu, err)

@@ -225,10 +225,10 @@ func isNil(b []byte) bool { return b == nil }
 // parameters the saver encodes itself (paramEncoder): the checkpoint row
 // of an unfenced superstep whose values are all inline. It is prepared
 // once per connection under its name, as pgx's statement cache would
-// under a hash of it. A put with new blobs, or with a fence, sends more
-// than one statement (the thread's lock, the fence check), as a batch
-// pgx encodes. (A switch compares the constant's pointer first; a map
-// would hash the SQL.)
+// under a hash of it. A put with a value stored as a blob (new or its
+// parent's), or with a fence, sends more than one statement (the
+// thread's lock, the fence check), as a batch pgx encodes. (A switch
+// compares the constant's pointer first; a map would hash the SQL.)
 func encodedStatement(sql string) (name string, ok bool) {
 	switch sql {
 	case sqlPutInline:

@@ -122,6 +122,7 @@ func TestParamsRefuseOtherTypes(t *testing.T) {
 		{&texts, []uint32{pgtype.TextArrayOID}},
 		{&ints, []uint32{pgtype.Int8ArrayOID}},
 		{&byteas, []uint32{pgtype.ByteaArrayOID}},
+		{[]byte("x"), []uint32{pgtype.ByteaOID, pgtype.JSONBOID, pgtype.JSONOID}},
 	} {
 		for _, oid := range all {
 			var e paramEncoder

@@ -44,9 +44,9 @@
 // parameters are encoded by the saver, the bytes pgx would send without
 // pgx's lookups (params.go), unless the pool's connections have a tracer
 // or do not prepare statements: then pgx runs it like any other. A fenced
-// put (the Studio's runs) or one with new blobs goes as a batch, its
-// parameters still the saver's types, which pgx encodes without
-// reflection.
+// put (the Studio's runs) or one with a value stored as a blob goes as a
+// batch, its parameters still the saver's types, which pgx encodes
+// without reflection.
 //
 // # A step's writes ride on its checkpoint
 //
