@@ -37,7 +37,10 @@ func For(ctx context.Context, thread string) (*checkpoints.Fence, error) {
 	if f.Thread != thread {
 		return nil, fmt.Errorf("the context carries a fence for thread %q, but the write is to thread %q", f.Thread, thread)
 	}
-	return &f, nil
+	// Copied here, not returned as &f: f would then live on the heap from
+	// its declaration, and every write without a fence would allocate it.
+	out := f
+	return &out, nil
 }
 
 // Map turns studio_fence's refusal into checkpoints.ErrFenced, keeping
