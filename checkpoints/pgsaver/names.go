@@ -1,13 +1,11 @@
 package pgsaver
 
-import "strings"
-
 // A listing's rows repeat most of their strings (thread, namespace,
 // channel and node names, metadata keys and values, the previous row's
 // parent id), so a listing allocates each once: through names when it is
 // one of many, through share when it is the previous row's. What is each
 // row's own (its parent id, its lists of names) it allocates a chunk at a
-// time: pageStrings and nameLists.
+// time: a slab of bytes (internal/slab) and nameLists.
 
 // names interns the strings a listing's rows repeat (channels, nodes,
 // metadata keys): each is allocated once a listing.
@@ -36,34 +34,8 @@ func share(b []byte, prev string) string {
 }
 
 // idLen is the length of a checkpoint id as the engine makes it (a UUID),
-// by which a listing sizes its buffer of ids.
+// by which a listing sizes its slab of ids.
 const idLen = 36
-
-// pageStrings makes a listing's strings of one kind (its rows' parent ids)
-// in chunks of one buffer: a page of 50 ids is one allocation, not 50. A
-// string made stays as it is: a chunk is only appended to, a full one is
-// left to the strings made in it, and a tuple kept pins one chunk, not the
-// listing's strings.
-type pageStrings struct {
-	b    strings.Builder
-	size int // a chunk's bytes
-}
-
-// newPageStrings returns the buffer of a listing of about rows rows.
-func newPageStrings(rows int) *pageStrings {
-	return &pageStrings{size: min(max(rows, 1)*idLen, 32<<10)}
-}
-
-// add returns b as a string.
-func (p *pageStrings) add(b []byte) string {
-	if p.b.Len()+len(b) > p.b.Cap() {
-		p.b = strings.Builder{} // the full chunk stays with its strings
-		p.b.Grow(max(p.size, len(b)))
-	}
-	start := p.b.Len()
-	p.b.Write(b)
-	return p.b.String()[start:]
-}
 
 // nameLists holds the name lists (Next, UpdatedChannels) of a listing's
 // rows in chunks: a row's list is a slice of a chunk capped at its end, so

@@ -35,21 +35,3 @@ func TestNameListsAcrossChunks(t *testing.T) {
 		}
 	}
 }
-
-// TestPageStringsAcrossChunks: every string made keeps its bytes after
-// more are made, across full chunks and strings longer than a chunk, and
-// does not share the caller's bytes.
-func TestPageStringsAcrossChunks(t *testing.T) {
-	t.Parallel()
-	p := newPageStrings(2) // chunks of two ids
-	var got, want []string
-	buf := make([]byte, 0, 200)
-	for i := range 30 {
-		buf = fmt.Appendf(buf[:0], "%0*d", 20+i*3%90, i) // 20 to 107 bytes
-		got, want = append(got, p.add(buf)), append(want, string(buf))
-		buf[0] = 'x' // the caller reuses its bytes
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("strings made are %q, want %q", got, want)
-	}
-}

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/superstep-dev/superstep/checkpoints"
+	"github.com/superstep-dev/superstep/internal/slab"
 )
 
 // sqlGet reads one checkpoint with its values' blobs (whole delta chains,
@@ -565,9 +566,9 @@ func collectHeaders(rows pgx.Rows, headers bool, sizeHint int) ([]*checkpoints.T
 	fds := rows.FieldDescriptions()
 	raw := len(fds) == 6 && fds[4].Format == pgtype.BinaryFormatCode && fds[5].Format == pgtype.TextFormatCode
 	dec := newListDecoder(sizeHint)
-	ids := newPageStrings(sizeHint) // the parent ids
-	last := &checkpoints.Tuple{}    // the previous row, whose strings are shared
-	lastParent := ""                // the parent id last read, which is often this row's id
+	ids := slab.Sized[byte](sizeHint * idLen) // the parent ids
+	last := &checkpoints.Tuple{}              // the previous row, whose strings are shared
+	lastParent := ""                          // the parent id last read, which is often this row's id
 	var cols [6][]byte
 	var scan *scanColumns // made for the first row when not raw
 	for rows.Next() {
@@ -613,7 +614,7 @@ func collectHeaders(rows pgx.Rows, headers bool, sizeHint int) ([]*checkpoints.T
 		if parent != nil {
 			// The tuple points at its parent config once the page's
 			// slice stops growing.
-			lastParent = ids.add(parent)
+			lastParent = slab.String(&ids, parent)
 			row.parent = checkpoints.Config{ThreadID: t.Config.ThreadID, Namespace: t.Config.Namespace, CheckpointID: lastParent}
 		}
 		last = t

@@ -56,6 +56,13 @@ func (s *Slab[T]) Make(n int) []T {
 	return out
 }
 
+// Sized returns a Slab whose first chunk holds about bytes (at least the
+// usual first chunk, at most the largest), for an owner that knows how
+// much it will need: a listing's page of 50 ids is then one chunk.
+func Sized[T any](bytes int) Slab[T] {
+	return Slab[T]{chunk: min(max(bytes+header, firstChunk), maxChunk)}
+}
+
 // New returns a pointer to a zeroed T.
 func (s *Slab[T]) New() *T { return &s.Make(1)[0] }
 

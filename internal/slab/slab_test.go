@@ -1,7 +1,9 @@
 package slab
 
 import (
+	"fmt"
 	"runtime"
+	"slices"
 	"testing"
 	"unsafe"
 )
@@ -96,5 +98,22 @@ func TestFullChunkTakesItsSizeClass(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	if got := after.TotalAlloc - before.TotalAlloc; got > maxChunk {
 		t.Fatalf("a %d-byte chunk took %d bytes", maxChunk, got)
+	}
+}
+
+// Strings carved across several chunks of a Sized slab stay what they
+// were made from, though the caller reuses its bytes.
+func TestStringsAcrossChunks(t *testing.T) {
+	t.Parallel()
+	s := Sized[byte](2 * 36) // a first chunk of about two ids
+	var got, want []string
+	buf := make([]byte, 0, 200)
+	for i := range 30 {
+		buf = fmt.Appendf(buf[:0], "%0*d", 20+i*3%90, i) // 20 to 107 bytes
+		got, want = append(got, String(&s, buf)), append(want, string(buf))
+		buf[0] = 'x'
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("strings made are %q, want %q", got, want)
 	}
 }
