@@ -954,11 +954,7 @@ func (m *Memory) CopyThread(ctx context.Context, src, dst string) error {
 			}
 		}
 		for id, ws := range ns.writes {
-			ws = slices.Clone(ws)
-			for i := range ws {
-				ws[i].task = strings.Clone(ws[i].task)
-			}
-			c.writes[strings.Clone(id)] = ws
+			c.writes[strings.Clone(id)] = ownWrites(make([]memWrite, len(ws)), ws)
 		}
 		to.namespaces[name] = c
 	}
@@ -1036,12 +1032,18 @@ func (ns *memNS) adopt(c *memCP) *memCP {
 		moved.frame.values = ns.strs.Make(len(c.frame.values))
 		copy(moved.frame.values, c.frame.values)
 	}
-	moved.writes = ns.mwrite.Make(len(c.writes))
-	for i, w := range c.writes {
-		w.task = strings.Clone(w.task)
-		moved.writes[i] = w
-	}
+	moved.writes = ownWrites(ns.mwrite.Make(len(c.writes)), c.writes)
 	return moved
+}
+
+// ownWrites copies src into dst, as long, with task ids of their own: a
+// run's are carved from its chunk of id text.
+func ownWrites(dst, src []memWrite) []memWrite {
+	for i, w := range src {
+		w.task = strings.Clone(w.task)
+		dst[i] = w
+	}
+	return dst
 }
 
 // keep drops the checkpoints for which keep is false and every write not
