@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"time"
 )
 
@@ -14,9 +13,13 @@ import (
 // costs more than the superstep itself; a FrameSaver stores a frame as it
 // is, and Checkpoint converts it for any other saver.
 //
-// A frame handed to a saver is never modified again by anyone: savers may
-// keep its slices, and the caller may share its name tables and the
-// Versions of unchanged Seen entries between frames.
+// A frame is lent to a saver and its names are given: the frame, its
+// Versions, New and Seen slices and each Seen entry's Versions are read
+// only during PutFrame (the caller reuses them for its next frame), while
+// the strings, the name tables (Channels and each Seen entry's Channels),
+// Next, UpdatedChannels and New's encoded values are never modified by
+// anyone once handed over, so a saver may keep them and the caller may
+// share them between frames.
 type Frame struct {
 	// ID and TS are Checkpoint.ID and Checkpoint.TS.
 	ID string
@@ -61,8 +64,11 @@ type FrameSaver interface {
 	Saver
 	// PutFrame is PutStep(ctx, cfg, writes, f.Checkpoint()) with the
 	// frame's new versions, all or nothing, with the same checks. It takes
-	// ownership of the frame, md and the writes' values; the writes'
-	// slices are lent for the call, as PutStep's are.
+	// ownership of md, the writes' values and what of f Frame says is
+	// given; f itself, its columns and the writes' slices are lent for
+	// the call, as PutStep's slices are: a saver copies what it keeps of
+	// them, and reads none of them once it has returned, whether it
+	// succeeded, failed or its context ended.
 	PutFrame(ctx context.Context, cfg Config, writes []TaskWrites, f *Frame, md Metadata) (Config, error)
 }
 
@@ -79,15 +85,10 @@ func (f *Frame) Checkpoint() (*Checkpoint, map[string]int64, error) {
 		ID:              f.ID,
 		TS:              f.TS,
 		ChannelValues:   make(map[string]json.RawMessage, len(f.New)),
-		ChannelVersions: make(map[string]int64, len(f.Versions)),
+		ChannelVersions: versionMap(f.Channels, f.Versions),
 		VersionsSeen:    make(map[string]map[string]int64, len(f.Seen)),
 		UpdatedChannels: f.UpdatedChannels,
 		Next:            f.Next,
-	}
-	for i, v := range f.Versions {
-		if v != 0 {
-			cp.ChannelVersions[f.Channels[i]] = v
-		}
 	}
 	newVersions := make(map[string]int64, len(f.New))
 	for _, nv := range f.New {
@@ -98,36 +99,18 @@ func (f *Frame) Checkpoint() (*Checkpoint, map[string]int64, error) {
 		}
 	}
 	for _, s := range f.Seen {
-		cp.VersionsSeen[s.Node] = s.versions()
+		cp.VersionsSeen[s.Node] = versionMap(s.Channels, s.Versions)
 	}
 	return cp, newVersions, nil
 }
 
-// compact is a copy of f, with id as its ID, in memory of its own: a
-// frame's slices may be carved from chunks shared with other frames (the
-// engine's are, see internal/slab), and a saver that drops some of a
-// run's checkpoints and keeps others copies the kept ones' frames so that
-// they do not keep the dropped ones' chunks alive. It shares what no
-// chunk holds: the values, the name tables (Channels and each Seen
-// entry's), Next and UpdatedChannels.
-func (f *Frame) compact(id string) *Frame {
-	c := *f
-	c.ID = id
-	c.Versions = slices.Clone(f.Versions)
-	c.New = slices.Clone(f.New)
-	c.Seen = slices.Clone(f.Seen)
-	for i := range c.Seen {
-		c.Seen[i].Versions = slices.Clone(c.Seen[i].Versions)
-	}
-	return &c
-}
-
-// versions is the map form of s.
-func (s SeenVersions) versions() map[string]int64 {
-	m := make(map[string]int64, len(s.Versions))
-	for i, v := range s.Versions {
+// versionMap is the map form of versions by index into names: 0 is
+// none.
+func versionMap(names []string, versions []int64) map[string]int64 {
+	m := make(map[string]int64, len(versions))
+	for i, v := range versions {
 		if v != 0 {
-			m[s.Channels[i]] = v
+			m[names[i]] = v
 		}
 	}
 	return m

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/superstep-dev/superstep/internal/slab"
@@ -58,7 +59,11 @@ type memNS struct {
 	// survivors to fresh slabs.
 	cps    slab.Slab[memCP]
 	strs   slab.Slab[string]
+	nums   slab.Slab[int64]
 	mwrite slab.Slab[memWrite]
+	// lastShape is the shape of the last checkpoint put as a frame: the
+	// next one's, most of the time.
+	lastShape *frameShape
 }
 
 // get returns the checkpoint with the id, or nil.
@@ -111,7 +116,7 @@ type memCP struct {
 	seq    int64
 	parent string
 	id     string
-	frame  memFrame   // frame.Frame is nil unless put as a Frame
+	frame  memFrame   // frame.shape is nil unless put as a Frame
 	put    *memMapsCP // the checkpoint put as maps (Put, PutStep)
 	md     Metadata
 	// doc is the metadata as filters read it (a *lazyDoc): made when it
@@ -133,12 +138,12 @@ type memMapsCP struct {
 }
 
 // isFrame says whether the checkpoint was put as a Frame.
-func (c *memCP) isFrame() bool { return c.frame.Frame != nil }
+func (c *memCP) isFrame() bool { return c.frame.shape != nil }
 
 // head is the checkpoint's identity and time, and its format version.
 func (c *memCP) head() Checkpoint {
 	if c.isFrame() {
-		return Checkpoint{V: FormatVersion, ID: c.id, TS: c.frame.TS.UTC()}
+		return Checkpoint{V: FormatVersion, ID: c.id, TS: c.frame.ts()}
 	}
 	return Checkpoint{V: c.put.cp.V, ID: c.id, TS: c.put.cp.TS}
 }
@@ -146,7 +151,7 @@ func (c *memCP) head() Checkpoint {
 // updated is the checkpoint's UpdatedChannels.
 func (c *memCP) updated() []string {
 	if c.isFrame() {
-		return c.frame.UpdatedChannels
+		return c.frame.shape.updated
 	}
 	return c.put.cp.UpdatedChannels
 }
@@ -154,7 +159,7 @@ func (c *memCP) updated() []string {
 // next is the checkpoint's Next.
 func (c *memCP) next() []string {
 	if c.isFrame() {
-		return c.frame.Next
+		return c.frame.shape.next
 	}
 	return c.put.cp.Next
 }
@@ -209,16 +214,83 @@ func (c *memCP) document() any {
 	return v.v
 }
 
-// memFrame is a checkpoint stored from a Frame: the frame itself (never
-// modified, see PutFrame), with every channel's value by index.
+// memFrame is a checkpoint stored from a Frame, in memory of the saver's
+// own: PutFrame is lent the frame's columns, so their numbers are copied
+// into one piece of int64s (nothing in it for the collector to follow),
+// and the names, which a frame hands over for good, are kept in a shape
+// shared by every checkpoint of the namespace that has the same ones
+// (the frames of a run's steps mostly do). A run saves one a superstep,
+// and its memory is most of what a long-running process keeps.
 type memFrame struct {
-	*Frame
+	shape *frameShape // nil unless the checkpoint was put as a Frame
+	// nums holds the checkpoint's time (seconds, then nanoseconds), the
+	// channels' versions by index, then the versions seen of each of
+	// shape.seen's entries in turn; 0 is no version.
+	nums   []int64
 	values []string // by channel index, frozen; "": none
+}
+
+// frameShape is what the checkpoints put as frames share of them: the
+// name tables and the names of the step. Never modified once made.
+type frameShape struct {
+	channels      []string
+	seen          []seenShape
+	next, updated []string
+}
+
+// seenShape is a node's entry in a frame's versions seen: its name and the
+// names of its channels, whose versions follow in memFrame.nums.
+type seenShape struct {
+	node     string
+	channels []string
+}
+
+// numsHead is how many of memFrame.nums come before the versions: the
+// time's seconds and nanoseconds.
+const numsHead = 2
+
+// fits reports whether the shape holds f's names.
+func (sh *frameShape) fits(f *Frame) bool {
+	if !sameNames(sh.channels, f.Channels) || !sameList(sh.next, f.Next) || !sameList(sh.updated, f.UpdatedChannels) || len(sh.seen) != len(f.Seen) {
+		return false
+	}
+	for i, s := range f.Seen {
+		if sh.seen[i].node != s.Node || !sameNames(sh.seen[i].channels, s.Channels) {
+			return false
+		}
+	}
+	return true
+}
+
+// shapeOf is the shape of f's names: ns's last one when it fits, else a
+// new one, which keeps f's name tables and lists (a frame hands those
+// over for good).
+func (ns *memNS) shapeOf(f *Frame) *frameShape {
+	if sh := ns.lastShape; sh != nil && sh.fits(f) {
+		return sh
+	}
+	sh := &frameShape{channels: f.Channels, next: f.Next, updated: f.UpdatedChannels, seen: make([]seenShape, len(f.Seen))}
+	for i, s := range f.Seen {
+		sh.seen[i] = seenShape{node: s.Node, channels: s.Channels}
+	}
+	ns.lastShape = sh
+	return sh
+}
+
+// sameList is sameNames telling a nil list (unknown) from an empty one.
+func sameList(a, b []string) bool { return (a == nil) == (b == nil) && sameNames(a, b) }
+
+// ts is the checkpoint's time.
+func (f *memFrame) ts() time.Time { return time.Unix(f.nums[0], f.nums[1]).UTC() }
+
+// versions is the channels' versions, by index.
+func (f *memFrame) versions() []int64 {
+	return f.nums[numsHead : numsHead+len(f.shape.channels)]
 }
 
 // index is channel's index in the frame, or -1.
 func (f *memFrame) index(channel string) int {
-	if i, ok := slices.BinarySearch(f.Channels, channel); ok {
+	if i, ok := slices.BinarySearch(f.shape.channels, channel); ok {
 		return i
 	}
 	return -1
@@ -228,8 +300,10 @@ func (f *memFrame) index(channel string) int {
 func (c *memCP) version(channel string) (int64, bool) {
 	if c.isFrame() {
 		f := &c.frame
-		if i := f.index(channel); i >= 0 && f.Versions[i] != 0 {
-			return f.Versions[i], true
+		if i := f.index(channel); i >= 0 {
+			if v := f.versions()[i]; v != 0 {
+				return v, true
+			}
 		}
 		return 0, false
 	}
@@ -499,9 +573,10 @@ func (th *memThread) add(ns *memNS, c *memCP) {
 	ns.indexLast()
 }
 
-// PutFrame implements FrameSaver: the frame's columns are kept as they
-// are, and each channel's value is found by index in the parent's when
-// both share the name table.
+// PutFrame implements FrameSaver: the frame's numbers are copied into a
+// piece of the namespace's own, its names shared with the checkpoint put
+// before it when they are the same (see memFrame), and each channel's
+// value is found by index in the parent's when both share the name table.
 func (m *Memory) PutFrame(ctx context.Context, cfg Config, writes []TaskWrites, f *Frame, md Metadata) (Config, error) {
 	if err := ctx.Err(); err != nil {
 		return Config{}, err
@@ -520,11 +595,21 @@ func (m *Memory) PutFrame(ctx context.Context, cfg Config, writes []TaskWrites, 
 func (m *Memory) storeFrame(ns *memNS, in memPut, f *Frame) Config {
 	stored := ns.cps.New()
 	*stored = memCP{home: ns, parent: in.parent, id: f.ID, md: in.md, doc: docOf(in.mdJSON)}
-	stored.frame = memFrame{Frame: f, values: ns.strs.Make(len(f.Channels))}
+	n := numsHead + len(f.Versions)
+	for _, s := range f.Seen {
+		n += len(s.Versions)
+	}
+	nums := ns.nums.Make(n)
+	nums[0], nums[1] = f.TS.Unix(), int64(f.TS.Nanosecond())
+	at := numsHead + copy(nums[numsHead:], f.Versions)
+	for _, s := range f.Seen {
+		at += copy(nums[at:], s.Versions)
+	}
+	stored.frame = memFrame{shape: ns.shapeOf(f), nums: nums, values: ns.strs.Make(len(f.Channels))}
 	fr := &stored.frame
 	parent := ns.get(in.parent)
 	var same *memFrame // the parent's frame, when it has the same channels by index
-	if parent != nil && parent.isFrame() && sameNames(parent.frame.Channels, f.Channels) {
+	if parent != nil && parent.isFrame() && sameNames(parent.frame.shape.channels, f.Channels) {
 		same = &parent.frame
 	}
 	next := 0
@@ -536,7 +621,7 @@ func (m *Memory) storeFrame(ns *memNS, in memPut, f *Frame) Config {
 		}
 		switch {
 		case ver == 0: // no version, no value
-		case same != nil && same.Versions[i] == ver:
+		case same != nil && same.versions()[i] == ver:
 			fr.values[i] = same.values[i]
 		default:
 			v, _, _ := ns.inherited(parent, f.Channels[i], ver)
@@ -886,7 +971,7 @@ func (c *memCP) fill(t *Tuple, cp *Checkpoint, parent *Config, metadataOnly, hea
 		cp.ChannelValues = make(map[string]json.RawMessage, len(f.values))
 		for i, v := range f.values {
 			if v != "" {
-				cp.ChannelValues[f.Channels[i]] = cloneBytes(v)
+				cp.ChannelValues[f.shape.channels[i]] = cloneBytes(v)
 			}
 		}
 	} else {
@@ -1012,7 +1097,7 @@ func (m *Memory) DeleteForRuns(ctx context.Context, runIDs []string) error {
 
 // adopt returns a copy of c carved from ns's slabs that shares no chunk
 // (see internal/slab) with c's namespace or with the run that saved c: its
-// frame is compacted, and its values, writes and ids are copied. Prune
+// frame's numbers and values, its writes and its ids are copied. Prune
 // and DeleteForRuns move what they keep with it, so that it does not keep
 // what they dropped alive; CopyThread copies with it, so that the copy
 // keeps nothing of the source once the source is deleted.
@@ -1028,7 +1113,8 @@ func (ns *memNS) adopt(c *memCP) *memCP {
 		}
 	}
 	if moved.isFrame() {
-		moved.frame.Frame = c.frame.compact(moved.id)
+		moved.frame.nums = ns.nums.Make(len(c.frame.nums))
+		copy(moved.frame.nums, c.frame.nums)
 		moved.frame.values = ns.strs.Make(len(c.frame.values))
 		copy(moved.frame.values, c.frame.values)
 	}
@@ -1052,7 +1138,7 @@ func ownWrites(dst, src []memWrite) []memWrite {
 // dropped.
 func (ns *memNS) keep(keep func(*memCP) bool) {
 	kept := ns.order[:0:0]
-	ns.cps, ns.strs, ns.mwrite = slab.Slab[memCP]{}, slab.Slab[string]{}, slab.Slab[memWrite]{}
+	ns.cps, ns.strs, ns.nums, ns.mwrite = slab.Slab[memCP]{}, slab.Slab[string]{}, slab.Slab[int64]{}, slab.Slab[memWrite]{}
 	for _, c := range ns.order {
 		if !keep(c) {
 			if ns.byID != nil {
@@ -1074,15 +1160,13 @@ func (ns *memNS) keep(keep func(*memCP) bool) {
 
 // fillMaps builds the version maps of a checkpoint stored as a frame.
 func (f *memFrame) fillMaps(cp *Checkpoint) {
-	cp.ChannelVersions = make(map[string]int64, len(f.Versions))
-	for i, v := range f.Versions {
-		if v != 0 {
-			cp.ChannelVersions[f.Channels[i]] = v
-		}
-	}
-	cp.VersionsSeen = make(map[string]map[string]int64, len(f.Seen))
-	for _, s := range f.Seen {
-		cp.VersionsSeen[s.Node] = s.versions()
+	sh := f.shape
+	cp.ChannelVersions = versionMap(sh.channels, f.versions())
+	cp.VersionsSeen = make(map[string]map[string]int64, len(sh.seen))
+	at := numsHead + len(sh.channels)
+	for _, s := range sh.seen {
+		cp.VersionsSeen[s.node] = versionMap(s.channels, f.nums[at:at+len(s.channels)])
+		at += len(s.channels)
 	}
 }
 

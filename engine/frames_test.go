@@ -11,7 +11,9 @@ import (
 
 // twin is a saver that stores everything twice: frames as frames in one
 // memory saver, and converted to maps (Frame.Checkpoint) in another. The
-// engine reads from the first.
+// engine reads from the first. Once a frame is stored, twin writes over
+// what of it is lent (checkpoints.Frame): anything that read it after the
+// put, the engine or the memory saver, would read that.
 type twin struct {
 	frames, maps *checkpoints.Memory
 }
@@ -51,7 +53,27 @@ func (w twin) PutFrame(ctx context.Context, cfg checkpoints.Config, writes []che
 	if _, err := w.maps.PutStep(ctx, cfg, writes, cp, md, nv); err != nil {
 		return checkpoints.Config{}, err
 	}
-	return w.frames.PutFrame(ctx, cfg, writes, f, md)
+	got, err := w.frames.PutFrame(ctx, cfg, writes, f, md)
+	if err == nil {
+		poison(f)
+	}
+	return got, err
+}
+
+// poison writes over the lent parts of a frame that a caller may also
+// have given (a frame in the background, see checkpoints.Frame): its
+// versions, its new channels and its Seen entries, but not the entries'
+// Versions, which the engine's given frames share.
+func poison(f *checkpoints.Frame) {
+	for i := range f.Versions {
+		f.Versions[i] = -1
+	}
+	for i := range f.New {
+		f.New[i] = checkpoints.FrameValue{Index: -1}
+	}
+	for i := range f.Seen {
+		f.Seen[i] = checkpoints.SeenVersions{Node: "poisoned"}
+	}
 }
 
 func (w twin) PutWrites(ctx context.Context, cfg checkpoints.Config, writes []checkpoints.Write, taskID, taskPath string) error {

@@ -81,9 +81,9 @@ type loop struct {
 	// pseudo-task, nodes of another version of the graph), by name, in a
 	// frame's form: every frame carries them as they are.
 	extraSeen []checkpoints.SeenVersions
-	// seenFrozen holds each node's versions seen as last put in a frame;
-	// it is copied again only when its node ran (seenDirty), and never
-	// modified once handed to a saver.
+	// seenFrozen holds each node's versions seen as last put in a given
+	// frame; it is copied again only when its node ran (seenDirty), and
+	// never modified once handed to a saver.
 	seenFrozen   [][]int64
 	seenDirty    []bool
 	updated      []int // updated channel indexes of the last step
@@ -95,17 +95,19 @@ type loop struct {
 	ckptBytes [16]byte
 	ckptCfg   checkpoints.Config
 	pending   []checkpoints.PendingWrite
-	saved     []int64 // versions at the last put
+	saved     []int64 // versions at the last put (the loop's own copy)
 	hasSaved  bool
 
 	hasher taskIDHasher
 	hmu    sync.Mutex
-	// The run's checkpoint ids and frames are carved from idText and
-	// frameMem (see internal/slab): a saver keeps a frame, its slices and
-	// its id as long as the checkpoint, and they would be a dozen objects
-	// a superstep apart. The run's first frame makes frameMem.
+	// The run's checkpoint ids and given frames are carved from idText
+	// and frameMem (see internal/slab): a saver keeps an id, and a given
+	// frame's slices, as long as the checkpoint, and they would be a
+	// dozen objects a superstep apart. The run's first given frame makes
+	// frameMem. Frames lent to a saver are built in lent (see frame).
 	idText   slab.Slab[byte]
 	frameMem *frameSlabs
+	lent     lentFrame
 	emit     *emitter
 	persist  *persister
 

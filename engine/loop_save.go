@@ -121,25 +121,12 @@ func (l *loop) metadata(source checkpoints.Source) checkpoints.Metadata {
 	return md
 }
 
-// seenFrame is versions_seen in a frame's form; buf holds room for the
-// nodes that ran since the last frame (see frame).
-func (l *loop) seenFrame(buf []int64) []checkpoints.SeenVersions {
-	// Sized exactly: a frame is kept for as long as its checkpoint.
-	noInput := !slices.ContainsFunc(l.extraSeen, func(s checkpoints.SeenVersions) bool { return s.Node == inputTask })
-	n := len(l.extraSeen)
-	if noInput {
-		n++
-	}
-	for _, s := range l.seen {
-		if s != nil {
-			n++
-		}
-	}
-	if l.seenInterrupt != nil {
-		n++
-	}
-	out := l.frameMem.seens.Make(n)[:0]
-	if noInput {
+// seenFrame appends versions_seen in a frame's form to out. buf holds
+// room for the versions it copies (seenRoom): every node's into a lent
+// frame; into a given one, only those of the nodes that ran since the
+// last given frame, the others sharing what that one was given.
+func (l *loop) seenFrame(out []checkpoints.SeenVersions, buf []int64, lent bool) []checkpoints.SeenVersions {
+	if !slices.ContainsFunc(l.extraSeen, isInputSeen) {
 		out = append(out, checkpoints.SeenVersions{Node: inputTask})
 	}
 	out = append(out, l.extraSeen...)
@@ -148,13 +135,19 @@ func (l *loop) seenFrame(buf []int64) []checkpoints.SeenVersions {
 			continue
 		}
 		n := l.g.nodeList[i]
-		frozen := l.seenFrozen[i]
-		if frozen == nil || l.seenDirty[i] {
-			frozen, buf = buf[:len(s):len(s)], buf[len(s):]
-			copy(frozen, s)
-			l.seenFrozen[i], l.seenDirty[i] = frozen, false
+		var versions []int64
+		switch frozen := l.seenFrozen[i]; {
+		case lent:
+			versions, buf = buf[:len(s):len(s)], buf[len(s):]
+			copy(versions, s)
+		case frozen == nil || l.seenDirty[i]:
+			versions, buf = buf[:len(s):len(s)], buf[len(s):]
+			copy(versions, s)
+			l.seenFrozen[i], l.seenDirty[i] = versions, false
+		default:
+			versions = frozen
 		}
-		out = append(out, checkpoints.SeenVersions{Node: n.Name, Channels: n.Triggers, Versions: frozen})
+		out = append(out, checkpoints.SeenVersions{Node: n.Name, Channels: n.Triggers, Versions: versions})
 	}
 	if l.seenInterrupt != nil {
 		out = append(out, checkpoints.SeenVersions{Node: interruptKey, Channels: l.g.chanNames, Versions: l.seenInterrupt})
@@ -162,7 +155,30 @@ func (l *loop) seenFrame(buf []int64) []checkpoints.SeenVersions {
 	return out
 }
 
-// frameSlabs are the slabs a run's frames are carved from.
+func isInputSeen(s checkpoints.SeenVersions) bool { return s.Node == inputTask }
+
+// seenRoom is how many entries seenFrame makes and how many versions it
+// copies.
+func (l *loop) seenRoom(lent bool) (entries, versions int) {
+	entries = len(l.extraSeen)
+	if !slices.ContainsFunc(l.extraSeen, isInputSeen) {
+		entries++
+	}
+	for i, s := range l.seen {
+		if s != nil {
+			entries++
+			if lent || l.seenFrozen[i] == nil || l.seenDirty[i] {
+				versions += len(s)
+			}
+		}
+	}
+	if l.seenInterrupt != nil {
+		entries++
+	}
+	return entries, versions
+}
+
+// frameSlabs are the slabs a run's given frames are carved from.
 type frameSlabs struct {
 	frames slab.Slab[checkpoints.Frame]
 	ints   slab.Slab[int64]
@@ -170,31 +186,54 @@ type frameSlabs struct {
 	seens  slab.Slab[checkpoints.SeenVersions]
 }
 
+// lentFrame is the frame a run lends to its saver, with its columns'
+// memory, reused by every lent frame (see checkpoints.Frame).
+type lentFrame struct {
+	f    checkpoints.Frame
+	ints []int64
+	news []checkpoints.FrameValue
+	seen []checkpoints.SeenVersions
+}
+
 // frame builds the checkpoint of the current state; only the channels
-// whose versions changed since the last put are encoded.
-func (l *loop) frame() (*checkpoints.Frame, error) {
-	if l.frameMem == nil {
-		l.frameMem = new(frameSlabs)
-	}
-	mem := l.frameMem
-	// One allocation holds the versions and the versions seen of the
-	// nodes that ran.
-	need := len(l.versions)
-	for i, s := range l.seen {
-		if s != nil && (l.seenFrozen[i] == nil || l.seenDirty[i]) {
-			need += len(s)
+// whose versions changed since the last put are encoded. A lent frame
+// (a save that returns before the loop goes on) is built in the loop's
+// own buffers, which the next one reuses: a saver copies what it keeps
+// of it. Any other (a save in the background, the frame exit durability
+// holds) is given, carved from the run's slabs: nothing writes into it
+// again.
+func (l *loop) frame(lent bool) (*checkpoints.Frame, error) {
+	entries, seen := l.seenRoom(lent)
+	var f *checkpoints.Frame
+	var buf []int64
+	var news []checkpoints.FrameValue
+	if lent {
+		lf := &l.lent
+		lf.ints = slices.Grow(lf.ints[:0], len(l.versions)+seen)[:len(l.versions)+seen]
+		lf.seen = slices.Grow(lf.seen[:0], entries)
+		lf.f = checkpoints.Frame{Seen: l.seenFrame(lf.seen, lf.ints[len(l.versions):], true)}
+		f, buf, news = &lf.f, lf.ints, lf.news[:0]
+	} else {
+		if l.frameMem == nil {
+			l.frameMem = new(frameSlabs)
 		}
+		mem := l.frameMem
+		// One allocation holds the versions and the versions seen of
+		// the nodes that ran; each is sized exactly, since a frame is
+		// kept for as long as its checkpoint.
+		buf = mem.ints.Make(len(l.versions) + seen)
+		f = mem.frames.New()
+		*f = checkpoints.Frame{Seen: l.seenFrame(mem.seens.Make(entries)[:0], buf[len(l.versions):], false)}
+		changed := 0
+		for c, v := range l.versions {
+			if v != 0 && (!l.hasSaved || l.saved[c] != v) {
+				changed++
+			}
+		}
+		news = mem.news.Make(changed)[:0]
 	}
-	buf := mem.ints.Make(need)
 	n := copy(buf, l.versions)
-	f := mem.frames.New()
-	*f = checkpoints.Frame{
-		ID:       l.ckptID,
-		TS:       time.Now().UTC(),
-		Channels: l.g.chanNames,
-		Versions: buf[:n:n],
-		Seen:     l.seenFrame(buf[n:]),
-	}
+	f.ID, f.TS, f.Channels, f.Versions = l.ckptID, time.Now().UTC(), l.g.chanNames, buf[:n:n]
 	if l.updatedKnown {
 		if l.updNames == nil || !slices.Equal(l.updIdx, l.updated) {
 			l.updNames = make([]string, len(l.updated))
@@ -205,13 +244,6 @@ func (l *loop) frame() (*checkpoints.Frame, error) {
 		}
 		f.UpdatedChannels = l.updNames
 	}
-	changed := 0
-	for c, v := range f.Versions {
-		if v != 0 && (!l.hasSaved || l.saved[c] != v) {
-			changed++
-		}
-	}
-	f.New = mem.news.Make(changed)[:0]
 	for c, v := range f.Versions {
 		if v == 0 || (l.hasSaved && l.saved[c] == v) {
 			continue
@@ -223,18 +255,22 @@ func (l *loop) frame() (*checkpoints.Frame, error) {
 		if !ok {
 			raw = nil
 		}
-		f.New = append(f.New, checkpoints.FrameValue{Index: c, Value: raw})
+		news = append(news, checkpoints.FrameValue{Index: c, Value: raw})
 	}
-	// The frame is the saver's now and never modified: the next put
-	// replaces l.saved instead of writing into it.
-	l.saved, l.hasSaved = f.Versions, true
+	f.New = news
+	if lent {
+		l.lent.news = news
+	}
+	// The loop's own copy: a lent frame's is reused and a given one's is
+	// the saver's.
+	l.saved, l.hasSaved = append(l.saved[:0], f.Versions...), true
 	return f, nil
 }
 
 // saveCheckpoint saves the current state as a checkpoint, with the tasks
 // planned from it.
 func (l *loop) saveCheckpoint(ctx context.Context, source checkpoints.Source) error {
-	f, err := l.frame()
+	f, err := l.frame(l.persist == nil)
 	if err != nil {
 		return err
 	}
@@ -415,7 +451,7 @@ func (l *loop) holdExitFrame(tasks []*task) error {
 	}
 	l.step--
 	defer func() { l.step++ }()
-	f, err := l.frame()
+	f, err := l.frame(false)
 	if err != nil {
 		return err
 	}

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/superstep-dev/superstep/checkpoints"
 )
@@ -407,6 +409,77 @@ func init() {
 		for i, tu := range slices.Backward(mustList(t, s, checkpoints.ListQuery{ThreadID: "t"}, checkpoints.ListOptions{})) {
 			got := mustGet(t, s, tu.Config)
 			same(fmt.Sprintf("get, checkpoint %d", len(want)-1-i), got.Checkpoint.Next, want[len(want)-1-i])
+		}
+	})
+
+	// A frame is lent to PutFrame (checkpoints.Frame): a caller builds
+	// every step's frame in the same memory, as the engine does, and what
+	// was stored reads back as it was put, whatever the caller wrote into
+	// that memory since.
+	register("PutFrameKeepsNothingLent", func(t *testing.T, s checkpoints.Saver) {
+		fs, ok := s.(checkpoints.FrameSaver)
+		if !ok {
+			t.Skip("not a FrameSaver")
+		}
+		names, trig := []string{"a", "b", "branch:to:n"}, []string{"branch:to:n"}
+		var (
+			f        checkpoints.Frame
+			versions = make([]int64, 3)
+			seen     = make([]int64, 1)
+			news     = make([]checkpoints.FrameValue, 0, 3)
+			entries  = make([]checkpoints.SeenVersions, 0, 2)
+		)
+		cfg := checkpoints.Config{ThreadID: "t", Namespace: "child"}
+		var want []*checkpoints.Tuple
+		for step := range 4 {
+			versions[0], versions[1], versions[2] = int64(step+1), int64(1+step/2), int64(step+1)
+			seen[0] = int64(step)
+			news = append(news[:0], checkpoints.FrameValue{Index: 0, Value: raw(t, step)})
+			if step%2 == 0 {
+				news = append(news, checkpoints.FrameValue{Index: 1, Value: raw(t, fmt.Sprint("b", step))})
+			}
+			news = append(news, checkpoints.FrameValue{Index: 2, Value: raw(t, nil)})
+			entries = append(entries[:0], checkpoints.SeenVersions{Node: "__input__"})
+			if step > 0 {
+				entries = append(entries, checkpoints.SeenVersions{Node: "n", Channels: trig, Versions: seen})
+			}
+			f = checkpoints.Frame{ID: checkpoints.NewID(), TS: time.Now().UTC().Truncate(time.Microsecond), Channels: names,
+				Versions: versions, New: news, Seen: entries, UpdatedChannels: []string{"a"}, Next: []string{"n"}}
+			cp, _, err := f.Checkpoint()
+			if err != nil {
+				t.Fatal(err)
+			}
+			md := checkpoints.Metadata{Source: checkpoints.SourceLoop, Step: step}
+			values := maps.Clone(cp.ChannelValues)
+			if step > 0 && step%2 == 1 {
+				values["b"] = want[step-1].Checkpoint.ChannelValues["b"]
+			}
+			got, err := fs.PutFrame(ctx(), cfg, nil, &f, md)
+			if err != nil {
+				t.Fatalf("step %d: %v", step, err)
+			}
+			want = append(want, stored(cfg, cp, md, values))
+			cfg = got
+			// What the caller may do with lent memory once the put
+			// returned: anything.
+			for i := range versions {
+				versions[i] = -1
+			}
+			seen[0] = -1
+			for i := range news {
+				news[i] = checkpoints.FrameValue{Index: -1}
+			}
+			for i := range entries {
+				entries[i] = checkpoints.SeenVersions{Node: "scribbled"}
+			}
+			f = checkpoints.Frame{ID: "scribbled"}
+		}
+		for i, w := range want {
+			expectTuple(t, fmt.Sprintf("get step %d", i), mustGet(t, s, w.Config), w)
+		}
+		for i, got := range mustList(t, s, checkpoints.ListQuery{ThreadID: "t", Namespace: "child"}, checkpoints.ListOptions{}) {
+			w := want[len(want)-1-i]
+			expectTuple(t, fmt.Sprintf("list step %d", len(want)-1-i), got, w)
 		}
 	})
 
