@@ -61,9 +61,10 @@ type memNS struct {
 	strs   slab.Slab[string]
 	nums   slab.Slab[int64]
 	mwrite slab.Slab[memWrite]
-	// lastShape is the shape of the last checkpoint put as a frame: the
-	// next one's, most of the time.
+	// lastShape and lastMeta are the shape and the metadata of the last
+	// checkpoint put: the next one's, but for its step, most of the time.
 	lastShape *frameShape
+	lastMeta  *Metadata
 }
 
 // get returns the checkpoint with the id, or nil.
@@ -118,7 +119,11 @@ type memCP struct {
 	id     string
 	frame  memFrame   // frame.shape is nil unless put as a Frame
 	put    *memMapsCP // the checkpoint put as maps (Put, PutStep)
-	md     Metadata
+	// meta is the metadata but for its step (see metadata): shared by
+	// the checkpoints of a namespace whose metadata differ only in step,
+	// as a run's do.
+	meta *Metadata
+	step int
 	// doc is the metadata as filters read it (a *lazyDoc): made when it
 	// is put if the metadata has user keys (their JSON as stored), else
 	// when a filter first needs it (most checkpoints are never
@@ -135,6 +140,14 @@ type memMapsCP struct {
 	// VersionsSeen; ChannelValues is nil.
 	cp     Checkpoint
 	values memValues
+}
+
+// metadata is the checkpoint's metadata; its maps are shared and never
+// modified.
+func (c *memCP) metadata() Metadata {
+	md := *c.meta
+	md.Step = c.step
+	return md
 }
 
 // isFrame says whether the checkpoint was put as a Frame.
@@ -197,7 +210,7 @@ func (c *memCP) document() any {
 	if d == nil {
 		// Metadata without user keys is encoded only when a filter
 		// first needs it; its strings were checked when it was put.
-		raw, _ := json.Marshal(c.md)
+		raw, _ := json.Marshal(c.metadata())
 		d = &lazyDoc{raw: raw}
 		if !atomic.CompareAndSwapPointer(&c.doc, nil, unsafe.Pointer(d)) {
 			d = (*lazyDoc)(atomic.LoadPointer(&c.doc))
@@ -465,6 +478,45 @@ func prepareMetadata(cfg Config, id string, md Metadata) (memPut, error) {
 // maps are never written, so checkpoints share it.
 var noParents = map[string]string{}
 
+// shareMeta is the stored form of a checkpoint's checked metadata (see
+// memCP.meta): the namespace's last one when md differs from it only in
+// step, else a new one. Metadata with user keys is never shared: its
+// lazyDoc is the checkpoint's own.
+func (ns *memNS) shareMeta(md Metadata) *Metadata {
+	if p := ns.lastMeta; p != nil && md.Extra == nil && p.Extra == nil && p.Source == md.Source && p.RunID == md.RunID && maps.Equal(p.Parents, md.Parents) {
+		return p
+	}
+	p := new(Metadata)
+	*p = md
+	p.Step = 0
+	ns.lastMeta = p
+	return p
+}
+
+// adoption is what adopt remembers from one checkpoint to the next: the
+// last metadata it copied, and the copy.
+type adoption struct{ from, to *Metadata }
+
+// ownMeta is adopt's copy of stored metadata m, with strings of its own
+// (a subgraph's Parents hold its parent run's ids), made once for the
+// checkpoints in a row that share m.
+func (ns *memNS) ownMeta(m *Metadata, a *adoption) *Metadata {
+	if a.from == m {
+		return a.to
+	}
+	own := *m
+	own.RunID = strings.Clone(m.RunID)
+	if len(m.Parents) > 0 {
+		own.Parents = make(map[string]string, len(m.Parents))
+		for ns, id := range m.Parents {
+			own.Parents[strings.Clone(ns)] = strings.Clone(id)
+		}
+	}
+	*a = adoption{m, &own}
+	ns.lastMeta = &own
+	return &own
+}
+
 func (m *Memory) ensure(thread, name string) *memNS {
 	th := m.threads[thread]
 	if th == nil {
@@ -495,7 +547,7 @@ func (m *Memory) store(in memPut, cp *Checkpoint, newVersions map[string]int64, 
 		ref = ns.order[len(ns.order)-1]
 	}
 	stored := ns.cps.New()
-	*stored = memCP{home: ns, parent: in.parent, id: cp.ID, put: &memMapsCP{}, md: in.md, doc: docOf(in.mdJSON)}
+	*stored = memCP{home: ns, parent: in.parent, id: cp.ID, put: &memMapsCP{}, meta: ns.shareMeta(in.md), step: in.md.Step, doc: docOf(in.mdJSON)}
 	scp := &stored.put.cp
 	*scp = Checkpoint{V: cp.V, ID: cp.ID, TS: cp.TS.UTC()}
 	if owned {
@@ -594,7 +646,7 @@ func (m *Memory) PutFrame(ctx context.Context, cfg Config, writes []TaskWrites, 
 // storeFrame saves a checked frame in ns; m.mu must be held.
 func (m *Memory) storeFrame(ns *memNS, in memPut, f *Frame) Config {
 	stored := ns.cps.New()
-	*stored = memCP{home: ns, parent: in.parent, id: f.ID, md: in.md, doc: docOf(in.mdJSON)}
+	*stored = memCP{home: ns, parent: in.parent, id: f.ID, meta: ns.shareMeta(in.md), step: in.md.Step, doc: docOf(in.mdJSON)}
 	n := numsHead + len(f.Versions)
 	for _, s := range f.Seen {
 		n += len(s.Versions)
@@ -948,11 +1000,11 @@ func (c *memCP) fill(t *Tuple, cp *Checkpoint, parent *Config, metadataOnly, hea
 	default:
 		*cp = copyCheckpoint(&c.put.cp)
 	}
-	md := c.md
+	md := c.metadata()
 	if headers && len(md.Parents) == 0 && len(md.Extra) == 0 {
 		md.Parents = nil // nothing to copy: encodes as {} all the same
 	} else {
-		md = copyMetadata(c.md)
+		md = copyMetadata(md)
 	}
 	*t = Tuple{
 		Config:     Config{ThreadID: c.home.thread, Namespace: c.home.name, CheckpointID: c.id},
@@ -1031,8 +1083,9 @@ func (m *Memory) CopyThread(ctx context.Context, src, dst string) error {
 		if ns.byID != nil {
 			c.byID = make(map[string]*memCP, len(ns.byID))
 		}
+		var a adoption
 		for i, cp := range ns.order {
-			cc := c.adopt(cp)
+			cc := c.adopt(cp, &a)
 			c.order[i] = cc
 			if c.byID != nil {
 				c.byID[cc.id] = cc
@@ -1087,8 +1140,8 @@ func (m *Memory) DeleteForRuns(ctx context.Context, runIDs []string) error {
 	defer m.mu.Unlock()
 	for _, th := range m.threads {
 		for _, ns := range th.namespaces {
-			if slices.ContainsFunc(ns.order, func(c *memCP) bool { return c.md.RunID != "" && slices.Contains(runIDs, c.md.RunID) }) {
-				ns.keep(func(c *memCP) bool { return c.md.RunID == "" || !slices.Contains(runIDs, c.md.RunID) })
+			if slices.ContainsFunc(ns.order, func(c *memCP) bool { return c.meta.RunID != "" && slices.Contains(runIDs, c.meta.RunID) }) {
+				ns.keep(func(c *memCP) bool { return c.meta.RunID == "" || !slices.Contains(runIDs, c.meta.RunID) })
 			}
 		}
 	}
@@ -1101,17 +1154,12 @@ func (m *Memory) DeleteForRuns(ctx context.Context, runIDs []string) error {
 // and DeleteForRuns move what they keep with it, so that it does not keep
 // what they dropped alive; CopyThread copies with it, so that the copy
 // keeps nothing of the source once the source is deleted.
-func (ns *memNS) adopt(c *memCP) *memCP {
+func (ns *memNS) adopt(c *memCP, a *adoption) *memCP {
 	moved := ns.cps.New()
 	*moved = *c
 	moved.home = ns
 	moved.id, moved.parent = strings.Clone(c.id), strings.Clone(c.parent)
-	if len(c.md.Parents) > 0 { // a subgraph's: its parent run's ids
-		moved.md.Parents = make(map[string]string, len(c.md.Parents))
-		for ns, id := range c.md.Parents {
-			moved.md.Parents[strings.Clone(ns)] = strings.Clone(id)
-		}
-	}
+	moved.meta = ns.ownMeta(c.meta, a)
 	if moved.isFrame() {
 		moved.frame.nums = ns.nums.Make(len(c.frame.nums))
 		copy(moved.frame.nums, c.frame.nums)
@@ -1139,6 +1187,8 @@ func ownWrites(dst, src []memWrite) []memWrite {
 func (ns *memNS) keep(keep func(*memCP) bool) {
 	kept := ns.order[:0:0]
 	ns.cps, ns.strs, ns.nums, ns.mwrite = slab.Slab[memCP]{}, slab.Slab[string]{}, slab.Slab[int64]{}, slab.Slab[memWrite]{}
+	ns.lastMeta = nil // it may be a dropped checkpoint's
+	var a adoption
 	for _, c := range ns.order {
 		if !keep(c) {
 			if ns.byID != nil {
@@ -1146,7 +1196,7 @@ func (ns *memNS) keep(keep func(*memCP) bool) {
 			}
 			continue
 		}
-		moved := ns.adopt(c)
+		moved := ns.adopt(c, &a)
 		if ns.byID != nil {
 			ns.byID[moved.id] = moved // the key too: the map keeps the string assigned
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -481,6 +482,76 @@ func init() {
 			w := want[len(want)-1-i]
 			expectTuple(t, fmt.Sprintf("list step %d", len(want)-1-i), got, w)
 		}
+	})
+
+	// Consecutive checkpoints of a namespace whose metadata differ in one
+	// field, or only in step, each read back with their own, through Put
+	// and PutFrame, by Get and by List, and after a copy of the thread.
+	register("MetadataOfConsecutiveCheckpointsIsEachOwn", func(t *testing.T, s checkpoints.Saver) {
+		loop := checkpoints.SourceLoop
+		mds := []checkpoints.Metadata{
+			{Source: checkpoints.SourceInput, Step: -1, RunID: "r1"},
+			{Source: loop, Step: 0, RunID: "r1"},
+			{Source: loop, Step: 1, RunID: "r1"},
+			{Source: loop, Step: 1, RunID: "r2"},
+			{Source: loop, Step: 2, RunID: "r2", Parents: map[string]string{"": "p1"}},
+			{Source: loop, Step: 3, RunID: "r2", Parents: map[string]string{"": "p2"}},
+			{Source: loop, Step: 4, RunID: "r2", Parents: map[string]string{"": "p2"}, Extra: map[string]any{"k": "v"}},
+			{Source: loop, Step: 5, RunID: "r2", Parents: map[string]string{"": "p2"}},
+			{Source: checkpoints.SourceUpdate, Step: 6, RunID: "r2", Parents: map[string]string{"": "p2"}},
+			{Source: checkpoints.SourceUpdate, Step: 7},
+		}
+		_, frames := s.(checkpoints.FrameSaver)
+		cfg := checkpoints.Config{ThreadID: "t", Namespace: "child"}
+		var want []*checkpoints.Tuple
+		for i, md := range mds {
+			cp := newCheckpoint(t, map[string]any{"a": i}, map[string]int64{"a": int64(i + 1)})
+			var got checkpoints.Config
+			if frames && i%2 == 1 {
+				f := &checkpoints.Frame{ID: cp.ID, TS: cp.TS, Channels: []string{"a"}, Versions: []int64{int64(i + 1)},
+					New: []checkpoints.FrameValue{{Index: 0, Value: cp.ChannelValues["a"]}}, Seen: []checkpoints.SeenVersions{{Node: ""}}}
+				var err error
+				if got, err = s.(checkpoints.FrameSaver).PutFrame(ctx(), cfg, nil, f, md); err != nil {
+					t.Fatalf("checkpoint %d: %v", i, err)
+				}
+				cp.VersionsSeen = map[string]map[string]int64{"": {}}
+				cp.UpdatedChannels = nil
+			} else {
+				got = mustPut(t, s, cfg, cp, md, map[string]int64{"a": int64(i + 1)})
+			}
+			if md.Extra != nil {
+				md.Extra = map[string]any{"k": "v"} // as it reads back
+			}
+			want = append(want, stored(cfg, cp, md, cp.ChannelValues))
+			cfg = got
+		}
+		check := func(thread string) {
+			t.Helper()
+			for i, w := range want {
+				w := *w
+				w.Config.ThreadID = thread
+				if w.ParentConfig != nil {
+					p := *w.ParentConfig
+					p.ThreadID = thread
+					w.ParentConfig = &p
+				}
+				expectTuple(t, fmt.Sprintf("thread %s, get %d", thread, i), mustGet(t, s, w.Config), &w)
+			}
+			page := mustList(t, s, checkpoints.ListQuery{ThreadID: thread, Namespace: "child"}, checkpoints.ListOptions{MetadataOnly: true})
+			if len(page) != len(want) {
+				t.Fatalf("thread %s: %d checkpoints listed, want %d", thread, len(page), len(want))
+			}
+			for i, tu := range page {
+				if w := want[len(want)-1-i].Metadata; !reflect.DeepEqual(tu.Metadata, w) {
+					t.Errorf("thread %s, list %d: metadata = %#v, want %#v", thread, len(want)-1-i, tu.Metadata, w)
+				}
+			}
+		}
+		check("t")
+		if err := s.CopyThread(ctx(), "t", "u"); err != nil {
+			t.Fatal(err)
+		}
+		check("u")
 	})
 
 	register("PutAgainReplacesCheckpointAndKeepsWritesAndPosition", func(t *testing.T, s checkpoints.Saver) {
