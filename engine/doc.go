@@ -183,11 +183,12 @@
 // still used once, as a node may keep its context); in sync durability a
 // step's write buffers are reused once the saver has the step; small
 // JSON values are encoded and checked without
-// encoding/json's reflection and scanner; and a checkpoint is handed to a
-// checkpoints.FrameSaver (the memory saver) as a Frame — versions by
-// channel index in the graph's own name table, versions seen shared
-// between checkpoints until their node runs again — instead of the maps
-// of a Checkpoint, which other savers get. Set writes one key without
+// encoding/json's reflection and scanner; and a checkpoint is lent to a
+// checkpoints.FrameSaver (the memory and Postgres savers) as a Frame —
+// versions by channel index in the graph's own name table, built in the
+// same buffers every step when the save returns before the loop goes on
+// (the saver copies what it keeps) — instead of the maps of a
+// Checkpoint, which other savers get. Set writes one key without
 // building a map, which in a hot loop is most of a node's cost, but Go
 // still boxes the KV into Output; a Writes node (AddNodeWrites) writes
 // into the task's reused buffer instead, and its Writes is the task
