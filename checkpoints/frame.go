@@ -10,8 +10,8 @@ import (
 // Frame is a checkpoint in the form a running graph holds it: channels by
 // index into a name table that every frame of the graph shares, instead of
 // maps keyed by name. Building the maps of a Checkpoint for every superstep
-// costs more than the superstep itself; a FrameSaver stores a frame as it
-// is, and Checkpoint converts it for any other saver.
+// costs more than the superstep itself; a FrameSaver stores a frame
+// without building them, and Checkpoint converts it for any other saver.
 //
 // A frame is lent to a saver and its names are given: the frame, its
 // Versions, New and Seen slices and each Seen entry's Versions are read
@@ -19,7 +19,9 @@ import (
 // the strings, the name tables (Channels and each Seen entry's Channels),
 // Next, UpdatedChannels and New's encoded values are never modified by
 // anyone once handed over, so a saver may keep them and the caller may
-// share them between frames.
+// share them between frames. (A caller that never writes a frame again,
+// as the engine's frames saved in the background, may also share its
+// Seen entries' Versions with its later frames: savers only read them.)
 type Frame struct {
 	// ID and TS are Checkpoint.ID and Checkpoint.TS.
 	ID string

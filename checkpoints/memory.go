@@ -20,8 +20,9 @@ import (
 // for tests and for running without a database. It copies values in and
 // out, so callers can never change what it stores. Channel values are
 // stored once per (thread, namespace, channel, version), as upstream, and
-// shared by the checkpoints that carry that version. PutStep and PutFrame
-// take ownership of what they are given instead of copying it. It ignores
+// shared by the checkpoints that carry that version. PutStep takes
+// ownership of what it is given instead of copying it; PutFrame keeps
+// what a frame gives and a compact copy of what it lends (memFrame). It ignores
 // fences (WithFence): one process has no other replica to fence out.
 type Memory struct {
 	mu      sync.RWMutex
@@ -61,10 +62,14 @@ type memNS struct {
 	strs   slab.Slab[string]
 	nums   slab.Slab[int64]
 	mwrite slab.Slab[memWrite]
-	// lastShape and lastMeta are the shape and the metadata of the last
-	// checkpoint put: the next one's, but for its step, most of the time.
-	lastShape *frameShape
-	lastMeta  *Metadata
+	// shapes are the shapes last made for checkpoints put as frames (the
+	// next is made at shapeAt): a run's steps take turns among a few
+	// (an agent's model and tools steps, say). lastMeta is the metadata
+	// of the last checkpoint put: the next one's, but for its step, most
+	// of the time.
+	shapes   [4]*frameShape
+	shapeAt  int
+	lastMeta *Metadata
 }
 
 // get returns the checkpoint with the id, or nil.
@@ -109,9 +114,9 @@ func (ns *memNS) indexLast() {
 
 // memCP is a stored checkpoint. Its maps, slices and byte slices are never
 // modified once stored, so checkpoints share them. A checkpoint put as a
-// Frame keeps the frame's columns (frame) instead of maps (put); version,
-// value and fill read either form. A run saves one per superstep, so it
-// holds nothing the frame already does.
+// Frame keeps a compact copy of the frame (frame) instead of maps (put);
+// version, value and fill read either form. A run saves one per
+// superstep, so it holds no more than it must.
 type memCP struct {
 	home   *memNS // the thread's namespace holding the checkpoint
 	seq    int64
@@ -275,18 +280,21 @@ func (sh *frameShape) fits(f *Frame) bool {
 	return true
 }
 
-// shapeOf is the shape of f's names: ns's last one when it fits, else a
-// new one, which keeps f's name tables and lists (a frame hands those
-// over for good).
+// shapeOf is the shape of f's names: one of ns's recent ones when it
+// fits, else a new one, which keeps f's name tables and lists (a frame
+// hands those over for good).
 func (ns *memNS) shapeOf(f *Frame) *frameShape {
-	if sh := ns.lastShape; sh != nil && sh.fits(f) {
-		return sh
+	for _, sh := range ns.shapes {
+		if sh != nil && sh.fits(f) {
+			return sh
+		}
 	}
 	sh := &frameShape{channels: f.Channels, next: f.Next, updated: f.UpdatedChannels, seen: make([]seenShape, len(f.Seen))}
 	for i, s := range f.Seen {
 		sh.seen[i] = seenShape{node: s.Node, channels: s.Channels}
 	}
-	ns.lastShape = sh
+	ns.shapes[ns.shapeAt] = sh
+	ns.shapeAt = (ns.shapeAt + 1) % len(ns.shapes)
 	return sh
 }
 
@@ -508,8 +516,8 @@ func (ns *memNS) ownMeta(m *Metadata, a *adoption) *Metadata {
 	own.RunID = strings.Clone(m.RunID)
 	if len(m.Parents) > 0 {
 		own.Parents = make(map[string]string, len(m.Parents))
-		for ns, id := range m.Parents {
-			own.Parents[strings.Clone(ns)] = strings.Clone(id)
+		for name, id := range m.Parents {
+			own.Parents[strings.Clone(name)] = strings.Clone(id)
 		}
 	}
 	*a = adoption{m, &own}

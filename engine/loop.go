@@ -101,10 +101,12 @@ type loop struct {
 	hasher taskIDHasher
 	hmu    sync.Mutex
 	// The run's checkpoint ids and given frames are carved from idText
-	// and frameMem (see internal/slab): a saver keeps an id, and a given
-	// frame's slices, as long as the checkpoint, and they would be a
-	// dozen objects a superstep apart. The run's first given frame makes
-	// frameMem. Frames lent to a saver are built in lent (see frame).
+	// and frameMem (see internal/slab): a saver keeps an id as long as
+	// the checkpoint, and a given frame lives until its save in the
+	// background returns (its versions seen, until a later given frame
+	// stops sharing them); each would be an object or several a
+	// superstep apart. The run's first given frame makes frameMem.
+	// Frames lent to a saver are built in lent (see frame).
 	idText   slab.Slab[byte]
 	frameMem *frameSlabs
 	lent     lentFrame

@@ -218,9 +218,9 @@ func (l *loop) frame(lent bool) (*checkpoints.Frame, error) {
 			l.frameMem = new(frameSlabs)
 		}
 		mem := l.frameMem
-		// One allocation holds the versions and the versions seen of
-		// the nodes that ran; each is sized exactly, since a frame is
-		// kept for as long as its checkpoint.
+		// One piece holds the versions and the versions seen of the
+		// nodes that ran; each is sized exactly, so that a chunk holds
+		// as many frames as it can.
 		buf = mem.ints.Make(len(l.versions) + seen)
 		f = mem.frames.New()
 		*f = checkpoints.Frame{Seen: l.seenFrame(mem.seens.Make(entries)[:0], buf[len(l.versions):], false)}

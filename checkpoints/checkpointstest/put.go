@@ -431,8 +431,15 @@ func init() {
 			entries  = make([]checkpoints.SeenVersions, 0, 2)
 		)
 		cfg := checkpoints.Config{ThreadID: "t", Namespace: "child"}
+		// Steps take turns between two plans, as an agent's model and
+		// tools steps do, and the last has neither.
+		nexts, updated := [][]string{{"n"}, {"m", "n"}, nil}, [][]string{{"a"}, {"a", "b"}, {}}
 		var want []*checkpoints.Tuple
-		for step := range 4 {
+		for step := range 5 {
+			plan := step % 2
+			if step == 4 {
+				plan = 2
+			}
 			versions[0], versions[1], versions[2] = int64(step+1), int64(1+step/2), int64(step+1)
 			seen[0] = int64(step)
 			news = append(news[:0], checkpoints.FrameValue{Index: 0, Value: raw(t, step)})
@@ -445,7 +452,7 @@ func init() {
 				entries = append(entries, checkpoints.SeenVersions{Node: "n", Channels: trig, Versions: seen})
 			}
 			f = checkpoints.Frame{ID: checkpoints.NewID(), TS: time.Now().UTC().Truncate(time.Microsecond), Channels: names,
-				Versions: versions, New: news, Seen: entries, UpdatedChannels: []string{"a"}, Next: []string{"n"}}
+				Versions: versions, New: news, Seen: entries, UpdatedChannels: updated[plan], Next: nexts[plan]}
 			cp, _, err := f.Checkpoint()
 			if err != nil {
 				t.Fatal(err)

@@ -17,9 +17,11 @@ import (
 // checkpoint, without building its maps. The checkpoint body is encoded
 // straight from the frame's columns, byte for byte as PutStep encodes
 // f.Checkpoint(), and the frame's values are stored and remembered
-// without copying (they are given); its versions and new channels are
-// copied (they are lent, and a write sent in a group may be read on
-// after its caller stopped waiting).
+// without copying (they are given). Its versions and new channels are
+// lent and read only within the call: the statements' arguments are
+// copies of them (a write sent in a group may be encoded after its
+// caller stopped waiting), and the head remembered after a put is built
+// once the put succeeded.
 func (s *Saver) PutFrame(ctx context.Context, cfg checkpoints.Config, writes []checkpoints.TaskWrites, f *checkpoints.Frame, md checkpoints.Metadata) (checkpoints.Config, error) {
 	in, rows, err := frameInput(cfg, writes, f, md)
 	if err != nil {
@@ -53,9 +55,7 @@ func frameInput(cfg checkpoints.Config, writes []checkpoints.TaskWrites, f *chec
 	fp.in = putInput{
 		cfg:    checkpoints.Config{ThreadID: cfg.ThreadID, Namespace: cfg.Namespace, CheckpointID: f.ID},
 		parent: cfg.CheckpointID, body: body, metadata: mdJSON,
-		channels: f.Channels, owned: true,
-		versions: append(fp.versions[:0], f.Versions...),
-		fresh:    append(fp.fresh[:0], f.New...),
+		channels: f.Channels, versions: f.Versions, fresh: f.New, owned: true,
 	}
 	w := &fp.writes
 	fp.rows = writeRows{task: w.task[:0], path: w.path[:0], idx: w.idx[:0], ch: w.ch[:0], val: w.val[:0]}
@@ -65,9 +65,8 @@ func frameInput(cfg checkpoints.Config, writes []checkpoints.TaskWrites, f *chec
 	return &fp.in, &fp.rows, nil
 }
 
-// framePut is a PutFrame's input, its step's writes, its checkpoint's
-// body and its copy of the frame's columns, in one allocation for a step
-// of a few writes and channels.
+// framePut is a PutFrame's input, its step's writes and its checkpoint's
+// body, in one allocation for a step of a few writes.
 type framePut struct {
 	in     putInput
 	rows   writeRows
@@ -76,9 +75,7 @@ type framePut struct {
 		idx            [4]int32
 		val            [4][]byte
 	}
-	body     [512]byte
-	versions [16]int64
-	fresh    [8]checkpoints.FrameValue
+	body [512]byte
 }
 
 // frameBody encodes a checked frame's checkpoint as PreparePut encodes

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -22,31 +24,52 @@ import (
 // one held until then). Writes started meanwhile wait for the place.
 func groupSetup(t *testing.T) (s *Saver, pool *pgxpool.Pool, release func(), slowDone <-chan error) {
 	t.Helper()
-	ctx := context.Background()
 	pool = pgtest.Schema(t, nil)
 	s = New(pool, &Options{MaxTransactions: 1})
+	release = holdThread(t, pool, "slow")
+	done := slowPut(s, "slow")
+	// The slow put holds the place once it waits for the lock.
+	waitLocked(t, pool, "slow")
+	return s, pool, release, done
+}
+
+// holdThread takes thread's lock exclusively until release is called, so
+// that a put with a blob on it (slowPut) waits.
+func holdThread(t *testing.T, pool *pgxpool.Pool, thread string) (release func()) {
+	t.Helper()
+	ctx := context.Background()
 	blocker, err := pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = blocker.Rollback(context.Background()) })
-	if _, err := blocker.Exec(ctx, `SELECT pg_advisory_xact_lock($1::int, $2::int)`, lockClass, threadLock("slow")); err != nil {
+	if _, err := blocker.Exec(ctx, `SELECT pg_advisory_xact_lock($1::int, $2::int)`, lockClass, threadLock(thread)); err != nil {
 		t.Fatal(err)
 	}
+	return func() { _ = blocker.Commit(context.Background()) }
+}
+
+// slowPut puts a checkpoint with a blob on thread in the background: its
+// blob's shared lock waits while holdThread holds the thread's.
+func slowPut(s *Saver, thread string) <-chan error {
 	done := make(chan error, 1)
 	go func() {
 		big := json.RawMessage(`"` + strings.Repeat("x", 2*inlineMax) + `"`)
-		_, err := s.Put(ctx, checkpoints.Config{ThreadID: "slow"}, groupCheckpoint("slow-1", map[string]json.RawMessage{"doc": big}), checkpoints.Metadata{}, map[string]int64{"doc": 1})
+		_, err := s.Put(context.Background(), checkpoints.Config{ThreadID: thread}, groupCheckpoint(thread+"-1", map[string]json.RawMessage{"doc": big}), checkpoints.Metadata{}, map[string]int64{"doc": 1})
 		done <- err
 	}()
-	// The slow put holds the place once it waits for the lock.
+	return done
+}
+
+// waitLocked waits until a put waits for thread's lock.
+func waitLocked(t *testing.T, pool *pgxpool.Pool, thread string) {
+	t.Helper()
 	waitFor(t, func() bool {
 		var waiting bool
-		err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
-			AND classid = $1 AND objid::text = ($2::bigint & 4294967295)::text AND objsubid = 2)`, lockClass, threadLock("slow")).Scan(&waiting)
+		err := pool.QueryRow(context.Background(), `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+			AND classid = $1 AND objid::text = ($2::bigint & 4294967295)::text AND objsubid = 2)`, lockClass, threadLock(thread)).Scan(&waiting)
 		return err == nil && waiting
 	})
-	return s, pool, func() { _ = blocker.Commit(context.Background()) }, done
 }
 
 func groupCheckpoint(id string, values map[string]json.RawMessage) *checkpoints.Checkpoint {
@@ -176,5 +199,61 @@ func TestGroupCommitCancelWhileWaiting(t *testing.T) {
 	var landed bool
 	if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM checkpoints WHERE thread_id = 'gone')`).Scan(&landed); err != nil || landed {
 		t.Errorf("the cancelled put landed: %v, %v", landed, err)
+	}
+}
+
+// A frame is lent to PutFrame for the call only (checkpoints.Frame), and a
+// write in a group may be sent after its caller stopped waiting: what
+// lands is the frame as it was put, whatever the caller wrote into it
+// once PutFrame returned.
+func TestGroupCommitFrameOfACallerThatLeft(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, pool, release, slowDone := groupSetup(t)
+	releaseHeld := holdThread(t, pool, "held")
+	heldDone := slowPut(s, "held")
+	f := &checkpoints.Frame{ID: "f1", TS: time.Now().UTC().Truncate(time.Microsecond), Channels: []string{"a", "b"}, Versions: []int64{3, 1},
+		New:  []checkpoints.FrameValue{{Index: 0, Value: json.RawMessage(`"a3"`)}, {Index: 1, Value: json.RawMessage(`true`)}},
+		Seen: []checkpoints.SeenVersions{{Node: "n", Channels: []string{"a"}, Versions: []int64{2}}}, Next: []string{"n"}}
+	want, _, err := f.Checkpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.VersionsSeen = map[string]map[string]int64{"n": {"a": 2}}
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.PutFrame(cctx, checkpoints.Config{ThreadID: "frame"}, nil, f, checkpoints.Metadata{Source: checkpoints.SourceLoop, Step: 3})
+		done <- err
+	}()
+	waitFor(t, func() bool { return s.commit.waiting() == 2 })
+	// The two go as one transaction, which waits for "held"'s lock.
+	release()
+	if err := <-slowDone; err != nil {
+		t.Fatal(err)
+	}
+	waitLocked(t, pool, "held")
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("put of a caller that left = %v, want context.Canceled", err)
+	}
+	for i := range f.Versions {
+		f.Versions[i] = 99
+	}
+	for i := range f.New {
+		f.New[i] = checkpoints.FrameValue{Index: 1, Value: json.RawMessage(`"scribbled"`)}
+	}
+	f.Seen[0] = checkpoints.SeenVersions{Node: "scribbled"}
+	releaseHeld()
+	if err := <-heldDone; err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(ctx, checkpoints.Config{ThreadID: "frame"})
+	if err != nil || got == nil {
+		t.Fatalf("the left caller's frame: %+v, %v", got, err)
+	}
+	if cp := got.Checkpoint; !maps.Equal(cp.ChannelVersions, want.ChannelVersions) || string(cp.ChannelValues["a"]) != `"a3"` ||
+		string(cp.ChannelValues["b"]) != "true" || !reflect.DeepEqual(cp.VersionsSeen, want.VersionsSeen) {
+		t.Errorf("the left caller's frame landed as %+v, want %+v with a=\"a3\", b=true", *cp, *want)
 	}
 }

@@ -1,10 +1,10 @@
 // Package slab carves many small slices that live as long as each other out
 // of a few large ones.
 //
-// A checkpointed superstep leaves a dozen small objects behind (its frame,
-// versions, new values, versions seen, ids, the saver's record of it),
-// and a saver that keeps them makes the garbage collector mark every one
-// of them on every cycle. Carved from chunks, they are a few objects per
+// A checkpointed superstep leaves a dozen small objects behind (its ids,
+// the saver's record of it, its numbers, values and writes), and a saver
+// that keeps them makes the garbage collector mark every one of them on
+// every cycle. Carved from chunks, they are a few objects per
 // hundred supersteps: allocation gets cheaper, and so does every
 // collection while they live.
 //
