@@ -142,7 +142,7 @@ func benchLoop1000(b *testing.B, form loopForm) {
 // with the in-memory saver keeping full history, durability sync.
 //
 // The saver keeps every checkpoint, so a run of the benchmark grows the
-// heap by about 1 KB a superstep, and its time depends on how often the
+// heap by about 560 B a superstep, and its time depends on how often the
 // garbage collector runs meanwhile and on how much of that memory is new
 // to the process: gc-cycles, gc-cpu-ns/superstep and faults/superstep (the
 // kernel's first touches of a page, on unix) report them. The first run
