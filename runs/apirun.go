@@ -470,6 +470,11 @@ func (m *Manager) DeleteRun(ctx context.Context, thread, runID string, rollback 
 	if _, err := m.RunRecord(ctx, thread, runID); err != nil {
 		return err
 	}
+	// A client hears a run's end before its record is written (a join
+	// answers at once): what is written after the delete would be back.
+	if err := m.awaitEndWrites(ctx, thread, runID); err != nil {
+		return err
+	}
 	if rollback && info.Graph != "" {
 		g, err := m.Graph(info.Graph)
 		if err != nil {
@@ -668,4 +673,28 @@ func (q *queuedStream) spec() *StreamSpec {
 		return nil
 	}
 	return &StreamSpec{Modes: q.Modes, Subgraphs: q.Subgraphs, Keep: q.Keep}
+}
+
+// awaitEndWrites waits until the records of the thread's ended runs
+// (runID's alone, unless it is "") are written (Manager.endWrites).
+func (m *Manager) awaitEndWrites(ctx context.Context, thread, runID string) error {
+	for {
+		var wait chan struct{}
+		m.mu.Lock()
+		for key, done := range m.endWrites {
+			if key[0] == thread && (runID == "" || key[1] == runID) {
+				wait = done
+				break
+			}
+		}
+		m.mu.Unlock()
+		if wait == nil {
+			return nil
+		}
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return fmt.Errorf("runs: wait for the record of a run of thread %q to be written: %w", thread, ctx.Err())
+		}
+	}
 }

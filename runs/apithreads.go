@@ -102,6 +102,11 @@ func (m *Manager) DeleteThread(ctx context.Context, id string) error {
 			return err
 		}
 	}
+	// A client hears a run's end before its record is written: what is
+	// written after the delete would be a run of no thread.
+	if err := m.awaitEndWrites(ctx, id, ""); err != nil {
+		return err
+	}
 	// From here no run starts on the thread and no edit is made (a page's
 	// start in the same instant is refused as busy), until it is gone.
 	t, _, ctx, end, err := m.beginEdit(ctx, id, "it got a new run while it was being deleted; delete it again")

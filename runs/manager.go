@@ -160,7 +160,12 @@ type Manager struct {
 	// unsavedRuns are run-log records a write failed to store, by thread
 	// and run; the writer stores the latest of each until it lands.
 	unsavedRuns map[[2]string]unsavedRun
-	closeOnce   sync.Once
+	// endWrites are the runs whose end is published and whose record
+	// is being written, by thread and run: each channel closes once the
+	// write returned. Deleting a run (or its thread) waits for them, or
+	// the write would bring the deleted run back.
+	endWrites map[[2]string]chan struct{}
+	closeOnce sync.Once
 	// owner is this Manager's id in the registry: it marks the threads
 	// it runs, and its heartbeat says it is alive.
 	owner string
@@ -281,6 +286,7 @@ func NewManager(graphs map[string]engine.Compiled, opts ...ManagerOption) (*Mana
 	m.base, m.stop = context.WithCancel(context.Background())
 	m.unsaved, m.rewake, m.closing = map[*thread]int64{}, make(chan struct{}, 1), make(chan struct{})
 	m.unsavedRuns = map[[2]string]unsavedRun{}
+	m.endWrites = map[[2]string]chan struct{}{}
 	m.writer.Add(2)
 	go m.rewrite()
 	go m.beat()
@@ -1075,10 +1081,16 @@ func (m *Manager) finish(t *thread, rec *recorder, err error, rejected bool, pre
 	}
 	threadRec, changes := m.record(t.info), t.changes
 	fence := t.fence
+	endKey, endWritten := [2]string{threadID, runID}, make(chan struct{})
+	m.endWrites[endKey] = endWritten
 	m.mu.Unlock()
 	m.write(t, threadRec, changes)
 	// Until its record is written, a page reads the run from rec.
 	m.saveRunFenced(rec.snapshot(), threadID, fence)
+	m.mu.Lock()
+	delete(m.endWrites, endKey)
+	m.mu.Unlock()
+	close(endWritten)
 	if lease != nil {
 		// The end goes into the event log under the lease, before it is
 		// released: other processes' tabs see it as this one's do.

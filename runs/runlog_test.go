@@ -138,6 +138,9 @@ type heldRunLog struct {
 	holding, refuse atomic.Bool
 	thread          string
 	release         chan struct{}
+	// held and deleted, when made, hear that a held save began and
+	// that a run was deleted.
+	held, deleted chan struct{}
 }
 
 func (l *heldRunLog) SaveRun(ctx context.Context, rec runs.RunRecord) error {
@@ -146,10 +149,21 @@ func (l *heldRunLog) SaveRun(ctx context.Context, rec runs.RunRecord) error {
 			return errDown
 		}
 		if l.holding.Load() {
+			if l.held != nil {
+				l.held <- struct{}{}
+			}
 			<-l.release
 		}
 	}
 	return l.RunLog.SaveRun(ctx, rec)
+}
+
+func (l *heldRunLog) DeleteRun(ctx context.Context, thread, runID string) error {
+	err := l.RunLog.DeleteRun(ctx, thread, runID)
+	if l.deleted != nil {
+		l.deleted <- struct{}{}
+	}
+	return err
 }
 
 // A run that ended is reported ended by RunRecord and ThreadRuns as soon
@@ -311,4 +325,49 @@ func TestADeletedRunStaysDeletedWhenItsRecordWaited(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A run deleted as soon as its end is heard (an Agent Server client's join
+// answers once the thread is idle, before the run's record is written)
+// stays deleted, and so do the runs of a thread deleted then: the delete
+// waits for the end's record instead of being undone by it.
+func TestARunDeletedAsItsEndIsWrittenStaysDeleted(t *testing.T) {
+	t.Parallel()
+	for _, how := range []string{"DeleteRun", "DeleteThread"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			log := &heldRunLog{RunLog: runs.NewMemoryRunLog(), release: make(chan struct{}),
+				held: make(chan struct{}, 1), deleted: make(chan struct{}, 4)}
+			log.holding.Store(true)
+			m := manager(t, map[string]engine.Compiled{"linear": linear(t, nil)}, runs.WithRunLog(log))
+			th, err := m.Start(ctx, "linear", "t", map[string]any{"log": "x"}, runs.StartOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-log.held // the run ended; its record waits
+			deleted := make(chan error, 1)
+			go func() {
+				if how == "DeleteRun" {
+					deleted <- m.DeleteRun(ctx, "t", th.RunID, false)
+				} else {
+					deleted <- m.DeleteThread(ctx, "t")
+				}
+			}()
+			select {
+			case <-log.deleted:
+				t.Errorf("%s deleted the run while its end's record was still to be written", how)
+			case err := <-deleted:
+				t.Errorf("%s returned (%v) while the run's end's record was still to be written", how, err)
+			case <-time.After(200 * time.Millisecond): // it waits, as it should
+			}
+			close(log.release)
+			if err := <-deleted; err != nil {
+				t.Fatal(err)
+			}
+			if recs, err := log.RunLog.ListRuns(ctx, "t", 0); err != nil || len(recs) != 0 {
+				t.Fatalf("after %s the run log holds %+v, %v; want nothing", how, recs, err)
+			}
+		})
+	}
 }
