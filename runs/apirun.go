@@ -470,8 +470,12 @@ func (m *Manager) DeleteRun(ctx context.Context, thread, runID string, rollback 
 	if _, err := m.RunRecord(ctx, thread, runID); err != nil {
 		return err
 	}
-	// A client hears a run's end before its record is written (a join
-	// answers at once): what is written after the delete would be back.
+	// A record of it waiting to be written again would bring it back, and
+	// so would one being written: a client hears a run's end before its
+	// record is written (a join answers at once).
+	m.mu.Lock()
+	delete(m.unsavedRuns, [2]string{thread, runID})
+	m.mu.Unlock()
 	if err := m.awaitEndWrites(ctx, thread, runID); err != nil {
 		return err
 	}
@@ -484,10 +488,6 @@ func (m *Manager) DeleteRun(ctx context.Context, thread, runID string, rollback 
 			return fmt.Errorf("runs: roll back run %q of thread %q: %w", runID, thread, err)
 		}
 	}
-	// A record of it waiting to be written again would bring it back.
-	m.mu.Lock()
-	delete(m.unsavedRuns, [2]string{thread, runID})
-	m.mu.Unlock()
 	return m.runLog.DeleteRun(ctx, thread, runID)
 }
 
@@ -676,7 +676,9 @@ func (q *queuedStream) spec() *StreamSpec {
 }
 
 // awaitEndWrites waits until the records of the thread's ended runs
-// (runID's alone, unless it is "") are written (Manager.endWrites).
+// (runID's alone, unless it is "") are written (Manager.endWrites). A
+// caller drops the records waiting to be written again first
+// (unsavedRuns): one the writer took is among those awaited.
 func (m *Manager) awaitEndWrites(ctx context.Context, thread, runID string) error {
 	for {
 		var wait chan struct{}

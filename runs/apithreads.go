@@ -102,11 +102,6 @@ func (m *Manager) DeleteThread(ctx context.Context, id string) error {
 			return err
 		}
 	}
-	// A client hears a run's end before its record is written: what is
-	// written after the delete would be a run of no thread.
-	if err := m.awaitEndWrites(ctx, id, ""); err != nil {
-		return err
-	}
 	// From here no run starts on the thread and no edit is made (a page's
 	// start in the same instant is refused as busy), until it is gone.
 	t, _, ctx, end, err := m.beginEdit(ctx, id, "it got a new run while it was being deleted; delete it again")
@@ -120,7 +115,9 @@ func (m *Manager) DeleteThread(ctx context.Context, id string) error {
 		}
 	}
 	// Records of its runs waiting to be written again would bring them
-	// back (under the same id, onto a new thread).
+	// back (under the same id, onto a new thread), and so would those
+	// being written: a client hears a run's end before its record is
+	// written.
 	m.mu.Lock()
 	for key := range m.unsavedRuns {
 		if key[0] == id {
@@ -128,6 +125,9 @@ func (m *Manager) DeleteThread(ctx context.Context, id string) error {
 		}
 	}
 	m.mu.Unlock()
+	if err := m.awaitEndWrites(ctx, id, ""); err != nil {
+		return err
+	}
 	recs, err := m.runLog.ListRuns(ctx, id, 0)
 	if err != nil {
 		return fmt.Errorf("runs: delete thread %q: %w", id, err)

@@ -161,9 +161,10 @@ type Manager struct {
 	// and run; the writer stores the latest of each until it lands.
 	unsavedRuns map[[2]string]unsavedRun
 	// endWrites are the runs whose end is published and whose record
-	// is being written, by thread and run: each channel closes once the
-	// write returned. Deleting a run (or its thread) waits for them, or
-	// the write would bring the deleted run back.
+	// is being written (or written again, see rewriteRun), by thread and
+	// run: each channel closes once the run is read from the run log
+	// alone. Deleting a run (or its thread) waits for them, or the write
+	// would bring the deleted run back.
 	endWrites map[[2]string]chan struct{}
 	closeOnce sync.Once
 	// owner is this Manager's id in the registry: it marks the threads
@@ -1087,10 +1088,6 @@ func (m *Manager) finish(t *thread, rec *recorder, err error, rejected bool, pre
 	m.write(t, threadRec, changes)
 	// Until its record is written, a page reads the run from rec.
 	m.saveRunFenced(rec.snapshot(), threadID, fence)
-	m.mu.Lock()
-	delete(m.endWrites, endKey)
-	m.mu.Unlock()
-	close(endWritten)
 	if lease != nil {
 		// The end goes into the event log under the lease, before it is
 		// released: other processes' tabs see it as this one's do.
@@ -1125,8 +1122,19 @@ func (m *Manager) finish(t *thread, rec *recorder, err error, rejected bool, pre
 		t.run = nil
 	}
 	t.ending = slices.DeleteFunc(t.ending, func(r *recorder) bool { return r == rec })
+	// The record is written, and no longer read from rec.
+	m.doneEndWrite(endKey, endWritten)
 	m.evictLocked(nil)
 	m.mu.Unlock()
+	close(endWritten)
+}
+
+// doneEndWrite removes the entry of an end's write that returned, unless
+// another took its place; m.mu must be held.
+func (m *Manager) doneEndWrite(key [2]string, done chan struct{}) {
+	if m.endWrites[key] == done {
+		delete(m.endWrites, key)
+	}
 }
 
 // settleOrphans records how the orphaned runs of the registry (running,
@@ -1772,9 +1780,23 @@ func (m *Manager) rewriteRound(ctx context.Context) bool {
 func (m *Manager) rewriteRun(ctx context.Context, key [2]string) bool {
 	m.mu.Lock()
 	r, waiting := m.unsavedRuns[key]
+	var written chan struct{}
+	if waiting && m.endWrites[key] == nil {
+		// Deleting the run waits for this write (endWrites).
+		written = make(chan struct{})
+		m.endWrites[key] = written
+	}
 	m.mu.Unlock()
 	if !waiting {
 		return true
+	}
+	if written != nil {
+		defer func() {
+			m.mu.Lock()
+			m.doneEndWrite(key, written)
+			m.mu.Unlock()
+			close(written)
+		}()
 	}
 	sctx, cancel := context.WithTimeout(fenced(ctx, key[0], r.fence), rewriteTimeout)
 	defer cancel()

@@ -345,7 +345,11 @@ func TestARunDeletedAsItsEndIsWrittenStaysDeleted(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			<-log.held // the run ended; its record waits
+			select { // the run ended; its record waits
+			case <-log.held:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the run's end was never written")
+			}
 			deleted := make(chan error, 1)
 			go func() {
 				if how == "DeleteRun" {
