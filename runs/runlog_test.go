@@ -138,14 +138,19 @@ type heldRunLog struct {
 	holding, refuse atomic.Bool
 	thread          string
 	release         chan struct{}
-	// held and deleted, when made, hear that a held save began and
-	// that a run was deleted.
-	held, deleted chan struct{}
+	// held, deleted and refused, when made, hear that a held save
+	// began, that a run was deleted and (if there is room) that a save
+	// was refused.
+	held, deleted, refused chan struct{}
 }
 
 func (l *heldRunLog) SaveRun(ctx context.Context, rec runs.RunRecord) error {
 	if !rec.Ended.IsZero() && (l.thread == "" || rec.Thread == l.thread) {
 		if l.refuse.Load() {
+			select {
+			case l.refused <- struct{}{}:
+			default:
+			}
 			return errDown
 		}
 		if l.holding.Load() {
@@ -373,5 +378,49 @@ func TestARunDeletedAsItsEndIsWrittenStaysDeleted(t *testing.T) {
 				t.Fatalf("after %s the run log holds %+v, %v; want nothing", how, recs, err)
 			}
 		})
+	}
+}
+
+// A run deleted while the record of its end, refused once, is being
+// written again stays deleted: the delete waits for that write too.
+func TestARunDeletedAsItsEndIsWrittenAgainStaysDeleted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	log := &heldRunLog{RunLog: runs.NewMemoryRunLog(), release: make(chan struct{}),
+		held: make(chan struct{}, 1), deleted: make(chan struct{}, 4), refused: make(chan struct{}, 1)}
+	log.refuse.Store(true)
+	m := manager(t, map[string]engine.Compiled{"linear": linear(t, nil)}, runs.WithRunLog(log), runs.WithErrorHandler(func(error) {}))
+	th, err := m.Start(ctx, "linear", "t", map[string]any{"log": "x"}, runs.StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hear := func(c chan struct{}, what string) {
+		t.Helper()
+		select {
+		case <-c:
+		case <-time.After(10 * time.Second):
+			t.Fatal(what)
+		}
+	}
+	hear(log.refused, "the run's end was never written")
+	// The next write of the end, the writer's, is held.
+	log.holding.Store(true)
+	log.refuse.Store(false)
+	hear(log.held, "the refused end was never written again")
+	deleted := make(chan error, 1)
+	go func() { deleted <- m.DeleteRun(ctx, "t", th.RunID, false) }()
+	select {
+	case <-log.deleted:
+		t.Error("DeleteRun deleted the run while its end's record was being written again")
+	case err := <-deleted:
+		t.Errorf("DeleteRun returned (%v) while the run's end's record was being written again", err)
+	case <-time.After(200 * time.Millisecond): // it waits, as it should
+	}
+	close(log.release)
+	if err := <-deleted; err != nil {
+		t.Fatal(err)
+	}
+	if recs, err := log.RunLog.ListRuns(ctx, "t", 0); err != nil || len(recs) != 0 {
+		t.Fatalf("after DeleteRun the run log holds %+v, %v; want nothing", recs, err)
 	}
 }
