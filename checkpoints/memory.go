@@ -53,15 +53,7 @@ type memNS struct {
 	// or without one if a put is lost). A checkpoint keeps its own
 	// (memCP.writes) and takes these when it is stored.
 	writes map[string][]memWrite
-	// The namespace's checkpoints, their values by channel and their
-	// writes are carved from these (see internal/slab): a run adds one of
-	// each every superstep, and they go together when the thread is
-	// deleted. keep, which drops some and keeps others, moves the
-	// survivors to fresh slabs.
-	cps    slab.Slab[memCP]
-	strs   slab.Slab[string]
-	nums   slab.Slab[int64]
-	mwrite slab.Slab[memWrite]
+	memSlabs
 	// shapes are the shapes last made for checkpoints put as frames (the
 	// next is made at shapeAt): a run's steps take turns among a few
 	// (an agent's model and tools steps, say). lastMeta is the metadata
@@ -70,6 +62,18 @@ type memNS struct {
 	shapes   [4]*frameShape
 	shapeAt  int
 	lastMeta *Metadata
+}
+
+// memSlabs are the slabs (see internal/slab) a namespace's checkpoints,
+// their numbers, their values by channel and their writes are carved
+// from: a run adds one of each every superstep, and they go together when
+// the thread is deleted. keep, which drops some and keeps others, moves
+// the survivors to fresh slabs.
+type memSlabs struct {
+	cps    slab.Slab[memCP]
+	strs   slab.Slab[string]
+	nums   slab.Slab[int64]
+	mwrite slab.Slab[memWrite]
 }
 
 // get returns the checkpoint with the id, or nil.
@@ -1194,7 +1198,7 @@ func ownWrites(dst, src []memWrite) []memWrite {
 // dropped.
 func (ns *memNS) keep(keep func(*memCP) bool) {
 	kept := ns.order[:0:0]
-	ns.cps, ns.strs, ns.nums, ns.mwrite = slab.Slab[memCP]{}, slab.Slab[string]{}, slab.Slab[int64]{}, slab.Slab[memWrite]{}
+	ns.memSlabs = memSlabs{}
 	ns.lastMeta = nil // it may be a dropped checkpoint's
 	var a adoption
 	for _, c := range ns.order {
