@@ -470,15 +470,6 @@ func (m *Manager) DeleteRun(ctx context.Context, thread, runID string, rollback 
 	if _, err := m.RunRecord(ctx, thread, runID); err != nil {
 		return err
 	}
-	// A record of it waiting to be written again would bring it back, and
-	// so would one being written: a client hears a run's end before its
-	// record is written (a join answers at once).
-	m.mu.Lock()
-	delete(m.unsavedRuns, [2]string{thread, runID})
-	m.mu.Unlock()
-	if err := m.awaitEndWrites(ctx, thread, runID); err != nil {
-		return err
-	}
 	if rollback && info.Graph != "" {
 		g, err := m.Graph(info.Graph)
 		if err != nil {
@@ -487,6 +478,15 @@ func (m *Manager) DeleteRun(ctx context.Context, thread, runID string, rollback 
 		if err := g.Pregel().Checkpointer().DeleteForRuns(ctx, []string{runID}); err != nil {
 			return fmt.Errorf("runs: roll back run %q of thread %q: %w", runID, thread, err)
 		}
+	}
+	// A record of it waiting to be written again would bring it back, and
+	// so would one being written: a client hears a run's end before its
+	// record is written (a join answers at once).
+	m.mu.Lock()
+	delete(m.unsavedRuns, [2]string{thread, runID})
+	m.mu.Unlock()
+	if err := m.awaitEndWrites(ctx, thread, runID); err != nil {
+		return err
 	}
 	return m.runLog.DeleteRun(ctx, thread, runID)
 }
