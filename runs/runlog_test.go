@@ -350,33 +350,13 @@ func TestARunDeletedAsItsEndIsWrittenStaysDeleted(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			select { // the run ended; its record waits
-			case <-log.held:
-			case <-time.After(10 * time.Second):
-				t.Fatal("the run's end was never written")
-			}
-			deleted := make(chan error, 1)
-			go func() {
+			hear(t, log.held, "the run's end was never written") // the run ended; its record waits
+			deleteWaitsForEnd(t, log, how, func() error {
 				if how == "DeleteRun" {
-					deleted <- m.DeleteRun(ctx, "t", th.RunID, false)
-				} else {
-					deleted <- m.DeleteThread(ctx, "t")
+					return m.DeleteRun(ctx, "t", th.RunID, false)
 				}
-			}()
-			select {
-			case <-log.deleted:
-				t.Errorf("%s deleted the run while its end's record was still to be written", how)
-			case err := <-deleted:
-				t.Errorf("%s returned (%v) while the run's end's record was still to be written", how, err)
-			case <-time.After(200 * time.Millisecond): // it waits, as it should
-			}
-			close(log.release)
-			if err := <-deleted; err != nil {
-				t.Fatal(err)
-			}
-			if recs, err := log.RunLog.ListRuns(ctx, "t", 0); err != nil || len(recs) != 0 {
-				t.Fatalf("after %s the run log holds %+v, %v; want nothing", how, recs, err)
-			}
+				return m.DeleteThread(ctx, "t")
+			})
 		})
 	}
 }
@@ -394,33 +374,43 @@ func TestARunDeletedAsItsEndIsWrittenAgainStaysDeleted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hear := func(c chan struct{}, what string) {
-		t.Helper()
-		select {
-		case <-c:
-		case <-time.After(10 * time.Second):
-			t.Fatal(what)
-		}
-	}
-	hear(log.refused, "the run's end was never written")
+	hear(t, log.refused, "the run's end was never written")
 	// The next write of the end, the writer's, is held.
 	log.holding.Store(true)
 	log.refuse.Store(false)
-	hear(log.held, "the refused end was never written again")
+	hear(t, log.held, "the refused end was never written again")
+	deleteWaitsForEnd(t, log, "DeleteRun", func() error { return m.DeleteRun(ctx, "t", th.RunID, false) })
+}
+
+// hear waits for c, failing with what after 10 s.
+func hear(t *testing.T, c chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-c:
+	case <-time.After(10 * time.Second):
+		t.Fatal(what)
+	}
+}
+
+// deleteWaitsForEnd runs del (how names it) while log holds the write of
+// thread t's run's end: it must neither delete nor return until the write
+// is let go, and then leave nothing of the thread's runs in the log.
+func deleteWaitsForEnd(t *testing.T, log *heldRunLog, how string, del func() error) {
+	t.Helper()
 	deleted := make(chan error, 1)
-	go func() { deleted <- m.DeleteRun(ctx, "t", th.RunID, false) }()
+	go func() { deleted <- del() }()
 	select {
 	case <-log.deleted:
-		t.Error("DeleteRun deleted the run while its end's record was being written again")
+		t.Errorf("%s deleted the run while its end's record was still to be written", how)
 	case err := <-deleted:
-		t.Errorf("DeleteRun returned (%v) while the run's end's record was being written again", err)
+		t.Errorf("%s returned (%v) while the run's end's record was still to be written", how, err)
 	case <-time.After(200 * time.Millisecond): // it waits, as it should
 	}
 	close(log.release)
 	if err := <-deleted; err != nil {
 		t.Fatal(err)
 	}
-	if recs, err := log.RunLog.ListRuns(ctx, "t", 0); err != nil || len(recs) != 0 {
-		t.Fatalf("after DeleteRun the run log holds %+v, %v; want nothing", recs, err)
+	if recs, err := log.RunLog.ListRuns(context.Background(), "t", 0); err != nil || len(recs) != 0 {
+		t.Fatalf("after %s the run log holds %+v, %v; want nothing", how, recs, err)
 	}
 }
