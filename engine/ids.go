@@ -142,9 +142,11 @@ func (h *taskIDHasher) pushID(ckpt [16]byte, ns string, step int, name string, i
 }
 
 func (h *taskIDHasher) finish() string {
-	sum := xxh3.Hash128(h.buf).Bytes()
-	return formatUUIDIn(&h.ids, sum)
+	return formatUUIDIn(&h.ids, idSum(h.buf))
 }
+
+// idSum is the 16 bytes of the task id whose hashed input is b.
+func idSum(b []byte) [16]byte { return xxh3.Hash128(b).Bytes() }
 
 // hash128Hex is the 32-hex-digit xxh3-128 of b (cache keys, interrupt ids).
 func hash128Hex(b []byte) string {

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/zeebo/xxh3"
-
 	"github.com/superstep-dev/superstep/checkpoints"
 )
 
@@ -286,9 +284,7 @@ func updateWrites(tasks []*task, state []string) map[string]any {
 
 // hashID is the 16 bytes of the task id taskIDHasher makes of ckpt
 // followed by s.
-func hashID(ckpt [16]byte, s string) [16]byte {
-	return xxh3.Hash128(append(ckpt[:], s...)).Bytes()
-}
+func hashID(ckpt [16]byte, s string) [16]byte { return idSum(append(ckpt[:], s...)) }
 
 func asOutput(v any) (any, error) {
 	switch x := v.(type) {
