@@ -3,11 +3,13 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"weak"
 
 	"github.com/superstep-dev/superstep/checkpoints"
 	"github.com/superstep-dev/superstep/engine"
@@ -135,5 +137,50 @@ func TestNextRunStartsEmpty(t *testing.T) {
 	input := history[len(history)-1]
 	if seen, ok := input.Checkpoint.VersionsSeen["c"]; ok {
 		t.Errorf("second run's input checkpoint has versions seen for c: %v (nothing had run c)", seen)
+	}
+}
+
+// A program that drops a compiled graph and its saver gets their memory
+// back at the next collection: the buffers a graph keeps for its next run
+// (its pool, which the runtime holds on to until a collection empties it)
+// must not hold the graph, and with it every checkpoint its saver stored.
+// Not parallel: it counts collections, and other tests' runs would add
+// some.
+// dropped is the state of the graph TestADroppedGraphIsCollectedAtTheNextCollection
+// drops: a value channel and a reduced one.
+type dropped struct {
+	N    int   `json:"n"`
+	Seen []int `json:"seen" reduce:"append"`
+}
+
+func TestADroppedGraphIsCollectedAtTheNextCollection(t *testing.T) {
+	graph, saver := func() (weak.Pointer[engine.Graph[dropped]], weak.Pointer[checkpoints.Memory]) {
+		saver := checkpoints.NewMemory()
+		g := engine.NewStateGraph[dropped]()
+		g.AddNode("inc", func(_ context.Context, s dropped) (engine.Output, error) {
+			return engine.Update{"n": s.N + 1, "seen": []int{s.N}}, nil
+		})
+		g.AddEdge(engine.Start, "inc")
+		g.AddConditionalEdges("inc", func(_ context.Context, s dropped) (engine.Route, error) {
+			if s.N >= 10 {
+				return engine.To(engine.End), nil
+			}
+			return engine.To("inc"), nil
+		}, nil)
+		cg, err := g.Compile(engine.CompileOptions{Checkpointer: saver})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 { // the second and third runs take the first's buffers
+			out, err := cg.Invoke(context.Background(), engine.Update{"n": 0}, &engine.RunOptions{ThreadID: strconv.Itoa(i)})
+			if err != nil || out.N != 10 || len(out.Seen) != 10 {
+				t.Fatalf("run %d: %+v, %v", i, out, err)
+			}
+		}
+		return weak.Make(cg), weak.Make(saver)
+	}()
+	runtime.GC()
+	if graph.Value() != nil || saver.Value() != nil {
+		t.Fatalf("after a collection, the dropped graph is still alive: %t, and its saver: %t", graph.Value() != nil, saver.Value() != nil)
 	}
 }

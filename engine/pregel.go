@@ -72,8 +72,13 @@ type Pregel struct {
 	mapUpdate func(Output) ([]KV, error)
 	// mapOutput builds the output from the channels (StateGraph sets it).
 	mapOutput func(r reader) (any, error)
-	// mem keeps the buffers of finished runs for the next ones.
-	mem sync.Pool
+	// mem keeps the buffers of finished runs for the next ones. It is a
+	// pool of its own, not a field: the runtime holds every pool in use
+	// until a collection empties it, and a pointer into the graph would
+	// hold the graph, and every checkpoint its saver stored, through the
+	// first collection after the program drops them. Nothing in it points
+	// back to the graph (see loop.release).
+	mem *sync.Pool
 	// volatile are the channels an unwritten step may change (see
 	// channels.Unwritten), by index.
 	volatile []int
@@ -87,7 +92,7 @@ type Pregel struct {
 
 // NewPregel validates cfg and compiles it.
 func NewPregel(cfg PregelConfig) (*Pregel, error) {
-	g := &Pregel{cfg: cfg, channels: map[string]channels.Channel{}, nodes: map[string]*Node{}, triggerToNodes: map[string][]string{}}
+	g := &Pregel{cfg: cfg, channels: map[string]channels.Channel{}, nodes: map[string]*Node{}, triggerToNodes: map[string][]string{}, mem: new(sync.Pool)}
 	for name, ch := range cfg.Channels {
 		if ch == nil {
 			return nil, fmt.Errorf("%w: channel %q is nil", ErrInvalidGraph, name)
