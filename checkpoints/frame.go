@@ -20,7 +20,7 @@ import (
 // Next, UpdatedChannels and New's encoded values are never modified by
 // anyone once handed over, so a saver may keep them and the caller may
 // share them between frames. (A caller that never writes a frame again,
-// as the engine's frames saved in the background, may also share its
+// as the engine's frame held for exit durability, may also share its
 // Seen entries' Versions with its later frames: savers only read them.)
 type Frame struct {
 	// ID and TS are Checkpoint.ID and Checkpoint.TS.

@@ -180,14 +180,16 @@
 // set without reflection; writers pass channel indexes with their writes;
 // a finished run leaves its tasks, buffers and emptied channels to the
 // next run of the same graph; task contexts are allocated in blocks (each
-// still used once, as a node may keep its context); in sync durability a
-// step's write buffers are reused once the saver has the step; small
+// still used once, as a node may keep its context); a step's write
+// buffers are reused once the saver has the step (in async durability,
+// once the save in the background has copied them); small
 // JSON values are encoded and checked without
 // encoding/json's reflection and scanner; and a checkpoint is lent to a
 // checkpoints.FrameSaver (the memory and Postgres savers) as a Frame —
 // versions by channel index in the graph's own name table, built in the
 // same buffers every step when the save returns before the loop goes on
-// (the saver copies what it keeps) — instead of the maps of a
+// (the saver copies what it keeps), and in the buffers of saves that have
+// returned when it runs in the background — instead of the maps of a
 // Checkpoint, which other savers get. Set writes one key without
 // building a map, which in a hot loop is most of a node's cost, but Go
 // still boxes the KV into Output; a Writes node (AddNodeWrites) writes

@@ -3,17 +3,21 @@ package engine_test
 import (
 	"context"
 	"reflect"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/superstep-dev/superstep/checkpoints"
+	"github.com/superstep-dev/superstep/engine"
 	"github.com/superstep-dev/superstep/engine/enginetest"
 )
 
 // twin is a saver that stores everything twice: frames as frames in one
 // memory saver, and converted to maps (Frame.Checkpoint) in another. The
 // engine reads from the first. Once a frame is stored, twin writes over
-// what of it is lent (checkpoints.Frame): anything that read it after the
-// put, the engine or the memory saver, would read that.
+// what of it is lent (checkpoints.Frame), and over the writes' slices:
+// anything that read them after the put, the engine or the memory saver,
+// would read that.
 type twin struct {
 	frames, maps *checkpoints.Memory
 }
@@ -56,6 +60,11 @@ func (w twin) PutFrame(ctx context.Context, cfg checkpoints.Config, writes []che
 	got, err := w.frames.PutFrame(ctx, cfg, writes, f, md)
 	if err == nil {
 		poison(f)
+		for _, tw := range writes { // their slices are lent too
+			for i := range tw.Writes {
+				tw.Writes[i] = checkpoints.Write{Channel: "poisoned"}
+			}
+		}
 	}
 	return got, err
 }
@@ -143,4 +152,91 @@ func TestFramesSaveWhatMapsSave(t *testing.T) {
 		})
 		return w
 	})
+}
+
+// gatedSaver is a memory saver whose first PutFrame waits until release
+// is closed, so that the saves a run makes meanwhile queue up behind it.
+type gatedSaver struct {
+	*checkpoints.Memory
+	release chan struct{}
+	once    sync.Once
+}
+
+func (h *gatedSaver) PutFrame(ctx context.Context, cfg checkpoints.Config, writes []checkpoints.TaskWrites, f *checkpoints.Frame, md checkpoints.Metadata) (checkpoints.Config, error) {
+	h.once.Do(func() { <-h.release })
+	return h.Memory.PutFrame(ctx, cfg, writes, f, md)
+}
+
+// A run in async durability lends each save in the background a frame
+// and writes built in the buffers of a save that has returned: with many
+// saves queued, and their buffers used again and again once the queue
+// drains, every checkpoint still holds what the same run saves in sync
+// durability (values, versions, versions seen, next tasks, metadata and
+// pending writes).
+func TestAsyncSavesHoldWhatSyncSavesHold(t *testing.T) {
+	t.Parallel()
+	const steps, queued = 300, 40
+	run := func(saver checkpoints.Saver, durability engine.Durability, reached func(int)) []*checkpoints.Tuple {
+		g := engine.NewStateGraph[counter]()
+		g.AddNodeWrites("inc", func(_ context.Context, s counter, w *engine.Writes) error {
+			w.Set("n", s.N+1)
+			reached(s.N + 1)
+			return nil
+		})
+		g.AddEdge(engine.Start, "inc")
+		g.AddConditionalEdges("inc", func(_ context.Context, s counter) (engine.Route, error) {
+			if s.N >= steps {
+				return engine.To(engine.End), nil
+			}
+			return engine.To("inc"), nil
+		}, nil)
+		cg, err := g.Compile(engine.CompileOptions{Checkpointer: saver})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		for _, thread := range []string{"first", "second"} { // the second run takes the first's buffers
+			out, err := cg.Invoke(ctx, engine.Update{"n": 0}, &engine.RunOptions{ThreadID: thread, Durability: durability})
+			if err != nil || out.N != steps {
+				t.Fatalf("%s run (durability %v): %+v, %v", thread, durability, out, err)
+			}
+		}
+		var all []*checkpoints.Tuple
+		for _, thread := range []string{"first", "second"} {
+			tuples, err := saver.List(ctx, checkpoints.ListQuery{ThreadID: thread}, checkpoints.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, tuples...)
+		}
+		return all
+	}
+	want := run(checkpoints.NewMemory(), engine.DurabilitySync, func(int) {})
+	held := &gatedSaver{Memory: checkpoints.NewMemory(), release: make(chan struct{})}
+	var opened sync.Once
+	got := run(held, engine.DurabilityAsync, func(n int) {
+		if n == queued {
+			opened.Do(func() { close(held.release) })
+		}
+	})
+	if len(got) != len(want) {
+		t.Fatalf("async durability saved %d checkpoints, sync %d", len(got), len(want))
+	}
+	// Ids, times and the task ids derived from them differ between the
+	// runs; everything else is the same.
+	type pending struct{ Channel, Value string }
+	same := func(tup *checkpoints.Tuple) any {
+		cp := *tup.Checkpoint
+		cp.ID, cp.TS = "", time.Time{}
+		var writes []pending
+		for _, w := range tup.PendingWrites {
+			writes = append(writes, pending{w.Channel, string(w.Value)})
+		}
+		return []any{cp, tup.Metadata, writes}
+	}
+	for i := range want {
+		if g, w := same(got[i]), same(want[i]); !reflect.DeepEqual(g, w) {
+			t.Fatalf("checkpoint %d of the async runs holds\n%+v\nwhere sync durability saved\n%+v", i, g, w)
+		}
+	}
 }

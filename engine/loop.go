@@ -100,13 +100,15 @@ type loop struct {
 
 	hasher taskIDHasher
 	hmu    sync.Mutex
-	// The run's checkpoint ids and given frames are carved from idText
-	// and frameMem (see internal/slab): a saver keeps an id as long as
-	// the checkpoint, and a given frame lives until its save in the
-	// background returns (its versions seen, until a later given frame
-	// stops sharing them); each would be an object or several a
-	// superstep apart. The run's first given frame makes frameMem.
-	// Frames lent to a saver are built in lent (see frame).
+	// The run's checkpoint ids and given frames (the one exit
+	// durability holds) are carved from idText and frameMem (see
+	// internal/slab): a saver keeps an id as long as the checkpoint,
+	// and a given frame lives until its save returns (its versions
+	// seen, until a later given frame stops sharing them); each would
+	// be an object or several a superstep apart. The run's first given
+	// frame makes frameMem. Frames lent to a save that returns before
+	// the loop goes on are built in lent, those saved in the background
+	// in an asyncSave's (see frame).
 	idText   slab.Slab[byte]
 	frameMem *frameSlabs
 	lent     lentFrame
@@ -255,7 +257,11 @@ func (g *Pregel) newLoop(opts *RunOptions) (*loop, error) {
 		l.emit = &emitter{fn: l.opts.Listener}
 	}
 	if l.saver != nil && l.opts.Durability == DurabilityAsync {
-		l.persist = newPersister()
+		var saves []*asyncSave
+		if l.mem != nil {
+			saves = l.mem.saves
+		}
+		l.persist = newPersister(l, saves)
 	}
 	l.saverForms()
 	l.needIDs = l.saver != nil || l.emit != nil

@@ -186,8 +186,8 @@ type frameSlabs struct {
 	seens  slab.Slab[checkpoints.SeenVersions]
 }
 
-// lentFrame is the frame a run lends to its saver, with its columns'
-// memory, reused by every lent frame (see checkpoints.Frame).
+// lentFrame is a frame a run lends to its saver, with its columns'
+// memory, reused by the frames built in it later (see checkpoints.Frame).
 type lentFrame struct {
 	f    checkpoints.Frame
 	ints []int64
@@ -196,19 +196,20 @@ type lentFrame struct {
 }
 
 // frame builds the checkpoint of the current state; only the channels
-// whose versions changed since the last put are encoded. A lent frame
-// (a save that returns before the loop goes on) is built in the loop's
-// own buffers, which the next one reuses: a saver copies what it keeps
-// of it. Any other (a save in the background, the frame exit durability
-// holds) is given, carved from the run's slabs: nothing writes into it
-// again.
-func (l *loop) frame(lent bool) (*checkpoints.Frame, error) {
+// whose versions changed since the last put are encoded. A frame to lend
+// is built in into, whose buffers are reused once the saver has returned
+// (a saver copies what it keeps): the loop's own for a save that returns
+// before the loop goes on, an asyncSave's for one in the background. The
+// frame exit durability holds (into nil) is given, carved from the run's
+// slabs: nothing writes into it again.
+func (l *loop) frame(into *lentFrame) (*checkpoints.Frame, error) {
+	lent := into != nil
 	entries, seen := l.seenRoom(lent)
 	var f *checkpoints.Frame
 	var buf []int64
 	var news []checkpoints.FrameValue
 	if lent {
-		lf := &l.lent
+		lf := into
 		lf.ints = slices.Grow(lf.ints[:0], len(l.versions)+seen)[:len(l.versions)+seen]
 		lf.seen = slices.Grow(lf.seen[:0], entries)
 		lf.f = checkpoints.Frame{Seen: l.seenFrame(lf.seen, lf.ints[len(l.versions):], true)}
@@ -259,7 +260,7 @@ func (l *loop) frame(lent bool) (*checkpoints.Frame, error) {
 	}
 	f.New = news
 	if lent {
-		l.lent.news = news
+		into.news = news
 	}
 	// The loop's own copy: a lent frame's is reused and a given one's is
 	// the saver's.
@@ -270,16 +271,27 @@ func (l *loop) frame(lent bool) (*checkpoints.Frame, error) {
 // saveCheckpoint saves the current state as a checkpoint, with the tasks
 // planned from it.
 func (l *loop) saveCheckpoint(ctx context.Context, source checkpoints.Source) error {
-	f, err := l.frame(l.persist == nil)
+	into := &l.lent
+	var later *asyncSave
+	if l.persist != nil {
+		later = l.persist.take()
+		into = &later.frame
+	}
+	f, err := l.frame(into)
 	if err != nil {
+		if later != nil {
+			l.persist.give(later)
+		}
 		return err
 	}
 	f.Next = l.planNext()
-	return l.saveFrame(ctx, f, l.metadata(source))
+	return l.saveFrame(ctx, f, l.metadata(source), later)
 }
 
-// saveFrame saves f, with md, as the loop's next checkpoint.
-func (l *loop) saveFrame(ctx context.Context, f *checkpoints.Frame, md checkpoints.Metadata) error {
+// saveFrame saves f, with md, as the loop's next checkpoint: in the
+// background when the run has a persister, in later (built by
+// saveCheckpoint around f, or made here for a frame built elsewhere).
+func (l *loop) saveFrame(ctx context.Context, f *checkpoints.Frame, md checkpoints.Metadata, later *asyncSave) error {
 	parent := l.ckptCfg
 	parent.ThreadID, parent.Namespace = l.opts.ThreadID, l.ns
 	next := checkpoints.Config{ThreadID: l.opts.ThreadID, Namespace: l.ns, CheckpointID: f.ID}
@@ -300,15 +312,21 @@ func (l *loop) saveFrame(ctx context.Context, f *checkpoints.Frame, md checkpoin
 		l.stepWrites = nil
 		l.exitMu.Unlock()
 	}
+	var err error
 	if l.persist != nil {
 		// In the background, in order: the step's writes and its
-		// checkpoint still go in one call, one transaction.
-		l.persist.submit(func(ctx context.Context) error {
-			return l.put(ctx, parent, writes, f, md)
-		})
-		return nil
+		// checkpoint still go in one call, one transaction. The writes'
+		// slices are the tasks' and this loop's to reuse, so the save
+		// lends the saver copies of its own.
+		if later == nil {
+			later = l.persist.take()
+		}
+		later.parent, later.f, later.md = parent, f, md
+		later.keepWrites(writes)
+		l.persist.submitSave(later)
+	} else {
+		err = l.put(ctx, parent, writes, f, md)
 	}
-	err := l.put(ctx, parent, writes, f, md)
 	if writes != nil {
 		// The saver kept the values, not the slices: the next step
 		// buffers its writes here.
@@ -423,7 +441,7 @@ func (l *loop) flushStepWrites(ctx context.Context) error {
 func (l *loop) saveCheckpointAt(ctx context.Context) error {
 	if f := l.exitFrame; f != nil {
 		l.exitFrame = nil
-		return l.saveFrame(ctx, f, l.exitMD)
+		return l.saveFrame(ctx, f, l.exitMD, nil)
 	}
 	if !l.hasVersions() {
 		return nil
@@ -451,7 +469,7 @@ func (l *loop) holdExitFrame(tasks []*task) error {
 	}
 	l.step--
 	defer func() { l.step++ }()
-	f, err := l.frame(false)
+	f, err := l.frame(nil)
 	if err != nil {
 		return err
 	}
@@ -463,6 +481,11 @@ func (l *loop) holdExitFrame(tasks []*task) error {
 // persister runs saves in the background, in submission order.
 type persister struct {
 	jobs chan persistJob
+	// free holds checkpoint saves whose saver has returned, for the
+	// loop's next ones (take): a run builds its frames in as many as it
+	// has had saves in flight at once, however long it runs, and hands
+	// them to the graph's next run (loopMem.saves).
+	free chan *asyncSave
 	done chan struct{}
 	err  error
 	// mu guards closed: WaitCheckpoint may flush from a goroutine a node
@@ -471,21 +494,38 @@ type persister struct {
 	closed bool
 }
 
-// persistJob is a save, or a barrier that receives the first error once
-// every earlier job has run.
+// persistJob is a save (a checkpoint's, or any other), or a barrier that
+// receives the first error once every earlier job has run.
 type persistJob struct {
+	save    *asyncSave
 	fn      func(context.Context) error
 	barrier chan error
 }
 
-func newPersister() *persister {
-	p := &persister{jobs: make(chan persistJob, 64), done: make(chan struct{})}
+// persistQueue is how many jobs a persister queues before the loop waits
+// for it.
+const persistQueue = 64
+
+// newPersister starts l's persister, with saves (an earlier run's) to
+// build l's checkpoints in.
+func newPersister(l *loop, saves []*asyncSave) *persister {
+	// Room for every save that can be in flight: those queued, the one
+	// saving and the one being built.
+	p := &persister{jobs: make(chan persistJob, persistQueue), free: make(chan *asyncSave, persistQueue+2), done: make(chan struct{})}
+	for _, s := range saves {
+		p.free <- s
+	}
 	go func() {
 		defer close(p.done)
 		for job := range p.jobs {
 			switch {
 			case job.barrier != nil:
 				job.barrier <- p.err
+			case job.save != nil:
+				if s := job.save; p.err == nil {
+					p.err = l.put(context.Background(), s.parent, s.writes, s.f, s.md)
+				}
+				p.give(job.save)
 			case p.err == nil:
 				p.err = job.fn(context.Background())
 			}
@@ -495,6 +535,78 @@ func newPersister() *persister {
 }
 
 func (p *persister) submit(job func(context.Context) error) { p.jobs <- persistJob{fn: job} }
+
+// submitSave queues a checkpoint's save.
+func (p *persister) submitSave(s *asyncSave) { p.jobs <- persistJob{save: s} }
+
+// asyncSave is a checkpoint saved in the background, with what the saver
+// is lent of it: the frame, built in the save's own buffers, and a copy
+// of the step's writes. Once the saver has returned, the persister hands
+// it back (give) and a later checkpoint is built in it. A free one
+// points to nothing of a run (see loopMem).
+type asyncSave struct {
+	parent checkpoints.Config
+	f      *checkpoints.Frame
+	md     checkpoints.Metadata
+	frame  lentFrame
+	writes []checkpoints.TaskWrites
+	wbuf   []checkpoints.Write // the writes' Write slices
+}
+
+// take returns a finished save to build the loop's next checkpoint in,
+// or a new one.
+func (p *persister) take() *asyncSave {
+	select {
+	case s := <-p.free:
+		return s
+	default:
+		return new(asyncSave)
+	}
+}
+
+// saves returns the persister's free saves, once it has stopped (wait).
+func (p *persister) saves() []*asyncSave {
+	out := make([]*asyncSave, 0, len(p.free))
+	for len(p.free) > 0 {
+		out = append(out, <-p.free)
+	}
+	return out
+}
+
+// give keeps s for a later checkpoint, holding nothing of its own (a
+// kept save must not keep values alive).
+func (p *persister) give(s *asyncSave) {
+	s.parent, s.f, s.md = checkpoints.Config{}, nil, checkpoints.Metadata{}
+	s.frame.f = checkpoints.Frame{}
+	clear(s.frame.news[:cap(s.frame.news)])
+	clear(s.frame.seen[:cap(s.frame.seen)])
+	clear(s.writes[:cap(s.writes)])
+	clear(s.wbuf[:cap(s.wbuf)])
+	select {
+	case p.free <- s:
+	default:
+	}
+}
+
+// keepWrites copies the step's writes into s: their values are given, so
+// only the slices are copied.
+func (s *asyncSave) keepWrites(writes []checkpoints.TaskWrites) {
+	n := 0
+	for _, tw := range writes {
+		n += len(tw.Writes)
+	}
+	s.wbuf = slices.Grow(s.wbuf[:0], n)
+	s.writes = s.writes[:0]
+	for _, tw := range writes {
+		at := len(s.wbuf)
+		s.wbuf = append(s.wbuf, tw.Writes...)
+		tw.Writes = s.wbuf[at:len(s.wbuf):len(s.wbuf)]
+		s.writes = append(s.writes, tw)
+	}
+	if writes == nil {
+		s.writes = nil // no StepSaver: the writes went on their own
+	}
+}
 
 // flush waits until every save submitted so far has run.
 func (p *persister) flush() error { return p.flushCtx(context.Background()) }

@@ -307,9 +307,11 @@ func (l *loop) commitSuccess(ctx context.Context, t *task, d time.Duration) erro
 	}
 	// The Write slice goes back to the task once the saver is done with
 	// it: in sync durability it is saved with the step's checkpoint,
-	// before the task runs again, or by PutWrites, which keeps nothing.
-	// Async and exit saves keep theirs for later.
-	reuse := l.persist == nil && l.opts.Durability != DurabilityExit
+	// before the task runs again, or by PutWrites, which keeps nothing;
+	// in async durability the step's checkpoint copies it (asyncSave)
+	// before the task runs again. Other saves in the background, and exit
+	// durability's, keep theirs for later.
+	reuse := l.opts.Durability != DurabilityExit && (l.persist == nil || combine)
 	var encoded []checkpoints.Write
 	var err error
 	if reuse {

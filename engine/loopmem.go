@@ -27,6 +27,9 @@ type loopMem struct {
 	volIn      []bool
 	// ctxs holds the unused rest of a block of task contexts.
 	ctxs taskContexts
+	// saves are the buffers of the run's checkpoints saved in the
+	// background (async durability).
+	saves []*asyncSave
 }
 
 // adopt takes the buffers of an earlier run.
@@ -80,7 +83,10 @@ func (l *loop) release() {
 		free: l.free, chans: l.chans, versions: l.versions, seen: l.seen, seenDirty: l.seenDirty,
 		grouped: l.grouped, touchedSet: l.touchedSet, tasks: clearTasks(l.tasks), runBuf: clearTasks(l.runBuf),
 		candidates: l.candidates, updated: l.updated, touched: l.touched, stateDirty: l.stateDirty, bumps: l.bumps,
-		volFull: l.volFull, volNext: l.volNext, volIn: l.volIn, ctxs: l.ctxs,
+		volFull: l.volFull, volNext: l.volNext, volIn: l.volIn, ctxs: l.ctxs, saves: m.saves,
+	}
+	if l.persist != nil {
+		m.saves = l.persist.saves()
 	}
 	l.g.mem.Put(m)
 }

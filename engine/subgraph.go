@@ -104,7 +104,7 @@ func (t *task) runSubgraph(ctx context.Context, sub *Pregel, input Update) (any,
 	child.emit = l.emit
 	child.needIDs = saver != nil || l.emit != nil
 	if saver != nil && child.opts.Durability == DurabilityAsync {
-		child.persist = newPersister()
+		child.persist = newPersister(child, nil)
 	}
 	child.saverForms()
 	var in any = input
