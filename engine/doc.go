@@ -182,7 +182,7 @@
 // next run of the same graph; task contexts are allocated in blocks (each
 // still used once, as a node may keep its context); a step's write
 // buffers are reused once the saver has the step (in async durability,
-// once the save in the background has copied them); small
+// once the loop has copied them for the save in the background); small
 // JSON values are encoded and checked without
 // encoding/json's reflection and scanner; and a checkpoint is lent to a
 // checkpoints.FrameSaver (the memory and Postgres savers) as a Frame —

@@ -1,9 +1,12 @@
 package engine_test
 
 import (
+	"cmp"
 	"context"
 	"reflect"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -167,76 +170,125 @@ func (h *gatedSaver) PutFrame(ctx context.Context, cfg checkpoints.Config, write
 	return h.Memory.PutFrame(ctx, cfg, writes, f, md)
 }
 
+// asyncState is the state of the graphs TestAsyncSavesHoldWhatSyncSavesHold
+// runs: a counter and the parts steps of two tasks append to.
+type asyncState struct {
+	N     int   `json:"n"`
+	Parts []int `json:"parts" reduce:"append"`
+}
+
 // A run in async durability lends each save in the background a frame
 // and writes built in the buffers of a save that has returned: with many
 // saves queued, and their buffers used again and again once the queue
 // drains, every checkpoint still holds what the same run saves in sync
 // durability (values, versions, versions seen, next tasks, metadata and
-// pending writes).
+// pending writes), in steps of one task (whose writes go with the step's
+// checkpoint) and of two (the first one's go on their own).
 func TestAsyncSavesHoldWhatSyncSavesHold(t *testing.T) {
 	t.Parallel()
-	const steps, queued = 300, 40
-	run := func(saver checkpoints.Saver, durability engine.Durability, reached func(int)) []*checkpoints.Tuple {
-		g := engine.NewStateGraph[counter]()
-		g.AddNodeWrites("inc", func(_ context.Context, s counter, w *engine.Writes) error {
+	// inc adds one to n until it reaches its limit, then routes to End,
+	// and otherwise to next.
+	inc := func(g *engine.StateGraph[asyncState], limit int, reached func(int), next ...string) {
+		g.AddNodeWrites("inc", func(_ context.Context, s asyncState, w *engine.Writes) error {
 			w.Set("n", s.N+1)
 			reached(s.N + 1)
 			return nil
 		})
 		g.AddEdge(engine.Start, "inc")
-		g.AddConditionalEdges("inc", func(_ context.Context, s counter) (engine.Route, error) {
-			if s.N >= steps {
+		g.AddConditionalEdges("inc", func(_ context.Context, s asyncState) (engine.Route, error) {
+			if s.N >= limit {
 				return engine.To(engine.End), nil
 			}
-			return engine.To("inc"), nil
+			return engine.To(next[0], next[1:]...), nil
 		}, nil)
-		cg, err := g.Compile(engine.CompileOptions{Checkpointer: saver})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx := context.Background()
-		for _, thread := range []string{"first", "second"} { // the second run takes the first's buffers
-			out, err := cg.Invoke(ctx, engine.Update{"n": 0}, &engine.RunOptions{ThreadID: thread, Durability: durability})
-			if err != nil || out.N != steps {
-				t.Fatalf("%s run (durability %v): %+v, %v", thread, durability, out, err)
+	}
+	cases := []struct {
+		name string
+		// build adds the nodes; gate is the n at which the held save is
+		// let go, below what fills the persister's queue.
+		build func(g *engine.StateGraph[asyncState], reached func(int))
+		gate  int
+	}{
+		{"one task a step", func(g *engine.StateGraph[asyncState], reached func(int)) {
+			inc(g, 300, reached, "inc")
+		}, 40},
+		{"two tasks every other step", func(g *engine.StateGraph[asyncState], reached func(int)) {
+			inc(g, 150, reached, "a", "b")
+			for i, name := range []string{"a", "b"} {
+				g.AddNodeWrites(name, func(_ context.Context, s asyncState, w *engine.Writes) error {
+					w.Set("parts", []int{s.N*10 + i})
+					return nil
+				})
 			}
-		}
-		var all []*checkpoints.Tuple
-		for _, thread := range []string{"first", "second"} {
-			tuples, err := saver.List(ctx, checkpoints.ListQuery{ThreadID: thread}, checkpoints.ListOptions{})
-			if err != nil {
-				t.Fatal(err)
+			g.AddJoin([]string{"a", "b"}, "inc")
+		}, 15},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			run := func(saver checkpoints.Saver, durability engine.Durability, reached func(int)) []*checkpoints.Tuple {
+				g := engine.NewStateGraph[asyncState]()
+				tc.build(g, reached)
+				cg, err := g.Compile(engine.CompileOptions{Checkpointer: saver})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx := context.Background()
+				var all []*checkpoints.Tuple
+				for _, thread := range []string{"first", "second"} { // the second run takes the first's buffers
+					if _, err := cg.Invoke(ctx, engine.Update{"n": 0}, &engine.RunOptions{ThreadID: thread, Durability: durability}); err != nil {
+						t.Fatalf("%s run (durability %v): %v", thread, durability, err)
+					}
+					tuples, err := saver.List(ctx, checkpoints.ListQuery{ThreadID: thread}, checkpoints.ListOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					all = append(all, tuples...)
+				}
+				return all
 			}
-			all = append(all, tuples...)
-		}
-		return all
-	}
-	want := run(checkpoints.NewMemory(), engine.DurabilitySync, func(int) {})
-	held := &gatedSaver{Memory: checkpoints.NewMemory(), release: make(chan struct{})}
-	var opened sync.Once
-	got := run(held, engine.DurabilityAsync, func(n int) {
-		if n == queued {
-			opened.Do(func() { close(held.release) })
-		}
-	})
-	if len(got) != len(want) {
-		t.Fatalf("async durability saved %d checkpoints, sync %d", len(got), len(want))
-	}
-	// Ids, times and the task ids derived from them differ between the
-	// runs; everything else is the same.
-	type pending struct{ Channel, Value string }
-	same := func(tup *checkpoints.Tuple) any {
-		cp := *tup.Checkpoint
-		cp.ID, cp.TS = "", time.Time{}
-		var writes []pending
-		for _, w := range tup.PendingWrites {
-			writes = append(writes, pending{w.Channel, string(w.Value)})
-		}
-		return []any{cp, tup.Metadata, writes}
-	}
-	for i := range want {
-		if g, w := same(got[i]), same(want[i]); !reflect.DeepEqual(g, w) {
-			t.Fatalf("checkpoint %d of the async runs holds\n%+v\nwhere sync durability saved\n%+v", i, g, w)
-		}
+			want := run(checkpoints.NewMemory(), engine.DurabilitySync, func(int) {})
+			held := &gatedSaver{Memory: checkpoints.NewMemory(), release: make(chan struct{})}
+			var opened sync.Once
+			var timedOut atomic.Bool
+			// A run that waits for the held save before reaching the gate
+			// fails instead of hanging.
+			timer := time.AfterFunc(time.Minute, func() {
+				opened.Do(func() { timedOut.Store(true); close(held.release) })
+			})
+			defer timer.Stop()
+			got := run(held, engine.DurabilityAsync, func(n int) {
+				if n == tc.gate {
+					opened.Do(func() { close(held.release) })
+				}
+			})
+			if timedOut.Load() {
+				t.Fatalf("the run waited for its first save before n reached %d", tc.gate)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("async durability saved %d checkpoints, sync %d", len(got), len(want))
+			}
+			// Ids, times and the task ids derived from them (which order
+			// a step's pending writes) differ between the runs;
+			// everything else is the same.
+			type pending struct{ Channel, Value string }
+			same := func(tup *checkpoints.Tuple) any {
+				cp := *tup.Checkpoint
+				cp.ID, cp.TS = "", time.Time{}
+				var writes []pending
+				for _, w := range tup.PendingWrites {
+					writes = append(writes, pending{w.Channel, string(w.Value)})
+				}
+				slices.SortFunc(writes, func(a, b pending) int {
+					return cmp.Or(cmp.Compare(a.Channel, b.Channel), cmp.Compare(a.Value, b.Value))
+				})
+				return []any{cp, tup.Metadata, writes}
+			}
+			for i := range want {
+				if g, w := same(got[i]), same(want[i]); !reflect.DeepEqual(g, w) {
+					t.Fatalf("checkpoint %d of the async runs holds\n%+v\nwhere sync durability saved\n%+v", i, g, w)
+				}
+			}
+		})
 	}
 }

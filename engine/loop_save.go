@@ -289,8 +289,9 @@ func (l *loop) saveCheckpoint(ctx context.Context, source checkpoints.Source) er
 }
 
 // saveFrame saves f, with md, as the loop's next checkpoint: in the
-// background when the run has a persister, in later (built by
-// saveCheckpoint around f, or made here for a frame built elsewhere).
+// background when the run has a persister, in later, which saveCheckpoint
+// built f in. (later is nil only for the frame exit durability holds,
+// and that run has no persister.)
 func (l *loop) saveFrame(ctx context.Context, f *checkpoints.Frame, md checkpoints.Metadata, later *asyncSave) error {
 	parent := l.ckptCfg
 	parent.ThreadID, parent.Namespace = l.opts.ThreadID, l.ns
@@ -318,9 +319,6 @@ func (l *loop) saveFrame(ctx context.Context, f *checkpoints.Frame, md checkpoin
 		// checkpoint still go in one call, one transaction. The writes'
 		// slices are the tasks' and this loop's to reuse, so the save
 		// lends the saver copies of its own.
-		if later == nil {
-			later = l.persist.take()
-		}
 		later.parent, later.f, later.md = parent, f, md
 		later.keepWrites(writes)
 		l.persist.submitSave(later)
@@ -425,14 +423,17 @@ func (l *loop) flushStepWrites(ctx context.Context) error {
 	l.stepWrites = nil
 	l.exitMu.Unlock()
 	cfg := l.ckptCfg
-	save := func(ctx context.Context) error { return l.putTaskWrites(ctx, cfg, writes) }
 	if l.persist != nil && len(writes) > 0 {
 		// After the saves before them (their checkpoint among them);
-		// a failure is the run's, from the persister's wait.
-		l.persist.submit(save)
+		// a failure is the run's, from the persister's wait. The writes'
+		// slices may be the tasks' own (see commitSuccess), so the save
+		// takes copies, as a checkpoint's does.
+		kept := new(asyncSave)
+		kept.keepWrites(writes)
+		l.persist.submit(func(ctx context.Context) error { return l.putTaskWrites(ctx, cfg, kept.writes) })
 		return nil
 	}
-	return save(context.WithoutCancel(ctx))
+	return l.putTaskWrites(context.WithoutCancel(ctx), cfg, writes)
 }
 
 // saveCheckpointAt saves the in-memory current checkpoint (exit
@@ -484,10 +485,11 @@ type persister struct {
 	// free holds checkpoint saves whose saver has returned, for the
 	// loop's next ones (take): a run builds its frames in as many as it
 	// has had saves in flight at once, however long it runs, and hands
-	// them to the graph's next run (loopMem.saves).
-	free chan *asyncSave
-	done chan struct{}
-	err  error
+	// them to the graph's next run (loopMem.saves). freeMu guards it.
+	freeMu sync.Mutex
+	free   []*asyncSave
+	done   chan struct{}
+	err    error
 	// mu guards closed: WaitCheckpoint may flush from a goroutine a node
 	// left behind after the run ended and wait closed jobs.
 	mu     sync.Mutex
@@ -509,12 +511,7 @@ const persistQueue = 64
 // newPersister starts l's persister, with saves (an earlier run's) to
 // build l's checkpoints in.
 func newPersister(l *loop, saves []*asyncSave) *persister {
-	// Room for every save that can be in flight: those queued, the one
-	// saving and the one being built.
-	p := &persister{jobs: make(chan persistJob, persistQueue), free: make(chan *asyncSave, persistQueue+2), done: make(chan struct{})}
-	for _, s := range saves {
-		p.free <- s
-	}
+	p := &persister{jobs: make(chan persistJob, persistQueue), free: saves, done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
 		for job := range p.jobs {
@@ -556,21 +553,23 @@ type asyncSave struct {
 // take returns a finished save to build the loop's next checkpoint in,
 // or a new one.
 func (p *persister) take() *asyncSave {
-	select {
-	case s := <-p.free:
-		return s
-	default:
+	p.freeMu.Lock()
+	defer p.freeMu.Unlock()
+	n := len(p.free)
+	if n == 0 {
 		return new(asyncSave)
 	}
+	s := p.free[n-1]
+	p.free[n-1] = nil
+	p.free = p.free[:n-1]
+	return s
 }
 
 // saves returns the persister's free saves, once it has stopped (wait).
 func (p *persister) saves() []*asyncSave {
-	out := make([]*asyncSave, 0, len(p.free))
-	for len(p.free) > 0 {
-		out = append(out, <-p.free)
-	}
-	return out
+	p.freeMu.Lock()
+	defer p.freeMu.Unlock()
+	return p.free
 }
 
 // give keeps s for a later checkpoint, holding nothing of its own (a
@@ -582,10 +581,9 @@ func (p *persister) give(s *asyncSave) {
 	clear(s.frame.seen[:cap(s.frame.seen)])
 	clear(s.writes[:cap(s.writes)])
 	clear(s.wbuf[:cap(s.wbuf)])
-	select {
-	case p.free <- s:
-	default:
-	}
+	p.freeMu.Lock()
+	p.free = append(p.free, s)
+	p.freeMu.Unlock()
 }
 
 // keepWrites copies the step's writes into s: their values are given, so

@@ -140,12 +140,6 @@ func TestNextRunStartsEmpty(t *testing.T) {
 	}
 }
 
-// A program that drops a compiled graph and its saver gets their memory
-// back at the next collection: the buffers a graph keeps for its next run
-// (its pool, which the runtime holds on to until a collection empties it)
-// must not hold the graph, and with it every checkpoint its saver stored.
-// Not parallel: it counts collections, and other tests' runs would add
-// some.
 // dropped is the state of the graph TestADroppedGraphIsCollectedAtTheNextCollection
 // drops: a value channel and a reduced one.
 type dropped struct {
@@ -153,6 +147,12 @@ type dropped struct {
 	Seen []int `json:"seen" reduce:"append"`
 }
 
+// A program that drops a compiled graph and its saver gets their memory
+// back at the next collection: the buffers a graph keeps for its next run
+// (its pool, which the runtime holds on to until a collection empties it)
+// must not hold the graph, and with it every checkpoint its saver stored.
+// Not parallel: it asks whether one collection frees them, and a
+// collection another test's runs started in between would free them too.
 func TestADroppedGraphIsCollectedAtTheNextCollection(t *testing.T) {
 	graph, saver := func() (weak.Pointer[engine.Graph[dropped]], weak.Pointer[checkpoints.Memory]) {
 		saver := checkpoints.NewMemory()
