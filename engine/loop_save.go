@@ -135,17 +135,13 @@ func (l *loop) seenFrame(out []checkpoints.SeenVersions, buf []int64, lent bool)
 			continue
 		}
 		n := l.g.nodeList[i]
-		var versions []int64
-		switch frozen := l.seenFrozen[i]; {
-		case lent:
+		versions := l.seenFrozen[i]
+		if lent || versions == nil || l.seenDirty[i] {
 			versions, buf = buf[:len(s):len(s)], buf[len(s):]
 			copy(versions, s)
-		case frozen == nil || l.seenDirty[i]:
-			versions, buf = buf[:len(s):len(s)], buf[len(s):]
-			copy(versions, s)
-			l.seenFrozen[i], l.seenDirty[i] = versions, false
-		default:
-			versions = frozen
+			if !lent {
+				l.seenFrozen[i], l.seenDirty[i] = versions, false
+			}
 		}
 		out = append(out, checkpoints.SeenVersions{Node: n.Name, Channels: n.Triggers, Versions: versions})
 	}
@@ -227,7 +223,7 @@ func (l *loop) frame(into *lentFrame) (*checkpoints.Frame, error) {
 		*f = checkpoints.Frame{Seen: l.seenFrame(mem.seens.Make(entries)[:0], buf[len(l.versions):], false)}
 		changed := 0
 		for c, v := range l.versions {
-			if v != 0 && (!l.hasSaved || l.saved[c] != v) {
+			if l.isNew(c, v) {
 				changed++
 			}
 		}
@@ -246,7 +242,7 @@ func (l *loop) frame(into *lentFrame) (*checkpoints.Frame, error) {
 		f.UpdatedChannels = l.updNames
 	}
 	for c, v := range f.Versions {
-		if v == 0 || (l.hasSaved && l.saved[c] == v) {
+		if !l.isNew(c, v) {
 			continue
 		}
 		raw, ok, err := l.chans[c].Checkpoint()
@@ -266,6 +262,12 @@ func (l *loop) frame(into *lentFrame) (*checkpoints.Frame, error) {
 	// the saver's.
 	l.saved, l.hasSaved = append(l.saved[:0], f.Versions...), true
 	return f, nil
+}
+
+// isNew reports whether channel c's version v is one the last put did not
+// save (a frame's New).
+func (l *loop) isNew(c int, v int64) bool {
+	return v != 0 && (!l.hasSaved || l.saved[c] != v)
 }
 
 // saveCheckpoint saves the current state as a checkpoint, with the tasks

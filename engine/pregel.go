@@ -72,12 +72,12 @@ type Pregel struct {
 	mapUpdate func(Output) ([]KV, error)
 	// mapOutput builds the output from the channels (StateGraph sets it).
 	mapOutput func(r reader) (any, error)
-	// mem keeps the buffers of finished runs for the next ones. It is a
-	// pool of its own, not a field: the runtime holds every pool in use
-	// until a collection empties it, and a pointer into the graph would
-	// hold the graph, and every checkpoint its saver stored, through the
-	// first collection after the program drops them. Nothing in it points
-	// back to the graph (see loop.release).
+	// mem keeps the buffers of finished runs for the next ones. It points
+	// to a pool of its own rather than embedding one: the runtime holds
+	// every pool in use until a collection empties it, and a pointer into
+	// the graph would hold the graph, and every checkpoint its saver
+	// stored, through the first collection after the program drops them.
+	// Nothing in the pool points back to the graph (see loop.release).
 	mem *sync.Pool
 	// volatile are the channels an unwritten step may change (see
 	// channels.Unwritten), by index.
