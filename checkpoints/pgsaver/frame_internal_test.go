@@ -126,41 +126,52 @@ func counterInput(tb testing.TB, s *Saver) *checkpoints.Frame {
 }
 
 // A counter step's put goes as one statement whose parameters the saver
-// encodes for the types the server gives them: were a migration to change
-// a column's type, or the plan an argument's, the put would quietly go
-// back to pgx's encoding.
+// encodes for the types the server gives them, with a fence (a durable
+// run's step) as without: were a migration to change a column's type, or
+// the plan an argument's, the put would quietly go back to pgx's
+// encoding, and were a fence to take a statement of its own again, to a
+// batch.
 func TestCounterStepGoesEncoded(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtest.Schema(t, nil)
-	s := New(pool, nil)
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Release()
-	sd, err := conn.Conn().Prepare(ctx, "", sqlPutInline)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(sd.ParamOIDs, paramOIDs[sqlPutInline]) {
-		t.Errorf("the server types the put's parameters %v, the benchmark %v", sd.ParamOIDs, paramOIDs[sqlPutInline])
-	}
-	input := counterInput(t, s)
-	in, rows, err := frameInput(counterStep(input.ID, "01a21908-a3c4-75f8-ab64-f5f29e0a9f0c", 0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	qs := s.plan(in, rows, nil, true, false).batch.QueuedQueries
-	if len(qs) != 1 || qs[0].SQL != sqlPutInline {
-		t.Fatalf("a counter step sends %d statements, want sqlPutInline alone", len(qs))
-	}
-	if _, ok := encodedStatement(qs[0].SQL); !ok {
-		t.Error("sqlPutInline is not an encoded statement")
-	}
-	var e paramEncoder
-	if !e.encode(sd.ParamOIDs, qs[0].Arguments) {
-		t.Error("the saver does not encode a counter step's parameters: pgx would")
+	for _, tc := range []struct {
+		name  string
+		fence *checkpoints.Fence
+		want  string
+	}{
+		{"unfenced", nil, sqlPutInline},
+		{"fenced", &checkpoints.Fence{Thread: "sync-1", Token: 3}, sqlPutInlineFenced},
+	} {
+		sd, err := conn.Conn().Prepare(ctx, "", tc.want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(sd.ParamOIDs, paramOIDs[tc.want]) {
+			t.Errorf("%s: the server types the put's parameters %v, the benchmark %v", tc.name, sd.ParamOIDs, paramOIDs[tc.want])
+		}
+		s := New(pool, nil)
+		input := counterInput(t, s)
+		in, rows, err := frameInput(counterStep(input.ID, "01a21908-a3c4-75f8-ab64-f5f29e0a9f0c", 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		qs := s.plan(in, rows, tc.fence, true, false).batch.QueuedQueries
+		if len(qs) != 1 || qs[0].SQL != tc.want {
+			t.Fatalf("%s: a counter step sends %d statements, want one, its put", tc.name, len(qs))
+		}
+		if _, ok := encodedStatement(qs[0].SQL); !ok {
+			t.Errorf("%s: the put is not an encoded statement", tc.name)
+		}
+		var e paramEncoder
+		if !e.encode(sd.ParamOIDs, qs[0].Arguments) {
+			t.Errorf("%s: the saver does not encode a counter step's parameters: pgx would", tc.name)
+		}
 	}
 }
 
@@ -169,6 +180,9 @@ func TestCounterStepGoesEncoded(t *testing.T) {
 var paramOIDs = map[string][]uint32{
 	sqlPutInline: {pgtype.TextOID, pgtype.TextOID, pgtype.TextOID, pgtype.TextOID, pgtype.ByteaOID, pgtype.JSONBOID,
 		pgtype.TextArrayOID, pgtype.Int8ArrayOID, pgtype.ByteaArrayOID, pgtype.ByteaArrayOID, pgtype.ByteaOID},
+	sqlPutInlineFenced: {pgtype.TextOID, pgtype.TextOID, pgtype.TextOID, pgtype.TextOID, pgtype.ByteaOID, pgtype.JSONBOID,
+		pgtype.TextArrayOID, pgtype.Int8ArrayOID, pgtype.ByteaArrayOID, pgtype.ByteaArrayOID, pgtype.ByteaOID,
+		pgtype.TextOID, pgtype.Int8OID},
 }
 
 // BenchmarkPutFrameClient is the client's share of a superstep of

@@ -35,7 +35,7 @@ type (
 	byteaArray [][]byte
 	// textParam is a text parameter, or an element of a textArray.
 	textParam string
-	// int8Param is an element of an int8Array.
+	// int8Param is a bigint parameter, or an element of an int8Array.
 	int8Param int64
 	// byteaParam is a bytea parameter, or an element of a byteaArray;
 	// nil is NULL.
@@ -131,6 +131,11 @@ func (e *paramEncoder) encode(oids []uint32, args []any) bool {
 				return false
 			}
 			format, buf = pgtype.TextFormatCode, append(buf, *a...)
+		case *int8Param:
+			if oid != pgtype.Int8OID {
+				return false
+			}
+			buf = binary.BigEndian.AppendUint64(buf, uint64(*a))
 		case *byteaParam:
 			if oid != pgtype.ByteaOID {
 				return false
@@ -223,16 +228,18 @@ func isNil(b []byte) bool { return b == nil }
 
 // encodedStatement names the statements a put sends alone whose
 // parameters the saver encodes itself (paramEncoder): the checkpoint row
-// of an unfenced superstep whose values are all inline. It is prepared
-// once per connection under its name, as pgx's statement cache would
-// under a hash of it. A put with a value stored as a blob (new or its
-// parent's), or with a fence, sends more than one statement (the
-// thread's lock, the fence check), as a batch pgx encodes. (A switch
-// compares the constant's pointer first; a map would hash the SQL.)
+// of a superstep whose values are all inline, unfenced or fenced. Each is
+// prepared once per connection under its name, as pgx's statement cache
+// would under a hash of it. A put with a value stored as a blob (new or
+// its parent's) sends more than one statement (the thread's lock, and a
+// fence's check ahead of it), as a batch pgx encodes. (A switch compares
+// the constant's pointer first; a map would hash the SQL.)
 func encodedStatement(sql string) (name string, ok bool) {
 	switch sql {
 	case sqlPutInline:
 		return "pgsaver_put_inline", true
+	case sqlPutInlineFenced:
+		return "pgsaver_put_inline_fenced", true
 	}
 	return "", false
 }

@@ -42,6 +42,10 @@ func TestParamsEncodeAsPgx(t *testing.T) {
 		p := textParam(s)
 		ours, theirs, oids = append(ours, &p), append(theirs, s), append(oids, pgtype.TextOID)
 	}
+	for _, n := range []int64{0, 7, -1, 1 << 62} {
+		p := int8Param(n)
+		ours, theirs, oids = append(ours, &p), append(theirs, n), append(oids, pgtype.Int8OID)
+	}
 	for _, b := range [][]byte{nil, {}, []byte(`[["t","",0,"n",42]]`)} {
 		p := byteaParam(b)
 		ours, theirs, oids = append(ours, &p), append(theirs, b), append(oids, pgtype.ByteaOID)

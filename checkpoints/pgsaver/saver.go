@@ -38,15 +38,15 @@
 // and PutFrame (checkpoints.FrameSaver, the engine's form) send a
 // superstep's writes and its checkpoint in one round trip.
 //
-// That statement, when it goes alone (an unfenced superstep whose values
-// are all inline, as a library user's runs are), is prepared on each
-// connection under a name of its own (pgsaver_put_inline) and its
+// That statement, when it goes alone (a superstep whose values are all
+// inline, as a library user's runs are, and the Studio's, whose fence it
+// then checks itself: sqlPutInlineFenced), is prepared on each
+// connection under a name of its own (encodedStatement) and its
 // parameters are encoded by the saver, the bytes pgx would send without
 // pgx's lookups (params.go), unless the pool's connections have a tracer
-// or do not prepare statements: then pgx runs it like any other. A fenced
-// put (the Studio's runs) or one with a value stored as a blob goes as a
-// batch, its parameters still the saver's types, which pgx encodes
-// without reflection.
+// or do not prepare statements: then pgx runs it like any other. A put
+// with a value stored as a blob goes as a batch, its parameters still the
+// saver's types, which pgx encodes without reflection.
 //
 // # A step's writes ride on its checkpoint
 //
@@ -93,8 +93,9 @@
 // # Fences
 //
 // A write whose context carries a checkpoints.Fence (checkpoints.WithFence)
-// runs SELECT studio_fence(thread, token) (migrations 011 and 016)
-// as the first statement of its batch, so in its transaction: the write
+// runs studio_fence(thread, token) (migrations 011 and 016) first in its
+// transaction: as the first statement of its batch, or, when a put is one
+// statement, in that statement ahead of its insert. The write
 // commits only if the thread's lease is at that fence (nobody took the
 // thread over since), and holds the lease's lock shared until it does, so
 // a takeover waits for it. A refused
@@ -362,6 +363,22 @@ INSERT INTO checkpoints AS c (` + checkpointColumns + `)
 VALUES ($1, $2, $3, nextval('checkpoint_seq'), nullif($4::text, ''), $5::bytea, $6::jsonb,
         $7::text[], $8::bigint[], $9::bytea[], $10::bytea[], $11::bytea)`
 
+// sqlPutInlineFenced is sqlPutInline under a fence ($12, the thread, and
+// $13, the token): the lease's check (studio_fence, which takes the
+// thread's lease lock shared and raises when the thread is not at the
+// fence) runs in the same statement, ahead of the insert, where a batch
+// would send it as a statement of its own. So a durable run's superstep
+// is one statement too, and the saver encodes its parameters. The CTE is
+// MATERIALIZED so that it is a scan the insert reads its one row from,
+// never folded away: the check runs before the row is built, and a
+// refusal aborts the statement.
+const sqlPutInlineFenced = `
+WITH fence AS MATERIALIZED (SELECT studio_fence($12, $13))
+INSERT INTO checkpoints AS c (` + checkpointColumns + `)
+SELECT $1, $2, $3, nextval('checkpoint_seq'), nullif($4::text, ''), $5::bytea, $6::jsonb,
+       $7::text[], $8::bigint[], $9::bytea[], $10::bytea[], $11::bytea
+FROM fence`
+
 // sqlPutBlobs stores a checkpoint resolved by the client with its new
 // blobs and the writes it carries ($11, as sqlPutInline). The blobs it
 // carries from its parent ($16) must still exist: if
@@ -599,7 +616,7 @@ type putPlan struct {
 	// the rows of its value map.
 	queued [4]*pgx.QueuedQuery
 	last   pgx.QueuedQuery
-	args   [11]any       // sqlPutInline's
+	args   [11]any       // sqlPutInline's (a fence's two go past them)
 	id     [4]textParam  // thread, namespace, checkpoint, parent
 	bytes  [2]byteaParam // body, carried
 	md     jsonParam
@@ -804,20 +821,25 @@ func (s *Saver) plan(p *putInput, writes *writeRows, fence *checkpoints.Fence, u
 	}
 
 	b := &plan.batch
-	if fence != nil {
+	hasBlobs := bp != nil && (len(bp.hash) > 0 || len(bp.parentBlobs) > 0)
+	// A step's regular writes ride on its checkpoint's row (parent_writes)
+	// when that row is plainly inserted; otherwise, or when a write is
+	// special, they are rows of checkpoint_writes, queued first.
+	carry := resolved && !upsert && (writes == nil || writes.regular())
+	// alone: the checkpoint's statement is the batch's only one, and a
+	// fence is checked in it (sqlPutInlineFenced).
+	alone := carry && !hasBlobs
+	if fence != nil && !alone {
 		// First: a refused fence aborts the batch before anything else
 		// runs or locks.
 		b.Queue(pgfence.SQL, fence.Thread, fence.Token)
 	}
-	if bp != nil && (len(bp.hash) > 0 || len(bp.parentBlobs) > 0) || !resolved {
+	if hasBlobs || !resolved {
 		b.Queue(sqlLockShared, lockClass, threadLock(thread))
 	}
-	// A step's regular writes ride on its checkpoint's row (parent_writes)
-	// when that row is plainly inserted; otherwise, or when a write is
-	// special, they are rows of checkpoint_writes, queued first.
 	var carried []byte
 	if writes != nil {
-		if resolved && !upsert && writes.regular() {
+		if carry {
 			carried = writes.pack(plan.packed[:0])
 		} else {
 			queueWrites(b, thread, ns, p.parent, writes, upsert)
@@ -835,9 +857,12 @@ func (s *Saver) plan(p *putInput, writes *writeRows, fence *checkpoints.Fence, u
 	case !resolved:
 		plan.last.Arguments = append(args, &bp.hash, &bp.enc, &bp.base, &bp.data, &bp.resolve.ch, &bp.resolve.ver)
 		plan.last.SQL = sqlPutResolve
-	case bp != nil && (len(bp.hash) > 0 || len(bp.parentBlobs) > 0):
+	case hasBlobs:
 		plan.last.Arguments = append(args, &bp.hash, &bp.enc, &bp.base, &bp.data, &bp.parentBlobs)
 		plan.last.SQL = upserting(sqlPutBlobs, upsert)
+	case fence != nil && alone:
+		plan.last.Arguments = append(args, (*textParam)(&fence.Thread), (*int8Param)(&fence.Token))
+		plan.last.SQL = sqlPutInlineFenced
 	default:
 		plan.last.SQL = upserting(sqlPutInline, upsert)
 	}
