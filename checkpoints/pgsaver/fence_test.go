@@ -157,3 +157,110 @@ func TestMemorySaverIgnoresFences(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestFencedStepDuringTakeover: a step with small values under a fence is
+// one statement, its fence checked in it (the tracer sees that statement
+// alone). While another replica takes the thread over (moves the fence,
+// which takes the lease's lock exclusively until it commits), the step
+// waits for the takeover, then reads the lease as it committed: the old
+// holder's step is refused and writes nothing, the new holder's lands.
+// A check reading the lease as of the statement's start, before the
+// lock, would get both wrong.
+func TestFencedStepDuringTakeover(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.Schema(t, nil)
+	cfg := pool.Config()
+	tracer := &sqlTracer{}
+	cfg.ConnConfig.Tracer = tracer
+	traced, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(traced.Close)
+	const thread = "takeover-during-a-step" // advisory locks are the database's, not the schema's
+	s := pgsaver.New(traced, nil)
+	pgsaver.HoldLease(t, pool, thread, 3)
+	fenced := func(token int64) context.Context {
+		return checkpoints.WithFence(ctx, checkpoints.Fence{Thread: thread, Token: token})
+	}
+	one := []checkpoints.TaskWrites{{TaskID: "step-task", Writes: []checkpoints.Write{{Channel: "n", Value: json.RawMessage("1")}}}}
+	head, err := s.PutStep(fenced(3), checkpoints.Config{ThreadID: thread}, nil, stepCheckpoint(map[string]string{"n": "0"}, map[string]int64{"n": 1}),
+		checkpoints.Metadata{Source: checkpoints.SourceInput, Step: -1}, map[string]int64{"n": 1})
+	if err != nil {
+		t.Fatalf("the holder's first step: %v", err)
+	}
+
+	for _, tc := range []struct {
+		name  string
+		fence int64 // the takeover moves the lease to it
+		token int64 // the step's
+		want  error
+	}{
+		{name: "old holder", fence: 4, token: 3, want: checkpoints.ErrFenced},
+		{name: "new holder", fence: 5, token: 5},
+	} {
+		takeover, err := pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Were the test to stop with the takeover open, dropping its
+		// schema would wait for it forever.
+		t.Cleanup(func() { _ = takeover.Rollback(ctx) })
+		if _, err := takeover.Exec(ctx, `UPDATE studio_thread_leases SET fence = $2 WHERE thread_id = $1`, thread, tc.fence); err != nil {
+			t.Fatal(err)
+		}
+		before := rowCounts(t, pool, thread)
+		tracer.mu.Lock()
+		tracer.sql = nil
+		tracer.mu.Unlock()
+		done := make(chan error, 1)
+		var next checkpoints.Config
+		go func() {
+			var err error
+			next, err = s.PutStep(fenced(tc.token), head, one, stepCheckpoint(map[string]string{"n": "1"}, map[string]int64{"n": 2}),
+				checkpoints.Metadata{Source: checkpoints.SourceLoop}, map[string]int64{"n": 2})
+			done <- err
+		}()
+		// The step waits for the takeover's lock.
+		for waiting := false; !waiting; {
+			select {
+			case err := <-done:
+				t.Fatalf("%s: the step returned (%v) while the takeover held the lease's lock", tc.name, err)
+			default:
+			}
+			if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+				AND classid = 1937007974 AND objid = hashtext($1)::oid)`, thread).Scan(&waiting); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := takeover.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		err = <-done
+		tracer.mu.Lock()
+		var puts []string
+		for _, sql := range tracer.sql {
+			if strings.Contains(sql, "INSERT INTO checkpoints") {
+				puts = append(puts, sql)
+			}
+		}
+		tracer.mu.Unlock()
+		if len(puts) != 1 || !strings.Contains(puts[0], "studio_fence") {
+			t.Errorf("%s: the step sent %d statements of its own, want one with its fence check: %q", tc.name, len(puts), puts)
+		}
+		after := rowCounts(t, pool, thread)
+		switch {
+		case tc.want != nil && !errors.Is(err, tc.want):
+			t.Errorf("%s: step = %v, want %v", tc.name, err, tc.want)
+		case tc.want != nil && after != before:
+			t.Errorf("%s: the refused step wrote rows: %v, before %v", tc.name, after, before)
+		case tc.want == nil && err != nil:
+			t.Errorf("%s: step = %v, want it saved", tc.name, err)
+		case tc.want == nil && after != [3]int{before[0] + 1, before[1] + 1, before[2]}:
+			t.Errorf("%s: rows %v after the step, before %v; want its checkpoint and its write", tc.name, after, before)
+		case tc.want == nil:
+			head = next
+		}
+	}
+}

@@ -285,7 +285,7 @@ func TestPutFrameRefusesAsPutStep(t *testing.T) {
 		}
 		if cp, newV, cerr := c.frame.Checkpoint(); cerr == nil {
 			_, stepErr := s.PutStep(c.ctx, c.cfg, c.writes, cp, c.md, newV)
-			if stepErr == nil || stepErr.Error() != err.Error() {
+			if stepErr == nil || err == nil || stepErr.Error() != err.Error() {
 				t.Errorf("%s: PutFrame's error %v, PutStep's %v", c.name, err, stepErr)
 			}
 		}

@@ -54,9 +54,15 @@ func oneSession(t *testing.T, set func(*pgx.ConnConfig)) *pgxpool.Pool {
 // version i+1. It returns the new checkpoint's config.
 func putStep(t *testing.T, s *pgsaver.Saver, parent checkpoints.Config, i int) checkpoints.Config {
 	t.Helper()
+	return putStepIn(context.Background(), t, s, parent, i)
+}
+
+// putStepIn is putStep in ctx (which may carry a fence).
+func putStepIn(ctx context.Context, t *testing.T, s *pgsaver.Saver, parent checkpoints.Config, i int) checkpoints.Config {
+	t.Helper()
 	cp := &checkpoints.Checkpoint{V: checkpoints.FormatVersion, ID: checkpoints.NewID(), TS: time.Now(),
 		ChannelValues: map[string]json.RawMessage{"n": json.RawMessage(strconv.Itoa(i))}, ChannelVersions: map[string]int64{"n": int64(i + 1)}}
-	put, err := s.Put(context.Background(), parent, cp, checkpoints.Metadata{Source: checkpoints.SourceLoop, Step: i}, map[string]int64{"n": int64(i + 1)})
+	put, err := s.Put(ctx, parent, cp, checkpoints.Metadata{Source: checkpoints.SourceLoop, Step: i}, map[string]int64{"n": int64(i + 1)})
 	if err != nil {
 		t.Fatalf("put %d: %v", i, err)
 	}
@@ -123,20 +129,37 @@ func TestPutPreparesOnlyWherePgxWould(t *testing.T) {
 // its statement again instead of failing the put.
 func TestPutPreparesAgainWhatTheServerForgot(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	pool := oneSession(t, nil) // whose statements the DEALLOCATE drops
-	s := pgsaver.New(pool, nil)
-	put := checkpoints.Config{ThreadID: "t"}
-	for i := range 4 {
-		if i == 2 {
-			if _, err := pool.Exec(ctx, `DEALLOCATE pgsaver_put_inline`); err != nil {
-				t.Fatal(err)
+	for _, tc := range []struct {
+		name      string
+		fence     bool
+		statement string
+	}{
+		{"unfenced", false, "pgsaver_put_inline"},
+		{"fenced", true, "pgsaver_put_inline_fenced"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			pool := oneSession(t, nil) // whose statements the DEALLOCATE drops
+			s := pgsaver.New(pool, nil)
+			pctx := ctx
+			if tc.fence {
+				pgsaver.HoldLease(t, pool, "t", 1)
+				pctx = checkpoints.WithFence(ctx, checkpoints.Fence{Thread: "t", Token: 1})
 			}
-		}
-		put = putStep(t, s, put, i)
-	}
-	tuple, err := s.Get(ctx, checkpoints.Config{ThreadID: "t"})
-	if err != nil || tuple == nil || string(tuple.Checkpoint.ChannelValues["n"]) != "3" || tuple.Metadata.Step != 3 {
-		t.Fatalf("latest checkpoint: %+v, %v", tuple, err)
+			put := checkpoints.Config{ThreadID: "t"}
+			for i := range 4 {
+				if i == 2 {
+					if _, err := pool.Exec(ctx, `DEALLOCATE `+tc.statement); err != nil {
+						t.Fatal(err)
+					}
+				}
+				put = putStepIn(pctx, t, s, put, i)
+			}
+			tuple, err := s.Get(ctx, checkpoints.Config{ThreadID: "t"})
+			if err != nil || tuple == nil || string(tuple.Checkpoint.ChannelValues["n"]) != "3" || tuple.Metadata.Step != 3 {
+				t.Fatalf("latest checkpoint: %+v, %v", tuple, err)
+			}
+		})
 	}
 }
