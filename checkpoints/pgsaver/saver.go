@@ -39,14 +39,14 @@
 // superstep's writes and its checkpoint in one round trip.
 //
 // That statement, when it goes alone (a superstep whose values are all
-// inline, as a library user's runs are, and the Studio's, whose fence it
-// then checks itself: sqlPutInlineFenced), is prepared on each
-// connection under a name of its own (encodedStatement) and its
-// parameters are encoded by the saver, the bytes pgx would send without
-// pgx's lookups (params.go), unless the pool's connections have a tracer
-// or do not prepare statements: then pgx runs it like any other. A put
-// with a value stored as a blob goes as a batch, its parameters still the
-// saver's types, which pgx encodes without reflection.
+// inline, as most are), is prepared on each connection under a name of
+// its own (encodedStatement) and its parameters are encoded by the saver,
+// the bytes pgx would send without pgx's lookups (params.go), unless the
+// pool's connections have a tracer or do not prepare statements: then pgx
+// runs it like any other. Under a fence (a Studio run's superstep) it
+// checks the fence itself (sqlPutInlineFenced) and still goes alone. A
+// put with a value stored as a blob goes as a batch, its parameters still
+// the saver's types, which pgx encodes without reflection.
 //
 // # A step's writes ride on its checkpoint
 //
@@ -616,7 +616,7 @@ type putPlan struct {
 	// the rows of its value map.
 	queued [4]*pgx.QueuedQuery
 	last   pgx.QueuedQuery
-	args   [11]any       // sqlPutInline's (a fence's two go past them)
+	args   [11]any       // sqlPutInline's; a fence's two more reallocate (13 would put every plan a size class up)
 	id     [4]textParam  // thread, namespace, checkpoint, parent
 	bytes  [2]byteaParam // body, carried
 	md     jsonParam
