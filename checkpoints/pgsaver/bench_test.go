@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 	"time"
 
@@ -205,6 +206,49 @@ func BenchmarkPGPut(b *testing.B) {
 	perOp := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
 	b.ReportMetric(perOp/1e3, "µs/put")
 	b.ReportMetric(perOp/floor, "x-floor")
+}
+
+// BenchmarkPGPutWrites is a task's writes saved on their own (a task that
+// finished before its siblings): one write, in its own transaction, with
+// and without its lease's fence checked. x-floor is its cost over the
+// floor insert measured on the same pool just before.
+func BenchmarkPGPutWrites(b *testing.B) {
+	for _, mode := range []string{"unfenced", "fenced"} {
+		b.Run(mode, func(b *testing.B) {
+			pool := pgtest.Schema(b, nil)
+			s := pgsaver.New(pool, nil)
+			ctx := context.Background()
+			const floorRuns = 300
+			start := time.Now()
+			for i := range floorRuns {
+				floorInsert(b, pool, i)
+			}
+			floor := float64(time.Since(start).Nanoseconds()) / floorRuns
+			cfg := checkpoints.Config{ThreadID: "bench"}
+			if mode == "fenced" {
+				pgsaver.HoldLease(b, pool, "bench", 1)
+				ctx = checkpoints.WithFence(ctx, checkpoints.Fence{Thread: "bench", Token: 1})
+			}
+			cfg, err := s.Put(ctx, cfg, &checkpoints.Checkpoint{V: checkpoints.FormatVersion, ID: checkpoints.NewID(), TS: time.Now(),
+				ChannelValues: map[string]json.RawMessage{"n": json.RawMessage("0")}, ChannelVersions: map[string]int64{"n": 1}},
+				checkpoints.Metadata{Source: checkpoints.SourceInput, Step: -1}, map[string]int64{"n": 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			writes := []checkpoints.Write{{Channel: "n", Value: json.RawMessage("1")}}
+			task := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				task++
+				if err := s.PutWrites(ctx, cfg, writes, strconv.Itoa(task), ""); err != nil {
+					b.Fatal(err)
+				}
+			}
+			perOp := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+			b.ReportMetric(perOp/1e3, "µs/put")
+			b.ReportMetric(perOp/floor, "x-floor")
+		})
+	}
 }
 
 // historyThread saves a thread of n checkpoints shaped like an agent's:

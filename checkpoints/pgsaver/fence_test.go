@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -158,15 +159,16 @@ func TestMemorySaverIgnoresFences(t *testing.T) {
 	}
 }
 
-// TestFencedStepDuringTakeover: a step with small values under a fence is
-// one statement, its fence checked in it (the tracer sees that statement
-// alone). While another replica takes the thread over (moves the fence,
-// which takes the lease's lock exclusively until it commits), the step
-// waits for the takeover, then reads the lease as it committed: the old
-// holder's step is refused and writes nothing, the new holder's lands.
-// A check reading the lease as of the statement's start, before the
-// lock, would get both wrong.
-func TestFencedStepDuringTakeover(t *testing.T) {
+// TestFencedWritesDuringTakeover: a step with small values under a fence,
+// and a task's few writes saved on their own, are each one statement,
+// their fence checked in it (the tracer sees that statement alone). While
+// another replica takes the thread over (moves the fence, which takes the
+// lease's lock exclusively until it commits), such a write waits for the
+// takeover, then reads the lease as it committed: the old holder's write
+// is refused and writes nothing, the new holder's lands. A check reading
+// the lease as of the statement's start, before the lock, would get both
+// wrong.
+func TestFencedWritesDuringTakeover(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtest.Schema(t, nil)
@@ -178,89 +180,102 @@ func TestFencedStepDuringTakeover(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(traced.Close)
-	const thread = "takeover-during-a-step" // advisory locks are the database's, not the schema's
+	const thread = "takeover-during-a-write" // advisory locks are the database's, not the schema's
 	s := pgsaver.New(traced, nil)
-	pgsaver.HoldLease(t, pool, thread, 3)
+	lease := int64(3)
+	pgsaver.HoldLease(t, pool, thread, lease)
 	fenced := func(token int64) context.Context {
 		return checkpoints.WithFence(ctx, checkpoints.Fence{Thread: thread, Token: token})
 	}
-	one := []checkpoints.TaskWrites{{TaskID: "step-task", Writes: []checkpoints.Write{{Channel: "n", Value: json.RawMessage("1")}}}}
-	head, err := s.PutStep(fenced(3), checkpoints.Config{ThreadID: thread}, nil, stepCheckpoint(map[string]string{"n": "0"}, map[string]int64{"n": 1}),
+	one := []checkpoints.Write{{Channel: "n", Value: json.RawMessage("1")}}
+	head, err := s.PutStep(fenced(lease), checkpoints.Config{ThreadID: thread}, nil, stepCheckpoint(map[string]string{"n": "0"}, map[string]int64{"n": 1}),
 		checkpoints.Metadata{Source: checkpoints.SourceInput, Step: -1}, map[string]int64{"n": 1})
 	if err != nil {
 		t.Fatalf("the holder's first step: %v", err)
 	}
-
-	for _, tc := range []struct {
+	n := 0 // the steps saved after the first
+	ops := []struct {
 		name  string
-		fence int64 // the takeover moves the lease to it
-		token int64 // the step's
-		want  error
+		write func(ctx context.Context) error
+		adds  [3]int // the rows (checkpoints, writes, blobs) it saves
 	}{
-		{name: "old holder", fence: 4, token: 3, want: checkpoints.ErrFenced},
-		{name: "new holder", fence: 5, token: 5},
-	} {
-		takeover, err := pool.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Were the test to stop with the takeover open, dropping its
-		// schema would wait for it forever.
-		t.Cleanup(func() { _ = takeover.Rollback(ctx) })
-		if _, err := takeover.Exec(ctx, `UPDATE studio_thread_leases SET fence = $2 WHERE thread_id = $1`, thread, tc.fence); err != nil {
-			t.Fatal(err)
-		}
-		before := rowCounts(t, pool, thread)
-		tracer.mu.Lock()
-		tracer.sql = nil
-		tracer.mu.Unlock()
-		done := make(chan error, 1)
-		var next checkpoints.Config
-		go func() {
-			var err error
-			next, err = s.PutStep(fenced(tc.token), head, one, stepCheckpoint(map[string]string{"n": "1"}, map[string]int64{"n": 2}),
-				checkpoints.Metadata{Source: checkpoints.SourceLoop}, map[string]int64{"n": 2})
-			done <- err
-		}()
-		// The step waits for the takeover's lock.
-		for waiting := false; !waiting; {
-			select {
-			case err := <-done:
-				t.Fatalf("%s: the step returned (%v) while the takeover held the lease's lock", tc.name, err)
-			default:
+		{name: "PutStep", adds: [3]int{1, 1, 0}, write: func(ctx context.Context) error {
+			next, err := s.PutStep(ctx, head, []checkpoints.TaskWrites{{TaskID: fmt.Sprint("step-task-", n), Writes: one}},
+				stepCheckpoint(map[string]string{"n": fmt.Sprint(n + 1)}, map[string]int64{"n": int64(n + 2)}),
+				checkpoints.Metadata{Source: checkpoints.SourceLoop, Step: n}, map[string]int64{"n": int64(n + 2)})
+			if err == nil {
+				head = next
+				n++
 			}
-			if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
-				AND classid = 1937007974 AND objid = hashtext($1)::oid)`, thread).Scan(&waiting); err != nil {
+			return err
+		}},
+		{name: "PutWrites", adds: [3]int{0, 1, 0}, write: func(ctx context.Context) error {
+			return s.PutWrites(ctx, head, one, fmt.Sprint("early-task-", lease), "")
+		}},
+	}
+	for _, op := range ops {
+		for _, holder := range []string{"old holder", "new holder"} {
+			name := op.name + ", " + holder
+			token := lease // the old holder's
+			lease++
+			if holder == "new holder" {
+				token = lease
+			}
+			takeover, err := pool.Begin(ctx)
+			if err != nil {
 				t.Fatal(err)
 			}
-		}
-		if err := takeover.Commit(ctx); err != nil {
-			t.Fatal(err)
-		}
-		err = <-done
-		tracer.mu.Lock()
-		var puts []string
-		for _, sql := range tracer.sql {
-			if strings.Contains(sql, "INSERT INTO checkpoints") {
-				puts = append(puts, sql)
+			// Were the test to stop with the takeover open, dropping its
+			// schema would wait for it forever.
+			t.Cleanup(func() { _ = takeover.Rollback(ctx) })
+			if _, err := takeover.Exec(ctx, `UPDATE studio_thread_leases SET fence = $2 WHERE thread_id = $1`, thread, lease); err != nil {
+				t.Fatal(err)
 			}
-		}
-		tracer.mu.Unlock()
-		if len(puts) != 1 || !strings.Contains(puts[0], "studio_fence") {
-			t.Errorf("%s: the step sent %d statements of its own, want one with its fence check: %q", tc.name, len(puts), puts)
-		}
-		after := rowCounts(t, pool, thread)
-		switch {
-		case tc.want != nil && !errors.Is(err, tc.want):
-			t.Errorf("%s: step = %v, want %v", tc.name, err, tc.want)
-		case tc.want != nil && after != before:
-			t.Errorf("%s: the refused step wrote rows: %v, before %v", tc.name, after, before)
-		case tc.want == nil && err != nil:
-			t.Errorf("%s: step = %v, want it saved", tc.name, err)
-		case tc.want == nil && after != [3]int{before[0] + 1, before[1] + 1, before[2]}:
-			t.Errorf("%s: rows %v after the step, before %v; want its checkpoint and its write", tc.name, after, before)
-		case tc.want == nil:
-			head = next
+			before := rowCounts(t, pool, thread)
+			tracer.mu.Lock()
+			tracer.sql = nil
+			tracer.mu.Unlock()
+			done := make(chan error, 1)
+			go func() { done <- op.write(fenced(token)) }()
+			// The write waits for the takeover's lock.
+			for waiting := false; !waiting; {
+				select {
+				case err := <-done:
+					t.Fatalf("%s: the write returned (%v) while the takeover held the lease's lock", name, err)
+				default:
+				}
+				if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+					AND classid = 1937007974 AND objid = hashtext($1)::oid)`, thread).Scan(&waiting); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := takeover.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			err = <-done
+			tracer.mu.Lock()
+			var sent []string
+			for _, sql := range tracer.sql {
+				if strings.Contains(sql, "INSERT INTO checkpoint") {
+					sent = append(sent, sql)
+				}
+			}
+			tracer.mu.Unlock()
+			if len(sent) != 1 || !strings.Contains(sent[0], "studio_fence") {
+				t.Errorf("%s: the write sent %d statements of its own, want one with its fence check: %q", name, len(sent), sent)
+			}
+			after := rowCounts(t, pool, thread)
+			want := [3]int{before[0] + op.adds[0], before[1] + op.adds[1], before[2] + op.adds[2]}
+			switch {
+			case holder == "old holder" && !errors.Is(err, checkpoints.ErrFenced):
+				t.Errorf("%s: write = %v, want ErrFenced", name, err)
+			case holder == "old holder" && after != before:
+				t.Errorf("%s: the refused write saved rows: %v, before %v", name, after, before)
+			case holder == "new holder" && err != nil:
+				t.Errorf("%s: write = %v, want it saved", name, err)
+			case holder == "new holder" && after != want:
+				t.Errorf("%s: rows %v after the write, want %v", name, after, want)
+			}
 		}
 	}
 }
