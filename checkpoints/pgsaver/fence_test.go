@@ -159,15 +159,15 @@ func TestMemorySaverIgnoresFences(t *testing.T) {
 	}
 }
 
-// TestFencedWritesDuringTakeover: a step with small values under a fence,
-// and a task's few writes saved on their own, are each one statement,
-// their fence checked in it (the tracer sees that statement alone). While
-// another replica takes the thread over (moves the fence, which takes the
-// lease's lock exclusively until it commits), such a write waits for the
-// takeover, then reads the lease as it committed: the old holder's write
-// is refused and writes nothing, the new holder's lands. A check reading
-// the lease as of the statement's start, before the lock, would get both
-// wrong.
+// TestFencedWritesDuringTakeover: while another replica takes the thread
+// over (moves the fence, which takes the lease's lock exclusively until
+// it commits), a fenced write waits for the takeover, then reads the
+// lease as it committed: the old holder's write is refused and writes
+// nothing, the new holder's lands. A check reading the lease as of the
+// statement's start, before the lock, would get both wrong. A step with
+// small values is one statement, its fence checked in it (the tracer,
+// which sees no batch, sees that statement alone); a task's writes saved
+// on their own go after the check in a batch.
 func TestFencedWritesDuringTakeover(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -198,8 +198,9 @@ func TestFencedWritesDuringTakeover(t *testing.T) {
 		name  string
 		write func(ctx context.Context) error
 		adds  [3]int // the rows (checkpoints, writes, blobs) it saves
+		alone bool   // one statement, with its fence check
 	}{
-		{name: "PutStep", adds: [3]int{1, 1, 0}, write: func(ctx context.Context) error {
+		{name: "PutStep", adds: [3]int{1, 1, 0}, alone: true, write: func(ctx context.Context) error {
 			next, err := s.PutStep(ctx, head, []checkpoints.TaskWrites{{TaskID: fmt.Sprint("step-task-", n), Writes: one}},
 				stepCheckpoint(map[string]string{"n": fmt.Sprint(n + 1)}, map[string]int64{"n": int64(n + 2)}),
 				checkpoints.Metadata{Source: checkpoints.SourceLoop, Step: n}, map[string]int64{"n": int64(n + 2)})
@@ -261,7 +262,7 @@ func TestFencedWritesDuringTakeover(t *testing.T) {
 				}
 			}
 			tracer.mu.Unlock()
-			if len(sent) != 1 || !strings.Contains(sent[0], "studio_fence") {
+			if op.alone && (len(sent) != 1 || !strings.Contains(sent[0], "studio_fence")) {
 				t.Errorf("%s: the write sent %d statements of its own, want one with its fence check: %q", name, len(sent), sent)
 			}
 			after := rowCounts(t, pool, thread)
@@ -277,5 +278,44 @@ func TestFencedWritesDuringTakeover(t *testing.T) {
 				t.Errorf("%s: rows %v after the write, want %v", name, after, want)
 			}
 		}
+	}
+}
+
+// TestStaleFenceRefusesACarriedWrite: the old holder of a thread, still
+// running a task after a takeover, saves the task's write, which the new
+// holder's step from the same checkpoint already carries. The write
+// changes nothing either way, but it is refused (ErrFenced), so the old
+// holder learns at once that it lost the thread: the check must not hang
+// on whether the write has anything left to insert.
+func TestStaleFenceRefusesACarriedWrite(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.Schema(t, nil)
+	s := pgsaver.New(pool, nil)
+	pgsaver.HoldLease(t, pool, "t", 3)
+	fenced := func(token int64) context.Context {
+		return checkpoints.WithFence(ctx, checkpoints.Fence{Thread: "t", Token: token})
+	}
+	root, err := s.PutStep(fenced(3), checkpoints.Config{ThreadID: "t"}, nil, stepCheckpoint(map[string]string{"n": "0"}, map[string]int64{"n": 1}),
+		checkpoints.Metadata{Source: checkpoints.SourceInput, Step: -1}, map[string]int64{"n": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE studio_thread_leases SET fence = 4 WHERE thread_id = 't'`); err != nil {
+		t.Fatal(err)
+	}
+	one := []checkpoints.Write{{Channel: "n", Value: json.RawMessage("1")}}
+	if _, err := s.PutStep(fenced(4), root, []checkpoints.TaskWrites{{TaskID: "task", Writes: one}},
+		stepCheckpoint(map[string]string{"n": "1"}, map[string]int64{"n": 2}), checkpoints.Metadata{Source: checkpoints.SourceLoop}, map[string]int64{"n": 2}); err != nil {
+		t.Fatalf("the new holder's step: %v", err)
+	}
+	before := rowCounts(t, pool, "t")
+	for _, w := range [][]checkpoints.Write{one, {one[0], {Channel: "n", Value: json.RawMessage("2")}}} {
+		if err := s.PutWrites(fenced(3), root, w, "task", ""); !errors.Is(err, checkpoints.ErrFenced) {
+			t.Errorf("the old holder's %d carried writes = %v, want ErrFenced", len(w), err)
+		}
+	}
+	if after := rowCounts(t, pool, "t"); after != before {
+		t.Errorf("rows went from %v to %v", before, after)
 	}
 }

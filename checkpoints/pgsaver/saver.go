@@ -302,36 +302,14 @@ var sqlInsertFewWrites = func() (out [maxValuesRows + 1]string) {
 	return out
 }()
 
-// sqlInsertFewWritesFenced[n] is sqlInsertFewWrites[n] under a fence
-// ($4+5n, the thread, and $5+5n, the token), checked in the statement
-// ahead of its rows as sqlPutInlineFenced checks it, so that a task's
-// writes saved under a lease are one statement too.
-var sqlInsertFewWritesFenced = func() (out [maxValuesRows + 1]string) {
-	for n := 1; n < len(out); n++ {
-		a := 4 + 5*n
-		out[n] = fmt.Sprintf("\nWITH fence AS MATERIALIZED (SELECT studio_fence($%d, $%d))", a, a+1) +
-			insertWritesFrom("fence, "+writeValues(n))
-	}
-	return out
-}()
-
 // queueWrites queues the statement that saves writes against checkpoint
 // cp: as a plain insert (few rows as VALUES), or with upsert as sqlWrites.
-// A fence, which fewWrites must allow, is checked in that statement.
-func queueWrites(b *pgx.Batch, thread, ns, cp string, r *writeRows, upsert bool, fence *checkpoints.Fence) {
-	if fewWrites(r, upsert) {
-		n, more := len(r.idx), 0
-		if fence != nil {
-			more = 2
-		}
-		args := make([]any, 0, 3+5*n+more)
+func queueWrites(b *pgx.Batch, thread, ns, cp string, r *writeRows, upsert bool) {
+	if n := len(r.idx); !upsert && n <= maxValuesRows {
+		args := make([]any, 0, 3+5*n)
 		args = append(args, thread, ns, cp)
 		for i := range n {
 			args = append(args, r.task[i], r.path[i], r.idx[i], r.ch[i], r.val[i])
-		}
-		if fence != nil {
-			b.Queue(sqlInsertFewWritesFenced[n], append(args, fence.Thread, fence.Token)...)
-			return
 		}
 		b.Queue(sqlInsertFewWrites[n], args...)
 		return
@@ -342,10 +320,6 @@ func queueWrites(b *pgx.Batch, thread, ns, cp string, r *writeRows, upsert bool,
 	}
 	b.Queue(sql, thread, ns, cp, r.task, r.path, r.idx, r.ch, r.val)
 }
-
-// fewWrites reports whether queueWrites sends r as rows of VALUES, in a
-// statement that can check a fence too.
-func fewWrites(r *writeRows, upsert bool) bool { return !upsert && len(r.idx) <= maxValuesRows }
 
 const checkpointColumns = `thread_id, checkpoint_ns, checkpoint_id, seq, parent_checkpoint_id, checkpoint, metadata,
     value_channels, value_versions, value_hashes, value_inline, parent_writes`
@@ -868,7 +842,7 @@ func (s *Saver) plan(p *putInput, writes *writeRows, fence *checkpoints.Fence, u
 		if carry {
 			carried = writes.pack(plan.packed[:0])
 		} else {
-			queueWrites(b, thread, ns, p.parent, writes, upsert, nil)
+			queueWrites(b, thread, ns, p.parent, writes, upsert)
 		}
 	}
 	if upsert || !resolved {
@@ -1092,16 +1066,13 @@ func (s *Saver) PutWrites(ctx context.Context, cfg checkpoints.Config, writes []
 	var r writeRows
 	r.add(taskID, taskPath, writes)
 	send := func(ctx context.Context, upsert bool) error {
-		// A few writes check their fence in their own statement; more,
-		// or an upsert, go after the check in a batch, one implicit
-		// transaction. Either way the check and its lock cover the insert.
+		// A batch is one implicit transaction: the fence's check and row
+		// lock cover the insert.
 		b := &pgx.Batch{}
-		inline := fence
-		if fence != nil && !fewWrites(&r, upsert) {
+		if fence != nil {
 			b.Queue(pgfence.SQL, fence.Thread, fence.Token)
-			inline = nil
 		}
-		queueWrites(b, cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, &r, upsert, inline)
+		queueWrites(b, cfg.ThreadID, cfg.Namespace, cfg.CheckpointID, &r, upsert)
 		return s.commit.do(ctx, cfg.ThreadID, b, nil)
 	}
 	run := func(ctx context.Context) error {
