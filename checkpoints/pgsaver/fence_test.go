@@ -319,3 +319,51 @@ func TestStaleFenceRefusesACarriedWrite(t *testing.T) {
 		t.Errorf("rows went from %v to %v", before, after)
 	}
 }
+
+// TestStaleFenceRefusedOnTheEncodedPath: a fenced step with small values
+// goes as the statement the saver prepares and encodes itself (no tracer
+// on the pool), and there too the old holder's step is refused and
+// writes nothing once the thread was taken over, and the new holder's
+// lands.
+func TestStaleFenceRefusedOnTheEncodedPath(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := oneSession(t, nil) // whose prepared statements the test reads
+	s := pgsaver.New(pool, nil)
+	pgsaver.HoldLease(t, pool, "t", 3)
+	fenced := func(token int64) context.Context {
+		return checkpoints.WithFence(ctx, checkpoints.Fence{Thread: "t", Token: token})
+	}
+	step := func(token int64, parent checkpoints.Config, n int) (checkpoints.Config, error) {
+		return s.PutStep(fenced(token), parent, []checkpoints.TaskWrites{{TaskID: fmt.Sprint("task-", n), Writes: []checkpoints.Write{{Channel: "n", Value: json.RawMessage("1")}}}},
+			stepCheckpoint(map[string]string{"n": fmt.Sprint(n)}, map[string]int64{"n": int64(n + 1)}), checkpoints.Metadata{Source: checkpoints.SourceLoop, Step: n}, map[string]int64{"n": int64(n + 1)})
+	}
+	head, err := s.PutStep(fenced(3), checkpoints.Config{ThreadID: "t"}, nil, stepCheckpoint(map[string]string{"n": "0"}, map[string]int64{"n": 1}),
+		checkpoints.Metadata{Source: checkpoints.SourceInput, Step: -1}, map[string]int64{"n": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head, err = step(3, head, 1); err != nil {
+		t.Fatalf("the holder's step: %v", err)
+	}
+	var prepared bool
+	if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_prepared_statements WHERE name = 'pgsaver_put_inline_fenced')`).Scan(&prepared); err != nil {
+		t.Fatal(err)
+	}
+	if !prepared {
+		t.Fatal("the holder's step did not go as the saver's own fenced statement")
+	}
+	if _, err := pool.Exec(ctx, `UPDATE studio_thread_leases SET fence = 4 WHERE thread_id = 't'`); err != nil {
+		t.Fatal(err)
+	}
+	before := rowCounts(t, pool, "t")
+	if _, err := step(3, head, 2); !errors.Is(err, checkpoints.ErrFenced) {
+		t.Errorf("the old holder's step = %v, want ErrFenced", err)
+	}
+	if after := rowCounts(t, pool, "t"); after != before {
+		t.Errorf("the refused step wrote rows: %v, before %v", after, before)
+	}
+	if _, err := step(4, head, 2); err != nil {
+		t.Errorf("the new holder's step = %v", err)
+	}
+}

@@ -230,10 +230,11 @@ func isNil(b []byte) bool { return b == nil }
 // parameters the saver encodes itself (paramEncoder): the checkpoint row
 // of a superstep whose values are all inline, unfenced or fenced. Each is
 // prepared once per connection under its name, as pgx's statement cache
-// would under a hash of it. A put with a value stored as a blob (new or
-// its parent's) sends more than one statement (the thread's lock, and a
-// fence's check ahead of it), as a batch pgx encodes. (A switch compares
-// the constant's pointer first; a map would hash the SQL.)
+// would under a hash of it. Any other put (a value stored as a blob, new
+// or its parent's; a special write; a checkpoint saved again; one the
+// server resolves) sends more than one statement (a fence's check first,
+// the thread's lock, writes' rows), as a batch pgx encodes. (A switch
+// compares the constant's pointer first; a map would hash the SQL.)
 func encodedStatement(sql string) (name string, ok bool) {
 	switch sql {
 	case sqlPutInline:

@@ -44,9 +44,11 @@
 // the bytes pgx would send without pgx's lookups (params.go), unless the
 // pool's connections have a tracer or do not prepare statements: then pgx
 // runs it like any other. Under a fence (a Studio run's superstep) it
-// checks the fence itself (sqlPutInlineFenced) and still goes alone. A
-// put with a value stored as a blob goes as a batch, its parameters still
-// the saver's types, which pgx encodes without reflection.
+// checks the fence itself (sqlPutInlineFenced) and still goes alone. Any
+// other put (a value stored as a blob, a special write, a checkpoint
+// saved again, one the server resolves) goes as a batch, its fence
+// checked first, its parameters still the saver's types, which pgx
+// encodes without reflection.
 //
 // # A step's writes ride on its checkpoint
 //
