@@ -167,6 +167,18 @@ func BenchmarkPGSuperstepSync(b *testing.B) {
 // cannot find PutStep.
 type plainSaver struct{ checkpoints.Saver }
 
+// floorNs is the floor insert's time (floorInsert), the mean of 300 on
+// pool, for a benchmark to measure itself against just after.
+func floorNs(b *testing.B, pool *pgxpool.Pool) float64 {
+	b.Helper()
+	const floorRuns = 300
+	start := time.Now()
+	for i := range floorRuns {
+		floorInsert(b, pool, i)
+	}
+	return float64(time.Since(start).Nanoseconds()) / floorRuns
+}
+
 // BenchmarkPGPut is one superstep's checkpoint: a put with one changed
 // small channel, in its own transaction. x-floor is its cost over the
 // floor insert measured on the same pool just before.
@@ -174,12 +186,7 @@ func BenchmarkPGPut(b *testing.B) {
 	pool := pgtest.Schema(b, nil)
 	s := pgsaver.New(pool, nil)
 	ctx := context.Background()
-	const floorRuns = 300
-	start := time.Now()
-	for i := range floorRuns {
-		floorInsert(b, pool, i)
-	}
-	floor := float64(time.Since(start).Nanoseconds()) / floorRuns
+	floor := floorNs(b, pool)
 
 	cfg := checkpoints.Config{ThreadID: "bench"}
 	v := int64(0)
@@ -218,12 +225,7 @@ func BenchmarkPGPutWrites(b *testing.B) {
 			pool := pgtest.Schema(b, nil)
 			s := pgsaver.New(pool, nil)
 			ctx := context.Background()
-			const floorRuns = 300
-			start := time.Now()
-			for i := range floorRuns {
-				floorInsert(b, pool, i)
-			}
-			floor := float64(time.Since(start).Nanoseconds()) / floorRuns
+			floor := floorNs(b, pool)
 			cfg := checkpoints.Config{ThreadID: "bench"}
 			if mode == "fenced" {
 				pgsaver.HoldLease(b, pool, "bench", 1)

@@ -159,6 +159,13 @@ func TestMemorySaverIgnoresFences(t *testing.T) {
 	}
 }
 
+// fenceOn returns ctx with thread's fence at a token.
+func fenceOn(ctx context.Context, thread string) func(token int64) context.Context {
+	return func(token int64) context.Context {
+		return checkpoints.WithFence(ctx, checkpoints.Fence{Thread: thread, Token: token})
+	}
+}
+
 // TestFencedWritesDuringTakeover: while another replica takes the thread
 // over (moves the fence, which takes the lease's lock exclusively until
 // it commits), a fenced write waits for the takeover, then reads the
@@ -184,9 +191,7 @@ func TestFencedWritesDuringTakeover(t *testing.T) {
 	s := pgsaver.New(traced, nil)
 	lease := int64(3)
 	pgsaver.HoldLease(t, pool, thread, lease)
-	fenced := func(token int64) context.Context {
-		return checkpoints.WithFence(ctx, checkpoints.Fence{Thread: thread, Token: token})
-	}
+	fenced := fenceOn(ctx, thread)
 	one := []checkpoints.Write{{Channel: "n", Value: json.RawMessage("1")}}
 	head, err := s.PutStep(fenced(lease), checkpoints.Config{ThreadID: thread}, nil, stepCheckpoint(map[string]string{"n": "0"}, map[string]int64{"n": 1}),
 		checkpoints.Metadata{Source: checkpoints.SourceInput, Step: -1}, map[string]int64{"n": 1})
@@ -293,9 +298,7 @@ func TestStaleFenceRefusesACarriedWrite(t *testing.T) {
 	pool := pgtest.Schema(t, nil)
 	s := pgsaver.New(pool, nil)
 	pgsaver.HoldLease(t, pool, "t", 3)
-	fenced := func(token int64) context.Context {
-		return checkpoints.WithFence(ctx, checkpoints.Fence{Thread: "t", Token: token})
-	}
+	fenced := fenceOn(ctx, "t")
 	root, err := s.PutStep(fenced(3), checkpoints.Config{ThreadID: "t"}, nil, stepCheckpoint(map[string]string{"n": "0"}, map[string]int64{"n": 1}),
 		checkpoints.Metadata{Source: checkpoints.SourceInput, Step: -1}, map[string]int64{"n": 1})
 	if err != nil {
@@ -331,9 +334,7 @@ func TestStaleFenceRefusedOnTheEncodedPath(t *testing.T) {
 	pool := oneSession(t, nil) // whose prepared statements the test reads
 	s := pgsaver.New(pool, nil)
 	pgsaver.HoldLease(t, pool, "t", 3)
-	fenced := func(token int64) context.Context {
-		return checkpoints.WithFence(ctx, checkpoints.Fence{Thread: "t", Token: token})
-	}
+	fenced := fenceOn(ctx, "t")
 	step := func(token int64, parent checkpoints.Config, n int) (checkpoints.Config, error) {
 		return s.PutStep(fenced(token), parent, []checkpoints.TaskWrites{{TaskID: fmt.Sprint("task-", n), Writes: []checkpoints.Write{{Channel: "n", Value: json.RawMessage("1")}}}},
 			stepCheckpoint(map[string]string{"n": fmt.Sprint(n)}, map[string]int64{"n": int64(n + 1)}), checkpoints.Metadata{Source: checkpoints.SourceLoop, Step: n}, map[string]int64{"n": int64(n + 1)})
