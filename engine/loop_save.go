@@ -430,7 +430,7 @@ func (l *loop) flushStepWrites(ctx context.Context) error {
 		// a failure is the run's, from the persister's wait. The writes'
 		// slices may be the tasks' own (see commitSuccess), so the save
 		// takes copies, as a checkpoint's does.
-		kept := new(asyncSave)
+		kept := new(keptWrites)
 		kept.keepWrites(writes)
 		l.persist.submit(func(ctx context.Context) error { return l.putTaskWrites(ctx, cfg, kept.writes) })
 		return nil
@@ -548,6 +548,13 @@ type asyncSave struct {
 	f      *checkpoints.Frame
 	md     checkpoints.Metadata
 	frame  lentFrame
+	keptWrites
+}
+
+// keptWrites is a copy of a step's writes for a save in the background:
+// their values are given, so only the slices are copied, into memory of
+// the copy's own.
+type keptWrites struct {
 	writes []checkpoints.TaskWrites
 	wbuf   []checkpoints.Write // the writes' Write slices
 }
@@ -588,9 +595,8 @@ func (p *persister) give(s *asyncSave) {
 	p.freeMu.Unlock()
 }
 
-// keepWrites copies the step's writes into s: their values are given, so
-// only the slices are copied.
-func (s *asyncSave) keepWrites(writes []checkpoints.TaskWrites) {
+// keepWrites copies writes into s.
+func (s *keptWrites) keepWrites(writes []checkpoints.TaskWrites) {
 	n := 0
 	for _, tw := range writes {
 		n += len(tw.Writes)
